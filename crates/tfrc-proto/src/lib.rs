@@ -1,3 +1,60 @@
-//! Sans-IO TCP-Friendly Rate Control (RFC 5348).
+//! Sans-IO TCP-Friendly Rate Control (RFC 5348) with the gTFRC, feedbacks-per-RTT and Veno
+//! extensions.
+//!
+//! **Determinism promise:** this crate has no sockets, threads, clocks or randomness. Every
+//! input (time included, as [`Instant`]) is passed in by the caller, so the same sequence of calls
+//! always produces the same packets, timers and state. The simulator, the emulator and the UDP
+//! tools drive this one implementation.
+//!
+//! - [`equation`]: the throughput equation X(s, R, p) and its inverse.
+//! - [`Sender`] / [`Receiver`]: the protocol state machines (`handle_*` inputs, `poll_*`
+//!   outputs), configured by one [`Config`]; the extensions are options of that config.
+//! - [`wire`]: data and feedback packets, parsed with bounds checks.
+//!
+//! # Example: a sender and a receiver driven by hand
+//! ```
+//! use core::time::Duration;
+//! use tfrc_proto::{Config, Instant, Receiver, Sender};
+//!
+//! let config = Config::default(); // s = 1000 bytes, plain RFC 5348
+//! let mut now = Instant::ZERO;
+//! let mut sender = Sender::new(config.clone(), 7, 42, now).unwrap();
+//! let mut receiver = Receiver::new(config).unwrap();
+//! let one_way = Duration::from_millis(50);
+//!
+//! let mut packet = [0u8; 1500];
+//! let mut feedback = [0u8; 64];
+//! for _ in 0..20 {
+//!     // Send whatever the schedule allows, deliver it after the one-way delay.
+//!     while sender.can_send(now) {
+//!         let length = sender.send_padded(now, &mut packet).unwrap();
+//!         receiver.handle_packet(now + one_way, &packet[..length]).unwrap();
+//!     }
+//!     // The receiver answers; its feedback reaches the sender one delay later.
+//!     let at_receiver = now + one_way;
+//!     if receiver.poll_timeout().is_some_and(|t| t <= at_receiver) {
+//!         receiver.handle_timeout(at_receiver);
+//!     }
+//!     while let Some(length) = receiver.poll_transmit(at_receiver, &mut feedback) {
+//!         sender.handle_packet(at_receiver + one_way, &feedback[..length]).unwrap();
+//!     }
+//!     now = sender.poll_timeout().unwrap().max(now + Duration::from_millis(1));
+//!     sender.handle_timeout(now);
+//! }
+//! let state = sender.state();
+//! assert!(state.rtt.is_some());           // an RTT was measured from the echoed timestamps
+//! assert!(state.sending_rate > 1000.0);   // and the rate left the initial one packet/second
+//! ```
+
+pub mod config;
+pub mod equation;
+pub mod loss_history;
+pub mod receiver;
+pub mod sender;
 pub mod time;
+pub mod wire;
+
+pub use config::{Config, ConfigError, Profile, Veno};
+pub use receiver::{ReceiveError, Receiver, ReceiverStats};
+pub use sender::{FeedbackError, SendError, Sender, SenderState, SenderStats};
 pub use time::Instant;

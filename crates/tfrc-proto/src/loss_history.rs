@@ -1,0 +1,300 @@
+//! Loss intervals and the average loss interval (RFC 5348 §5.3–§5.5), with Veno stretching.
+
+use std::collections::VecDeque;
+
+use crate::time::Instant;
+
+/// n, the number of closed loss intervals averaged (RFC 5348 §5.4).
+pub const INTERVALS_AVERAGED: usize = 8;
+
+/// The weights w_1..w_8 of RFC 5348 §5.4: 1, 1, 1, 1, 0.8, 0.6, 0.4, 0.2.
+pub const WEIGHTS: [f64; INTERVALS_AVERAGED] = [1.0, 1.0, 1.0, 1.0, 0.8, 0.6, 0.4, 0.2];
+
+/// Lower bound of the general history discount factor (RFC 5348 §5.5: "THRESHOLD = 0.5").
+pub const DISCOUNT_THRESHOLD: f64 = 0.5;
+
+/// A closed loss interval.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ClosedInterval {
+    /// Length in packets as counted (after a Veno stretch, if any).
+    pub length: f64,
+    /// Length before any Veno stretch.
+    pub raw_length: u64,
+    /// The interval's own discount factor DF_i (RFC 5348 §5.5); 1 without discounting.
+    pub discount: f64,
+    /// Whether Veno classified the loss event that closed it as a non-congestion loss.
+    pub stretched: bool,
+}
+
+/// The loss history: the open interval I_0 and up to eight closed intervals I_1..I_8.
+#[derive(Debug, Clone, Default)]
+pub struct LossHistory {
+    /// I_1 first (most recent).
+    closed: VecDeque<ClosedInterval>,
+    /// Sequence number and (interpolated) time of the first loss of the most recent loss event.
+    event_start: Option<(u64, Instant)>,
+    /// Number of loss events so far.
+    events: u64,
+    history_discounting: bool,
+}
+
+impl LossHistory {
+    /// An empty history.
+    pub fn new(history_discounting: bool) -> Self {
+        LossHistory {
+            closed: VecDeque::with_capacity(INTERVALS_AVERAGED + 1),
+            event_start: None,
+            events: 0,
+            history_discounting,
+        }
+    }
+
+    /// The closed intervals, most recent (I_1) first.
+    pub fn closed_intervals(&self) -> impl Iterator<Item = &ClosedInterval> {
+        self.closed.iter()
+    }
+
+    /// Number of loss events seen.
+    pub fn loss_events(&self) -> u64 {
+        self.events
+    }
+
+    /// Start (sequence, time) of the current loss event, if any loss happened.
+    pub fn event_start(&self) -> Option<(u64, Instant)> {
+        self.event_start
+    }
+
+    /// RFC 5348 §5.2: a loss at (interpolated) time `time` starts a new loss event unless it lies
+    /// within one RTT of the current event's first loss (T_old + R >= T_new).
+    pub fn starts_new_event(&self, time: Instant, rtt: core::time::Duration) -> bool {
+        match self.event_start {
+            None => true,
+            Some((_, start)) => time > start + rtt,
+        }
+    }
+
+    /// Records the first loss event (RFC 5348 §6.3.1): the interval before it is the synthetic
+    /// `first_interval` (packets), and the open interval starts at `sequence`.
+    pub fn first_event(&mut self, sequence: u64, time: Instant, first_interval: f64) {
+        let length = first_interval.max(1.0);
+        self.closed.clear();
+        self.closed.push_front(ClosedInterval {
+            length,
+            raw_length: length.round() as u64,
+            discount: 1.0,
+            stretched: false,
+        });
+        self.event_start = Some((sequence, time));
+        self.events = 1;
+    }
+
+    /// Records a new loss event at `sequence`, closing the open interval. `highest` is the highest
+    /// sequence number received so far (for the discount factor). With `stretch = Some(α)` the
+    /// closed interval counts α times its length (Veno non-congestion loss).
+    pub fn new_event(&mut self, sequence: u64, time: Instant, highest: u64, stretch: Option<f64>) {
+        let Some((start, _)) = self.event_start else {
+            // No earlier event: callers use first_event; treat as a first event of length 1.
+            self.first_event(sequence, time, 1.0);
+            return;
+        };
+        if self.history_discounting {
+            // RFC 5348 §5.5: intervals older than the one being closed keep the discount in
+            // force when the new loss event arrives.
+            let discount = self.general_discount(highest);
+            for interval in &mut self.closed {
+                interval.discount *= discount;
+            }
+        }
+        let raw_length = sequence.saturating_sub(start).max(1);
+        let (length, stretched) = match stretch {
+            Some(alpha) => (raw_length as f64 * alpha, true),
+            None => (raw_length as f64, false),
+        };
+        self.closed.push_front(ClosedInterval {
+            length,
+            raw_length,
+            discount: 1.0,
+            stretched,
+        });
+        self.closed.truncate(INTERVALS_AVERAGED);
+        self.event_start = Some((sequence, time));
+        self.events += 1;
+    }
+
+    /// I_0: packets from the start of the current loss event up to `highest` (inclusive).
+    pub fn open_interval(&self, highest: u64) -> Option<f64> {
+        self.event_start
+            .map(|(start, _)| (highest.saturating_sub(start) + 1) as f64)
+    }
+
+    /// Mean of the closed intervals alone, I_tot1/W_tot with their own discounts.
+    fn closed_mean(&self) -> Option<f64> {
+        let (mut total, mut weights) = (0.0, 0.0);
+        for (i, interval) in self.closed.iter().enumerate() {
+            total += interval.length * WEIGHTS[i] * interval.discount;
+            weights += WEIGHTS[i] * interval.discount;
+        }
+        (weights > 0.0).then(|| total / weights)
+    }
+
+    /// General discount factor DF (RFC 5348 §5.5): when I_0 > 2·I_mean, DF = max(0.5, 2·I_mean/I_0);
+    /// otherwise 1. Always 1 when discounting is off. I_mean here is the closed intervals' mean.
+    pub fn general_discount(&self, highest: u64) -> f64 {
+        if !self.history_discounting {
+            return 1.0;
+        }
+        match (self.open_interval(highest), self.closed_mean()) {
+            (Some(open), Some(mean)) if open > 2.0 * mean => {
+                (2.0 * mean / open).max(DISCOUNT_THRESHOLD)
+            }
+            _ => 1.0,
+        }
+    }
+
+    /// I_mean (RFC 5348 §5.4): max(I_tot0, I_tot1) / W_tot, where I_tot0 includes the open interval
+    /// I_0 with weight w_1 and drops the oldest, I_tot1 uses the closed intervals only. With
+    /// history discounting, each closed interval's weight is scaled by its DF_i (and, in I_tot0,
+    /// by the general DF) and each sum by its own total weight. `None` before any loss.
+    pub fn mean_interval(&self, highest: u64) -> Option<f64> {
+        let open = self.open_interval(highest)?;
+        let k = self.closed.len();
+        if k == 0 {
+            return Some(open);
+        }
+        let discount = self.general_discount(highest);
+        let (mut total0, mut weights0) = (open * WEIGHTS[0], WEIGHTS[0]);
+        for i in 1..k {
+            let interval = &self.closed[i - 1];
+            let weight = WEIGHTS[i] * interval.discount * discount;
+            total0 += interval.length * weight;
+            weights0 += weight;
+        }
+        let mean1 = self.closed_mean().unwrap_or(0.0);
+        Some((total0 / weights0).max(mean1))
+    }
+
+    /// p = 1 / I_mean, or 0 before the first loss event.
+    pub fn loss_event_rate(&self, highest: u64) -> f64 {
+        match self.mean_interval(highest) {
+            Some(mean) if mean > 0.0 => (1.0 / mean).min(1.0),
+            _ => 0.0,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use core::time::Duration;
+
+    fn history_with(intervals_oldest_first: &[u64], open_start: u64) -> LossHistory {
+        let mut history = LossHistory::new(false);
+        let mut sequence = 1000;
+        history.first_event(sequence, Instant::ZERO, intervals_oldest_first[0] as f64);
+        for &length in &intervals_oldest_first[1..] {
+            sequence += length;
+            history.new_event(sequence, Instant::ZERO, sequence, None);
+        }
+        assert_eq!(history.event_start().unwrap().0, sequence);
+        let _ = open_start;
+        history
+    }
+
+    /// RFC 5348 §5.4 worked by hand: eight equal intervals of 100 give I_mean = 100 unless I_0 is
+    /// longer.
+    #[test]
+    fn equal_intervals_give_their_length() {
+        let history = history_with(&[100; 8], 0);
+        let start = history.event_start().unwrap().0;
+        // I_0 = 50 (< 100): I_tot1 dominates.
+        assert!((history.mean_interval(start + 49).unwrap() - 100.0).abs() < 1e-9);
+        assert!((history.loss_event_rate(start + 49) - 0.01).abs() < 1e-12);
+    }
+
+    /// RFC 5348 §5.4: I_tot0 counts I_0 with weight w_1 and drops I_8; it is used only when it
+    /// raises the mean.
+    #[test]
+    fn open_interval_counts_only_when_it_raises_the_mean() {
+        // Closed intervals I_1..I_8 = 10, 20, ..., 80 (I_1 most recent).
+        let history = history_with(&[80, 70, 60, 50, 40, 30, 20, 10], 0);
+        let lengths: Vec<f64> = history.closed_intervals().map(|i| i.length).collect();
+        assert_eq!(lengths, vec![10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0, 80.0]);
+        let start = history.event_start().unwrap().0;
+        let w_tot: f64 = WEIGHTS.iter().sum(); // 6.0
+        let i_tot1: f64 = lengths.iter().zip(WEIGHTS).map(|(l, w)| l * w).sum();
+        // By hand: 10+20+30+40+0.8*50+0.6*60+0.4*70+0.2*80 = 100+40+36+28+16 = 220.
+        assert!((i_tot1 - 220.0).abs() < 1e-9);
+        let short_open = history.mean_interval(start + 4).unwrap(); // I_0 = 5
+        assert!((short_open - 220.0 / w_tot).abs() < 1e-9);
+        // I_0 = 1000: I_tot0 = 1000 + 10+20+30 + 0.8*40+0.6*50+0.4*60+0.2*70 = 1160.
+        let long_open = history.mean_interval(start + 999).unwrap();
+        assert!((long_open - 1160.0 / w_tot).abs() < 1e-9);
+    }
+
+    #[test]
+    fn fewer_than_eight_intervals_use_their_weights() {
+        // One synthetic interval of 100 and I_0 = 10: I_mean = max(10, 100) = 100.
+        let mut history = LossHistory::new(false);
+        history.first_event(0, Instant::ZERO, 100.0);
+        assert_eq!(history.mean_interval(9), Some(100.0));
+        // I_0 = 300: I_tot0 = 300*1 / w_1 = 300.
+        assert_eq!(history.mean_interval(299), Some(300.0));
+        assert_eq!(LossHistory::new(false).loss_event_rate(100), 0.0);
+    }
+
+    /// RFC 5348 §5.2: losses within one RTT of the event's first loss belong to it.
+    #[test]
+    fn loss_event_membership_uses_one_rtt() {
+        let mut history = LossHistory::new(false);
+        history.first_event(10, Instant::from_millis(1000), 50.0);
+        let rtt = Duration::from_millis(100);
+        assert!(!history.starts_new_event(Instant::from_millis(1100), rtt));
+        assert!(history.starts_new_event(Instant::from_millis(1101), rtt));
+    }
+
+    /// Veno: a non-congestion interval counts α times its length, so p falls by α when all are.
+    #[test]
+    fn veno_stretch_multiplies_the_closed_interval() {
+        let mut plain = LossHistory::new(false);
+        let mut veno = LossHistory::new(false);
+        plain.first_event(0, Instant::ZERO, 100.0);
+        veno.first_event(0, Instant::ZERO, 300.0);
+        let mut sequence = 0;
+        for _ in 0..8 {
+            sequence += 100;
+            plain.new_event(sequence, Instant::ZERO, sequence, None);
+            veno.new_event(sequence, Instant::ZERO, sequence, Some(3.0));
+        }
+        assert!(veno.closed_intervals().all(|i| i.stretched && i.length == 300.0));
+        let p_plain = plain.loss_event_rate(sequence + 10);
+        let p_veno = veno.loss_event_rate(sequence + 10);
+        assert!((p_plain - 0.01).abs() < 1e-12);
+        assert!((p_veno - 0.01 / 3.0).abs() < 1e-12);
+    }
+
+    /// RFC 5348 §5.5: with a long loss-free I_0 the older intervals are discounted, raising I_mean.
+    #[test]
+    fn history_discounting_raises_mean_after_long_loss_free_period() {
+        let mut plain = LossHistory::new(false);
+        let mut discounted = LossHistory::new(true);
+        for history in [&mut plain, &mut discounted] {
+            history.first_event(0, Instant::ZERO, 100.0);
+            let mut sequence = 0;
+            for _ in 0..8 {
+                sequence += 100;
+                history.new_event(sequence, Instant::ZERO, sequence, None);
+            }
+        }
+        let start = plain.event_start().unwrap().0;
+        // I_0 = 1000 > 2 * 100: DF = max(0.5, 200/1000) = 0.5.
+        assert_eq!(discounted.general_discount(start + 999), 0.5);
+        let undiscounted = plain.mean_interval(start + 999).unwrap();
+        let with_discount = discounted.mean_interval(start + 999).unwrap();
+        // By hand: I_tot0 = 1000 + 0.5*(100*(1+1+1+0.8+0.6+0.4+0.2)) = 1000 + 0.5*500 = 1250,
+        // W_tot0 = 1 + 0.5*5 = 3.5 → 357.14; undiscounted (1000+500)/6 = 250.
+        assert!((undiscounted - 250.0).abs() < 1e-9);
+        assert!((with_discount - 1250.0 / 3.5).abs() < 1e-9);
+        // Short I_0: no discount.
+        assert_eq!(discounted.general_discount(start + 10), 1.0);
+    }
+}

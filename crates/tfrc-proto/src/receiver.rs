@@ -1,0 +1,563 @@
+//! The TFRC receiver (RFC 5348 §5–§6).
+//!
+//! # Call order
+//! 1. Create with [`Receiver::new`].
+//! 2. For every datagram from the sender: [`Receiver::handle_packet`] (or
+//!    [`Receiver::handle_packet_ecn`] when the network marked it CE).
+//! 3. Whenever [`Receiver::poll_timeout`] returns a time that has come, call
+//!    [`Receiver::handle_timeout`]; an early call does nothing.
+//! 4. After any of the above, drain [`Receiver::poll_transmit`] until it returns `None` and send
+//!    each feedback packet to the sender.
+
+use core::time::Duration;
+use std::collections::VecDeque;
+
+use crate::config::{Config, ConfigError};
+use crate::equation;
+use crate::loss_history::LossHistory;
+use crate::time::{secs, Instant};
+use crate::wire::{self, DataRepr, FeedbackRepr, Packet, PacketKind};
+
+/// NDUPACK (RFC 5348 §5.1): a packet is lost once three packets with higher sequence numbers
+/// have arrived.
+pub const NDUPACK: u32 = 3;
+
+/// Most loss events one gap may create; beyond it the remaining losses of that gap join the last
+/// event. Only the last nine events matter for p, so this only bounds work on absurd gaps.
+const MAX_EVENTS_PER_GAP: u32 = 1000;
+
+/// Offset of the first packet's extended sequence number, so that earlier (reordered) packets
+/// still have a non-negative extended number.
+const SEQUENCE_ORIGIN: u64 = 1 << 32;
+
+/// Why a datagram was not accepted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum ReceiveError {
+    /// The bytes are not a TFRC packet.
+    #[error("malformed packet")]
+    Malformed,
+    /// A feedback packet reached the receiver.
+    #[error("unexpected feedback packet")]
+    UnexpectedKind,
+    /// The packet belongs to another session (or carries the wrong nonce).
+    #[error("packet of another session")]
+    ForeignSession,
+}
+
+/// Counters kept by the receiver.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ReceiverStats {
+    /// Data packets accepted (duplicates excluded).
+    pub packets: u64,
+    /// Bytes of accepted data packets (headers included).
+    pub bytes: u64,
+    /// Payload bytes of accepted data packets.
+    pub payload_bytes: u64,
+    /// Duplicate or too-old packets.
+    pub duplicates: u64,
+    /// Packets that arrived after a later one (reordered, not lost).
+    pub reordered: u64,
+    /// Sequence numbers declared lost.
+    pub lost: u64,
+    /// CE-marked packets.
+    pub ecn_marked: u64,
+    /// Loss events.
+    pub loss_events: u64,
+    /// Malformed datagrams dropped.
+    pub malformed: u64,
+    /// Datagrams of other sessions dropped.
+    pub foreign: u64,
+    /// Feedback packets produced.
+    pub feedbacks: u64,
+}
+
+/// A run of missing sequence numbers [first, end) waiting for NDUPACK later packets.
+#[derive(Debug, Clone, Copy)]
+struct Gap {
+    first: u64,
+    end: u64,
+    before_sequence: u64,
+    before_time: Instant,
+    after_sequence: u64,
+    after_time: Instant,
+    later_packets: u32,
+}
+
+impl Gap {
+    /// RFC 5348 §5.2: nominal arrival time of a lost packet, interpolated between the packets
+    /// received just before and after it.
+    fn time_of(&self, sequence: u64) -> Instant {
+        let span_sequence = u128::from(self.after_sequence - self.before_sequence);
+        let span_time = u128::from(
+            self.after_time
+                .as_nanos()
+                .saturating_sub(self.before_time.as_nanos()),
+        );
+        let offset = u128::from(sequence - self.before_sequence);
+        let added = span_time * offset / span_sequence.max(1);
+        Instant::from_nanos(
+            self.before_time
+                .as_nanos()
+                .saturating_add(u64::try_from(added).unwrap_or(u64::MAX)),
+        )
+    }
+
+    /// The first sequence number in [from, end) whose interpolated time is after `limit`.
+    fn first_after(&self, from: u64, limit: Instant) -> Option<u64> {
+        if self.time_of(from) > limit {
+            return Some(from);
+        }
+        let span_time = self
+            .after_time
+            .as_nanos()
+            .saturating_sub(self.before_time.as_nanos());
+        if span_time == 0 {
+            return None;
+        }
+        let span_sequence = u128::from(self.after_sequence - self.before_sequence);
+        let needed = u128::from(
+            limit
+                .as_nanos()
+                .saturating_sub(self.before_time.as_nanos())
+                + 1,
+        );
+        // Smallest offset with span_time * offset / span_sequence >= needed.
+        let offset = (needed * span_sequence).div_ceil(u128::from(span_time));
+        let mut candidate = self
+            .before_sequence
+            .saturating_add(u64::try_from(offset).unwrap_or(u64::MAX))
+            .max(from);
+        // Integer rounding can leave the candidate one short.
+        while candidate < self.end && self.time_of(candidate) <= limit {
+            candidate += 1;
+        }
+        (candidate < self.end).then_some(candidate)
+    }
+}
+
+/// The TFRC receiver: detects losses, keeps the loss history and produces feedback.
+#[derive(Debug, Clone)]
+pub struct Receiver {
+    config: Config,
+    /// Session id and nonce learned from the first data packet.
+    session: Option<(u32, u32)>,
+    /// Highest extended sequence number received and its arrival time.
+    highest: Option<(u64, Instant)>,
+    gaps: VecDeque<Gap>,
+    history: LossHistory,
+    /// R_m: the sender's RTT estimate carried by the latest data packet.
+    rtt: Option<Duration>,
+    /// Veno backlog N (packets) from the latest data packet.
+    veno_backlog: f64,
+    /// Latest data packet for the timestamp echo: (sequence, timestamp, arrival).
+    latest: Option<(u32, u64, Instant)>,
+    bytes_since_feedback: u64,
+    packets_since_feedback: u64,
+    last_feedback: Option<Instant>,
+    x_recv: f64,
+    reported_p: f64,
+    feedback_timer: Option<Instant>,
+    feedback_pending: bool,
+    stats: ReceiverStats,
+}
+
+impl Receiver {
+    /// A receiver waiting for its first data packet.
+    pub fn new(config: Config) -> Result<Receiver, ConfigError> {
+        config.validate()?;
+        Ok(Receiver {
+            history: LossHistory::new(config.history_discounting),
+            config,
+            session: None,
+            highest: None,
+            gaps: VecDeque::new(),
+            rtt: None,
+            veno_backlog: 0.0,
+            latest: None,
+            bytes_since_feedback: 0,
+            packets_since_feedback: 0,
+            last_feedback: None,
+            x_recv: 0.0,
+            reported_p: 0.0,
+            feedback_timer: None,
+            feedback_pending: false,
+            stats: ReceiverStats::default(),
+        })
+    }
+
+    /// The configuration in use.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> ReceiverStats {
+        self.stats
+    }
+
+    /// The current loss event rate p (0 before any loss).
+    pub fn loss_event_rate(&self) -> f64 {
+        match self.highest {
+            Some((highest, _)) => self.history.loss_event_rate(highest),
+            None => 0.0,
+        }
+    }
+
+    /// The loss history (intervals, events).
+    pub fn loss_history(&self) -> &LossHistory {
+        &self.history
+    }
+
+    /// X_recv reported in the latest feedback, bytes/s.
+    pub fn x_recv(&self) -> f64 {
+        self.x_recv
+    }
+
+    /// R_m, the sender's RTT estimate as last seen in its data packets.
+    pub fn rtt(&self) -> Option<Duration> {
+        self.rtt
+    }
+
+    /// The Veno backlog N (packets) of the latest data packet.
+    pub fn veno_backlog(&self) -> f64 {
+        self.veno_backlog
+    }
+
+    /// The session id this receiver is bound to, once the first data packet arrived.
+    pub fn session_id(&self) -> Option<u32> {
+        self.session.map(|(id, _)| id)
+    }
+
+    /// Feedbacks per RTT: N_fb = max(int(RTT/RTT_ref), 1), or 1 without RTT_ref.
+    pub fn feedbacks_per_rtt(&self) -> u32 {
+        match (self.config.rtt_ref, self.rtt) {
+            (Some(reference), Some(rtt)) => {
+                let ratio = rtt.as_nanos() / reference.as_nanos().max(1);
+                u32::try_from(ratio).unwrap_or(u32::MAX).max(1)
+            }
+            _ => 1,
+        }
+    }
+
+    /// The interval between feedbacks: R_m / N_fb (RFC 5348 §6.2 with the feedbacks-per-RTT
+    /// extension); `None` while the receiver has no RTT.
+    pub fn feedback_interval(&self) -> Option<Duration> {
+        self.rtt.map(|rtt| rtt / self.feedbacks_per_rtt())
+    }
+
+    /// Handles one datagram from the sender (not CE-marked).
+    pub fn handle_packet(&mut self, now: Instant, bytes: &[u8]) -> Result<(), ReceiveError> {
+        self.handle_packet_ecn(now, bytes, false)
+    }
+
+    /// Handles one datagram; `ce_marked` says the network marked it Congestion Experienced.
+    /// RFC 5348 §5.2: a marked packet counts as a loss at its arrival time.
+    pub fn handle_packet_ecn(
+        &mut self,
+        now: Instant,
+        bytes: &[u8],
+        ce_marked: bool,
+    ) -> Result<(), ReceiveError> {
+        let Ok(packet) = Packet::new_checked(bytes) else {
+            self.stats.malformed += 1;
+            return Err(ReceiveError::Malformed);
+        };
+        if packet.kind() != PacketKind::Data {
+            self.stats.malformed += 1;
+            return Err(ReceiveError::UnexpectedKind);
+        }
+        let Ok(data) = DataRepr::parse(&packet) else {
+            self.stats.malformed += 1;
+            return Err(ReceiveError::Malformed);
+        };
+        match self.session {
+            None => self.session = Some((data.session_id, data.nonce)),
+            Some(session) if session != (data.session_id, data.nonce) => {
+                self.stats.foreign += 1;
+                return Err(ReceiveError::ForeignSession);
+            }
+            Some(_) => {}
+        }
+        let length = bytes.len() as u64;
+        let payload = packet.payload().len() as u64;
+        self.on_data(now, &data, length, payload, ce_marked);
+        Ok(())
+    }
+
+    fn on_data(&mut self, now: Instant, data: &DataRepr, length: u64, payload: u64, ce: bool) {
+        if data.rtt_micros > 0 {
+            self.rtt = Some(Duration::from_micros(u64::from(data.rtt_micros)));
+        }
+        self.veno_backlog = f64::from(data.veno_backlog_millipackets) / 1000.0;
+
+        let first_packet = self.highest.is_none();
+        let sequence = match self.highest {
+            None => SEQUENCE_ORIGIN + u64::from(data.sequence),
+            Some((highest, _)) => {
+                let distance = wire::sequence_distance(highest as u32, data.sequence);
+                let extended = highest as i64 + distance;
+                if extended < 0 {
+                    self.stats.duplicates += 1;
+                    return;
+                }
+                extended as u64
+            }
+        };
+        if !self.record_arrival(sequence, now) {
+            self.stats.duplicates += 1;
+            return;
+        }
+        self.stats.packets += 1;
+        self.stats.bytes += length;
+        self.stats.payload_bytes += payload;
+        self.bytes_since_feedback += length;
+        self.packets_since_feedback += 1;
+        if self
+            .latest
+            .is_none_or(|(_, _, arrival)| arrival <= now)
+        {
+            self.latest = Some((data.sequence, data.timestamp, now));
+        }
+
+        let events_before = self.history.loss_events();
+        self.detect_losses(now);
+        if ce {
+            self.stats.ecn_marked += 1;
+            self.register_loss(sequence, now);
+        }
+        let new_event = self.history.loss_events() > events_before;
+
+        if first_packet {
+            // RFC 5348 §6.3: the first data packet is answered at once (p = 0, X_recv = 0).
+            self.feedback_pending = true;
+        } else if new_event && self.loss_event_rate() > self.reported_p {
+            // RFC 5348 §6.1 step 3: a new loss event that raises p expires the feedback timer.
+            self.feedback_pending = true;
+        } else if self.feedback_timer.is_none() {
+            match (self.feedback_interval(), self.last_feedback) {
+                (Some(interval), Some(last)) => {
+                    let due = last + interval;
+                    if due <= now {
+                        self.feedback_pending = true;
+                    } else {
+                        self.feedback_timer = Some(due);
+                    }
+                }
+                // Without an RTT the receiver answers every data packet: the sender sends at
+                // most about one packet per second until its first RTT sample.
+                _ => self.feedback_pending = true,
+            }
+        }
+    }
+
+    /// Records the arrival of `sequence`; returns false for a duplicate.
+    fn record_arrival(&mut self, sequence: u64, now: Instant) -> bool {
+        let Some((highest, highest_time)) = self.highest else {
+            self.highest = Some((sequence, now));
+            return true;
+        };
+        if sequence > highest {
+            if sequence > highest + 1 {
+                self.gaps.push_back(Gap {
+                    first: highest + 1,
+                    end: sequence,
+                    before_sequence: highest,
+                    before_time: highest_time,
+                    after_sequence: sequence,
+                    after_time: now,
+                    later_packets: 0,
+                });
+            }
+            for gap in &mut self.gaps {
+                gap.later_packets += 1;
+            }
+            self.highest = Some((sequence, now));
+            // Bound memory: too many gaps means the oldest is lost for sure.
+            while self.gaps.len() > self.config.max_tracked_gaps {
+                if let Some(gap) = self.gaps.front_mut() {
+                    gap.later_packets = NDUPACK;
+                }
+                self.detect_losses(now);
+            }
+            return true;
+        }
+        if sequence == highest {
+            return false;
+        }
+        // A late packet: it fills (part of) a gap, or it is a duplicate.
+        let Some(index) = self
+            .gaps
+            .iter()
+            .position(|gap| gap.first <= sequence && sequence < gap.end)
+        else {
+            return false;
+        };
+        self.stats.reordered += 1;
+        // Gaps wholly below the late packet gain a later packet; so does the part of its own gap
+        // below it. The part above it does not.
+        for gap in self.gaps.range_mut(..index) {
+            gap.later_packets += 1;
+        }
+        let gap = self.gaps[index];
+        self.gaps.remove(index);
+        if sequence + 1 < gap.end {
+            self.gaps.insert(
+                index,
+                Gap {
+                    first: sequence + 1,
+                    ..gap
+                },
+            );
+        }
+        if gap.first < sequence {
+            self.gaps.insert(
+                index,
+                Gap {
+                    end: sequence,
+                    later_packets: gap.later_packets + 1,
+                    ..gap
+                },
+            );
+        }
+        true
+    }
+
+    /// Declares lost every gap that has seen NDUPACK later packets, oldest first.
+    fn detect_losses(&mut self, _now: Instant) {
+        while let Some(gap) = self.gaps.front().copied() {
+            if gap.later_packets < NDUPACK {
+                break;
+            }
+            self.gaps.pop_front();
+            self.stats.lost += gap.end - gap.first;
+            self.register_gap_losses(&gap);
+        }
+    }
+
+    /// Turns the lost packets of one gap into loss events (RFC 5348 §5.2).
+    fn register_gap_losses(&mut self, gap: &Gap) {
+        let rtt = self.rtt.unwrap_or(Duration::ZERO);
+        let mut sequence = gap.first;
+        let mut events = 0;
+        while sequence < gap.end && events < MAX_EVENTS_PER_GAP {
+            let time = gap.time_of(sequence);
+            if self.history.starts_new_event(time, rtt) {
+                self.start_event(sequence, time);
+                events += 1;
+            }
+            let Some((_, start)) = self.history.event_start() else {
+                break;
+            };
+            match gap.first_after(sequence + 1, start + rtt) {
+                Some(next) => sequence = next,
+                None => break,
+            }
+        }
+    }
+
+    /// A single loss (a CE mark) at a known time.
+    fn register_loss(&mut self, sequence: u64, time: Instant) {
+        let rtt = self.rtt.unwrap_or(Duration::ZERO);
+        if self.history.starts_new_event(time, rtt) {
+            self.start_event(sequence, time);
+        }
+    }
+
+    fn start_event(&mut self, sequence: u64, time: Instant) {
+        let highest = self.highest.map_or(sequence, |(highest, _)| highest);
+        self.stats.loss_events += 1;
+        if self.history.loss_events() == 0 {
+            let interval = self.synthetic_first_interval(time);
+            self.history.first_event(sequence, time, interval);
+            return;
+        }
+        let stretch = self
+            .config
+            .veno
+            .filter(|veno| self.veno_backlog < veno.beta)
+            .map(|veno| veno.alpha);
+        self.history.new_event(sequence, time, highest, stretch);
+    }
+
+    /// RFC 5348 §6.3.1: the first loss interval is the one that would give the rate at which data
+    /// was arriving: the p with X(s, R, p) = X_target, interval = 1/p.
+    ///
+    /// X_target is the receive rate since the last feedback (bytes over elapsed time), or the last
+    /// reported X_recv if that is not measurable; without any rate, s per RTT. R is R_m, or 1 s if
+    /// the receiver has no RTT yet.
+    fn synthetic_first_interval(&self, now: Instant) -> f64 {
+        let s = self.config.s();
+        let rtt = self.rtt.map_or(1.0, secs).max(1e-6);
+        let measured = self.last_feedback.and_then(|last| {
+            let elapsed = secs(now - last);
+            (elapsed > 0.0 && self.bytes_since_feedback > 0)
+                .then(|| self.bytes_since_feedback as f64 / elapsed)
+        });
+        let target = measured
+            .filter(|rate| *rate > 0.0)
+            .or((self.x_recv > 0.0).then_some(self.x_recv))
+            .unwrap_or(s / rtt);
+        let p = equation::loss_event_rate_for(s, rtt, target).unwrap_or(1.0);
+        1.0 / p
+    }
+
+    /// When [`Receiver::handle_timeout`] should next be called.
+    #[must_use]
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.feedback_timer
+    }
+
+    /// Fires the feedback timer if it is due (an early call does nothing).
+    pub fn handle_timeout(&mut self, now: Instant) {
+        let Some(due) = self.feedback_timer else {
+            return;
+        };
+        if now < due {
+            return;
+        }
+        self.feedback_timer = None;
+        if self.packets_since_feedback > 0 {
+            // RFC 5348 §6.2: data arrived since the last report: send one.
+            self.feedback_pending = true;
+        }
+        // Otherwise the timer stays off until the next data packet re-arms it.
+    }
+
+    /// Writes the next feedback packet into `buffer` and returns its length, if one is due.
+    /// `buffer` must hold at least [`wire::FEEDBACK_LEN`] bytes.
+    #[must_use]
+    pub fn poll_transmit(&mut self, now: Instant, buffer: &mut [u8]) -> Option<usize> {
+        if !self.feedback_pending || buffer.len() < wire::FEEDBACK_LEN {
+            return None;
+        }
+        let (session_id, nonce) = self.session?;
+        let (echo_sequence, echo_timestamp, arrival) = self.latest?;
+        self.feedback_pending = false;
+
+        // X_recv: bytes received since the last feedback over the time since then (RFC 5348 §6.2);
+        // the very first report carries X_recv = 0 (§6.3).
+        self.x_recv = match self.last_feedback {
+            Some(last) if now > last => self.bytes_since_feedback as f64 / secs(now - last),
+            _ => 0.0,
+        };
+        let p = self.loss_event_rate();
+        self.reported_p = p;
+        let elapsed = u32::try_from((now - arrival).as_micros()).unwrap_or(u32::MAX);
+        let repr = FeedbackRepr {
+            session_id,
+            echo_sequence,
+            echo_timestamp,
+            elapsed_micros: elapsed,
+            x_recv: self.x_recv.round().clamp(0.0, u64::MAX as f64) as u64,
+            loss_event_rate_raw: wire::encode_loss_event_rate(p),
+            echo_nonce: nonce,
+        };
+        repr.emit(buffer).ok()?;
+        self.last_feedback = Some(now);
+        self.bytes_since_feedback = 0;
+        self.packets_since_feedback = 0;
+        self.stats.feedbacks += 1;
+        self.feedback_timer = self.feedback_interval().map(|interval| now + interval);
+        Some(wire::FEEDBACK_LEN)
+    }
+}

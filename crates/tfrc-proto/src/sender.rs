@@ -1,0 +1,648 @@
+//! The TFRC sender (RFC 5348 §4), with the gTFRC rate floor and the Veno backlog report.
+//!
+//! # Call order
+//! 1. Create with [`Sender::new`] (the driver chooses the session id and nonce, e.g. at random).
+//! 2. Whenever [`Sender::poll_timeout`] returns a time that has come, call
+//!    [`Sender::handle_timeout`]; an early call does nothing.
+//! 3. When [`Sender::can_send`] is true and the application has data, build a packet with
+//!    [`Sender::send_packet`] (or [`Sender::send_padded`] for bulk transfers). If the application
+//!    has nothing to send at a send opportunity, call [`Sender::note_data_limited`]: the sender
+//!    then stops asking for the send timer and treats the period as data-limited (§4.3, §8.2).
+//! 4. Give every datagram from the receiver to [`Sender::handle_packet`].
+
+use core::time::Duration;
+use std::collections::VecDeque;
+
+use crate::config::{Config, ConfigError};
+use crate::equation;
+use crate::time::{duration_from_secs, secs, Instant};
+use crate::wire::{self, DataRepr, FeedbackRepr, Packet, PacketKind};
+
+/// RTT filter constant q (RFC 5348 §4.3: "a value of 0.9 is RECOMMENDED").
+pub const RTT_FILTER: f64 = 0.9;
+/// Filter constant q2 of the √RTT average (RFC 5348 §4.5: 0.9).
+pub const SQRT_RTT_FILTER: f64 = 0.9;
+/// Initial no-feedback timeout before any RTT sample (RFC 5348 §4.2: two seconds).
+pub const INITIAL_NO_FEEDBACK_TIMEOUT: Duration = Duration::from_secs(2);
+/// Packets sent but not yet covered by feedback that the sender remembers for data-limited
+/// accounting; older ones are forgotten (bounded memory).
+const MAX_SEND_RECORDS: usize = 1 << 16;
+
+/// Why a packet could not be built.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum SendError {
+    /// The send schedule does not allow a packet yet.
+    #[error("not yet allowed to send (next send at {0:?})")]
+    TooEarly(Instant),
+    /// The buffer is smaller than the packet.
+    #[error("buffer of {got} bytes cannot hold a {needed}-byte packet")]
+    BufferTooSmall {
+        /// Bytes needed.
+        needed: usize,
+        /// Bytes available.
+        got: usize,
+    },
+    /// The payload does not fit in one packet of the configured size.
+    #[error("payload of {got} bytes exceeds the {max}-byte maximum")]
+    PayloadTooLarge {
+        /// Largest payload allowed.
+        max: usize,
+        /// Payload given.
+        got: usize,
+    },
+}
+
+/// Why a datagram from the receiver was ignored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum FeedbackError {
+    /// Not a TFRC packet.
+    #[error("malformed packet")]
+    Malformed,
+    /// A data packet reached the sender.
+    #[error("unexpected data packet")]
+    UnexpectedKind,
+    /// Wrong session id or nonce: stray, replayed or spoofed.
+    #[error("feedback of another session or with a wrong nonce")]
+    ForeignSession,
+    /// Echoes a packet that was never sent or a timestamp from the future.
+    #[error("feedback echoes a packet that was not sent")]
+    InvalidEcho,
+}
+
+/// Counters kept by the sender.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SenderStats {
+    /// Data packets sent.
+    pub packets: u64,
+    /// Bytes sent (headers included).
+    pub bytes: u64,
+    /// Payload bytes sent.
+    pub payload_bytes: u64,
+    /// Feedback packets acted upon.
+    pub feedbacks: u64,
+    /// Malformed datagrams ignored.
+    pub malformed: u64,
+    /// Feedback of other sessions / wrong nonce ignored.
+    pub foreign: u64,
+    /// Feedback with an impossible echo ignored.
+    pub invalid_echo: u64,
+    /// No-feedback timer expiries.
+    pub no_feedback_expiries: u64,
+}
+
+/// A snapshot of the sender's congestion state, for logging.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SenderState {
+    /// X: TFRC's allowed sending rate, bytes/s.
+    pub x: f64,
+    /// The rate actually used for sending: max(g, X) with gTFRC, else X (bytes/s).
+    pub sending_rate: f64,
+    /// X_Bps from the equation (infinite while p = 0), bytes/s.
+    pub x_calc: f64,
+    /// X_recv from the latest feedback, bytes/s.
+    pub x_recv: f64,
+    /// recv_limit of §4.3 step 4 (infinite until limited), bytes/s.
+    pub recv_limit: f64,
+    /// gTFRC target rate g, bytes/s.
+    pub target_rate: Option<f64>,
+    /// Loss event rate p from the latest feedback.
+    pub p: f64,
+    /// Smoothed RTT R.
+    pub rtt: Option<Duration>,
+    /// Minimum RTT sample (Veno's BaseRTT).
+    pub base_rtt: Option<Duration>,
+    /// No-feedback timeout t_RTO.
+    pub rto: Duration,
+    /// Veno backlog N = X·(RTT − BaseRTT)/s in packets.
+    pub veno_backlog: f64,
+    /// True until the first loss is reported (initial slow start).
+    pub slow_start: bool,
+}
+
+/// One sent packet, for the data-limited test of §4.3 step 4.
+#[derive(Debug, Clone, Copy)]
+struct SendRecord {
+    sequence: u32,
+    /// Number of packets sent at full allowed rate up to and including this one.
+    full_rate_count: u64,
+}
+
+/// The TFRC sender.
+#[derive(Debug, Clone)]
+pub struct Sender {
+    config: Config,
+    session_id: u32,
+    nonce: u32,
+    next_sequence: u32,
+    /// X, bytes/s.
+    x: f64,
+    x_calc: f64,
+    x_recv: f64,
+    recv_limit: f64,
+    /// X_recv_set: (time, rate); the initial item is infinite.
+    x_recv_set: Vec<(Instant, f64)>,
+    p: f64,
+    rtt: Option<Duration>,
+    base_rtt: Option<Duration>,
+    last_rtt_sample: Option<Duration>,
+    sqrt_rtt_mean: f64,
+    rto: Duration,
+    /// tld: time of the last doubling in slow start.
+    last_doubled: Option<Instant>,
+    feedback_received: bool,
+    no_feedback_deadline: Instant,
+    no_feedback_set_at: Instant,
+    /// t_nom: nominal time of the next packet.
+    next_send: Instant,
+    last_send: Option<Instant>,
+    /// The application had no data at the last send opportunity.
+    data_limited: bool,
+    full_rate_count: u64,
+    send_records: VecDeque<SendRecord>,
+    /// Sequence number echoed by the previous feedback.
+    last_echo: Option<u32>,
+    stats: SenderStats,
+}
+
+impl Sender {
+    /// A sender at time `now`, before any feedback: one packet per second and a 2 s no-feedback
+    /// timer (RFC 5348 §4.2).
+    pub fn new(
+        config: Config,
+        session_id: u32,
+        nonce: u32,
+        now: Instant,
+    ) -> Result<Sender, ConfigError> {
+        config.validate()?;
+        let s = config.s();
+        Ok(Sender {
+            x: s, // one packet per second
+            x_calc: f64::INFINITY,
+            x_recv: 0.0,
+            recv_limit: f64::INFINITY,
+            x_recv_set: vec![(now, f64::INFINITY)],
+            p: 0.0,
+            rtt: None,
+            base_rtt: None,
+            last_rtt_sample: None,
+            sqrt_rtt_mean: 0.0,
+            rto: INITIAL_NO_FEEDBACK_TIMEOUT,
+            last_doubled: None,
+            feedback_received: false,
+            no_feedback_deadline: now + INITIAL_NO_FEEDBACK_TIMEOUT,
+            no_feedback_set_at: now,
+            next_send: now,
+            last_send: None,
+            data_limited: false,
+            full_rate_count: 0,
+            send_records: VecDeque::new(),
+            last_echo: None,
+            stats: SenderStats::default(),
+            config,
+            session_id,
+            nonce,
+            next_sequence: 0,
+        })
+    }
+
+    /// The configuration in use.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> SenderStats {
+        self.stats
+    }
+
+    /// Session id written in every packet.
+    pub fn session_id(&self) -> u32 {
+        self.session_id
+    }
+
+    fn s(&self) -> f64 {
+        self.config.s()
+    }
+
+    fn minimum_rate(&self) -> f64 {
+        self.s() / secs(self.config.max_backoff_interval)
+    }
+
+    /// Initial rate W_init/R with W_init = min(4·s, max(2·s, 4380)) (RFC 5348 §4.2); it is also
+    /// recover_rate (§4.4). Needs an RTT.
+    fn initial_rate(&self) -> Option<f64> {
+        let s = self.s();
+        let window = (4.0 * s).min((2.0 * s).max(4380.0));
+        self.rtt.map(|rtt| window / secs(rtt).max(1e-9))
+    }
+
+    /// The rate used for sending: G = max(g, X) with gTFRC, else X (bytes/s).
+    pub fn sending_rate(&self) -> f64 {
+        match self.config.target_rate {
+            Some(g) => g.max(self.x),
+            None => self.x,
+        }
+    }
+
+    /// Sets or clears the gTFRC target rate g (bytes/s) during the session.
+    pub fn set_target_rate(&mut self, target_rate: Option<f64>) -> Result<(), ConfigError> {
+        let mut config = self.config.clone();
+        config.target_rate = target_rate;
+        config.validate()?;
+        self.config = config;
+        Ok(())
+    }
+
+    /// The congestion state, for logging.
+    pub fn state(&self) -> SenderState {
+        SenderState {
+            x: self.x,
+            sending_rate: self.sending_rate(),
+            x_calc: self.x_calc,
+            x_recv: self.x_recv,
+            recv_limit: self.recv_limit,
+            target_rate: self.config.target_rate,
+            p: self.p,
+            rtt: self.rtt,
+            base_rtt: self.base_rtt,
+            rto: self.rto,
+            veno_backlog: self.veno_backlog(),
+            slow_start: self.p == 0.0,
+        }
+    }
+
+    /// Veno backlog N = X·(RTT − BaseRTT)/s in packets, with X the sending rate.
+    pub fn veno_backlog(&self) -> f64 {
+        match (self.rtt, self.base_rtt) {
+            (Some(rtt), Some(base)) if rtt > base => {
+                self.sending_rate() * secs(rtt - base) / self.s()
+            }
+            _ => 0.0,
+        }
+    }
+
+    /// Inter-packet interval t_ipi = s / X_inst, where X_inst is the sending rate, damped by
+    /// R_sqmean/√R_sample when oscillation prevention is on (RFC 5348 §4.5–§4.6).
+    pub fn inter_packet_interval(&self) -> Duration {
+        let mut rate = self.sending_rate();
+        if self.config.oscillation_damping {
+            if let Some(sample) = self.last_rtt_sample {
+                let root = secs(sample).sqrt();
+                if root > 0.0 && self.sqrt_rtt_mean > 0.0 {
+                    rate *= self.sqrt_rtt_mean / root;
+                }
+            }
+        }
+        duration_from_secs(self.s() / rate.max(1e-9))
+    }
+
+    /// t_delta = min(t_ipi/2, t_gran/2): how early a packet may leave (RFC 5348 §4.6).
+    fn send_allowance(&self) -> Duration {
+        (self.inter_packet_interval() / 2).min(self.config.timer_granularity / 2)
+    }
+
+    /// Earliest time the next packet may be sent.
+    pub fn next_send_time(&self) -> Instant {
+        self.next_send.saturating_sub(self.send_allowance())
+    }
+
+    /// True when the schedule allows a packet at `now`.
+    pub fn can_send(&self, now: Instant) -> bool {
+        now >= self.next_send_time()
+    }
+
+    /// The earliest of the no-feedback timer and, unless the application reported it had no
+    /// data, the next send time.
+    #[must_use]
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        if self.data_limited {
+            Some(self.no_feedback_deadline)
+        } else {
+            Some(self.no_feedback_deadline.min(self.next_send_time()))
+        }
+    }
+
+    /// The application had nothing to send at a send opportunity: the sender is data-limited
+    /// (and idle) until the next [`Sender::send_packet`].
+    pub fn note_data_limited(&mut self, _now: Instant) {
+        self.data_limited = true;
+    }
+
+    /// Largest payload of one packet.
+    pub fn max_payload(&self) -> usize {
+        self.config.packet_size as usize - wire::DATA_HEADER_LEN
+    }
+
+    /// Builds a data packet carrying `payload` into `buffer`; returns its length.
+    pub fn send_packet(
+        &mut self,
+        now: Instant,
+        payload: &[u8],
+        buffer: &mut [u8],
+    ) -> Result<usize, SendError> {
+        let length = wire::DATA_HEADER_LEN + payload.len();
+        if payload.len() > self.max_payload() {
+            return Err(SendError::PayloadTooLarge {
+                max: self.max_payload(),
+                got: payload.len(),
+            });
+        }
+        self.emit(now, length, buffer)?;
+        buffer[wire::DATA_HEADER_LEN..length].copy_from_slice(payload);
+        self.stats.payload_bytes += payload.len() as u64;
+        Ok(length)
+    }
+
+    /// Builds a data packet of exactly the configured size s, zero padded (bulk transfer).
+    pub fn send_padded(&mut self, now: Instant, buffer: &mut [u8]) -> Result<usize, SendError> {
+        let length = self.config.packet_size as usize;
+        self.emit(now, length, buffer)?;
+        buffer[wire::DATA_HEADER_LEN..length].fill(0);
+        self.stats.payload_bytes += (length - wire::DATA_HEADER_LEN) as u64;
+        Ok(length)
+    }
+
+    fn emit(&mut self, now: Instant, length: usize, buffer: &mut [u8]) -> Result<(), SendError> {
+        if !self.can_send(now) {
+            return Err(SendError::TooEarly(self.next_send_time()));
+        }
+        if buffer.len() < length {
+            return Err(SendError::BufferTooSmall {
+                needed: length,
+                got: buffer.len(),
+            });
+        }
+        let repr = DataRepr {
+            session_id: self.session_id,
+            sequence: self.next_sequence,
+            timestamp: now.as_nanos(),
+            rtt_micros: self
+                .rtt
+                .map_or(0, |rtt| u32::try_from(rtt.as_micros()).unwrap_or(u32::MAX).max(1)),
+            veno_backlog_millipackets: (self.veno_backlog() * 1000.0)
+                .round()
+                .clamp(0.0, u32::MAX as f64) as u32,
+            nonce: self.nonce,
+        };
+        repr.emit(buffer).map_err(|_| SendError::BufferTooSmall {
+            needed: length,
+            got: buffer.len(),
+        })?;
+
+        // Data-limited accounting: a packet sent right after a data-limited opportunity is not a
+        // full-rate packet.
+        if !self.data_limited {
+            self.full_rate_count += 1;
+        }
+        self.send_records.push_back(SendRecord {
+            sequence: self.next_sequence,
+            full_rate_count: self.full_rate_count,
+        });
+        if self.send_records.len() > MAX_SEND_RECORDS {
+            self.send_records.pop_front();
+        }
+
+        // RFC 5348 §4.6: t_nom advances by t_ipi per packet. After an idle or data-limited
+        // period, or when the schedule fell more than one interval behind, it restarts from now
+        // so that no catch-up burst is sent.
+        let interval = self.inter_packet_interval();
+        let nominal = if self.data_limited || self.next_send + interval < now {
+            now
+        } else {
+            self.next_send
+        };
+        self.next_send = nominal + interval;
+        self.data_limited = false;
+        self.last_send = Some(now);
+        self.next_sequence = self.next_sequence.wrapping_add(1);
+        self.stats.packets += 1;
+        self.stats.bytes += length as u64;
+        Ok(())
+    }
+
+    /// Handles one datagram from the receiver.
+    pub fn handle_packet(&mut self, now: Instant, bytes: &[u8]) -> Result<(), FeedbackError> {
+        let Ok(packet) = Packet::new_checked(bytes) else {
+            self.stats.malformed += 1;
+            return Err(FeedbackError::Malformed);
+        };
+        if packet.kind() != PacketKind::Feedback {
+            self.stats.malformed += 1;
+            return Err(FeedbackError::UnexpectedKind);
+        }
+        let Ok(feedback) = FeedbackRepr::parse(&packet) else {
+            self.stats.malformed += 1;
+            return Err(FeedbackError::Malformed);
+        };
+        if feedback.session_id != self.session_id || feedback.echo_nonce != self.nonce {
+            self.stats.foreign += 1;
+            return Err(FeedbackError::ForeignSession);
+        }
+        // The echoed packet must have been sent: its sequence number lies in [0, next) of the
+        // sent range and its timestamp is not in the future.
+        let sent = self.stats.packets;
+        let behind = wire::sequence_distance(feedback.echo_sequence, self.next_sequence);
+        if sent == 0
+            || behind <= 0
+            || behind as u64 > sent
+            || feedback.echo_timestamp > now.as_nanos()
+        {
+            self.stats.invalid_echo += 1;
+            return Err(FeedbackError::InvalidEcho);
+        }
+        if let Some(last) = self.last_echo {
+            if wire::sequence_distance(last, feedback.echo_sequence) < 0 {
+                // Older than feedback already used (reordered or replayed): ignore.
+                self.stats.invalid_echo += 1;
+                return Err(FeedbackError::InvalidEcho);
+            }
+        }
+        self.on_feedback(now, &feedback);
+        Ok(())
+    }
+
+    /// RFC 5348 §4.3: sender behaviour when a feedback packet is received.
+    fn on_feedback(&mut self, now: Instant, feedback: &FeedbackRepr) {
+        self.stats.feedbacks += 1;
+        let s = self.s();
+
+        // (1) RTT sample: R_sample = (t_now - t_recvdata) - t_delay.
+        let since_sent = now - Instant::from_nanos(feedback.echo_timestamp);
+        let held = Duration::from_micros(u64::from(feedback.elapsed_micros));
+        let sample = since_sent
+            .checked_sub(held)
+            .unwrap_or(since_sent)
+            .max(Duration::from_micros(1));
+        // (2) R = q*R + (1-q)*R_sample, or R_sample for the first.
+        let rtt = match self.rtt {
+            None => sample,
+            Some(rtt) => duration_from_secs(
+                RTT_FILTER * secs(rtt) + (1.0 - RTT_FILTER) * secs(sample),
+            ),
+        };
+        self.rtt = Some(rtt);
+        self.base_rtt = Some(self.base_rtt.map_or(sample, |base| base.min(sample)));
+        // §4.5: R_sqmean.
+        let root = secs(sample).sqrt();
+        self.sqrt_rtt_mean = if self.last_rtt_sample.is_none() {
+            root
+        } else {
+            SQRT_RTT_FILTER * self.sqrt_rtt_mean + (1.0 - SQRT_RTT_FILTER) * root
+        };
+        self.last_rtt_sample = Some(sample);
+
+        // (4) Update the allowed sending rate.
+        let p = feedback.loss_event_rate();
+        let p_increased = p > self.p;
+        let x_recv = feedback.x_recv as f64;
+        self.x_recv = x_recv;
+        let data_limited = self.interval_was_data_limited(feedback.echo_sequence);
+        self.last_echo = Some(feedback.echo_sequence);
+        self.recv_limit = if data_limited {
+            if p_increased {
+                // A new loss event or a higher p during a data-limited interval.
+                for item in &mut self.x_recv_set {
+                    item.1 /= 2.0;
+                }
+                self.maximize_x_recv_set(now, 0.85 * x_recv);
+                self.max_x_recv_set()
+            } else {
+                self.maximize_x_recv_set(now, x_recv);
+                2.0 * self.max_x_recv_set()
+            }
+        } else {
+            self.update_x_recv_set(now, x_recv, rtt);
+            2.0 * self.max_x_recv_set()
+        };
+        self.p = p;
+        if p > 0.0 {
+            self.x_calc = equation::throughput(s, secs(rtt), p);
+            self.x = self
+                .x_calc
+                .min(self.recv_limit)
+                .max(self.minimum_rate());
+        } else {
+            self.x_calc = f64::INFINITY;
+            let due = self.last_doubled.is_none_or(|last| now - last >= rtt);
+            if due {
+                // Initial slow start: double, bounded by recv_limit, never below W_init/R.
+                let initial = self.initial_rate().unwrap_or(s);
+                self.x = (2.0 * self.x).min(self.recv_limit).max(initial);
+                self.last_doubled = Some(now);
+            }
+        }
+        self.feedback_received = true;
+
+        // (3) t_RTO = max(4R, 2s/X) and (5) restart the no-feedback timer.
+        self.restart_no_feedback_timer(now);
+    }
+
+    fn restart_no_feedback_timer(&mut self, now: Instant) {
+        let four_rtt = self.rtt.map_or(Duration::ZERO, |rtt| rtt * 4);
+        let two_packets = duration_from_secs(2.0 * self.s() / self.sending_rate().max(1e-9));
+        self.rto = four_rtt.max(two_packets);
+        self.no_feedback_deadline = now + self.rto;
+        self.no_feedback_set_at = now;
+    }
+
+    /// True if every packet in the interval covered by this feedback (sent after the packet
+    /// echoed by the previous feedback, up to the one echoed now) was sent data-limited, or if no
+    /// packet was sent in it (idle).
+    fn interval_was_data_limited(&mut self, echo: u32) -> bool {
+        let count_at = |records: &VecDeque<SendRecord>, sequence: u32| {
+            records
+                .iter()
+                .rev()
+                .find(|record| record.sequence == sequence)
+                .map(|record| record.full_rate_count)
+        };
+        let now_count = count_at(&self.send_records, echo);
+        let before_count = match self.last_echo {
+            Some(last) => count_at(&self.send_records, last),
+            None => Some(0),
+        };
+        let limited = match (before_count, now_count) {
+            (Some(before), Some(after)) => after <= before,
+            // Records forgotten: assume not limited (the conservative-for-throughput reading).
+            _ => false,
+        };
+        // Forget records older than the echoed packet, keeping it for the next interval.
+        while let Some(front) = self.send_records.front() {
+            if wire::sequence_distance(front.sequence, echo) > 0 {
+                self.send_records.pop_front();
+            } else {
+                break;
+            }
+        }
+        limited
+    }
+
+    fn max_x_recv_set(&self) -> f64 {
+        self.x_recv_set
+            .iter()
+            .map(|item| item.1)
+            .fold(0.0, f64::max)
+    }
+
+    /// "Update X_recv_set": add X_recv; delete values older than two round-trip times.
+    fn update_x_recv_set(&mut self, now: Instant, x_recv: f64, rtt: Duration) {
+        self.x_recv_set.retain(|item| now - item.0 <= rtt * 2);
+        self.x_recv_set.push((now, x_recv));
+    }
+
+    /// "Maximize X_recv_set": keep only the largest of the set and X_recv (Infinity removed),
+    /// stamped now.
+    fn maximize_x_recv_set(&mut self, now: Instant, x_recv: f64) {
+        let largest = self
+            .x_recv_set
+            .iter()
+            .map(|item| item.1)
+            .filter(|rate| rate.is_finite())
+            .fold(x_recv, f64::max);
+        self.x_recv_set = vec![(now, largest)];
+    }
+
+    /// Fires the no-feedback timer if due (RFC 5348 §4.4); an early call does nothing.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        if now < self.no_feedback_deadline {
+            return;
+        }
+        self.stats.no_feedback_expiries += 1;
+        let idle_since_set = self.last_send.is_none_or(|last| last < self.no_feedback_set_at);
+        if self.rtt.is_none() && !self.feedback_received {
+            // No RTT sample and no feedback yet: halve, unless the sender was idle all along.
+            if !idle_since_set {
+                self.x = (self.x / 2.0).max(self.minimum_rate());
+            }
+        } else if idle_since_set
+            && self.initial_rate().is_some_and(|recover_rate| {
+                (self.p == 0.0 && self.x_recv < 2.0 * recover_rate)
+                    || (self.p > 0.0 && self.x_recv < recover_rate)
+            })
+        {
+            // Idle and the receive rate is already below recover_rate: keep the rate.
+        } else if self.p == 0.0 {
+            // No X_calc yet: halve.
+            self.x = (self.x / 2.0).max(self.minimum_rate());
+        } else if self.x_calc > 2.0 * self.x_recv {
+            // 2*X_recv was limiting the rate.
+            self.update_limits(now, self.x_recv);
+        } else {
+            // X_calc was limiting the rate.
+            self.update_limits(now, self.x_calc / 2.0);
+        }
+        self.restart_no_feedback_timer(now);
+    }
+
+    /// Update_Limits(timer_limit) of RFC 5348 §4.4: X_recv_set := {timer_limit/2}, then X is
+    /// recomputed as in §4.3 step 4 with recv_limit = timer_limit.
+    fn update_limits(&mut self, now: Instant, timer_limit: f64) {
+        let timer_limit = timer_limit.max(self.minimum_rate());
+        self.x_recv_set = vec![(now, timer_limit / 2.0)];
+        self.recv_limit = timer_limit;
+        self.x = self
+            .x_calc
+            .min(self.recv_limit)
+            .max(self.minimum_rate());
+    }
+}

@@ -1,0 +1,562 @@
+//! Wire format of TFRC data and feedback packets.
+//!
+//! Parsing follows smoltcp: a [`Packet`] view over any `AsRef<[u8]>` checks its length once in
+//! [`Packet::new_checked`], after which no accessor can panic; [`DataRepr`] and [`FeedbackRepr`]
+//! are the parsed, high-level forms with `parse`, `emit` and `buffer_len`.
+//!
+//! All integers are big-endian. Layout (byte offsets):
+//!
+//! ```text
+//! common header (8 bytes)
+//!   0      version (= 1)
+//!   1      kind: 1 = data, 2 = feedback
+//!   2..4   flags (reserved, sent as 0, ignored on receipt)
+//!   4..8   session id
+//! data (header 32 bytes, then the payload)
+//!   8..12  sequence number (wraps around at 2^32)
+//!   12..20 send timestamp, nanoseconds on the sender's clock
+//!   20..24 sender's RTT estimate in microseconds (0 = none yet)
+//!   24..28 Veno backlog N in thousandths of a packet (saturating)
+//!   28..32 nonce: a per-session value chosen by the sender, echoed in feedback
+//! feedback (40 bytes)
+//!   8..12  sequence number of the data packet whose timestamp is echoed
+//!   12..20 echoed send timestamp (t_recvdata)
+//!   20..24 elapsed time at the receiver (t_delay) in microseconds (saturating)
+//!   24..32 X_recv in bytes per second
+//!   32..36 loss event rate p as a fraction of 2^32 (0 = no loss; saturates just below 1)
+//!   36..40 echoed nonce
+//! ```
+
+use core::fmt;
+
+/// The only version this crate speaks.
+pub const VERSION: u8 = 1;
+
+/// A unit error: the bytes are not a well-formed TFRC packet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Error;
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("malformed TFRC packet")
+    }
+}
+
+impl std::error::Error for Error {}
+
+/// Result of wire operations.
+pub type Result<T> = core::result::Result<T, Error>;
+
+/// What a packet carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PacketKind {
+    /// A data packet from sender to receiver.
+    Data,
+    /// A feedback report from receiver to sender.
+    Feedback,
+}
+
+impl PacketKind {
+    fn code(self) -> u8 {
+        match self {
+            PacketKind::Data => 1,
+            PacketKind::Feedback => 2,
+        }
+    }
+}
+
+/// Byte ranges of the fields.
+mod field {
+    use core::ops::Range;
+    pub const VERSION: usize = 0;
+    pub const KIND: usize = 1;
+    pub const FLAGS: Range<usize> = 2..4;
+    pub const SESSION: Range<usize> = 4..8;
+    pub const COMMON_END: usize = 8;
+
+    pub const SEQUENCE: Range<usize> = 8..12;
+    pub const TIMESTAMP: Range<usize> = 12..20;
+    pub const RTT: Range<usize> = 20..24;
+    pub const VENO: Range<usize> = 24..28;
+    pub const NONCE: Range<usize> = 28..32;
+    pub const DATA_HEADER_END: usize = 32;
+
+    pub const ECHO_SEQUENCE: Range<usize> = 8..12;
+    pub const ECHO_TIMESTAMP: Range<usize> = 12..20;
+    pub const ELAPSED: Range<usize> = 20..24;
+    pub const X_RECV: Range<usize> = 24..32;
+    pub const LOSS_RATE: Range<usize> = 32..36;
+    pub const ECHO_NONCE: Range<usize> = 36..40;
+    pub const FEEDBACK_END: usize = 40;
+}
+
+/// Length of a data packet's header; the payload follows it.
+pub const DATA_HEADER_LEN: usize = field::DATA_HEADER_END;
+/// Length of a feedback packet.
+pub const FEEDBACK_LEN: usize = field::FEEDBACK_END;
+
+/// A read (and, for `AsMut`, write) view of a TFRC packet.
+#[derive(Debug, Clone)]
+pub struct Packet<T: AsRef<[u8]>> {
+    buffer: T,
+}
+
+impl<T: AsRef<[u8]>> Packet<T> {
+    /// Wraps a buffer without checking it. Accessors may panic until [`Packet::check_len`] passes.
+    pub const fn new_unchecked(buffer: T) -> Packet<T> {
+        Packet { buffer }
+    }
+
+    /// Wraps a buffer and checks that every field of its kind is present.
+    pub fn new_checked(buffer: T) -> Result<Packet<T>> {
+        let packet = Packet::new_unchecked(buffer);
+        packet.check_len()?;
+        Ok(packet)
+    }
+
+    /// Checks the version, the kind and that the buffer holds the whole header of that kind.
+    /// After it succeeds no accessor panics.
+    pub fn check_len(&self) -> Result<()> {
+        let data = self.buffer.as_ref();
+        if data.len() < field::COMMON_END {
+            return Err(Error);
+        }
+        if data[field::VERSION] != VERSION {
+            return Err(Error);
+        }
+        let needed = match data[field::KIND] {
+            1 => field::DATA_HEADER_END,
+            2 => field::FEEDBACK_END,
+            _ => return Err(Error),
+        };
+        if data.len() < needed {
+            return Err(Error);
+        }
+        Ok(())
+    }
+
+    /// Consumes the view, returning the buffer.
+    pub fn into_inner(self) -> T {
+        self.buffer
+    }
+
+    fn bytes<const N: usize>(&self, range: core::ops::Range<usize>) -> [u8; N] {
+        let mut out = [0u8; N];
+        out.copy_from_slice(&self.buffer.as_ref()[range]);
+        out
+    }
+
+    /// The version byte.
+    pub fn version(&self) -> u8 {
+        self.buffer.as_ref()[field::VERSION]
+    }
+
+    /// The packet kind (valid after `check_len`).
+    pub fn kind(&self) -> PacketKind {
+        if self.buffer.as_ref()[field::KIND] == 1 {
+            PacketKind::Data
+        } else {
+            PacketKind::Feedback
+        }
+    }
+
+    /// Reserved flags.
+    pub fn flags(&self) -> u16 {
+        u16::from_be_bytes(self.bytes(field::FLAGS))
+    }
+
+    /// Session identifier.
+    pub fn session_id(&self) -> u32 {
+        u32::from_be_bytes(self.bytes(field::SESSION))
+    }
+
+    /// Data: sequence number.
+    pub fn sequence(&self) -> u32 {
+        u32::from_be_bytes(self.bytes(field::SEQUENCE))
+    }
+
+    /// Data: send timestamp in nanoseconds.
+    pub fn timestamp(&self) -> u64 {
+        u64::from_be_bytes(self.bytes(field::TIMESTAMP))
+    }
+
+    /// Data: sender's RTT estimate in microseconds (0 = none).
+    pub fn rtt_micros(&self) -> u32 {
+        u32::from_be_bytes(self.bytes(field::RTT))
+    }
+
+    /// Data: Veno backlog N in thousandths of a packet.
+    pub fn veno_backlog_millipackets(&self) -> u32 {
+        u32::from_be_bytes(self.bytes(field::VENO))
+    }
+
+    /// Data: the session nonce.
+    pub fn nonce(&self) -> u32 {
+        u32::from_be_bytes(self.bytes(field::NONCE))
+    }
+
+    /// Data: the payload after the header.
+    pub fn payload(&self) -> &[u8] {
+        &self.buffer.as_ref()[field::DATA_HEADER_END..]
+    }
+
+    /// Feedback: sequence number of the echoed data packet.
+    pub fn echo_sequence(&self) -> u32 {
+        u32::from_be_bytes(self.bytes(field::ECHO_SEQUENCE))
+    }
+
+    /// Feedback: echoed send timestamp.
+    pub fn echo_timestamp(&self) -> u64 {
+        u64::from_be_bytes(self.bytes(field::ECHO_TIMESTAMP))
+    }
+
+    /// Feedback: time the receiver held the echoed packet before answering, microseconds.
+    pub fn elapsed_micros(&self) -> u32 {
+        u32::from_be_bytes(self.bytes(field::ELAPSED))
+    }
+
+    /// Feedback: X_recv in bytes per second.
+    pub fn x_recv(&self) -> u64 {
+        u64::from_be_bytes(self.bytes(field::X_RECV))
+    }
+
+    /// Feedback: p as a fraction of 2^32.
+    pub fn loss_event_rate_raw(&self) -> u32 {
+        u32::from_be_bytes(self.bytes(field::LOSS_RATE))
+    }
+
+    /// Feedback: the echoed nonce.
+    pub fn echo_nonce(&self) -> u32 {
+        u32::from_be_bytes(self.bytes(field::ECHO_NONCE))
+    }
+}
+
+impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
+    fn put(&mut self, range: core::ops::Range<usize>, bytes: &[u8]) {
+        self.buffer.as_mut()[range].copy_from_slice(bytes);
+    }
+
+    fn set_common(&mut self, kind: PacketKind, session_id: u32) {
+        let data = self.buffer.as_mut();
+        data[field::VERSION] = VERSION;
+        data[field::KIND] = kind.code();
+        self.put(field::FLAGS, &0u16.to_be_bytes());
+        self.put(field::SESSION, &session_id.to_be_bytes());
+    }
+}
+
+/// Encodes p ∈ [0, 1] as a fraction of 2^32, saturating below 1.
+pub fn encode_loss_event_rate(p: f64) -> u32 {
+    if p.is_nan() || p <= 0.0 {
+        0
+    } else if p >= 1.0 {
+        u32::MAX
+    } else {
+        let raw = (p * 4_294_967_296.0).round();
+        if raw < 1.0 {
+            1 // a positive p must stay positive
+        } else if raw >= u32::MAX as f64 {
+            u32::MAX
+        } else {
+            raw as u32
+        }
+    }
+}
+
+/// Decodes p from its wire form.
+pub fn decode_loss_event_rate(raw: u32) -> f64 {
+    if raw == u32::MAX {
+        1.0
+    } else {
+        raw as f64 / 4_294_967_296.0
+    }
+}
+
+/// A parsed data packet (its payload stays in the buffer).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DataRepr {
+    /// Session identifier.
+    pub session_id: u32,
+    /// Sequence number (wraps).
+    pub sequence: u32,
+    /// Sender's clock when sent, in nanoseconds.
+    pub timestamp: u64,
+    /// Sender's RTT estimate in microseconds, 0 if it has none.
+    pub rtt_micros: u32,
+    /// Veno backlog N in thousandths of a packet.
+    pub veno_backlog_millipackets: u32,
+    /// Per-session nonce, echoed in feedback.
+    pub nonce: u32,
+}
+
+impl DataRepr {
+    /// Parses a data packet; errors on a feedback packet or malformed bytes.
+    pub fn parse<T: AsRef<[u8]>>(packet: &Packet<T>) -> Result<DataRepr> {
+        packet.check_len()?;
+        if packet.kind() != PacketKind::Data {
+            return Err(Error);
+        }
+        Ok(DataRepr {
+            session_id: packet.session_id(),
+            sequence: packet.sequence(),
+            timestamp: packet.timestamp(),
+            rtt_micros: packet.rtt_micros(),
+            veno_backlog_millipackets: packet.veno_backlog_millipackets(),
+            nonce: packet.nonce(),
+        })
+    }
+
+    /// Header length (the payload is extra).
+    pub const fn buffer_len(&self) -> usize {
+        DATA_HEADER_LEN
+    }
+
+    /// Writes the header into the first [`DATA_HEADER_LEN`] bytes of `buffer`.
+    pub fn emit(&self, buffer: &mut [u8]) -> Result<()> {
+        if buffer.len() < DATA_HEADER_LEN {
+            return Err(Error);
+        }
+        let mut packet = Packet::new_unchecked(buffer);
+        packet.set_common(PacketKind::Data, self.session_id);
+        packet.put(field::SEQUENCE, &self.sequence.to_be_bytes());
+        packet.put(field::TIMESTAMP, &self.timestamp.to_be_bytes());
+        packet.put(field::RTT, &self.rtt_micros.to_be_bytes());
+        packet.put(field::VENO, &self.veno_backlog_millipackets.to_be_bytes());
+        packet.put(field::NONCE, &self.nonce.to_be_bytes());
+        Ok(())
+    }
+}
+
+/// A parsed feedback packet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FeedbackRepr {
+    /// Session identifier.
+    pub session_id: u32,
+    /// Sequence number of the data packet whose timestamp is echoed.
+    pub echo_sequence: u32,
+    /// Echoed send timestamp (t_recvdata), nanoseconds on the sender's clock.
+    pub echo_timestamp: u64,
+    /// t_delay: time between receipt of that packet and this feedback, microseconds.
+    pub elapsed_micros: u32,
+    /// X_recv, bytes per second.
+    pub x_recv: u64,
+    /// Loss event rate p as a fraction of 2^32 (see [`encode_loss_event_rate`]).
+    pub loss_event_rate_raw: u32,
+    /// The nonce from the sender's data packets.
+    pub echo_nonce: u32,
+}
+
+impl FeedbackRepr {
+    /// Parses a feedback packet; errors on a data packet or malformed bytes.
+    pub fn parse<T: AsRef<[u8]>>(packet: &Packet<T>) -> Result<FeedbackRepr> {
+        packet.check_len()?;
+        if packet.kind() != PacketKind::Feedback {
+            return Err(Error);
+        }
+        Ok(FeedbackRepr {
+            session_id: packet.session_id(),
+            echo_sequence: packet.echo_sequence(),
+            echo_timestamp: packet.echo_timestamp(),
+            elapsed_micros: packet.elapsed_micros(),
+            x_recv: packet.x_recv(),
+            loss_event_rate_raw: packet.loss_event_rate_raw(),
+            echo_nonce: packet.echo_nonce(),
+        })
+    }
+
+    /// The loss event rate as a number in [0, 1].
+    pub fn loss_event_rate(&self) -> f64 {
+        decode_loss_event_rate(self.loss_event_rate_raw)
+    }
+
+    /// Length of a feedback packet.
+    pub const fn buffer_len(&self) -> usize {
+        FEEDBACK_LEN
+    }
+
+    /// Writes the packet into the first [`FEEDBACK_LEN`] bytes of `buffer`.
+    pub fn emit(&self, buffer: &mut [u8]) -> Result<()> {
+        if buffer.len() < FEEDBACK_LEN {
+            return Err(Error);
+        }
+        let mut packet = Packet::new_unchecked(buffer);
+        packet.set_common(PacketKind::Feedback, self.session_id);
+        packet.put(field::ECHO_SEQUENCE, &self.echo_sequence.to_be_bytes());
+        packet.put(field::ECHO_TIMESTAMP, &self.echo_timestamp.to_be_bytes());
+        packet.put(field::ELAPSED, &self.elapsed_micros.to_be_bytes());
+        packet.put(field::X_RECV, &self.x_recv.to_be_bytes());
+        packet.put(field::LOSS_RATE, &self.loss_event_rate_raw.to_be_bytes());
+        packet.put(field::ECHO_NONCE, &self.echo_nonce.to_be_bytes());
+        Ok(())
+    }
+}
+
+/// Either kind of packet, parsed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Repr {
+    /// A data packet.
+    Data(DataRepr),
+    /// A feedback packet.
+    Feedback(FeedbackRepr),
+}
+
+impl Repr {
+    /// Parses any TFRC packet.
+    pub fn parse(bytes: &[u8]) -> Result<Repr> {
+        let packet = Packet::new_checked(bytes)?;
+        match packet.kind() {
+            PacketKind::Data => DataRepr::parse(&packet).map(Repr::Data),
+            PacketKind::Feedback => FeedbackRepr::parse(&packet).map(Repr::Feedback),
+        }
+    }
+}
+
+/// Signed distance from `from` to `to` in 32-bit serial-number arithmetic (RFC 1982 style):
+/// positive when `to` is after `from` by less than 2^31.
+pub fn sequence_distance(from: u32, to: u32) -> i64 {
+    i64::from(to.wrapping_sub(from) as i32)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    const DATA_BYTES: [u8; 36] = [
+        1, 1, 0, 0, // version, kind, flags
+        0xde, 0xad, 0xbe, 0xef, // session
+        0, 0, 0, 7, // sequence
+        0, 0, 0, 0, 0, 0, 0x03, 0xe8, // timestamp 1000 ns
+        0, 0, 0x27, 0x10, // rtt 10000 us
+        0, 0, 0x05, 0xdc, // veno 1500 milli-packets
+        0x12, 0x34, 0x56, 0x78, // nonce
+        b'a', b'b', b'c', b'd', // payload
+    ];
+
+    const FEEDBACK_BYTES: [u8; 40] = [
+        1, 2, 0, 0, // version, kind, flags
+        0, 0, 0, 9, // session
+        0xff, 0xff, 0xff, 0xff, // echo sequence
+        0, 0, 0, 0, 0, 0, 0, 5, // echo timestamp
+        0, 0, 0, 100, // elapsed
+        0, 0, 0, 0, 0, 1, 0x86, 0xa0, // x_recv 100000
+        0x01, 0, 0, 0, // p = 1/256
+        0x12, 0x34, 0x56, 0x78, // echoed nonce
+    ];
+
+    fn data_repr() -> DataRepr {
+        DataRepr {
+            session_id: 0xdead_beef,
+            sequence: 7,
+            timestamp: 1000,
+            rtt_micros: 10_000,
+            veno_backlog_millipackets: 1500,
+            nonce: 0x1234_5678,
+        }
+    }
+
+    #[test]
+    fn parses_fixed_data_bytes() {
+        let packet = Packet::new_checked(&DATA_BYTES[..]).unwrap();
+        assert_eq!(DataRepr::parse(&packet).unwrap(), data_repr());
+        assert_eq!(packet.payload(), b"abcd");
+    }
+
+    #[test]
+    fn emits_fixed_data_bytes() {
+        let mut buffer = [0u8; 36];
+        data_repr().emit(&mut buffer).unwrap();
+        buffer[32..].copy_from_slice(b"abcd");
+        assert_eq!(buffer, DATA_BYTES);
+    }
+
+    #[test]
+    fn fixed_feedback_bytes_both_ways() {
+        let repr = FeedbackRepr {
+            session_id: 9,
+            echo_sequence: u32::MAX,
+            echo_timestamp: 5,
+            elapsed_micros: 100,
+            x_recv: 100_000,
+            loss_event_rate_raw: 1 << 24,
+            echo_nonce: 0x1234_5678,
+        };
+        assert_eq!(Repr::parse(&FEEDBACK_BYTES).unwrap(), Repr::Feedback(repr));
+        assert_eq!(repr.loss_event_rate(), 1.0 / 256.0);
+        let mut buffer = [0u8; FEEDBACK_LEN];
+        repr.emit(&mut buffer).unwrap();
+        assert_eq!(buffer, FEEDBACK_BYTES);
+    }
+
+    #[test]
+    fn rejects_malformed() {
+        assert_eq!(Repr::parse(&[]), Err(Error));
+        assert_eq!(Repr::parse(&DATA_BYTES[..31]), Err(Error));
+        assert_eq!(Repr::parse(&FEEDBACK_BYTES[..39]), Err(Error));
+        let mut wrong_version = DATA_BYTES;
+        wrong_version[0] = 2;
+        assert_eq!(Repr::parse(&wrong_version), Err(Error));
+        let mut wrong_kind = DATA_BYTES;
+        wrong_kind[1] = 3;
+        assert_eq!(Repr::parse(&wrong_kind), Err(Error));
+        let feedback = Packet::new_checked(&FEEDBACK_BYTES[..]).unwrap();
+        assert_eq!(DataRepr::parse(&feedback), Err(Error));
+        assert!(data_repr().emit(&mut [0u8; 10]).is_err());
+    }
+
+    #[test]
+    fn loss_rate_encoding() {
+        assert_eq!(encode_loss_event_rate(0.0), 0);
+        assert_eq!(encode_loss_event_rate(-1.0), 0);
+        assert_eq!(encode_loss_event_rate(f64::NAN), 0);
+        assert_eq!(encode_loss_event_rate(1.0), u32::MAX);
+        assert_eq!(encode_loss_event_rate(1e-15), 1);
+        assert_eq!(decode_loss_event_rate(u32::MAX), 1.0);
+        let p = 0.0123;
+        assert!((decode_loss_event_rate(encode_loss_event_rate(p)) - p).abs() < 1e-9);
+    }
+
+    #[test]
+    fn serial_number_distance_wraps() {
+        assert_eq!(sequence_distance(u32::MAX, 0), 1);
+        assert_eq!(sequence_distance(0, u32::MAX), -1);
+        assert_eq!(sequence_distance(10, 20), 10);
+    }
+
+    proptest! {
+        #[test]
+        fn data_round_trip(session_id: u32, sequence: u32, timestamp: u64, rtt_micros: u32,
+                           veno_backlog_millipackets: u32, nonce: u32,
+                           payload in proptest::collection::vec(any::<u8>(), 0..64)) {
+            let repr = DataRepr { session_id, sequence, timestamp, rtt_micros, veno_backlog_millipackets, nonce };
+            let mut buffer = vec![0u8; repr.buffer_len() + payload.len()];
+            repr.emit(&mut buffer).unwrap();
+            buffer[DATA_HEADER_LEN..].copy_from_slice(&payload);
+            let packet = Packet::new_checked(&buffer[..]).unwrap();
+            prop_assert_eq!(DataRepr::parse(&packet).unwrap(), repr);
+            prop_assert_eq!(packet.payload(), &payload[..]);
+        }
+
+        #[test]
+        fn feedback_round_trip(session_id: u32, echo_sequence: u32, echo_timestamp: u64,
+                               elapsed_micros: u32, x_recv: u64, loss_event_rate_raw: u32, echo_nonce: u32) {
+            let repr = FeedbackRepr { session_id, echo_sequence, echo_timestamp, elapsed_micros, x_recv, loss_event_rate_raw, echo_nonce };
+            let mut buffer = vec![0u8; repr.buffer_len()];
+            repr.emit(&mut buffer).unwrap();
+            prop_assert_eq!(Repr::parse(&buffer).unwrap(), Repr::Feedback(repr));
+        }
+
+        #[test]
+        fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..80)) {
+            if let Ok(packet) = Packet::new_checked(&bytes[..]) {
+                // Every accessor of the packet's kind is safe after the check.
+                let _ = (packet.version(), packet.flags(), packet.session_id());
+                match packet.kind() {
+                    PacketKind::Data => { let _ = (packet.sequence(), packet.timestamp(), packet.payload()); }
+                    PacketKind::Feedback => { let _ = (packet.echo_timestamp(), packet.x_recv(), packet.echo_nonce()); }
+                }
+            }
+            let _ = Repr::parse(&bytes);
+        }
+    }
+}

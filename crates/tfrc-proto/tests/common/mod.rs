@@ -1,0 +1,239 @@
+//! A pair harness: one sender and one receiver joined by a simple link (rate, delay, DropTail
+//! queue, Bernoulli loss on the data direction), driven event by event.
+
+#![allow(dead_code)]
+
+use core::time::Duration;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use tfrc_proto::{Config, Instant, Receiver, Sender};
+
+/// The link between sender and receiver.
+#[derive(Debug, Clone)]
+pub struct LinkSpec {
+    /// Data-direction capacity, bits/s.
+    pub rate_bps: f64,
+    /// One-way propagation delay (both directions).
+    pub one_way_delay: Duration,
+    /// DropTail limit in packets (data direction).
+    pub queue_limit: usize,
+    /// Bernoulli loss probability per data packet.
+    pub loss: f64,
+    /// RNG seed of the loss model.
+    pub seed: u64,
+}
+
+#[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Event {
+    SenderTimer,
+    ReceiverTimer,
+    DataArrival(usize),
+    FeedbackArrival(usize),
+}
+
+/// What one run measured.
+#[derive(Debug, Default, Clone)]
+pub struct Trace {
+    /// (time, sending rate bytes/s, p at sender, rtt seconds) at each feedback.
+    pub sender_samples: Vec<(Instant, f64, f64, f64)>,
+    /// Send times of every data packet.
+    pub send_times: Vec<Instant>,
+    /// Send times of the packets the link dropped (queue or loss model).
+    pub dropped_send_times: Vec<Instant>,
+    /// Arrival times and lengths at the receiver.
+    pub arrivals: Vec<(Instant, usize)>,
+    /// Times at which the receiver emitted feedback.
+    pub feedback_times: Vec<Instant>,
+    /// Largest queue occupancy seen, packets.
+    pub max_queue: usize,
+    /// Queue occupancy sampled at every data packet arrival to the queue.
+    pub queue_samples: Vec<usize>,
+}
+
+/// Sender + receiver + link.
+pub struct Pair {
+    pub sender: Sender,
+    pub receiver: Receiver,
+    pub link: LinkSpec,
+    pub now: Instant,
+    pub trace: Trace,
+    events: BinaryHeap<Reverse<(Instant, u64, Event)>>,
+    sequence: u64,
+    packets: Vec<Vec<u8>>,
+    departures: VecDeque<Instant>,
+    link_free_at: Instant,
+    rng: ChaCha8Rng,
+    pending_sender_timer: Option<Instant>,
+    pending_receiver_timer: Option<Instant>,
+}
+
+impl Pair {
+    pub fn new(config: Config, link: LinkSpec) -> Pair {
+        let now = Instant::ZERO;
+        Pair {
+            sender: Sender::new(config.clone(), 0x5e55_1011, 0x00c0_ffee, now).unwrap(),
+            receiver: Receiver::new(config).unwrap(),
+            rng: ChaCha8Rng::seed_from_u64(link.seed),
+            link,
+            now,
+            trace: Trace::default(),
+            events: BinaryHeap::new(),
+            sequence: 0,
+            packets: Vec::new(),
+            departures: VecDeque::new(),
+            link_free_at: now,
+            pending_sender_timer: None,
+            pending_receiver_timer: None,
+        }
+    }
+
+    fn schedule(&mut self, at: Instant, event: Event) {
+        self.sequence += 1;
+        self.events.push(Reverse((at, self.sequence, event)));
+    }
+
+    fn arm_timers(&mut self) {
+        if let Some(at) = self.sender.poll_timeout() {
+            if self.pending_sender_timer != Some(at) {
+                self.pending_sender_timer = Some(at);
+                self.schedule(at.max(self.now), Event::SenderTimer);
+            }
+        }
+        if let Some(at) = self.receiver.poll_timeout() {
+            if self.pending_receiver_timer != Some(at) {
+                self.pending_receiver_timer = Some(at);
+                self.schedule(at.max(self.now), Event::ReceiverTimer);
+            }
+        }
+    }
+
+    fn send_allowed(&mut self) {
+        let mut buffer = vec![0u8; 65_536];
+        while self.sender.can_send(self.now) {
+            let length = self.sender.send_padded(self.now, &mut buffer).unwrap();
+            self.trace.send_times.push(self.now);
+            self.enqueue(buffer[..length].to_vec());
+        }
+    }
+
+    fn enqueue(&mut self, packet: Vec<u8>) {
+        while self.departures.front().is_some_and(|&d| d <= self.now) {
+            self.departures.pop_front();
+        }
+        let occupancy = self.departures.len();
+        self.trace.queue_samples.push(occupancy);
+        let lost = self.link.loss > 0.0 && self.rng.gen::<f64>() < self.link.loss;
+        if occupancy >= self.link.queue_limit || lost {
+            self.trace.dropped_send_times.push(self.now);
+            return;
+        }
+        let serialization =
+            Duration::from_nanos((packet.len() as f64 * 8.0 / self.link.rate_bps * 1e9) as u64);
+        let departure = self.now.max(self.link_free_at) + serialization;
+        self.link_free_at = departure;
+        self.departures.push_back(departure);
+        self.trace.max_queue = self.trace.max_queue.max(self.departures.len());
+        let index = self.packets.len();
+        self.packets.push(packet);
+        self.schedule(departure + self.link.one_way_delay, Event::DataArrival(index));
+    }
+
+    fn flush_feedback(&mut self) {
+        let mut buffer = [0u8; 128];
+        while let Some(length) = self.receiver.poll_transmit(self.now, &mut buffer) {
+            self.trace.feedback_times.push(self.now);
+            let index = self.packets.len();
+            self.packets.push(buffer[..length].to_vec());
+            let at = self.now + self.link.one_way_delay;
+            self.schedule(at, Event::FeedbackArrival(index));
+        }
+    }
+
+    /// Runs until `end`; panics if more than `max_events` events are needed (a stall or a storm).
+    pub fn run_until(&mut self, end: Instant, max_events: u64) {
+        let mut handled = 0u64;
+        self.send_allowed();
+        self.arm_timers();
+        while let Some(Reverse((at, _, _))) = self.events.peek() {
+            if *at > end {
+                break;
+            }
+            let Reverse((at, _, event)) = self.events.pop().unwrap();
+            self.now = at;
+            handled += 1;
+            assert!(handled <= max_events, "more than {max_events} events: stall or storm");
+            match event {
+                Event::SenderTimer => {
+                    if self.pending_sender_timer == Some(at) || self.sender.poll_timeout().is_some_and(|t| t <= at) {
+                        self.pending_sender_timer = None;
+                        self.sender.handle_timeout(at);
+                    }
+                }
+                Event::ReceiverTimer => {
+                    if self.pending_receiver_timer == Some(at) {
+                        self.pending_receiver_timer = None;
+                    }
+                    self.receiver.handle_timeout(at);
+                }
+                Event::DataArrival(index) => {
+                    let packet = std::mem::take(&mut self.packets[index]);
+                    self.trace.arrivals.push((at, packet.len()));
+                    self.receiver.handle_packet(at, &packet).unwrap();
+                }
+                Event::FeedbackArrival(index) => {
+                    let packet = std::mem::take(&mut self.packets[index]);
+                    self.sender.handle_packet(at, &packet).unwrap();
+                    let state = self.sender.state();
+                    self.trace.sender_samples.push((
+                        at,
+                        state.sending_rate,
+                        state.p,
+                        state.rtt.map_or(0.0, |r| r.as_secs_f64()),
+                    ));
+                }
+            }
+            self.flush_feedback();
+            self.send_allowed();
+            self.arm_timers();
+        }
+        self.now = end;
+    }
+
+    /// Bytes sent per second in [from, to).
+    pub fn send_rate(&self, from: Instant, to: Instant) -> f64 {
+        let size = f64::from(self.sender.config().packet_size);
+        let count = self.trace.send_times.iter().filter(|&&t| t >= from && t < to).count();
+        count as f64 * size / (to - from).as_secs_f64()
+    }
+
+    /// Bytes received per second in [from, to).
+    pub fn receive_rate(&self, from: Instant, to: Instant) -> f64 {
+        let bytes: usize = self
+            .trace
+            .arrivals
+            .iter()
+            .filter(|(t, _)| *t >= from && *t < to)
+            .map(|(_, length)| length)
+            .sum();
+        bytes as f64 / (to - from).as_secs_f64()
+    }
+}
+
+/// Loss event rate computed independently from the link's drops: a drop starts a new loss event
+/// when it was sent more than `rtt` after the first drop of the current event; p = events /
+/// packets sent, over packets sent in [from, to).
+pub fn loss_event_rate_from_drops(trace: &Trace, rtt: Duration, from: Instant, to: Instant) -> f64 {
+    let mut events = 0u64;
+    let mut event_start: Option<Instant> = None;
+    for &t in trace.dropped_send_times.iter().filter(|&&t| t >= from && t < to) {
+        if event_start.is_none_or(|start| t > start + rtt) {
+            events += 1;
+            event_start = Some(t);
+        }
+    }
+    let sent = trace.send_times.iter().filter(|&&t| t >= from && t < to).count();
+    events as f64 / sent.max(1) as f64
+}
