@@ -1,1 +1,113 @@
-fn main() {}
+//! `tfrc`: the command-line front end of the TFRC toolkit.
+
+use anyhow::{anyhow, bail, Result};
+use clap::{Args, Parser, Subcommand};
+use tfrc_proto::equation;
+
+/// TFRC (RFC 5348) toolkit: the throughput equation, the simulator and the papers' experiments.
+#[derive(Debug, Parser)]
+#[command(name = "tfrc", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Allowed sending rate from the TCP throughput equation (RFC 5348 §3.1, b = 1, t_RTO = 4R).
+    Equation(EquationArgs),
+}
+
+#[derive(Debug, Args)]
+struct EquationArgs {
+    /// Segment size s in bytes.
+    #[arg(
+        long,
+        short = 's',
+        default_value_t = 1000.0,
+        allow_negative_numbers = true
+    )]
+    packet_size: f64,
+    /// Round-trip time R in seconds (e.g. 0.1).
+    #[arg(long, short = 'r', allow_negative_numbers = true)]
+    rtt: f64,
+    /// Loss event rate p, in (0, 1].
+    #[arg(
+        long,
+        short = 'p',
+        required_unless_present = "rate",
+        allow_negative_numbers = true
+    )]
+    loss_event_rate: Option<f64>,
+    /// Inverse mode: the loss event rate that allows this rate, in bits/s.
+    #[arg(
+        long,
+        conflicts_with = "loss_event_rate",
+        allow_negative_numbers = true
+    )]
+    rate: Option<f64>,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+fn main() -> Result<()> {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Equation(args) => run_equation(&args),
+    }
+}
+
+fn run_equation(args: &EquationArgs) -> Result<()> {
+    if !(args.packet_size.is_finite() && args.packet_size > 0.0) {
+        bail!(
+            "--packet-size must be a positive number of bytes, got {}",
+            args.packet_size
+        );
+    }
+    if !(args.rtt.is_finite() && args.rtt > 0.0) {
+        bail!(
+            "--rtt must be a positive number of seconds, got {}",
+            args.rtt
+        );
+    }
+    let (p, x) = match (args.loss_event_rate, args.rate) {
+        (Some(p), _) => {
+            if !(p.is_finite() && p > 0.0 && p <= 1.0) {
+                bail!("--loss-event-rate must be in (0, 1], got {p}");
+            }
+            (p, equation::throughput(args.packet_size, args.rtt, p))
+        }
+        (None, Some(bits_per_s)) => {
+            if !(bits_per_s.is_finite() && bits_per_s > 0.0) {
+                bail!("--rate must be a positive number of bits/s, got {bits_per_s}");
+            }
+            let p = equation::loss_event_rate_for(args.packet_size, args.rtt, bits_per_s / 8.0)
+                .ok_or_else(|| anyhow!("no loss event rate gives {bits_per_s} bits/s"))?;
+            (p, equation::throughput(args.packet_size, args.rtt, p))
+        }
+        (None, None) => bail!("give --loss-event-rate (or --rate for the inverse)"),
+    };
+    if args.json {
+        let object = serde_json::json!({
+            "packet_size_bytes": args.packet_size,
+            "rtt_s": args.rtt,
+            "loss_event_rate": p,
+            "x_bytes_per_s": x,
+            "x_bits_per_s": x * 8.0,
+            "x_packets_per_s": x / args.packet_size,
+        });
+        println!("{object}");
+    } else {
+        println!(
+            "X = {:.1} bytes/s = {:.1} kbit/s = {:.2} packets/s  (s = {} B, R = {} s, p = {})",
+            x,
+            x * 8.0 / 1000.0,
+            x / args.packet_size,
+            args.packet_size,
+            args.rtt,
+            p
+        );
+    }
+    Ok(())
+}

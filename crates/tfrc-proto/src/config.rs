@@ -168,12 +168,20 @@ mod tests {
             packet_size: 10,
             ..Config::default()
         };
-        assert!(bad.validate().unwrap_err().to_string().contains("packet_size"));
+        assert!(bad
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("packet_size"));
         let bad = Config {
             target_rate: Some(f64::NAN),
             ..Config::default()
         };
-        assert!(bad.validate().unwrap_err().to_string().contains("target_rate"));
+        assert!(bad
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("target_rate"));
         let bad = Config {
             veno: Some(Veno {
                 beta: 1.0,

@@ -127,7 +127,10 @@ mod tests {
             for &rtt in &[0.001, 0.05, 0.5, 2.0] {
                 let x = throughput(1000.0, rtt, p);
                 let found = loss_event_rate_for(1000.0, rtt, x).unwrap();
-                assert!((found - p).abs() / p < 1e-6, "p {p} rtt {rtt} found {found}");
+                assert!(
+                    (found - p).abs() / p < 1e-6,
+                    "p {p} rtt {rtt} found {found}"
+                );
                 let x_found = throughput(1000.0, rtt, found);
                 assert!((x_found - x).abs() / x < 0.05);
             }

@@ -163,9 +163,8 @@ impl LossHistory {
         }
         let discount = self.general_discount(highest);
         let (mut total0, mut weights0) = (open * WEIGHTS[0], WEIGHTS[0]);
-        for i in 1..k {
-            let interval = &self.closed[i - 1];
-            let weight = WEIGHTS[i] * interval.discount * discount;
+        for (interval, weight) in self.closed.iter().take(k - 1).zip(&WEIGHTS[1..]) {
+            let weight = weight * interval.discount * discount;
             total0 += interval.length * weight;
             weights0 += weight;
         }
@@ -187,7 +186,7 @@ mod tests {
     use super::*;
     use core::time::Duration;
 
-    fn history_with(intervals_oldest_first: &[u64], open_start: u64) -> LossHistory {
+    fn history_with(intervals_oldest_first: &[u64]) -> LossHistory {
         let mut history = LossHistory::new(false);
         let mut sequence = 1000;
         history.first_event(sequence, Instant::ZERO, intervals_oldest_first[0] as f64);
@@ -196,7 +195,6 @@ mod tests {
             history.new_event(sequence, Instant::ZERO, sequence, None);
         }
         assert_eq!(history.event_start().unwrap().0, sequence);
-        let _ = open_start;
         history
     }
 
@@ -204,7 +202,7 @@ mod tests {
     /// longer.
     #[test]
     fn equal_intervals_give_their_length() {
-        let history = history_with(&[100; 8], 0);
+        let history = history_with(&[100; 8]);
         let start = history.event_start().unwrap().0;
         // I_0 = 50 (< 100): I_tot1 dominates.
         assert!((history.mean_interval(start + 49).unwrap() - 100.0).abs() < 1e-9);
@@ -216,9 +214,12 @@ mod tests {
     #[test]
     fn open_interval_counts_only_when_it_raises_the_mean() {
         // Closed intervals I_1..I_8 = 10, 20, ..., 80 (I_1 most recent).
-        let history = history_with(&[80, 70, 60, 50, 40, 30, 20, 10], 0);
+        let history = history_with(&[80, 70, 60, 50, 40, 30, 20, 10]);
         let lengths: Vec<f64> = history.closed_intervals().map(|i| i.length).collect();
-        assert_eq!(lengths, vec![10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0, 80.0]);
+        assert_eq!(
+            lengths,
+            vec![10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0, 80.0]
+        );
         let start = history.event_start().unwrap().0;
         let w_tot: f64 = WEIGHTS.iter().sum(); // 6.0
         let i_tot1: f64 = lengths.iter().zip(WEIGHTS).map(|(l, w)| l * w).sum();
@@ -265,7 +266,9 @@ mod tests {
             plain.new_event(sequence, Instant::ZERO, sequence, None);
             veno.new_event(sequence, Instant::ZERO, sequence, Some(3.0));
         }
-        assert!(veno.closed_intervals().all(|i| i.stretched && i.length == 300.0));
+        assert!(veno
+            .closed_intervals()
+            .all(|i| i.stretched && i.length == 300.0));
         let p_plain = plain.loss_event_rate(sequence + 10);
         let p_veno = veno.loss_event_rate(sequence + 10);
         assert!((p_plain - 0.01).abs() < 1e-12);

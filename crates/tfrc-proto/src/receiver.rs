@@ -115,12 +115,7 @@ impl Gap {
             return None;
         }
         let span_sequence = u128::from(self.after_sequence - self.before_sequence);
-        let needed = u128::from(
-            limit
-                .as_nanos()
-                .saturating_sub(self.before_time.as_nanos())
-                + 1,
-        );
+        let needed = u128::from(limit.as_nanos().saturating_sub(self.before_time.as_nanos()) + 1);
         // Smallest offset with span_time * offset / span_sequence >= needed.
         let offset = (needed * span_sequence).div_ceil(u128::from(span_time));
         let mut candidate = self
@@ -312,10 +307,7 @@ impl Receiver {
         self.stats.payload_bytes += payload;
         self.bytes_since_feedback += length;
         self.packets_since_feedback += 1;
-        if self
-            .latest
-            .is_none_or(|(_, _, arrival)| arrival <= now)
-        {
+        if self.latest.is_none_or(|(_, _, arrival)| arrival <= now) {
             self.latest = Some((data.sequence, data.timestamp, now));
         }
 

@@ -250,6 +250,7 @@ impl Sender {
         config.target_rate = target_rate;
         config.validate()?;
         self.config = config;
+        self.reschedule();
         Ok(())
     }
 
@@ -322,6 +323,19 @@ impl Sender {
         }
     }
 
+    /// When the no-feedback timer expires.
+    pub fn no_feedback_deadline(&self) -> Instant {
+        self.no_feedback_deadline
+    }
+
+    /// After a rate change, the next packet is due one new t_ipi after the last one (RFC 5348
+    /// §4.6 computes t_ipi from the current rate).
+    fn reschedule(&mut self) {
+        if let (Some(last), false) = (self.last_send, self.data_limited) {
+            self.next_send = last + self.inter_packet_interval();
+        }
+    }
+
     /// The application had nothing to send at a send opportunity: the sender is data-limited
     /// (and idle) until the next [`Sender::send_packet`].
     pub fn note_data_limited(&mut self, _now: Instant) {
@@ -376,9 +390,9 @@ impl Sender {
             session_id: self.session_id,
             sequence: self.next_sequence,
             timestamp: now.as_nanos(),
-            rtt_micros: self
-                .rtt
-                .map_or(0, |rtt| u32::try_from(rtt.as_micros()).unwrap_or(u32::MAX).max(1)),
+            rtt_micros: self.rtt.map_or(0, |rtt| {
+                u32::try_from(rtt.as_micros()).unwrap_or(u32::MAX).max(1)
+            }),
             veno_backlog_millipackets: (self.veno_backlog() * 1000.0)
                 .round()
                 .clamp(0.0, u32::MAX as f64) as u32,
@@ -476,9 +490,9 @@ impl Sender {
         // (2) R = q*R + (1-q)*R_sample, or R_sample for the first.
         let rtt = match self.rtt {
             None => sample,
-            Some(rtt) => duration_from_secs(
-                RTT_FILTER * secs(rtt) + (1.0 - RTT_FILTER) * secs(sample),
-            ),
+            Some(rtt) => {
+                duration_from_secs(RTT_FILTER * secs(rtt) + (1.0 - RTT_FILTER) * secs(sample))
+            }
         };
         self.rtt = Some(rtt);
         self.base_rtt = Some(self.base_rtt.map_or(sample, |base| base.min(sample)));
@@ -517,10 +531,7 @@ impl Sender {
         self.p = p;
         if p > 0.0 {
             self.x_calc = equation::throughput(s, secs(rtt), p);
-            self.x = self
-                .x_calc
-                .min(self.recv_limit)
-                .max(self.minimum_rate());
+            self.x = self.x_calc.min(self.recv_limit).max(self.minimum_rate());
         } else {
             self.x_calc = f64::INFINITY;
             let due = self.last_doubled.is_none_or(|last| now - last >= rtt);
@@ -535,6 +546,7 @@ impl Sender {
 
         // (3) t_RTO = max(4R, 2s/X) and (5) restart the no-feedback timer.
         self.restart_no_feedback_timer(now);
+        self.reschedule();
     }
 
     fn restart_no_feedback_timer(&mut self, now: Instant) {
@@ -608,7 +620,9 @@ impl Sender {
             return;
         }
         self.stats.no_feedback_expiries += 1;
-        let idle_since_set = self.last_send.is_none_or(|last| last < self.no_feedback_set_at);
+        let idle_since_set = self
+            .last_send
+            .is_none_or(|last| last < self.no_feedback_set_at);
         if self.rtt.is_none() && !self.feedback_received {
             // No RTT sample and no feedback yet: halve, unless the sender was idle all along.
             if !idle_since_set {
@@ -631,6 +645,7 @@ impl Sender {
             // X_calc was limiting the rate.
             self.update_limits(now, self.x_calc / 2.0);
         }
+        self.reschedule();
         self.restart_no_feedback_timer(now);
     }
 
@@ -640,9 +655,6 @@ impl Sender {
         let timer_limit = timer_limit.max(self.minimum_rate());
         self.x_recv_set = vec![(now, timer_limit / 2.0)];
         self.recv_limit = timer_limit;
-        self.x = self
-            .x_calc
-            .min(self.recv_limit)
-            .max(self.minimum_rate());
+        self.x = self.x_calc.min(self.recv_limit).max(self.minimum_rate());
     }
 }

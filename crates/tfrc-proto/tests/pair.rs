@@ -2,8 +2,8 @@
 
 mod common;
 
-use core::time::Duration;
 use common::{loss_event_rate_from_drops, LinkSpec, Pair};
+use core::time::Duration;
 use tfrc_proto::{equation, Config, Instant};
 
 /// With no random loss, TFRC fills a 1 Mb/s, 50 ms RTT link (≥ 90 %) and the DropTail queue
@@ -25,7 +25,10 @@ fn fills_an_unloaded_link_without_a_standing_full_queue() {
     let drops = pair.trace.dropped_send_times.len() as f64 / pair.trace.send_times.len() as f64;
     let mean_queue = pair.trace.queue_samples.iter().sum::<usize>() as f64
         / pair.trace.queue_samples.len() as f64;
-    println!("utilization {utilization:.3}, drop ratio {drops:.4}, mean queue {mean_queue:.1}, max {}", pair.trace.max_queue);
+    println!(
+        "utilization {utilization:.3}, drop ratio {drops:.4}, mean queue {mean_queue:.1}, max {}",
+        pair.trace.max_queue
+    );
     assert!(utilization >= 0.90, "utilization {utilization}");
     assert!(utilization <= 1.0 + 1e-9);
     assert!(drops < 0.05, "drop ratio {drops}");
@@ -68,6 +71,85 @@ fn tracks_the_equation_under_random_loss() {
             "loss {loss}: p measured {p:.5}, p reported {mean_reported:.5}, X_eq {expected:.0} B/s, sent {measured:.0} B/s, ratio {ratio:.3}"
         );
         assert!((0.8..=1.2).contains(&ratio), "loss {loss}: ratio {ratio}");
-        assert!((mean_reported / p - 1.0).abs() < 0.3, "reported p {mean_reported} vs {p}");
+        assert!(
+            (mean_reported / p - 1.0).abs() < 0.3,
+            "reported p {mean_reported} vs {p}"
+        );
     }
+}
+
+/// gTFRC over a lossy link: TFRC alone settles near the equation's rate, gTFRC sends at its target
+/// g when g is above that, and never below g.
+#[test]
+fn gtfrc_holds_its_target_under_loss() {
+    let link = LinkSpec {
+        rate_bps: 100e6,
+        one_way_delay: Duration::from_millis(50),
+        queue_limit: 1000,
+        loss: 0.02,
+        seed: 21,
+    };
+    let start = Instant::from_secs(20);
+    let end = Instant::from_secs(120);
+    let mut plain = Pair::new(Config::default(), link.clone());
+    plain.run_until(end, 20_000_000);
+    let g = 150_000.0; // bytes/s, about twice TFRC's rate at 2 % loss and 100 ms
+    let mut guaranteed = Pair::new(
+        Config {
+            target_rate: Some(g),
+            ..Config::default()
+        },
+        link,
+    );
+    guaranteed.run_until(end, 20_000_000);
+    let plain_rate = plain.send_rate(start, end);
+    let g_rate = guaranteed.send_rate(start, end);
+    println!("TFRC {plain_rate:.0} B/s, gTFRC {g_rate:.0} B/s, g {g}");
+    assert!(plain_rate < 0.8 * g);
+    assert!(
+        g_rate >= 0.99 * g && g_rate <= 1.05 * g,
+        "gTFRC rate {g_rate}"
+    );
+    assert!(guaranteed.trace.sender_samples.iter().all(|s| s.1 >= g));
+}
+
+/// Several feedbacks per RTT on a long-delay path: RTT 1 s with RTT_ref = 100 ms gives ten
+/// feedbacks per RTT at steady state, and the link is still filled.
+#[test]
+fn feedbacks_per_rtt_on_a_long_delay_path() {
+    let link = LinkSpec {
+        rate_bps: 1e6,
+        one_way_delay: Duration::from_millis(500),
+        queue_limit: 50,
+        loss: 0.0,
+        seed: 3,
+    };
+    let end = Instant::from_secs(200);
+    let config = Config {
+        rtt_ref: Some(Duration::from_millis(100)),
+        ..Config::default()
+    };
+    let mut pair = Pair::new(config, link);
+    pair.run_until(end, 20_000_000);
+    let window = (Instant::from_secs(150), end);
+    let feedbacks = pair
+        .trace
+        .feedback_times
+        .iter()
+        .filter(|&&t| t >= window.0 && t < window.1)
+        .count();
+    let rtt = pair.sender.state().rtt.unwrap().as_secs_f64();
+    let per_rtt = feedbacks as f64 / ((window.1 - window.0).as_secs_f64() / rtt);
+    let utilization = pair.receive_rate(Instant::from_secs(100), end) * 8.0 / 1e6;
+    println!(
+        "RTT {rtt:.3} s, {per_rtt:.1} feedbacks per RTT, N_fb {}, utilization {utilization:.3}",
+        pair.receiver.feedbacks_per_rtt()
+    );
+    let expected = pair.receiver.feedbacks_per_rtt() as f64;
+    assert!(expected >= 10.0);
+    assert!(
+        (per_rtt - expected).abs() <= 0.15 * expected,
+        "{per_rtt} vs {expected}"
+    );
+    assert!(utilization >= 0.85, "utilization {utilization}");
 }

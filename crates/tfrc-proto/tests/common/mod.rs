@@ -138,7 +138,10 @@ impl Pair {
         self.trace.max_queue = self.trace.max_queue.max(self.departures.len());
         let index = self.packets.len();
         self.packets.push(packet);
-        self.schedule(departure + self.link.one_way_delay, Event::DataArrival(index));
+        self.schedule(
+            departure + self.link.one_way_delay,
+            Event::DataArrival(index),
+        );
     }
 
     fn flush_feedback(&mut self) {
@@ -164,10 +167,15 @@ impl Pair {
             let Reverse((at, _, event)) = self.events.pop().unwrap();
             self.now = at;
             handled += 1;
-            assert!(handled <= max_events, "more than {max_events} events: stall or storm");
+            assert!(
+                handled <= max_events,
+                "more than {max_events} events: stall or storm"
+            );
             match event {
                 Event::SenderTimer => {
-                    if self.pending_sender_timer == Some(at) || self.sender.poll_timeout().is_some_and(|t| t <= at) {
+                    if self.pending_sender_timer == Some(at)
+                        || self.sender.poll_timeout().is_some_and(|t| t <= at)
+                    {
                         self.pending_sender_timer = None;
                         self.sender.handle_timeout(at);
                     }
@@ -205,7 +213,12 @@ impl Pair {
     /// Bytes sent per second in [from, to).
     pub fn send_rate(&self, from: Instant, to: Instant) -> f64 {
         let size = f64::from(self.sender.config().packet_size);
-        let count = self.trace.send_times.iter().filter(|&&t| t >= from && t < to).count();
+        let count = self
+            .trace
+            .send_times
+            .iter()
+            .filter(|&&t| t >= from && t < to)
+            .count();
         count as f64 * size / (to - from).as_secs_f64()
     }
 
@@ -228,12 +241,20 @@ impl Pair {
 pub fn loss_event_rate_from_drops(trace: &Trace, rtt: Duration, from: Instant, to: Instant) -> f64 {
     let mut events = 0u64;
     let mut event_start: Option<Instant> = None;
-    for &t in trace.dropped_send_times.iter().filter(|&&t| t >= from && t < to) {
+    for &t in trace
+        .dropped_send_times
+        .iter()
+        .filter(|&&t| t >= from && t < to)
+    {
         if event_start.is_none_or(|start| t > start + rtt) {
             events += 1;
             event_start = Some(t);
         }
     }
-    let sent = trace.send_times.iter().filter(|&&t| t >= from && t < to).count();
+    let sent = trace
+        .send_times
+        .iter()
+        .filter(|&&t| t >= from && t < to)
+        .count();
     events as f64 / sent.max(1) as f64
 }

@@ -1,0 +1,100 @@
+//! `tfrc equation` as a user runs it.
+
+use assert_cmd::Command;
+
+fn tfrc() -> Command {
+    Command::cargo_bin("tfrc").unwrap()
+}
+
+#[test]
+fn prints_the_allowed_rate_as_json() {
+    let output = tfrc()
+        .args([
+            "equation",
+            "--packet-size",
+            "1000",
+            "--rtt",
+            "0.1",
+            "--loss-event-rate",
+            "0.01",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    assert!(output.status.success());
+    let value: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let bytes = value["x_bytes_per_s"].as_f64().unwrap();
+    let bits = value["x_bits_per_s"].as_f64().unwrap();
+    // Independent value (Python): 112332.23436299298 bytes/s.
+    assert!((bytes - 112_332.234_362_992_98).abs() < 1e-6);
+    assert!((bits - 8.0 * bytes).abs() < 1e-6);
+}
+
+#[test]
+fn prints_text_by_default() {
+    let output = tfrc()
+        .args(["equation", "--rtt", "0.1", "--loss-event-rate", "0.01"])
+        .output()
+        .unwrap();
+    assert!(output.status.success());
+    let text = String::from_utf8(output.stdout).unwrap();
+    assert!(text.contains("112332.2 bytes/s"), "{text}");
+}
+
+#[test]
+fn inverse_mode_finds_p() {
+    let output = tfrc()
+        .args(["equation", "--rtt", "0.1", "--rate", "898657.87", "--json"])
+        .output()
+        .unwrap();
+    assert!(output.status.success());
+    let value: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let p = value["loss_event_rate"].as_f64().unwrap();
+    assert!((p - 0.01).abs() < 1e-6, "p = {p}");
+}
+
+#[test]
+fn bad_values_give_a_clear_error() {
+    for (args, needle) in [
+        (
+            vec!["--rtt", "0.1", "--loss-event-rate", "0"],
+            "--loss-event-rate must be in (0, 1]",
+        ),
+        (
+            vec!["--rtt", "0.1", "--loss-event-rate", "1.5"],
+            "--loss-event-rate must be in (0, 1]",
+        ),
+        (
+            vec!["--rtt", "0", "--loss-event-rate", "0.1"],
+            "--rtt must be a positive",
+        ),
+        (
+            vec!["--rtt", "-1", "--loss-event-rate", "0.1"],
+            "--rtt must be a positive",
+        ),
+        (
+            vec![
+                "--rtt",
+                "0.1",
+                "--loss-event-rate",
+                "0.1",
+                "--packet-size",
+                "0",
+            ],
+            "--packet-size must be a positive",
+        ),
+        (
+            vec!["--rtt", "0.1", "--loss-event-rate", "abc"],
+            "invalid value 'abc'",
+        ),
+        (
+            vec!["--rtt", "0.1", "--loss-event-rate", "NaN"],
+            "--loss-event-rate must be in (0, 1]",
+        ),
+    ] {
+        let output = tfrc().arg("equation").args(&args).output().unwrap();
+        assert!(!output.status.success(), "{args:?} should fail");
+        let stderr = String::from_utf8(output.stderr).unwrap();
+        assert!(stderr.contains(needle), "{args:?}: {stderr}");
+    }
+}

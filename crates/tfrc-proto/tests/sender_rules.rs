@@ -1,0 +1,474 @@
+//! One RFC 5348 §4 rule per test, plus the gTFRC and Veno sender extensions.
+
+use core::time::Duration;
+use tfrc_proto::wire::{self, DataRepr, FeedbackRepr, Packet};
+use tfrc_proto::{equation, Config, FeedbackError, Instant, Sender};
+
+const SESSION: u32 = 77;
+const NONCE: u32 = 0xabcd;
+
+fn sender(config: Config) -> Sender {
+    Sender::new(config, SESSION, NONCE, Instant::ZERO).unwrap()
+}
+
+/// Sends one padded packet at `now` and returns its parsed header.
+fn send(sender: &mut Sender, now: Instant) -> DataRepr {
+    let mut buffer = [0u8; 2000];
+    let length = sender.send_padded(now, &mut buffer).unwrap();
+    DataRepr::parse(&Packet::new_checked(&buffer[..length]).unwrap()).unwrap()
+}
+
+fn feedback(data: &DataRepr, x_recv: f64, p: f64) -> Vec<u8> {
+    let repr = FeedbackRepr {
+        session_id: data.session_id,
+        echo_sequence: data.sequence,
+        echo_timestamp: data.timestamp,
+        elapsed_micros: 0,
+        x_recv: x_recv as u64,
+        loss_event_rate_raw: wire::encode_loss_event_rate(p),
+        echo_nonce: data.nonce,
+    };
+    let mut buffer = vec![0u8; wire::FEEDBACK_LEN];
+    repr.emit(&mut buffer).unwrap();
+    buffer
+}
+
+/// Sends a packet at `at` and feeds back on it `rtt` later. Returns the feedback time.
+fn round_trip(sender: &mut Sender, at: Instant, rtt: Duration, x_recv: f64, p: f64) -> Instant {
+    let data = send_forced(sender, at);
+    let back = Instant::from_nanos(data.timestamp) + rtt;
+    sender
+        .handle_packet(back, &feedback(&data, x_recv, p))
+        .unwrap();
+    back
+}
+
+/// Sends a packet at the first allowed time at or after `at`.
+fn send_forced(sender: &mut Sender, at: Instant) -> DataRepr {
+    let when = at.max(sender.next_send_time());
+    send(sender, when)
+}
+
+// RFC 5348 §4.2: before feedback the sender sends one packet per second and sets the
+// no-feedback timer to two seconds.
+#[test]
+fn initial_rate_is_one_packet_per_second() {
+    let mut sender = sender(Config::default());
+    assert_eq!(sender.state().sending_rate, 1000.0);
+    assert_eq!(sender.inter_packet_interval(), Duration::from_secs(1));
+    assert_eq!(sender.poll_timeout(), Some(Instant::ZERO));
+    send(&mut sender, Instant::ZERO);
+    assert!(!sender.can_send(Instant::from_millis(998)));
+    assert!(sender.can_send(Instant::from_millis(1000)));
+    assert_eq!(sender.state().rto, Duration::from_secs(2));
+}
+
+// RFC 5348 §4.2: on the first feedback with p = 0 the rate becomes W_init/R,
+// W_init = min(4s, max(2s, 4380)) = 4000 bytes for s = 1000.
+#[test]
+fn first_feedback_sets_initial_window_rate() {
+    let mut sender = sender(Config::default());
+    round_trip(
+        &mut sender,
+        Instant::ZERO,
+        Duration::from_millis(100),
+        0.0,
+        0.0,
+    );
+    let state = sender.state();
+    assert_eq!(state.rtt, Some(Duration::from_millis(100)));
+    assert!((state.x - 40_000.0).abs() < 1e-6, "X = {}", state.x);
+}
+
+// RFC 5348 §4.3 step 1: R_sample = (t_now - t_recvdata) - t_delay.
+#[test]
+fn rtt_sample_subtracts_receiver_delay() {
+    let mut sender = sender(Config::default());
+    let data = send(&mut sender, Instant::ZERO);
+    let mut bytes = feedback(&data, 0.0, 0.0);
+    // elapsed = 30 ms held at the receiver
+    bytes[20..24].copy_from_slice(&30_000u32.to_be_bytes());
+    sender
+        .handle_packet(Instant::from_millis(130), &bytes)
+        .unwrap();
+    assert_eq!(sender.state().rtt, Some(Duration::from_millis(100)));
+}
+
+// RFC 5348 §4.3 step 2: R = q*R + (1-q)*R_sample with q = 0.9.
+#[test]
+fn rtt_is_filtered_with_q_point_nine() {
+    let mut sender = sender(Config::default());
+    let t = round_trip(
+        &mut sender,
+        Instant::ZERO,
+        Duration::from_millis(100),
+        0.0,
+        0.0,
+    );
+    round_trip(&mut sender, t, Duration::from_millis(200), 0.0, 0.0);
+    let rtt = sender.state().rtt.unwrap().as_secs_f64();
+    assert!((rtt - 0.110).abs() < 1e-6, "R = {rtt}");
+    assert_eq!(sender.state().base_rtt, Some(Duration::from_millis(100)));
+}
+
+// RFC 5348 §4.3 step 3: t_RTO = max(4R, 2s/X).
+#[test]
+fn no_feedback_timeout_is_max_of_four_rtt_and_two_packets() {
+    let mut sender = sender(Config::default());
+    let t = round_trip(
+        &mut sender,
+        Instant::ZERO,
+        Duration::from_millis(100),
+        0.0,
+        0.0,
+    );
+    // X = 40000 B/s: 2s/X = 50 ms < 4R = 400 ms.
+    assert_eq!(sender.state().rto, Duration::from_millis(400));
+    assert_eq!(
+        sender
+            .poll_timeout()
+            .unwrap()
+            .max(t + Duration::from_millis(400)),
+        t + Duration::from_millis(400)
+    );
+    // A slow path: R = 1 ms, X = 4000/0.001 = 4 MB/s, but a tiny rate gives 2s/X.
+    let mut slow = Sender::new(Config::default(), SESSION, NONCE, Instant::ZERO).unwrap();
+    round_trip(&mut slow, Instant::ZERO, Duration::from_millis(1), 0.0, 1.0);
+    let state = slow.state();
+    let two_packets = 2.0 * 1000.0 / state.sending_rate;
+    assert!((state.rto.as_secs_f64() - two_packets.max(0.004)).abs() < 1e-6);
+}
+
+// RFC 5348 §4.3 step 4: in slow start the rate doubles at most once per RTT and is bounded by
+// recv_limit = 2 * max(X_recv_set).
+#[test]
+fn slow_start_doubles_per_rtt_bounded_by_twice_x_recv() {
+    let mut sender = sender(Config::default());
+    let rtt = Duration::from_millis(100);
+    let mut t = round_trip(&mut sender, Instant::ZERO, rtt, 0.0, 0.0);
+    assert!((sender.state().x - 40_000.0).abs() < 1e-6);
+    // A feedback less than one RTT later does not double.
+    t = round_trip(&mut sender, t, Duration::from_millis(100), 40_000.0, 0.0);
+    let x1 = sender.state().x;
+    let t2 = round_trip(&mut sender, t, Duration::from_millis(10), 40_000.0, 0.0);
+    assert_eq!(sender.state().x, x1, "no second doubling within one RTT");
+    // After the initial Infinity has aged out (2 RTTs), X_recv bounds the doubling.
+    let t3 = round_trip(
+        &mut sender,
+        t2 + Duration::from_millis(300),
+        rtt,
+        30_000.0,
+        0.0,
+    );
+    let x = sender.state().x;
+    assert!(x <= 2.0 * 40_000.0 + 1e-6, "X = {x}");
+    let _ = t3;
+}
+
+// RFC 5348 §4.3 step 4: with p > 0, X = max(min(X_calc, recv_limit), s/t_mbi).
+#[test]
+fn with_loss_rate_follows_equation_bounded_by_receive_limit() {
+    let mut sender = sender(Config::default());
+    let rtt = Duration::from_millis(100);
+    let mut t = round_trip(&mut sender, Instant::ZERO, rtt, 0.0, 0.0);
+    for _ in 0..5 {
+        t = round_trip(&mut sender, t, rtt, 1e6, 0.0);
+    }
+    t = round_trip(&mut sender, t, rtt, 1e6, 0.01);
+    let state = sender.state();
+    let r = state.rtt.unwrap().as_secs_f64();
+    let x_calc = equation::throughput(1000.0, r, 0.01);
+    assert!((state.x_calc / x_calc - 1.0).abs() < 1e-6);
+    assert!(
+        (state.x / x_calc - 1.0).abs() < 1e-6,
+        "X {} vs X_calc {}",
+        state.x,
+        x_calc
+    );
+    // A low X_recv caps X at 2 * max(X_recv_set) once older entries age out.
+    t = round_trip(
+        &mut sender,
+        t + Duration::from_millis(500),
+        rtt,
+        10_000.0,
+        0.01,
+    );
+    assert!(
+        (sender.state().x - 20_000.0).abs() < 1e-6,
+        "X = {}",
+        sender.state().x
+    );
+    // p = 1: the floor s/t_mbi = 1000/64 B/s holds.
+    for _ in 0..3 {
+        t = round_trip(&mut sender, t + Duration::from_millis(500), rtt, 1.0, 1.0);
+    }
+    assert!(sender.state().x >= 1000.0 / 64.0 - 1e-9);
+}
+
+// RFC 5348 §4.4: without any feedback, the no-feedback timer halves the rate.
+#[test]
+fn no_feedback_before_any_feedback_halves() {
+    let mut sender = sender(Config::default());
+    send(&mut sender, Instant::ZERO);
+    sender.handle_timeout(Instant::from_millis(1999));
+    assert_eq!(sender.state().x, 1000.0, "an early timeout call is a no-op");
+    sender.handle_timeout(Instant::from_secs(2));
+    assert_eq!(sender.state().x, 500.0);
+    assert_eq!(sender.stats().no_feedback_expiries, 1);
+}
+
+// RFC 5348 §4.4: with p > 0 and the rate limited by X_calc, the timer sets the limit to X_calc/2.
+#[test]
+fn no_feedback_with_loss_halves_via_update_limits() {
+    let mut sender = sender(Config::default());
+    let rtt = Duration::from_millis(100);
+    let mut t = round_trip(&mut sender, Instant::ZERO, rtt, 0.0, 0.0);
+    t = round_trip(&mut sender, t, rtt, 1e6, 0.0);
+    t = round_trip(&mut sender, t, rtt, 1e6, 0.02);
+    let before = sender.state();
+    assert!(before.x_calc < 2.0 * before.x_recv);
+    // Keep sending so the sender is not idle, then let the timer expire.
+    let deadline = t + before.rto;
+    send_forced(&mut sender, t);
+    sender.handle_timeout(deadline);
+    let after = sender.state();
+    assert!(
+        (after.x - before.x_calc / 2.0).abs() < 1e-6,
+        "{} vs {}",
+        after.x,
+        before.x_calc / 2.0
+    );
+    assert!(after.recv_limit <= before.x_calc / 2.0 + 1e-6);
+}
+
+// RFC 5348 §4.4: a sender idle since the timer was set, with X_recv below recover_rate, keeps its
+// rate.
+#[test]
+fn idle_sender_below_recover_rate_keeps_rate() {
+    let mut sender = sender(Config::default());
+    let rtt = Duration::from_millis(100);
+    let t = round_trip(&mut sender, Instant::ZERO, rtt, 0.0, 0.0);
+    let t = round_trip(&mut sender, t, rtt, 5_000.0, 0.01);
+    let x = sender.state().x;
+    sender.note_data_limited(t);
+    sender.handle_timeout(t + Duration::from_secs(10));
+    assert_eq!(sender.state().x, x);
+}
+
+// RFC 5348 §4.6: packets leave every t_ipi = s/X, up to t_delta = min(t_ipi/2, t_gran/2) early.
+#[test]
+fn pacing_uses_inter_packet_interval_with_allowance() {
+    let config = Config {
+        timer_granularity: Duration::from_millis(4),
+        ..Config::default()
+    };
+    let mut sender = sender(config);
+    round_trip(
+        &mut sender,
+        Instant::ZERO,
+        Duration::from_millis(100),
+        0.0,
+        0.0,
+    );
+    // X = 40000 B/s → t_ipi = 25 ms, t_delta = min(12.5, 2) = 2 ms.
+    assert_eq!(sender.inter_packet_interval(), Duration::from_millis(25));
+    let t0 = Instant::from_secs(5);
+    send_forced(&mut sender, t0);
+    assert!(!sender.can_send(t0 + Duration::from_millis(22)));
+    assert!(sender.can_send(t0 + Duration::from_millis(23)));
+    assert_eq!(sender.next_send_time(), t0 + Duration::from_millis(23));
+}
+
+// RFC 5348 §4.5: with oscillation prevention, an RTT sample above the √RTT average slows the
+// instantaneous rate.
+#[test]
+fn oscillation_damping_scales_by_sqrt_rtt() {
+    let config = Config {
+        oscillation_damping: true,
+        ..Config::default()
+    };
+    let mut sender = sender(config);
+    let t = round_trip(
+        &mut sender,
+        Instant::ZERO,
+        Duration::from_millis(100),
+        0.0,
+        0.0,
+    );
+    let base = sender.inter_packet_interval();
+    round_trip(&mut sender, t, Duration::from_millis(400), 0.0, 0.0);
+    let x = sender.state().sending_rate;
+    let mean = 0.9 * 0.1f64.sqrt() + 0.1 * 0.4f64.sqrt();
+    let expected = 1000.0 / (x * mean / 0.4f64.sqrt());
+    assert!((sender.inter_packet_interval().as_secs_f64() - expected).abs() < 1e-6);
+    assert!(sender.inter_packet_interval() > base / 4);
+}
+
+// RFC 5348 §4.3 step 4, data-limited branch: a loss during a data-limited interval halves the
+// X_recv_set and sets recv_limit = max(X_recv_set) with X_recv scaled by 0.85.
+#[test]
+fn data_limited_interval_with_loss_uses_085_x_recv() {
+    let mut sender = sender(Config::default());
+    let rtt = Duration::from_millis(100);
+    let mut t = round_trip(&mut sender, Instant::ZERO, rtt, 0.0, 0.0);
+    t = round_trip(&mut sender, t, rtt, 1e6, 0.0);
+    // The application runs dry before every packet from now on.
+    let mut last = None;
+    for i in 0..3 {
+        sender.note_data_limited(t);
+        let data = send_forced(&mut sender, t + Duration::from_millis(10 * i));
+        last = Some(data);
+    }
+    let data = last.unwrap();
+    let at = t + rtt;
+    sender
+        .handle_packet(at, &feedback(&data, 50_000.0, 0.001))
+        .unwrap();
+    let state = sender.state();
+    // Maximize(0.85 * 50000) after halving the set: the set held at most 1e6 / 2.
+    assert!(
+        state.recv_limit <= 500_000.0 + 1e-6,
+        "recv_limit {}",
+        state.recv_limit
+    );
+    assert!(state.recv_limit >= 0.85 * 50_000.0 - 1e-6);
+}
+
+// gTFRC: the rate used is G = max(g, X) at every update, including after a no-feedback halving.
+#[test]
+fn gtfrc_never_sends_below_target() {
+    let g = 100_000.0;
+    let config = Config {
+        target_rate: Some(g),
+        ..Config::default()
+    };
+    let mut sender = sender(config);
+    assert_eq!(sender.state().sending_rate, g, "g applies from the start");
+    let rtt = Duration::from_millis(100);
+    let mut t = round_trip(&mut sender, Instant::ZERO, rtt, 0.0, 0.0);
+    t = round_trip(&mut sender, t, rtt, 1e6, 0.0);
+    t = round_trip(&mut sender, t, rtt, 1e6, 0.05);
+    let state = sender.state();
+    assert!(state.x < g, "TFRC alone would send {}", state.x);
+    assert_eq!(state.sending_rate, g);
+    assert_eq!(sender.inter_packet_interval(), Duration::from_millis(10));
+    for k in 1..=4 {
+        send_forced(&mut sender, t);
+        let deadline = sender.no_feedback_deadline().max(t);
+        t = deadline + Duration::from_millis(k);
+        sender.handle_timeout(t);
+        assert!(sender.state().sending_rate >= g);
+    }
+    assert!(sender.stats().no_feedback_expiries >= 4);
+    // g may change during the session.
+    sender.set_target_rate(Some(2.0 * g)).unwrap();
+    assert_eq!(sender.state().sending_rate, 2.0 * g);
+    sender.set_target_rate(None).unwrap();
+    assert!(sender.state().sending_rate < g);
+    assert!(sender.set_target_rate(Some(-1.0)).is_err());
+}
+
+// Veno: N = X·(RTT − BaseRTT)/s is carried in every data packet.
+#[test]
+fn veno_backlog_is_reported_in_data_packets() {
+    let mut sender = sender(Config::default());
+    let t = round_trip(
+        &mut sender,
+        Instant::ZERO,
+        Duration::from_millis(100),
+        0.0,
+        0.0,
+    );
+    let t = round_trip(&mut sender, t, Duration::from_millis(300), 0.0, 0.0);
+    let state = sender.state();
+    let rtt = state.rtt.unwrap().as_secs_f64(); // 0.9*0.1 + 0.1*0.3 = 0.12
+    let expected = state.sending_rate * (rtt - 0.1) / 1000.0;
+    assert!((state.veno_backlog - expected).abs() < 1e-9);
+    let data = send_forced(&mut sender, t);
+    assert_eq!(
+        data.veno_backlog_millipackets,
+        (expected * 1000.0).round() as u32
+    );
+    assert_eq!(data.rtt_micros, 120_000);
+}
+
+// Spoofed, stray, replayed or garbage feedback is counted and does not change the rate.
+#[test]
+fn bad_feedback_is_ignored_and_counted() {
+    let mut sender = sender(Config::default());
+    let rtt = Duration::from_millis(100);
+    let t = round_trip(&mut sender, Instant::ZERO, rtt, 0.0, 0.0);
+    let data = send_forced(&mut sender, t);
+    let before = sender.state();
+    let good = feedback(&data, 1.0, 0.5);
+
+    let mut wrong_nonce = good.clone();
+    wrong_nonce[36] ^= 1;
+    assert_eq!(
+        sender.handle_packet(t, &wrong_nonce),
+        Err(FeedbackError::ForeignSession)
+    );
+    let mut wrong_session = good.clone();
+    wrong_session[7] ^= 1;
+    assert_eq!(
+        sender.handle_packet(t, &wrong_session),
+        Err(FeedbackError::ForeignSession)
+    );
+    let mut future_echo = good.clone();
+    future_echo[8..12].copy_from_slice(&1_000_000u32.to_be_bytes());
+    assert_eq!(
+        sender.handle_packet(t, &future_echo),
+        Err(FeedbackError::InvalidEcho)
+    );
+    assert_eq!(
+        sender.handle_packet(t, &good[..20]),
+        Err(FeedbackError::Malformed)
+    );
+    assert_eq!(
+        sender.handle_packet(t, b"garbage garbage garbage garbage garbage!"),
+        Err(FeedbackError::Malformed)
+    );
+
+    assert_eq!(sender.state(), before);
+    let stats = sender.stats();
+    assert_eq!(
+        (stats.foreign, stats.invalid_echo, stats.malformed),
+        (2, 1, 2)
+    );
+    // A replay of an older feedback is ignored too.
+    sender.handle_packet(t + rtt, &good).unwrap();
+    let old = feedback(
+        &DataRepr {
+            sequence: 0,
+            ..data
+        },
+        1.0,
+        0.9,
+    );
+    assert_eq!(
+        sender.handle_packet(t + rtt, &old),
+        Err(FeedbackError::InvalidEcho)
+    );
+}
+
+#[test]
+fn send_errors_are_reported() {
+    let mut sender = sender(Config::default());
+    let mut small = [0u8; 10];
+    assert!(matches!(
+        sender.send_padded(Instant::ZERO, &mut small),
+        Err(tfrc_proto::SendError::BufferTooSmall { .. })
+    ));
+    let mut buffer = [0u8; 4000];
+    assert!(matches!(
+        sender.send_packet(Instant::ZERO, &[0u8; 2000], &mut buffer),
+        Err(tfrc_proto::SendError::PayloadTooLarge { .. })
+    ));
+    sender
+        .send_packet(Instant::ZERO, b"hello", &mut buffer)
+        .unwrap();
+    assert!(matches!(
+        sender.send_packet(Instant::from_millis(10), b"x", &mut buffer),
+        Err(tfrc_proto::SendError::TooEarly(_))
+    ));
+}
