@@ -16,6 +16,15 @@ struct Cli {
 enum Command {
     /// Allowed sending rate from the TCP throughput equation (RFC 5348 §3.1, b = 1, t_RTO = 4R).
     Equation(EquationArgs),
+    /// Reproduce the papers' experiments in the simulator and write a report (not available yet).
+    Reproduce(ReproduceArgs),
+}
+
+#[derive(Debug, Args)]
+struct ReproduceArgs {
+    /// Directory for the report.
+    #[arg(long, default_value = "report")]
+    out: std::path::PathBuf,
 }
 
 #[derive(Debug, Args)]
@@ -55,6 +64,12 @@ fn main() -> Result<()> {
     let cli = Cli::parse();
     match cli.command {
         Command::Equation(args) => run_equation(&args),
+        Command::Reproduce(args) => bail!(
+            "`tfrc reproduce --out {}` is not available yet: it needs the simulator and the \
+             experiment scenarios, which are still being built (see README, Status). \
+             Available today: `tfrc equation`.",
+            args.out.display()
+        ),
     }
 }
 
