@@ -1,0 +1,345 @@
+//! Configuration of the sender and the sink, with defaults chosen to match ns-2's one-way TCP
+//! agents (each field names its ns-2 counterpart).
+
+use core::fmt;
+use core::str::FromStr;
+use core::time::Duration;
+
+use thiserror::Error;
+
+/// Which loss recovery the sender runs. One [`TcpSender`](crate::TcpSender) implements all three;
+/// they differ only in what happens between a loss being detected and being repaired.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Variant {
+    /// Reno (RFC 5681 fast retransmit and fast recovery; ns-2 `Agent/TCP/Reno`): the first ACK
+    /// for new data ends fast recovery, so a second loss in the same window usually waits for
+    /// the retransmission timer.
+    Reno,
+    /// NewReno (RFC 6582; ns-2 `Agent/TCP/Newreno`): a partial ACK retransmits the next hole and
+    /// stays in fast recovery until everything sent before the loss is acknowledged.
+    NewReno,
+    /// SACK-based recovery (RFC 6675 scoreboard, `IsLost`, `pipe` and `NextSeg`; ns-2
+    /// `Agent/TCP/Sack1`): retransmits exactly the holes the receiver reports.
+    Sack,
+}
+
+impl Variant {
+    /// Every variant, for iteration in tests and tools.
+    pub const ALL: [Variant; 3] = [Variant::Reno, Variant::NewReno, Variant::Sack];
+
+    /// The lowercase name used in scenario files: `reno`, `newreno`, `sack`.
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            Variant::Reno => "reno",
+            Variant::NewReno => "newreno",
+            Variant::Sack => "sack",
+        }
+    }
+}
+
+impl fmt::Display for Variant {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A variant name that is none of `reno`, `newreno` (or `new-reno`), `sack`.
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
+#[error("unknown TCP variant {0:?}: expected \"reno\", \"newreno\" or \"sack\"")]
+pub struct UnknownVariant(pub String);
+
+impl FromStr for Variant {
+    type Err = UnknownVariant;
+
+    /// Parses a scenario-file name, ignoring ASCII case.
+    fn from_str(name: &str) -> Result<Self, Self::Err> {
+        match name.to_ascii_lowercase().as_str() {
+            "reno" => Ok(Variant::Reno),
+            "newreno" | "new-reno" | "new_reno" => Ok(Variant::NewReno),
+            "sack" | "sack1" => Ok(Variant::Sack),
+            _ => Err(UnknownVariant(name.to_owned())),
+        }
+    }
+}
+
+/// A configuration value that would make the sender or sink misbehave.
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
+pub enum ConfigError {
+    /// `segment_size` is zero.
+    #[error("segment size must be at least 1 byte")]
+    ZeroSegmentSize,
+    /// `initial_window` is zero.
+    #[error("initial window must be at least 1 packet")]
+    ZeroInitialWindow,
+    /// `max_window` is zero.
+    #[error("maximum window must be at least 1 packet")]
+    ZeroMaxWindow,
+    /// `duplicate_ack_threshold` is zero.
+    #[error("duplicate ACK threshold must be at least 1")]
+    ZeroDuplicateAckThreshold,
+    /// `initial_rto` is zero.
+    #[error("initial retransmission timeout must be positive")]
+    ZeroInitialRto,
+    /// `min_rto` is zero (a zero timeout would fire in a loop).
+    #[error("minimum retransmission timeout must be positive")]
+    ZeroMinRto,
+    /// `min_rto` exceeds `max_rto`.
+    #[error("minimum retransmission timeout {min:?} exceeds the maximum {max:?}")]
+    MinRtoAboveMaxRto {
+        /// The configured minimum.
+        min: Duration,
+        /// The configured maximum.
+        max: Duration,
+    },
+    /// `max_backoff` is zero.
+    #[error("maximum backoff factor must be at least 1")]
+    ZeroMaxBackoff,
+    /// `delayed_ack_timeout` is zero while delayed ACKs are on.
+    #[error("delayed-ACK timeout must be positive")]
+    ZeroDelayedAckTimeout,
+    /// `max_sack_blocks` is above [`MAX_SACK_BLOCKS`](crate::MAX_SACK_BLOCKS).
+    #[error("at most {max} SACK blocks fit in an ACK, {requested} requested")]
+    TooManySackBlocks {
+        /// The configured number.
+        requested: u8,
+        /// The limit.
+        max: usize,
+    },
+    /// `out_of_order_limit` is zero.
+    #[error("the sink must accept at least one packet beyond the next expected one")]
+    ZeroOutOfOrderLimit,
+}
+
+/// Sender configuration. Build it with [`SenderConfig::new`] and adjust fields.
+///
+/// | field | default | ns-2 counterpart |
+/// |---|---|---|
+/// | `segment_size` | 1000 B | `packetSize_ 1000` |
+/// | `initial_window` | 2 | `windowInit_ 2` |
+/// | `max_window` | 10 000 | `window_ 20` (raised on purpose, see the field) |
+/// | `initial_slow_start_threshold` | `max_window` | `ssthresh_ = window_` at reset |
+/// | `duplicate_ack_threshold` | 3 | `numdupacks_ 3` |
+/// | `limited_transmit` | on | `singledup_ 1` |
+/// | `initial_rto` | 1 s | `rtxcur_init_` (3 s in ns-2.35) |
+/// | `min_rto` | 200 ms | `minrto_ 0.2` |
+/// | `max_rto` | 60 s | `maxrto_ 60` (ns-2.35) |
+/// | `clock_granularity` | 10 ms | `tcpTick_ 0.01` |
+/// | `max_backoff` | 64 | `t_backoff_` capped at 64 |
+/// | `packet_limit` | none (bulk) | FTP source, `maxpkts_` |
+#[derive(Clone, Debug, PartialEq)]
+pub struct SenderConfig {
+    /// Loss recovery algorithm.
+    pub variant: Variant,
+    /// Payload bytes per segment (MSS). Default 1000, like ns-2's `packetSize_`, so results
+    /// compare with ns-2 runs directly. Every segment carries exactly this much.
+    pub segment_size: u32,
+    /// Congestion window at start, in packets (RFC 5681 IW). Default 2 (ns-2 `windowInit_ 2`).
+    /// ns-2 with `syn_ true` first spends one RTT on a header-only SYN with a window of 1; this
+    /// model has no handshake and starts with the initial window at once.
+    pub initial_window: u32,
+    /// Largest window in packets, standing for the receiver's advertised window. ns-2's default
+    /// `window_ 20` caps a flow at 20 packets per RTT, which cannot fill the bottlenecks of the
+    /// TCP-friendliness experiments; the default here, 10 000, never limits them. Set 20 to
+    /// reproduce an ns-2 script that keeps the default.
+    pub max_window: u32,
+    /// Slow-start threshold at start, in packets; `None` means `max_window` (ns-2 sets
+    /// `ssthresh_` to `window_` at reset), so the first slow start ends with the first loss.
+    pub initial_slow_start_threshold: Option<u32>,
+    /// Duplicate ACKs that trigger fast retransmit (RFC 5681 §3.2; ns-2 `numdupacks_ 3`).
+    pub duplicate_ack_threshold: u32,
+    /// RFC 3042 limited transmit: the first duplicate ACKs each let one new segment out
+    /// (ns-2 `singledup_ 1`, the default since 2001).
+    pub limited_transmit: bool,
+    /// Retransmission timeout before any RTT sample (RFC 6298 §2.1: 1 s; ns-2.35 uses 3 s).
+    pub initial_rto: Duration,
+    /// Lower bound of the retransmission timeout (RFC 6298 §2.4 says 1 s; ns-2 `minrto_ 0.2`
+    /// and most deployed stacks use 200 ms, which is the default here).
+    pub min_rto: Duration,
+    /// Upper bound of the retransmission timeout, backoff included (RFC 6298 §2.5: at least
+    /// 60 s; ns-2.35 `maxrto_ 60`).
+    pub max_rto: Duration,
+    /// Clock granularity G in RTO = SRTT + max(G, 4·RTTVAR) (RFC 6298 §2.3). Default 10 ms,
+    /// ns-2's `tcpTick_ 0.01`. Unlike ns-2, RTT samples are not rounded to ticks.
+    pub clock_granularity: Duration,
+    /// Largest factor the retransmission timeout is multiplied by after repeated timeouts
+    /// (ns-2 stops doubling `t_backoff_` at 64).
+    pub max_backoff: u32,
+    /// Packets the application has to send: `None` is an infinite backlog (bulk transfer, ns-2
+    /// FTP); `Some(n)` sends sequences `0..n` and finishes once all are acknowledged.
+    pub packet_limit: Option<u64>,
+}
+
+impl SenderConfig {
+    /// The defaults listed on [`SenderConfig`] for `variant`.
+    #[must_use]
+    pub fn new(variant: Variant) -> Self {
+        Self {
+            variant,
+            segment_size: 1000,
+            initial_window: 2,
+            max_window: 10_000,
+            initial_slow_start_threshold: None,
+            duplicate_ack_threshold: 3,
+            limited_transmit: true,
+            initial_rto: Duration::from_secs(1),
+            min_rto: Duration::from_millis(200),
+            max_rto: Duration::from_secs(60),
+            clock_granularity: Duration::from_millis(10),
+            max_backoff: 64,
+            packet_limit: None,
+        }
+    }
+
+    /// Checks the values that would make the sender misbehave.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if self.segment_size == 0 {
+            return Err(ConfigError::ZeroSegmentSize);
+        }
+        if self.initial_window == 0 {
+            return Err(ConfigError::ZeroInitialWindow);
+        }
+        if self.max_window == 0 {
+            return Err(ConfigError::ZeroMaxWindow);
+        }
+        if self.duplicate_ack_threshold == 0 {
+            return Err(ConfigError::ZeroDuplicateAckThreshold);
+        }
+        if self.initial_rto.is_zero() {
+            return Err(ConfigError::ZeroInitialRto);
+        }
+        if self.min_rto.is_zero() {
+            return Err(ConfigError::ZeroMinRto);
+        }
+        if self.min_rto > self.max_rto {
+            return Err(ConfigError::MinRtoAboveMaxRto {
+                min: self.min_rto,
+                max: self.max_rto,
+            });
+        }
+        if self.max_backoff == 0 {
+            return Err(ConfigError::ZeroMaxBackoff);
+        }
+        Ok(())
+    }
+}
+
+/// Sink configuration.
+///
+/// | field | default | ns-2 counterpart |
+/// |---|---|---|
+/// | `sack` | off (on for [`SinkConfig::for_variant`]`(Sack)`) | `Agent/TCPSink` vs `Agent/TCPSink/Sack1` |
+/// | `delayed_ack` | off | `Agent/TCPSink` vs `Agent/TCPSink/DelAck` |
+/// | `delayed_ack_timeout` | 100 ms | `Agent/TCPSink/DelAck set interval_ 100ms` |
+/// | `max_sack_blocks` | 3 | `maxSackBlocks_ 3` |
+/// | `out_of_order_limit` | 2²⁰ packets | none (ns-2 buffers without limit) |
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SinkConfig {
+    /// Whether ACKs carry SACK blocks (RFC 2018). A SACK sender needs them; Reno and NewReno
+    /// ignore them.
+    pub sack: bool,
+    /// Delayed ACKs (RFC 5681 §4.2): acknowledge every second in-order segment, or when
+    /// `delayed_ack_timeout` has passed since the first unacknowledged one. Out-of-order
+    /// segments, duplicates and segments filling a hole are still acknowledged at once.
+    pub delayed_ack: bool,
+    /// Longest an in-order segment waits for its ACK when `delayed_ack` is on.
+    pub delayed_ack_timeout: Duration,
+    /// SACK blocks per ACK, at most [`MAX_SACK_BLOCKS`](crate::MAX_SACK_BLOCKS).
+    pub max_sack_blocks: u8,
+    /// How far beyond the next expected packet the sink accepts segments (its buffer, in
+    /// packets); segments further out are rejected so hostile input cannot exhaust memory.
+    pub out_of_order_limit: u64,
+}
+
+impl SinkConfig {
+    /// A sink with immediate ACKs and no SACK (ns-2 `Agent/TCPSink`).
+    #[must_use]
+    pub fn new() -> Self {
+        Self {
+            sack: false,
+            delayed_ack: false,
+            delayed_ack_timeout: Duration::from_millis(100),
+            max_sack_blocks: crate::MAX_SACK_BLOCKS as u8,
+            out_of_order_limit: 1 << 20,
+        }
+    }
+
+    /// The sink ns-2 pairs with a sender of `variant`: SACK blocks for [`Variant::Sack`]
+    /// (`Agent/TCPSink/Sack1`), plain cumulative ACKs otherwise.
+    #[must_use]
+    pub fn for_variant(variant: Variant) -> Self {
+        Self {
+            sack: variant == Variant::Sack,
+            ..Self::new()
+        }
+    }
+
+    /// Checks the values that would make the sink misbehave.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if self.delayed_ack && self.delayed_ack_timeout.is_zero() {
+            return Err(ConfigError::ZeroDelayedAckTimeout);
+        }
+        if usize::from(self.max_sack_blocks) > crate::MAX_SACK_BLOCKS {
+            return Err(ConfigError::TooManySackBlocks {
+                requested: self.max_sack_blocks,
+                max: crate::MAX_SACK_BLOCKS,
+            });
+        }
+        if self.out_of_order_limit == 0 {
+            return Err(ConfigError::ZeroOutOfOrderLimit);
+        }
+        Ok(())
+    }
+}
+
+impl Default for SinkConfig {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn variant_names_round_trip() {
+        for variant in Variant::ALL {
+            assert_eq!(variant.name().parse::<Variant>(), Ok(variant));
+            assert_eq!(variant.to_string(), variant.name());
+        }
+        assert_eq!("NewReno".parse::<Variant>(), Ok(Variant::NewReno));
+        assert!("vegas".parse::<Variant>().is_err());
+    }
+
+    #[test]
+    fn defaults_are_valid_and_bad_values_rejected() {
+        for variant in Variant::ALL {
+            assert_eq!(SenderConfig::new(variant).validate(), Ok(()));
+            assert_eq!(SinkConfig::for_variant(variant).validate(), Ok(()));
+        }
+        let mut config = SenderConfig::new(Variant::Reno);
+        config.min_rto = Duration::from_secs(90);
+        assert!(matches!(
+            config.validate(),
+            Err(ConfigError::MinRtoAboveMaxRto { .. })
+        ));
+        config = SenderConfig::new(Variant::Reno);
+        config.segment_size = 0;
+        assert_eq!(config.validate(), Err(ConfigError::ZeroSegmentSize));
+        config = SenderConfig::new(Variant::Reno);
+        config.min_rto = Duration::ZERO;
+        assert_eq!(config.validate(), Err(ConfigError::ZeroMinRto));
+
+        let mut sink = SinkConfig::new();
+        sink.max_sack_blocks = 4;
+        assert!(matches!(
+            sink.validate(),
+            Err(ConfigError::TooManySackBlocks { .. })
+        ));
+        sink = SinkConfig::new();
+        sink.delayed_ack = true;
+        sink.delayed_ack_timeout = Duration::ZERO;
+        assert_eq!(sink.validate(), Err(ConfigError::ZeroDelayedAckTimeout));
+    }
+}

@@ -1,0 +1,746 @@
+//! The TCP sender: slow start, congestion avoidance, fast retransmit and fast recovery (Reno,
+//! NewReno or SACK), and the retransmission timer.
+
+use core::time::Duration;
+use std::collections::{BTreeSet, VecDeque};
+
+use tfrc_proto::Instant;
+use thiserror::Error;
+
+use crate::config::{ConfigError, SenderConfig, Variant};
+use crate::ranges::SequenceRanges;
+use crate::rtt::RttEstimator;
+use crate::segment::{Ack, Segment};
+
+/// An ACK the sender refused; its state is unchanged.
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
+pub enum AckError {
+    /// The ACK acknowledges packets that were never sent (RFC 793: such an ACK is dropped).
+    #[error("ACK for packet {acknowledged_up_to} but only packets below {sent_up_to} were sent")]
+    UnsentData {
+        /// The ACK's cumulative acknowledgement (next expected packet).
+        acknowledged_up_to: u64,
+        /// One past the highest packet sent so far.
+        sent_up_to: u64,
+    },
+}
+
+/// Counters for logging and for the simulator's per-flow statistics. Bytes are payload bytes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SenderStats {
+    /// Segments handed out by [`TcpSender::poll_transmit`], retransmissions included
+    /// (ns-2 `ndatapack_`).
+    pub segments_sent: u64,
+    /// Payload bytes of those segments (ns-2 `ndatabytes_`).
+    pub bytes_sent: u64,
+    /// Segments that repeated an earlier sequence number (ns-2 `nrexmitpack_`).
+    pub segments_retransmitted: u64,
+    /// Payload bytes of those retransmissions (ns-2 `nrexmitbytes_`).
+    pub bytes_retransmitted: u64,
+    /// ACKs handed to [`TcpSender::handle_ack`], refused ones included (ns-2 `nackpack_`).
+    pub acks_received: u64,
+    /// ACKs counted as duplicates (same cumulative ACK, data outstanding).
+    pub duplicate_acks: u64,
+    /// ACKs below the current cumulative ACK, ignored (reordered or stale).
+    pub stale_acks: u64,
+    /// ACKs refused because they acknowledged unsent data.
+    pub invalid_acks: u64,
+    /// Fast retransmits, each starting one fast recovery.
+    pub fast_recoveries: u64,
+    /// Retransmission timer expiries with data outstanding (ns-2 `nrexmit_`).
+    pub timeouts: u64,
+}
+
+/// State of one fast recovery episode.
+#[derive(Clone, Copy, Debug)]
+struct Recovery {
+    /// RFC 6582 `recover` / RFC 6675 `RecoveryPoint`, as one past the highest packet sent
+    /// when the loss was detected: an ACK at or above it ends the recovery.
+    point: u64,
+    /// Partial ACKs seen so far (NewReno resets the timer only on the first, RFC 6582 §3.2).
+    partial_acks: u32,
+}
+
+/// A TCP sender modelled on ns-2's one-way `Agent/TCP/{Reno,Newreno,Sack1}`: packet sequence
+/// numbers, a congestion window in packets, no handshake, no byte stream.
+///
+/// It is sans-IO: it never reads a clock and owns no timer. The driver passes the time in.
+///
+/// # Call order
+/// 1. After creating it, and after every `handle_*` call, call [`poll_transmit`] until it
+///    returns `None`, and put each segment on the network.
+/// 2. Hand every ACK that arrives to [`handle_ack`].
+/// 3. Call [`handle_timeout`] when [`poll_timeout`] is reached (asking again after every call,
+///    since any input can move the timer). Calling it early does nothing.
+/// 4. [`stop`] ends new data; outstanding data is still delivered. [`is_finished`] tells when
+///    everything is acknowledged.
+///
+/// [`poll_transmit`]: TcpSender::poll_transmit
+/// [`handle_ack`]: TcpSender::handle_ack
+/// [`handle_timeout`]: TcpSender::handle_timeout
+/// [`poll_timeout`]: TcpSender::poll_timeout
+/// [`stop`]: TcpSender::stop
+/// [`is_finished`]: TcpSender::is_finished
+#[derive(Clone, Debug)]
+pub struct TcpSender {
+    config: SenderConfig,
+    rtt: RttEstimator,
+
+    /// Next sequence number the window lets out (ns-2 `t_seqno_`); moves back to
+    /// `unacknowledged` on a timeout (go-back-N).
+    next_sequence: u64,
+    /// One past the highest sequence number ever sent (ns-2 `maxseq_ + 1`, RFC 6675 HighData).
+    sent_up_to: u64,
+    /// Lowest sequence number not cumulatively acknowledged (SND.UNA; ns-2 `highest_ack_ + 1`).
+    unacknowledged: u64,
+    /// Sequence numbers below this are the application's data; nothing at or above is sent.
+    data_limit: u64,
+
+    /// Congestion window in packets (ns-2 `cwnd_`).
+    congestion_window: f64,
+    /// Slow-start threshold in packets (ns-2 `ssthresh_`, an integer there too).
+    slow_start_threshold: u32,
+    /// Reno/NewReno window inflation during fast recovery, one packet per duplicate ACK
+    /// (ns-2 `dupwnd_`); the usable window is `congestion_window + window_inflation`.
+    window_inflation: u32,
+    /// Duplicate ACKs since the last ACK for new data (ns-2 `dupacks_`).
+    duplicate_acks: u32,
+    recovery: Option<Recovery>,
+    /// Where the last fast recovery or timeout started: another fast retransmit needs the
+    /// cumulative ACK to have reached it (RFC 6582 §3.2 step 1, ns-2 `recover_` with `bugFix_`).
+    last_recovery_point: Option<u64>,
+
+    /// SACK scoreboard: packets above `unacknowledged` the receiver reported holding.
+    sacked: SequenceRanges,
+    /// Packets retransmitted during the current SACK recovery, for `pipe` (RFC 6675 §4).
+    retransmitted: BTreeSet<u64>,
+    /// RFC 6675 HighRxt: highest packet retransmitted in this recovery.
+    highest_retransmitted: Option<u64>,
+    /// Retransmissions decided by an ACK (fast retransmit, NewReno partial ACK), sent first.
+    retransmit_queue: VecDeque<u64>,
+
+    /// When the retransmission timer fires, if it runs.
+    retransmission_deadline: Option<Instant>,
+    /// Factor applied to the RTO after timeouts; back to 1 with the next RTT sample (Karn).
+    backoff: u32,
+    /// The one segment being timed for an RTT sample, as in ns-2 without timestamps
+    /// (`rtt_seq_`, `rtt_ts_`); cleared by any retransmission (Karn's algorithm).
+    timed_segment: Option<(u64, Instant)>,
+
+    stats: SenderStats,
+    stopped_at: Option<Instant>,
+}
+
+impl TcpSender {
+    /// A sender with nothing sent yet; its first [`poll_transmit`](Self::poll_transmit) releases
+    /// the initial window.
+    pub fn new(config: SenderConfig) -> Result<Self, ConfigError> {
+        config.validate()?;
+        let rtt = RttEstimator::new(
+            config.initial_rto,
+            config.min_rto,
+            config.max_rto,
+            config.clock_granularity,
+        );
+        Ok(Self {
+            rtt,
+            next_sequence: 0,
+            sent_up_to: 0,
+            unacknowledged: 0,
+            data_limit: config.packet_limit.unwrap_or(u64::MAX),
+            congestion_window: f64::from(config.initial_window),
+            slow_start_threshold: config
+                .initial_slow_start_threshold
+                .unwrap_or(config.max_window),
+            window_inflation: 0,
+            duplicate_acks: 0,
+            recovery: None,
+            last_recovery_point: None,
+            sacked: SequenceRanges::new(),
+            retransmitted: BTreeSet::new(),
+            highest_retransmitted: None,
+            retransmit_queue: VecDeque::new(),
+            retransmission_deadline: None,
+            backoff: 1,
+            timed_segment: None,
+            stats: SenderStats::default(),
+            stopped_at: None,
+            config,
+        })
+    }
+
+    /// The next segment to put on the network at `now`, if the window allows one.
+    ///
+    /// Call repeatedly until `None`. Starts the retransmission timer when it is not running
+    /// (RFC 6298 §5.1).
+    #[must_use]
+    pub fn poll_transmit(&mut self, now: Instant) -> Option<Segment> {
+        if self.is_finished() {
+            return None;
+        }
+        let sequence = self.next_to_send()?;
+        Some(self.emit(now, sequence))
+    }
+
+    /// When [`handle_timeout`](Self::handle_timeout) must be called: the retransmission timer.
+    #[must_use]
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.retransmission_deadline
+    }
+
+    /// Processes the retransmission timer at `now`; a call before the deadline does nothing.
+    ///
+    /// On expiry (RFC 6298 §5.4–5.6, RFC 5681 §3.1, ns-2 `TcpAgent::timeout`): ssthresh becomes
+    /// half the window (at least 2), the window one packet, the RTO doubles (up to
+    /// `max_backoff` and `max_rto`), fast recovery ends, the SACK scoreboard is cleared
+    /// (RFC 6675 §5.1, ns-2 Sack1) and sending goes back to the first unacknowledged packet.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        match self.retransmission_deadline {
+            Some(deadline) if now >= deadline => {}
+            _ => return,
+        }
+        if self.unacknowledged >= self.sent_up_to {
+            // Nothing outstanding: the timer had no reason to run.
+            self.retransmission_deadline = None;
+            return;
+        }
+        self.stats.timeouts += 1;
+        self.slow_start_threshold = self.half_window();
+        self.congestion_window = 1.0;
+        self.window_inflation = 0;
+        self.duplicate_acks = 0;
+        self.recovery = None;
+        // RFC 6582 §3.2 step 4 / RFC 6675 §5.1: no fast retransmit for data sent before the
+        // timeout (ns-2 sets `recover_ = maxseq_`).
+        self.last_recovery_point = Some(self.sent_up_to);
+        self.backoff = self.backoff.saturating_mul(2).min(self.config.max_backoff);
+        self.next_sequence = self.unacknowledged;
+        self.timed_segment = None;
+        self.sacked.clear();
+        self.retransmitted.clear();
+        self.highest_retransmitted = None;
+        self.retransmit_queue.clear();
+        self.retransmission_deadline = Some(now + self.retransmission_timeout());
+    }
+
+    /// Processes an ACK arriving at `now`.
+    ///
+    /// ACKs below the current cumulative ACK are ignored (counted in
+    /// [`SenderStats::stale_acks`]); SACK blocks outside the outstanding data are clipped or
+    /// ignored. An ACK for data never sent is refused with an error and changes nothing.
+    pub fn handle_ack(&mut self, now: Instant, ack: &Ack) -> Result<(), AckError> {
+        self.stats.acks_received += 1;
+        let acknowledged_up_to = ack.next_expected();
+        if acknowledged_up_to > self.sent_up_to {
+            self.stats.invalid_acks += 1;
+            return Err(AckError::UnsentData {
+                acknowledged_up_to,
+                sent_up_to: self.sent_up_to,
+            });
+        }
+        if acknowledged_up_to < self.unacknowledged {
+            self.stats.stale_acks += 1;
+            return Ok(());
+        }
+        let newly_acknowledged = acknowledged_up_to - self.unacknowledged;
+        if newly_acknowledged > 0 {
+            self.advance(now, acknowledged_up_to);
+        }
+        if self.config.variant == Variant::Sack {
+            self.update_scoreboard(ack);
+        }
+        if newly_acknowledged > 0 {
+            self.on_new_ack(now, newly_acknowledged);
+        } else if self.unacknowledged < self.sent_up_to {
+            self.on_duplicate_ack(now);
+        }
+        if self.is_finished() {
+            self.retransmission_deadline = None;
+            self.recovery = None;
+        }
+        Ok(())
+    }
+
+    /// Stops the application at `now`: no new data after this, but what was sent is still
+    /// retransmitted until acknowledged (like stopping an ns-2 FTP source).
+    pub fn stop(&mut self, now: Instant) {
+        self.data_limit = self.data_limit.min(self.sent_up_to);
+        if self.stopped_at.is_none() {
+            self.stopped_at = Some(now);
+        }
+        if self.is_finished() {
+            self.retransmission_deadline = None;
+            self.recovery = None;
+        }
+    }
+
+    /// Whether all the application's data has been sent and acknowledged (never for a bulk
+    /// sender that was not stopped).
+    #[must_use]
+    pub fn is_finished(&self) -> bool {
+        self.unacknowledged >= self.data_limit
+    }
+
+    /// When [`stop`](Self::stop) was first called.
+    #[must_use]
+    pub fn stopped_at(&self) -> Option<Instant> {
+        self.stopped_at
+    }
+
+    /// The configuration the sender was built with.
+    #[must_use]
+    pub fn config(&self) -> &SenderConfig {
+        &self.config
+    }
+
+    /// The loss recovery variant.
+    #[must_use]
+    pub fn variant(&self) -> Variant {
+        self.config.variant
+    }
+
+    /// Counters for logging.
+    #[must_use]
+    pub fn stats(&self) -> &SenderStats {
+        &self.stats
+    }
+
+    /// Payload bytes sent, retransmissions included (ns-2 `ndatabytes_`).
+    #[must_use]
+    pub fn bytes_sent(&self) -> u64 {
+        self.stats.bytes_sent
+    }
+
+    /// Payload bytes retransmitted (ns-2 `nrexmitbytes_`).
+    #[must_use]
+    pub fn bytes_retransmitted(&self) -> u64 {
+        self.stats.bytes_retransmitted
+    }
+
+    /// Congestion window in packets (ns-2 `cwnd_`), without the fast recovery inflation.
+    #[must_use]
+    pub fn congestion_window(&self) -> f64 {
+        self.congestion_window
+    }
+
+    /// Packets the sender may have outstanding now: the congestion window plus Reno/NewReno
+    /// fast recovery inflation, capped by `max_window`.
+    #[must_use]
+    pub fn effective_window(&self) -> f64 {
+        (self.congestion_window + f64::from(self.window_inflation))
+            .min(f64::from(self.config.max_window))
+    }
+
+    /// Slow-start threshold in packets (ns-2 `ssthresh_`).
+    #[must_use]
+    pub fn slow_start_threshold(&self) -> u32 {
+        self.slow_start_threshold
+    }
+
+    /// Whether the window grows exponentially (congestion window below ssthresh).
+    #[must_use]
+    pub fn in_slow_start(&self) -> bool {
+        self.congestion_window < f64::from(self.slow_start_threshold)
+    }
+
+    /// Whether a fast recovery is in progress.
+    #[must_use]
+    pub fn in_recovery(&self) -> bool {
+        self.recovery.is_some()
+    }
+
+    /// Smoothed RTT (RFC 6298 SRTT), once a sample was taken.
+    #[must_use]
+    pub fn smoothed_rtt(&self) -> Option<Duration> {
+        self.rtt.smoothed()
+    }
+
+    /// RTT variation (RFC 6298 RTTVAR), once a sample was taken.
+    #[must_use]
+    pub fn rtt_variation(&self) -> Option<Duration> {
+        self.rtt.variation()
+    }
+
+    /// The most recent RTT sample.
+    #[must_use]
+    pub fn latest_rtt(&self) -> Option<Duration> {
+        self.rtt.latest()
+    }
+
+    /// The retransmission timeout the timer uses now, backoff included.
+    #[must_use]
+    pub fn retransmission_timeout(&self) -> Duration {
+        self.rtt.backed_off_rto(self.backoff)
+    }
+
+    /// The retransmission timeout without backoff (what PFTK's T0 stands for).
+    #[must_use]
+    pub fn base_retransmission_timeout(&self) -> Duration {
+        self.rtt.base_rto()
+    }
+
+    /// Current backoff factor: 1, doubled by each timeout, back to 1 with the next RTT sample.
+    #[must_use]
+    pub fn backoff(&self) -> u32 {
+        self.backoff
+    }
+
+    /// Lowest packet not yet cumulatively acknowledged (SND.UNA).
+    #[must_use]
+    pub fn first_unacknowledged(&self) -> u64 {
+        self.unacknowledged
+    }
+
+    /// Sequence number the next new packet gets: one past the highest packet sent.
+    #[must_use]
+    pub fn next_new_sequence(&self) -> u64 {
+        self.sent_up_to
+    }
+
+    /// Packets sent and not cumulatively acknowledged.
+    #[must_use]
+    pub fn outstanding_packets(&self) -> u64 {
+        self.sent_up_to - self.unacknowledged
+    }
+
+    /// Packets the receiver reported holding above the cumulative ACK (SACK variant).
+    #[must_use]
+    pub fn sacked_packets(&self) -> u64 {
+        self.sacked.len()
+    }
+
+    // ---- sending ----------------------------------------------------------------------
+
+    /// Chooses the sequence number of the next segment, if any may be sent.
+    fn next_to_send(&mut self) -> Option<u64> {
+        while let Some(sequence) = self.retransmit_queue.pop_front() {
+            if sequence >= self.unacknowledged
+                && sequence < self.sent_up_to
+                && !self.sacked.contains(sequence)
+            {
+                return Some(sequence);
+            }
+        }
+        if self.config.variant == Variant::Sack && self.recovery.is_some() {
+            return self.sack_recovery_next();
+        }
+        let window_end = self.unacknowledged.saturating_add(self.usable_window());
+        loop {
+            let sequence = self.next_sequence;
+            if sequence >= self.data_limit || sequence >= window_end {
+                return None;
+            }
+            self.next_sequence += 1;
+            // After a timeout, skip what the receiver reported holding since.
+            if !self.sacked.contains(sequence) {
+                return Some(sequence);
+            }
+        }
+    }
+
+    /// Packets the window allows beyond the cumulative ACK (ns-2 `window()`): the congestion
+    /// window, Reno inflation, and one more per early duplicate ACK with limited transmit
+    /// (RFC 3042; ns-2 `send_one`), capped by `max_window`.
+    fn usable_window(&self) -> u64 {
+        let mut window = self.congestion_window.floor() as u64 + u64::from(self.window_inflation);
+        if self.config.limited_transmit
+            && self.recovery.is_none()
+            && self.duplicate_acks < self.config.duplicate_ack_threshold
+        {
+            window += u64::from(self.duplicate_acks);
+        }
+        window.min(u64::from(self.config.max_window))
+    }
+
+    /// RFC 6675 §5 step (C): while `cwnd - pipe >= 1`, send what `NextSeg()` picks.
+    fn sack_recovery_next(&mut self) -> Option<u64> {
+        let pipe = self.pipe();
+        if self.congestion_window - (pipe as f64) < 1.0 {
+            return None;
+        }
+        // NextSeg rule 1: the first lost, unSACKed packet above HighRxt.
+        if let Some(sequence) = self.next_lost_packet() {
+            return Some(sequence);
+        }
+        // Rule 2: new data, if the application and the receiver's window allow it.
+        let sequence = self.sent_up_to;
+        let window_end = self
+            .unacknowledged
+            .saturating_add(u64::from(self.config.max_window));
+        if sequence < self.data_limit && sequence < window_end {
+            self.next_sequence = sequence + 1;
+            return Some(sequence);
+        }
+        // Rules 3 and 4 (retransmitting packets not yet deemed lost, rescue retransmission) are
+        // not implemented, as in ns-2's Sack1; the timer covers those cases.
+        None
+    }
+
+    /// Builds the segment for `sequence` and updates counters, RTT timing and the timer.
+    fn emit(&mut self, now: Instant, sequence: u64) -> Segment {
+        let retransmission = sequence < self.sent_up_to;
+        let payload_bytes = self.config.segment_size;
+        self.stats.segments_sent += 1;
+        self.stats.bytes_sent += u64::from(payload_bytes);
+        if retransmission {
+            self.stats.segments_retransmitted += 1;
+            self.stats.bytes_retransmitted += u64::from(payload_bytes);
+            // Karn's algorithm: no RTT sample across a retransmission (ns-2 clears
+            // `rtt_active_` whenever it retransmits).
+            self.timed_segment = None;
+            if self.recovery.is_some() && self.config.variant == Variant::Sack {
+                self.retransmitted.insert(sequence);
+                self.highest_retransmitted = Some(
+                    self.highest_retransmitted
+                        .map_or(sequence, |high| high.max(sequence)),
+                );
+            }
+        } else {
+            self.sent_up_to = sequence + 1;
+            if self.timed_segment.is_none() {
+                self.timed_segment = Some((sequence, now));
+            }
+        }
+        if self.next_sequence < self.sent_up_to && !retransmission {
+            self.next_sequence = self.sent_up_to;
+        }
+        // RFC 6298 §5.1: start the timer if it is not running.
+        if self.retransmission_deadline.is_none() {
+            self.retransmission_deadline = Some(now + self.retransmission_timeout());
+        }
+        Segment {
+            sequence,
+            payload_bytes,
+            retransmission,
+        }
+    }
+
+    // ---- acknowledgements -------------------------------------------------------------
+
+    /// Moves the cumulative ACK to `acknowledged_up_to` and takes an RTT sample if the timed
+    /// segment is covered.
+    fn advance(&mut self, now: Instant, acknowledged_up_to: u64) {
+        self.unacknowledged = acknowledged_up_to;
+        if self.next_sequence < acknowledged_up_to {
+            self.next_sequence = acknowledged_up_to;
+        }
+        self.sacked.remove_below(acknowledged_up_to);
+        self.retransmitted = self.retransmitted.split_off(&acknowledged_up_to);
+        self.duplicate_acks = 0;
+        if let Some((sequence, sent_at)) = self.timed_segment {
+            if acknowledged_up_to > sequence {
+                self.rtt.on_sample(now.saturating_duration_since(sent_at));
+                // RFC 6298 §5.7 / Karn: a fresh sample ends the backoff (ns-2 resets
+                // `t_backoff_` here).
+                self.backoff = 1;
+                self.timed_segment = None;
+            }
+        }
+    }
+
+    /// Records the ACK's SACK blocks, clipped to the outstanding packets (RFC 6675 `Update()`).
+    fn update_scoreboard(&mut self, ack: &Ack) {
+        let mut changed = false;
+        for block in ack.sack_blocks() {
+            let start = block.start.max(self.unacknowledged);
+            let end = block.end.min(self.sent_up_to);
+            if start < end {
+                changed |= self.sacked.insert(start, end) > 0;
+            }
+        }
+        if changed && !self.retransmitted.is_empty() {
+            let sacked = &self.sacked;
+            self.retransmitted
+                .retain(|&sequence| !sacked.contains(sequence));
+        }
+    }
+
+    /// An ACK that acknowledges new data (`newly_acknowledged` packets).
+    fn on_new_ack(&mut self, now: Instant, newly_acknowledged: u64) {
+        let Some(mut recovery) = self.recovery else {
+            self.open_window();
+            self.restart_timer(now);
+            return;
+        };
+        if self.unacknowledged >= recovery.point {
+            // Full ACK: fast recovery is over; the window is ssthresh (RFC 5681 §3.2 step 6,
+            // RFC 6582 §3.2 step 3 option 2, RFC 6675 §5 step (A)).
+            self.exit_recovery();
+            self.open_window();
+            self.restart_timer(now);
+            return;
+        }
+        match self.config.variant {
+            Variant::Reno => {
+                // Reno leaves fast recovery on the first ACK for new data, partial or not
+                // (ns-2 RenoTcpAgent).
+                self.exit_recovery();
+                self.open_window();
+                self.restart_timer(now);
+            }
+            Variant::NewReno => {
+                // RFC 6582 §3.2 step 5: retransmit the first unacknowledged packet, deflate the
+                // window by the amount acknowledged and add back one packet.
+                self.deflate_window(newly_acknowledged.saturating_sub(1));
+                self.retransmit_queue.push_back(self.unacknowledged);
+                if recovery.partial_acks == 0 {
+                    // Only the first partial ACK resets the timer ("Impatient" variant; ns-2
+                    // `newreno_changes1_ 1`), so a window with many losses may still time out.
+                    self.restart_timer(now);
+                }
+                recovery.partial_acks = recovery.partial_acks.saturating_add(1);
+                self.recovery = Some(recovery);
+            }
+            Variant::Sack => {
+                // RFC 6675: partial ACKs only update the scoreboard; the timer restarts as for
+                // any ACK of new data (RFC 6298 §5.3).
+                recovery.partial_acks = recovery.partial_acks.saturating_add(1);
+                self.recovery = Some(recovery);
+                self.restart_timer(now);
+            }
+        }
+    }
+
+    /// An ACK that acknowledges nothing new while data is outstanding.
+    fn on_duplicate_ack(&mut self, now: Instant) {
+        self.duplicate_acks = self.duplicate_acks.saturating_add(1);
+        self.stats.duplicate_acks += 1;
+        if self.recovery.is_some() {
+            if self.config.variant != Variant::Sack {
+                // RFC 5681 §3.2 step 4: each further duplicate inflates the window by one.
+                self.window_inflation = self.window_inflation.saturating_add(1);
+            }
+            return;
+        }
+        let threshold_reached = self.duplicate_acks == self.config.duplicate_ack_threshold;
+        // RFC 6675 §5 step (2): three SACKed packets above the cumulative ACK also mean loss.
+        let sack_detects_loss =
+            self.config.variant == Variant::Sack && self.is_lost(self.unacknowledged);
+        if (threshold_reached || sack_detects_loss) && self.fast_retransmit_allowed() {
+            self.enter_recovery(now);
+        }
+    }
+
+    /// RFC 6582 §3.2 step 1 / RFC 6675 §5: no new fast retransmit until the cumulative ACK has
+    /// passed the point of the last recovery or timeout.
+    fn fast_retransmit_allowed(&self) -> bool {
+        match self.last_recovery_point {
+            None => true,
+            Some(point) => self.unacknowledged >= point,
+        }
+    }
+
+    /// Fast retransmit: halve the window, retransmit the first unacknowledged packet and start
+    /// fast recovery (RFC 5681 §3.2 steps 2–3, RFC 6582 §3.2 step 2, RFC 6675 §5 step (4)).
+    fn enter_recovery(&mut self, now: Instant) {
+        self.stats.fast_recoveries += 1;
+        let point = self.sent_up_to;
+        self.last_recovery_point = Some(point);
+        self.recovery = Some(Recovery {
+            point,
+            partial_acks: 0,
+        });
+        self.slow_start_threshold = self.half_window();
+        self.congestion_window = f64::from(self.slow_start_threshold);
+        // Reno/NewReno: cwnd = ssthresh + 3 (RFC 5681), the three packets that left the
+        // network; SACK counts them in `pipe` instead.
+        self.window_inflation = if self.config.variant == Variant::Sack {
+            0
+        } else {
+            self.config.duplicate_ack_threshold
+        };
+        self.retransmitted.clear();
+        self.highest_retransmitted = None;
+        self.retransmit_queue.clear();
+        self.retransmit_queue.push_back(self.unacknowledged);
+        self.timed_segment = None;
+        // ns-2 restarts the timer on fast retransmit (`reset_rtx_timer(1, 0)`).
+        self.restart_timer(now);
+    }
+
+    fn exit_recovery(&mut self) {
+        self.recovery = None;
+        self.window_inflation = 0;
+        self.congestion_window = f64::from(self.slow_start_threshold);
+        self.retransmitted.clear();
+        self.highest_retransmitted = None;
+        self.retransmit_queue.clear();
+    }
+
+    /// Removes `packets` from the usable window, inflation first, keeping at least one packet.
+    fn deflate_window(&mut self, packets: u64) {
+        let from_inflation = packets.min(u64::from(self.window_inflation));
+        self.window_inflation -= from_inflation as u32;
+        let rest = (packets - from_inflation) as f64;
+        self.congestion_window = (self.congestion_window - rest).max(1.0);
+    }
+
+    /// Slow start (+1 per ACK) below ssthresh, congestion avoidance (+1/cwnd per ACK) above
+    /// (RFC 5681 §3.1; ns-2 `opencwnd` with `windowOption_ 1`: one increase per ACK, however
+    /// many packets it acknowledges).
+    fn open_window(&mut self) {
+        if self.in_slow_start() {
+            self.congestion_window += 1.0;
+        } else {
+            self.congestion_window += 1.0 / self.congestion_window;
+        }
+    }
+
+    /// ssthresh after a loss: half the window in whole packets, at least 2 (ns-2 `slowdown`
+    /// with `CLOSE_SSTHRESH_HALF`: `int(window() / 2)`, with `window() = min(cwnd, window_)`).
+    fn half_window(&self) -> u32 {
+        let window = self
+            .congestion_window
+            .min(f64::from(self.config.max_window))
+            .floor() as u32;
+        (window / 2).max(2)
+    }
+
+    /// RFC 6298 §5.2–5.3: restart the timer if data is outstanding, stop it otherwise.
+    fn restart_timer(&mut self, now: Instant) {
+        self.retransmission_deadline = if self.unacknowledged < self.sent_up_to {
+            Some(now + self.retransmission_timeout())
+        } else {
+            None
+        };
+    }
+
+    // ---- SACK scoreboard queries (RFC 6675 §4) ---------------------------------------
+
+    /// Packets below this one are lost if not SACKed: at least `DupThresh` SACKed packets lie
+    /// above them (RFC 6675 `IsLost`, packet-granular).
+    fn lost_below(&self) -> Option<u64> {
+        self.sacked
+            .nth_highest(u64::from(self.config.duplicate_ack_threshold))
+    }
+
+    /// RFC 6675 `IsLost(sequence)`.
+    fn is_lost(&self, sequence: u64) -> bool {
+        !self.sacked.contains(sequence) && self.lost_below().is_some_and(|bound| sequence < bound)
+    }
+
+    /// RFC 6675 `SetPipe()`: outstanding packets neither SACKed nor deemed lost, plus
+    /// retransmissions not yet SACKed or acknowledged.
+    fn pipe(&self) -> u64 {
+        let outstanding = self.sent_up_to - self.unacknowledged;
+        let sacked = self.sacked.len();
+        let lost = self.lost_below().map_or(0, |bound| {
+            (bound - self.unacknowledged) - self.sacked.count_below(bound)
+        });
+        (outstanding - sacked - lost) + self.retransmitted.len() as u64
+    }
+
+    /// RFC 6675 `NextSeg()` rule 1: the lowest lost, unSACKed packet above HighRxt.
+    fn next_lost_packet(&self) -> Option<u64> {
+        let bound = self.lost_below()?;
+        let from = self
+            .highest_retransmitted
+            .map_or(self.unacknowledged, |high| high + 1)
+            .max(self.unacknowledged);
+        let candidate = self.sacked.first_gap_from(from);
+        (candidate < bound).then_some(candidate)
+    }
+}
+
+#[cfg(test)]
+mod tests;
