@@ -18,6 +18,10 @@ enum Command {
     Equation(EquationArgs),
     /// Reproduce the papers' experiments in the simulator and write a report (not available yet).
     Reproduce(ReproduceArgs),
+    /// Send a TFRC (or --tcp: kernel TCP) flow to a `tfrc recv`, iperf3-style.
+    Send(tfrc_udp::cli::SendArgs),
+    /// Receive TFRC flows (or --tcp: TCP connections), iperf3-style.
+    Recv(tfrc_udp::cli::RecvArgs),
 }
 
 #[derive(Debug, Args)]
@@ -64,6 +68,8 @@ fn main() -> Result<()> {
     let cli = Cli::parse();
     match cli.command {
         Command::Equation(args) => run_equation(&args),
+        Command::Send(args) => tfrc_udp::cli::run_send(&args),
+        Command::Recv(args) => tfrc_udp::cli::run_recv(&args),
         Command::Reproduce(args) => bail!(
             "`tfrc reproduce --out {}` is not available yet: it needs the simulator and the \
              experiment scenarios, which are still being built (see README, Status). \

@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# Benchmarks of the UDP tools on loopback (not tests; see docs/udp-tools.md, "Benchmarks").
+#
+#   bench/udp/run.sh [SECONDS] [OUT_DIR]
+#
+# 1. Goodput and CPU of one unconstrained TFRC flow (`tfrc send` / `tfrc recv`), with 1000-byte
+#    and 8000-byte packets, and of `iperf3 -u -b 0` with the same datagram sizes, in the same run.
+# 2. Pacing accuracy of TFRC at 10 and 100 Mbit/s (`--max-rate`): the distribution of the error
+#    between scheduled and actual send times (p50 / p99 / p99.9 / max).
+#
+# Every run's JSON is kept in OUT_DIR (default out/bench-udp); a Markdown table is printed and
+# written to OUT_DIR/summary.md. CPU is in percent of one core, as iperf3 reports it. The
+# machine's load is printed first: other work on the machine lowers every number.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+DURATION=${1:-10}
+OUT=${2:-out/bench-udp}
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-target}
+mkdir -p "$OUT"
+
+cargo build --release -p tfrc-cli >&2
+TFRC="$CARGO_TARGET_DIR/release/tfrc"
+
+if ! command -v iperf3 >/dev/null; then
+    if [ "$(id -u)" = 0 ]; then
+        DEBIAN_FRONTEND=noninteractive apt-get install -y iperf3 >&2 || true
+    fi
+fi
+for tool in jq python3; do
+    command -v "$tool" >/dev/null || { echo "bench/udp/run.sh needs $tool" >&2; exit 1; }
+done
+
+free_port() {
+    python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# run_tfrc NAME SEND-ARGS...: one TFRC flow; leaves NAME.send.json and NAME.recv.json.
+run_tfrc() {
+    local name=$1
+    shift
+    "$TFRC" recv --listen 127.0.0.1:0 --once --json --idle-timeout 5s \
+        >"$OUT/$name.recv.json" 2>"$OUT/$name.recv.err" &
+    local receiver=$!
+    local address=""
+    for _ in $(seq 100); do
+        address=$(awk '/Server listening on/ {print $4; exit}' "$OUT/$name.recv.err" 2>/dev/null || true)
+        [ -n "$address" ] && break
+        sleep 0.05
+    done
+    if [ -z "$address" ]; then
+        echo "$name: the receiver did not start: $(cat "$OUT/$name.recv.err")" >&2
+        kill "$receiver" 2>/dev/null || true
+        return 1
+    fi
+    if ! "$TFRC" send --to "$address" --time "$DURATION" --json "$@" >"$OUT/$name.send.json"; then
+        echo "$name: tfrc send failed" >&2
+    fi
+    if ! wait "$receiver"; then
+        echo "$name: tfrc recv failed: $(cat "$OUT/$name.recv.err")" >&2
+    fi
+}
+
+# run_iperf NAME LENGTH: iperf3 -u -b 0 with LENGTH-byte datagrams; leaves NAME.json.
+run_iperf() {
+    local name=$1 length=$2 port
+    port=$(free_port)
+    iperf3 -s -1 -p "$port" >/dev/null 2>&1 &
+    local server=$!
+    sleep 0.5
+    iperf3 -c 127.0.0.1 -p "$port" -u -b 0 -l "$length" -t "$DURATION" -J >"$OUT/$name.json" || true
+    wait "$server" || true
+}
+
+echo "load before: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores; kernel $(uname -r)" | tee "$OUT/summary.md"
+
+run_tfrc tfrc-1000 --packet-size 1000
+run_tfrc tfrc-8000 --packet-size 8000
+if command -v iperf3 >/dev/null; then
+    run_iperf iperf3-1000 1000
+    run_iperf iperf3-8000 8000
+else
+    echo "iperf3 not installed: its rows are skipped" | tee -a "$OUT/summary.md"
+fi
+run_tfrc pacing-10M --max-rate 10M
+run_tfrc pacing-100M --max-rate 100M
+# The same with a real-time sending thread (root only): shows how much of the tail is the
+# scheduler making a woken sender wait for a CPU on a busy machine.
+if [ "$(id -u)" = 0 ]; then
+    run_tfrc pacing-10M-realtime --max-rate 10M --realtime
+    run_tfrc pacing-100M-realtime --max-rate 100M --realtime
+fi
+
+{
+    echo
+    echo "## Goodput and CPU, ${DURATION} s on loopback"
+    echo
+    echo "| run | datagram bytes | sent (Mbit/s) | received (Mbit/s) | loss % | sender CPU % | receiver CPU % | sent packets/s |"
+    echo "|---|---|---|---|---|---|---|---|"
+    for size in 1000 8000; do
+        send="$OUT/tfrc-$size.send.json"
+        recv="$OUT/tfrc-$size.recv.json"
+        jq -r --slurpfile r "$recv" --arg size "$size" '
+            "| tfrc | \($size) | \(.end.sender.bits_per_second / 1e6 | floor) | \((.end.receiver.bits_per_second // 0) / 1e6 | floor) | \((.end.receiver.loss_ratio // 0) * 100 | . * 1000 | round / 1000) | \(.end.cpu_utilization_percent.host_total | round) | \($r[0].end.cpu_utilization_percent.host_total | round) | \(.end.sender.packets / .end.sender.seconds | round) |"' "$send"
+        if [ -f "$OUT/iperf3-$size.json" ]; then
+            jq -r --arg size "$size" '
+                "| iperf3 -u -b 0 | \($size) | \(.end.sum_sent.bits_per_second / 1e6 | floor) | \(.end.sum_received.bits_per_second / 1e6 | floor) | \(.end.sum_received.lost_percent * 1000 | round / 1000) | \(.end.cpu_utilization_percent.host_total | round) | \(.end.cpu_utilization_percent.remote_total | round) | \(.end.sum_sent.packets / .end.sum_sent.seconds | round) |"' "$OUT/iperf3-$size.json" || echo "| iperf3 | $size | failed | | | | | |"
+        fi
+    done
+    echo
+    echo "Rates count UDP payload bytes (TFRC header included), as iperf3 counts its datagrams."
+    echo
+    echo "## Pacing error (actual − scheduled send time), µs"
+    echo
+    echo "| run | achieved (Mbit/s) | packets | p50 | p90 | p99 | p99.9 | max | sender CPU % | timer granularity (µs) |"
+    echo "|---|---|---|---|---|---|---|---|---|---|"
+    for run in 10M 100M 10M-realtime 100M-realtime; do
+        [ -f "$OUT/pacing-$run.send.json" ] || continue
+        jq -r --arg run "$run" '
+            "| \($run) | \(.end.sender.bits_per_second / 1e6 * 10 | round / 10) | \(.end.pacing.samples) | \(.end.pacing.p50_us * 10 | round / 10) | \(.end.pacing.p90_us * 10 | round / 10) | \(.end.pacing.p99_us * 10 | round / 10) | \(.end.pacing.p999_us * 10 | round / 10) | \(.end.pacing.max_us | round) | \(.end.cpu_utilization_percent.host_total | round) | \(.start.timer.timer_granularity_us * 10 | round / 10) |"' "$OUT/pacing-$run.send.json"
+    done
+    echo
+    echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
+} | tee -a "$OUT/summary.md"

@@ -1,0 +1,382 @@
+//! `tfrc send` and `tfrc recv` as a user runs them, over loopback.
+//!
+//! Every run is bounded: the processes are killed if they outlive a generous deadline, and the
+//! assertions are loose enough for a loaded two-core machine while still meaning something
+//! (data arrived, the end was acknowledged, files have the documented columns and rows).
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+/// A scratch directory removed when dropped.
+struct ScratchDirectory(std::path::PathBuf);
+
+impl ScratchDirectory {
+    fn new(name: &str) -> ScratchDirectory {
+        let path = std::env::temp_dir().join(format!("tfrc-udp-cli-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&path);
+        std::fs::create_dir_all(&path).unwrap();
+        ScratchDirectory(path)
+    }
+
+    fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for ScratchDirectory {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn tfrc() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_tfrc"))
+}
+
+/// Starts `tfrc recv … --json` on a free port and returns the child and its address (read from
+/// the "Server listening on ADDR" line the receiver prints on stderr in JSON mode).
+fn start_receiver(extra: &[&str]) -> (Child, String) {
+    let mut child = tfrc()
+        .args(["recv", "--listen", "127.0.0.1:0", "--json", "--once"])
+        .args(extra)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let mut line = String::new();
+    BufReader::new(stderr).read_line(&mut line).unwrap();
+    let address = line
+        .split_whitespace()
+        .nth(3)
+        .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
+        .to_string();
+    (child, address)
+}
+
+/// Waits for a child, killing it after `limit`.
+fn finish(mut child: Child, limit: Duration) -> Output {
+    let deadline = Instant::now() + limit;
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            child.kill().unwrap();
+            let output = child.wait_with_output().unwrap();
+            panic!(
+                "process did not end within {limit:?}; stdout: {}",
+                String::from_utf8_lossy(&output.stdout)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child.wait_with_output().unwrap()
+}
+
+fn json_of(output: &Output) -> Value {
+    assert!(
+        output.status.success(),
+        "status {:?}, stderr: {}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).unwrap_or_else(|error| {
+        panic!(
+            "not JSON ({error}): {}",
+            String::from_utf8_lossy(&output.stdout)
+        )
+    })
+}
+
+/// Header and rows of a CSV file.
+fn read_csv(path: &Path) -> (Vec<String>, Vec<Vec<String>>) {
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut lines = text.lines();
+    let header: Vec<String> = lines
+        .next()
+        .unwrap()
+        .split(',')
+        .map(str::to_string)
+        .collect();
+    let rows: Vec<Vec<String>> = lines
+        .map(|line| line.split(',').map(str::to_string).collect())
+        .collect();
+    for row in &rows {
+        assert_eq!(row.len(), header.len(), "{row:?}");
+    }
+    (header, rows)
+}
+
+fn cell<'a>(header: &[String], row: &'a [String], name: &str) -> &'a str {
+    let index = header
+        .iter()
+        .position(|column| column == name)
+        .unwrap_or_else(|| panic!("no column {name} in {header:?}"));
+    &row[index]
+}
+
+#[test]
+fn a_tfrc_run_delivers_data_and_writes_json_and_csv() {
+    let directory = ScratchDirectory::new("tfrc-run");
+    let receiver_log = directory.path().join("recv.csv");
+    let sender_log = directory.path().join("send.csv");
+    let (receiver, address) = start_receiver(&[
+        "--idle-timeout",
+        "5s",
+        "--log",
+        receiver_log.to_str().unwrap(),
+        "--log-interval",
+        "100ms",
+    ]);
+    let sender = tfrc()
+        .args(["send", "--to", &address, "--time", "3", "--json"])
+        .args(["--max-rate", "20M", "--packet-size", "1200"])
+        .args([
+            "--log",
+            sender_log.to_str().unwrap(),
+            "--log-interval",
+            "100ms",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let sent = json_of(&finish(sender, Duration::from_secs(30)));
+    let received = json_of(&finish(receiver, Duration::from_secs(30)));
+
+    // The sender's document: start / intervals / end.
+    let session = sent["start"]["session_id"].as_str().unwrap().to_string();
+    assert_eq!(session.len(), 8);
+    assert_eq!(sent["start"]["protocol"], "tfrc");
+    assert_eq!(sent["start"]["test_start"]["packet_size"], 1200);
+    assert!(
+        sent["start"]["timer"]["timer_granularity_us"]
+            .as_f64()
+            .unwrap()
+            > 0.0
+    );
+    let intervals = sent["intervals"].as_array().unwrap();
+    assert!(
+        (2..=4).contains(&intervals.len()),
+        "{} intervals",
+        intervals.len()
+    );
+    assert_eq!(
+        intervals[0]["streams"][0]["flow_id"],
+        format!("{session}-sender")
+    );
+    let end = &sent["end"];
+    assert_eq!(end["reason"], "time");
+    let packets = end["sender"]["packets"].as_u64().unwrap();
+    // 20 Mbit/s of 1200-byte packets for 3 s is 6250 packets; slow start and a loaded machine
+    // may cut that, but not below a tenth.
+    assert!(packets > 600, "{packets} packets sent");
+    let bits_per_second = end["sender"]["bits_per_second"].as_f64().unwrap();
+    assert!(
+        bits_per_second < 25e6,
+        "the 20 Mbit/s cap holds: {bits_per_second}"
+    );
+    let receiver_packets = end["receiver"]["packets"].as_u64().expect("acknowledged");
+    assert!(
+        receiver_packets > packets * 9 / 10,
+        "{receiver_packets} of {packets}"
+    );
+    assert!(end["counters"]["feedbacks"].as_u64().unwrap() > 10);
+    assert_eq!(end["counters"]["malformed"], 0);
+    assert_eq!(end["counters"]["foreign"], 0);
+    assert!(end["rtt"]["mean_ms"].as_f64().unwrap() > 0.0);
+    assert!(end["pacing"]["samples"].as_u64().unwrap() == packets);
+    assert!(end["pacing"]["p50_us"].as_f64().is_some());
+    assert!(end["cpu_utilization_percent"]["host_total"]
+        .as_f64()
+        .is_some());
+
+    // The receiver's document.
+    assert_eq!(received["start"]["role"], "receiver");
+    let streams = received["end"]["streams"].as_array().unwrap();
+    assert_eq!(streams.len(), 1);
+    let flow = &streams[0];
+    assert_eq!(flow["session_id"], session.as_str());
+    assert_eq!(flow["reason"], "completed");
+    assert_eq!(flow["packets"].as_u64().unwrap(), receiver_packets);
+    assert_eq!(flow["sender_packets"].as_u64().unwrap(), packets);
+    assert!(flow["goodput_bits_per_second"].as_f64().unwrap() > 1e6);
+    assert!(flow["loss_ratio"].as_f64().unwrap() < 0.1);
+    assert!(!received["intervals"].as_array().unwrap().is_empty());
+    assert_eq!(received["end"]["counters"]["malformed"], 0);
+
+    // The CSV logs: documented columns, a row per 100 ms, counters that add up.
+    let (header, rows) = read_csv(&sender_log);
+    assert_eq!(header[0..3], ["time_s", "unix_time_s", "flow_id"]);
+    assert!(rows.len() >= 15, "{} sender rows", rows.len());
+    let last = rows.last().unwrap();
+    assert_eq!(cell(&header, last, "flow_id"), format!("{session}-sender"));
+    assert_eq!(
+        cell(&header, last, "packets_sent").parse::<u64>().unwrap(),
+        packets
+    );
+    assert!(cell(&header, last, "rtt_ms").parse::<f64>().unwrap() > 0.0);
+    let (header, rows) = read_csv(&receiver_log);
+    assert!(rows.len() >= 15, "{} receiver rows", rows.len());
+    let last = rows.last().unwrap();
+    assert_eq!(
+        cell(&header, last, "packets").parse::<u64>().unwrap(),
+        receiver_packets
+    );
+}
+
+#[test]
+fn text_output_has_interval_lines_and_a_summary() {
+    let (receiver, address) = start_receiver(&["--idle-timeout", "5s"]);
+    let output = tfrc()
+        .args([
+            "send",
+            "--to",
+            &address,
+            "--time",
+            "1.5",
+            "--interval",
+            "500ms",
+        ])
+        .args(["--max-rate", "5M", "--rtt-ref", "10ms", "--veno-beta", "1"])
+        .output()
+        .unwrap();
+    finish(receiver, Duration::from_secs(30));
+    assert!(output.status.success());
+    let text = String::from_utf8(output.stdout).unwrap();
+    let interval_lines = text.lines().filter(|line| line.contains(" s  ")).count();
+    assert!(interval_lines >= 3, "{text}");
+    assert!(text.contains("sender"), "{text}");
+    assert!(text.contains("receiver  lost"), "{text}");
+    assert!(text.contains("mean p"), "{text}");
+}
+
+#[test]
+fn bad_flags_are_named_in_the_error() {
+    let cases: [(&[&str], &str); 6] = [
+        (
+            &["send", "--to", "127.0.0.1:9", "--time", "5 parsecs"],
+            "--time",
+        ),
+        (
+            &["send", "--to", "127.0.0.1:9", "--target-rate", "fast"],
+            "--target-rate",
+        ),
+        (
+            &["send", "--to", "127.0.0.1:9", "--packet-size", "20"],
+            "--packet-size",
+        ),
+        (&["send", "--to", "nowhere"], "--to"),
+        (
+            &["send", "--to", "127.0.0.1:9", "--congestion", "cubic"],
+            "--tcp",
+        ),
+        (&["recv", "--log-interval", "0"], "--log-interval"),
+    ];
+    for (arguments, flag) in cases {
+        let output = tfrc().args(arguments).output().unwrap();
+        assert!(!output.status.success(), "{arguments:?} was accepted");
+        let message = String::from_utf8_lossy(&output.stderr);
+        assert!(message.contains(flag), "{arguments:?}: {message}");
+    }
+}
+
+#[test]
+fn sigint_ends_a_run_cleanly_with_its_summary_and_log() {
+    let directory = ScratchDirectory::new("sigint");
+    let log = directory.path().join("send.csv");
+    let (receiver, address) = start_receiver(&["--idle-timeout", "5s"]);
+    let sender = tfrc()
+        .args(["send", "--to", &address, "--time", "60", "--json"])
+        .args(["--max-rate", "5M", "--log", log.to_str().unwrap()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    let status = Command::new("kill")
+        .args(["-INT", &sender.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let sent = json_of(&finish(sender, Duration::from_secs(20)));
+    let received = json_of(&finish(receiver, Duration::from_secs(20)));
+    assert_eq!(sent["end"]["reason"], "interrupted");
+    assert!(sent["end"]["sender"]["seconds"].as_f64().unwrap() < 30.0);
+    assert!(sent["end"]["receiver"]["packets"].as_u64().unwrap() > 0);
+    assert_eq!(received["end"]["streams"][0]["reason"], "completed");
+    let (_, rows) = read_csv(&log);
+    assert!(rows.len() >= 5, "{} rows", rows.len());
+}
+
+/// Loads a congestion control module if possible (root only); returns why not otherwise.
+fn congestion_available(name: &str) -> Result<(), String> {
+    let list = |()| {
+        std::fs::read_to_string("/proc/sys/net/ipv4/tcp_available_congestion_control")
+            .unwrap_or_default()
+    };
+    if list(()).split_whitespace().any(|loaded| loaded == name) {
+        return Ok(());
+    }
+    let _ = Command::new("modprobe")
+        .arg(format!("tcp_{name}"))
+        .stderr(Stdio::null())
+        .status();
+    if list(()).split_whitespace().any(|loaded| loaded == name) {
+        return Ok(());
+    }
+    Err(format!(
+        "TCP congestion control {name} is not loaded ({:?}) and modprobe tcp_{name} did not load it",
+        list(()).trim()
+    ))
+}
+
+#[test]
+fn tcp_runs_log_tcp_info_for_each_congestion_control() {
+    let in_ci = std::env::var_os("CI").is_some();
+    for name in ["reno", "cubic", "bbr"] {
+        if let Err(reason) = congestion_available(name) {
+            if in_ci && name != "bbr" {
+                panic!("{reason}");
+            }
+            eprintln!("skipped {name}: {reason}");
+            continue;
+        }
+        let directory = ScratchDirectory::new(name);
+        let log = directory.path().join(format!("{name}.csv"));
+        let (receiver, address) = start_receiver(&["--tcp"]);
+        let sender = tfrc()
+            .args(["send", "--tcp", "--congestion", name, "--to", &address])
+            .args(["--time", "2", "--json", "--log", log.to_str().unwrap()])
+            .args(["--log-interval", "100ms", "--interval", "500ms"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let sent = json_of(&finish(sender, Duration::from_secs(30)));
+        let received = json_of(&finish(receiver, Duration::from_secs(30)));
+        assert_eq!(sent["start"]["congestion"], name);
+        let summary = &sent["end"]["streams"][0];
+        assert_eq!(summary["congestion"], name);
+        let bytes = summary["bytes"].as_u64().unwrap();
+        assert!(bytes > 1_000_000, "{name}: {bytes} bytes");
+        assert_eq!(
+            received["end"]["streams"][0]["bytes"].as_u64().unwrap(),
+            bytes,
+            "{name}: the receiver read everything"
+        );
+        assert!(!sent["intervals"].as_array().unwrap().is_empty());
+        let (header, rows) = read_csv(&log);
+        assert!(rows.len() >= 10, "{name}: {} rows", rows.len());
+        for row in &rows {
+            assert!(cell(&header, row, "cwnd_segments").parse::<u32>().unwrap() >= 1);
+            assert!(cell(&header, row, "rtt_ms").parse::<f64>().is_ok());
+            assert!(cell(&header, row, "total_retrans").parse::<u32>().is_ok());
+        }
+        assert!(rows
+            .iter()
+            .any(|row| !cell(&header, row, "delivery_rate_bits_per_s").is_empty()));
+    }
+}

@@ -1,0 +1,504 @@
+//! The typed, validated scenario: what the simulator, the testbed and the reproduction consume.
+//!
+//! Every default is already filled in, except the few that depend on another key (a flow's stop
+//! time defaults to the end of the run, the state sampling interval to the output interval); those
+//! stay `Option` and have an accessor that applies the default.
+
+use core::time::Duration;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::units::Rate;
+
+/// A duplex link between two nodes, with one [`LinkDirectionSpec`] per direction.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Link {
+    /// The two nodes, as written in `between = [first, second]`.
+    pub between: [String; 2],
+    /// The direction first → second.
+    pub forward: LinkDirectionSpec,
+    /// The direction second → first.
+    pub reverse: LinkDirectionSpec,
+}
+
+impl Link {
+    /// The direction `from` → `to` of this link, if it joins these two nodes.
+    pub fn direction(&self, from: &str, to: &str) -> Option<&LinkDirectionSpec> {
+        if self.between[0] == from && self.between[1] == to {
+            Some(&self.forward)
+        } else if self.between[1] == from && self.between[0] == to {
+            Some(&self.reverse)
+        } else {
+            None
+        }
+    }
+
+    /// Whether this link joins `a` and `b` (in either order).
+    pub fn joins(&self, a: &str, b: &str) -> bool {
+        self.direction(a, b).is_some()
+    }
+}
+
+/// One direction of a link: how fast it sends, how long packets travel, how it queues and drops.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LinkDirectionSpec {
+    /// A constant rate or a delivery trace.
+    pub capacity: Capacity,
+    /// One-way propagation delay.
+    pub delay: Duration,
+    /// The queue in front of the link.
+    pub queue: QueueSpec,
+    /// Random loss applied to packets entering this direction, if any.
+    pub loss: Option<LossSpec>,
+}
+
+impl LinkDirectionSpec {
+    /// The constant rate, or `None` for a trace-driven direction.
+    pub fn rate(&self) -> Option<Rate> {
+        match &self.capacity {
+            Capacity::Rate(rate) => Some(*rate),
+            Capacity::Trace(_) => None,
+        }
+    }
+
+    /// The delivery trace, or `None` for a constant-rate direction.
+    pub fn trace(&self) -> Option<&Path> {
+        match &self.capacity {
+            Capacity::Rate(_) => None,
+            Capacity::Trace(path) => Some(path),
+        }
+    }
+}
+
+/// How fast a link direction delivers packets.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Capacity {
+    /// A constant bit rate (key `rate`).
+    Rate(Rate),
+    /// A Mahimahi delivery trace (key `trace`): one line per 1500-byte delivery opportunity, in
+    /// milliseconds from the start, repeating at its end. A relative path in the file has been
+    /// resolved against the scenario file's directory.
+    Trace(PathBuf),
+}
+
+/// The queue in front of a link direction. Limits and thresholds count packets.
+#[derive(Debug, Clone, PartialEq)]
+pub enum QueueSpec {
+    /// First in, first out; arrivals beyond `limit` packets are dropped (`kind = "droptail"`).
+    DropTail {
+        /// Most packets held (default 50).
+        limit: u32,
+    },
+    /// Random Early Detection (`kind = "red"`).
+    Red(RedSpec),
+    /// RED with In/Out profiles, RIO-C style (`kind = "rio"`).
+    Rio(RioSpec),
+}
+
+impl QueueSpec {
+    /// The default queue: DropTail, 50 packets.
+    pub const DEFAULT: QueueSpec = QueueSpec::DropTail { limit: 50 };
+
+    /// The most packets the queue holds.
+    pub fn limit(&self) -> u32 {
+        match self {
+            QueueSpec::DropTail { limit } => *limit,
+            QueueSpec::Red(red) => red.limit,
+            QueueSpec::Rio(rio) => rio.limit,
+        }
+    }
+}
+
+impl Default for QueueSpec {
+    fn default() -> Self {
+        QueueSpec::DEFAULT
+    }
+}
+
+/// RED parameters (Floyd and Jacobson 1993), thresholds in packets of average queue.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RedSpec {
+    /// Most packets held (default 50).
+    pub limit: u32,
+    /// Average queue below which nothing is dropped (default 5).
+    pub min_th: f64,
+    /// Average queue at which the drop probability reaches `max_p` (default 15).
+    pub max_th: f64,
+    /// Drop probability at `max_th` (default 0.1).
+    pub max_p: f64,
+    /// EWMA weight w_q of the average queue (default 0.002).
+    pub weight: f64,
+    /// Gentle RED: between `max_th` and `2·max_th` the probability rises linearly from `max_p`
+    /// to 1 instead of jumping to 1 (default false, ns-2's classic `gentle_`).
+    pub gentle: bool,
+}
+
+impl Default for RedSpec {
+    fn default() -> Self {
+        RedSpec {
+            limit: 50,
+            min_th: 5.0,
+            max_th: 15.0,
+            max_p: 0.1,
+            weight: 0.002,
+            gentle: false,
+        }
+    }
+}
+
+/// RIO parameters (Clark and Fang 1998), RIO-C: out-of-profile packets are dropped according to
+/// the average of the whole queue, in-profile packets according to the average of in-profile
+/// packets. Thresholds in packets. Defaults are the gTFRC paper's testbed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RioSpec {
+    /// Most packets held, both colours together (default 50).
+    pub limit: u32,
+    /// In-profile minimum threshold (default 20).
+    pub min_in: f64,
+    /// In-profile maximum threshold (default 40).
+    pub max_in: f64,
+    /// In-profile drop probability at `max_in` (default 0.02).
+    pub p_in: f64,
+    /// Out-of-profile minimum threshold (default 10).
+    pub min_out: f64,
+    /// Out-of-profile maximum threshold (default 20).
+    pub max_out: f64,
+    /// Out-of-profile drop probability at `max_out` (default 0.1).
+    pub p_out: f64,
+    /// EWMA weight of both averages (default 0.002).
+    pub weight: f64,
+}
+
+impl Default for RioSpec {
+    fn default() -> Self {
+        RioSpec {
+            limit: 50,
+            min_in: 20.0,
+            max_in: 40.0,
+            p_in: 0.02,
+            min_out: 10.0,
+            max_out: 20.0,
+            p_out: 0.1,
+            weight: 0.002,
+        }
+    }
+}
+
+/// A loss model on a link direction, optionally active only during `[start, stop)`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LossSpec {
+    /// Which packets are lost.
+    pub model: LossModel,
+    /// When the model starts acting (default 0s).
+    pub start: Duration,
+    /// When it stops acting (`None`: until the end of the run).
+    pub stop: Option<Duration>,
+}
+
+impl LossSpec {
+    /// Whether the model acts at time `at` (since the start of the run).
+    pub fn is_active(&self, at: Duration) -> bool {
+        at >= self.start
+            && match self.stop {
+                Some(stop) => at < stop,
+                None => true,
+            }
+    }
+}
+
+/// The random process deciding which packets are lost. Probabilities are per packet.
+#[derive(Debug, Clone, PartialEq)]
+pub enum LossModel {
+    /// Each packet is lost independently with probability `rate` (`kind = "bernoulli"`).
+    Bernoulli {
+        /// Loss probability, 0 ≤ rate ≤ 1.
+        rate: f64,
+    },
+    /// The times between losses are exponentially distributed with mean `mean_gap`: after a
+    /// loss at `t`, the first packet arriving at or after `t + gap` is lost
+    /// (`kind = "exponential"`). Time-based, so the loss process does not depend on the traffic
+    /// (a packet-counted exponential gap would be little more than Bernoulli loss).
+    Exponential {
+        /// Mean time between losses, > 0.
+        mean_gap: Duration,
+    },
+    /// Two-state Markov chain, one transition per packet (`kind = "gilbert-elliott"`).
+    GilbertElliott {
+        /// Probability of moving from the good to the bad state, per packet.
+        p_good_to_bad: f64,
+        /// Probability of moving from the bad to the good state, per packet.
+        p_bad_to_good: f64,
+        /// Loss probability in the good state (default 0).
+        loss_good: f64,
+        /// Loss probability in the bad state (default 1).
+        loss_bad: f64,
+    },
+}
+
+impl LossModel {
+    /// The long-run fraction of packets lost, when it does not depend on the traffic (`None`
+    /// for time-based exponential gaps).
+    pub fn mean_loss_rate(&self) -> Option<f64> {
+        Some(match *self {
+            LossModel::Bernoulli { rate } => rate,
+            LossModel::Exponential { .. } => return None,
+            LossModel::GilbertElliott {
+                p_good_to_bad,
+                p_bad_to_good,
+                loss_good,
+                loss_bad,
+            } => {
+                let total = p_good_to_bad + p_bad_to_good;
+                if total == 0.0 {
+                    loss_good
+                } else {
+                    (p_bad_to_good * loss_good + p_good_to_bad * loss_bad) / total
+                }
+            }
+        })
+    }
+}
+
+/// A two-colour token-bucket marker on one link direction: packets of its flows that find
+/// enough tokens are marked in-profile, the others out-of-profile. Several flows share one
+/// bucket (an aggregate).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MarkerSpec {
+    /// The marked direction `[from, to]`; a link must join these nodes.
+    pub link: [String; 2],
+    /// The marking algorithm.
+    pub kind: MarkerKind,
+    /// The flows marked together. After [`crate::Scenario::expand`], instance names (`a.1`);
+    /// before it, a flow with `count` is named by its base name.
+    pub flows: Vec<String>,
+    /// Token rate (committed information rate).
+    pub rate: Rate,
+    /// Bucket depth in bytes (committed burst size).
+    pub bucket: u64,
+}
+
+/// Marker algorithms.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum MarkerKind {
+    /// Two-colour token bucket (`"token-bucket"`, the default).
+    #[default]
+    TokenBucket,
+}
+
+/// A traffic source and its sink.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FlowSpec {
+    /// Unique name (letters, digits, `_`, `-`, `.`). Instances of a flow with `count` are named
+    /// `name.1` … `name.N`.
+    pub name: String,
+    /// Sending node.
+    pub from: String,
+    /// Receiving node.
+    pub to: String,
+    /// When the source starts (default 0s).
+    pub start: Duration,
+    /// When the source stops (`None`: at the end of the run; see [`FlowSpec::stop_time`]).
+    pub stop: Option<Duration>,
+    /// Packet size in bytes, headers included (default 1000).
+    pub packet_size: u32,
+    /// `Some(n)`: this entry stands for `n` identical flows `name.1` … `name.n`, expanded by
+    /// [`crate::Scenario::expand`]. `None`: one flow named `name`.
+    pub count: Option<u32>,
+    /// The protocol or traffic model and its own parameters.
+    pub kind: FlowKind,
+}
+
+impl FlowSpec {
+    /// The stop time, `run_duration` when none is given.
+    pub fn stop_time(&self, run_duration: Duration) -> Duration {
+        self.stop.unwrap_or(run_duration)
+    }
+
+    /// The kind's name as written in files: `"tfrc"`, `"tcp"`, `"cbr"`, `"pareto"`, `"exp-onoff"`.
+    pub fn kind_name(&self) -> &'static str {
+        self.kind.name()
+    }
+}
+
+/// The protocol or traffic model of a flow.
+#[derive(Debug, Clone, PartialEq)]
+pub enum FlowKind {
+    /// A TFRC sender and receiver (`kind = "tfrc"`).
+    Tfrc(TfrcSpec),
+    /// A TCP sender and sink (`kind = "tcp"`).
+    Tcp(TcpSpec),
+    /// Constant bit rate over UDP (`kind = "cbr"`).
+    Cbr {
+        /// Sending rate.
+        rate: Rate,
+    },
+    /// Pareto on/off over UDP (`kind = "pareto"`, ns-2's Application/Traffic/Pareto).
+    Pareto(OnOffSpec),
+    /// Exponential on/off over UDP (`kind = "exp-onoff"`, ns-2's Application/Traffic/Exponential).
+    /// Its `shape` is unused and always `None`.
+    ExponentialOnOff(OnOffSpec),
+}
+
+impl FlowKind {
+    /// The kind's name as written in files.
+    pub fn name(&self) -> &'static str {
+        match self {
+            FlowKind::Tfrc(_) => "tfrc",
+            FlowKind::Tcp(_) => "tcp",
+            FlowKind::Cbr { .. } => "cbr",
+            FlowKind::Pareto(_) => "pareto",
+            FlowKind::ExponentialOnOff(_) => "exp-onoff",
+        }
+    }
+}
+
+/// TFRC options; each extension is off unless given.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct TfrcSpec {
+    /// gTFRC target rate g: the sender uses max(g, X).
+    pub target_rate: Option<Rate>,
+    /// RTT_ref: the receiver sends max(int(RTT / RTT_ref), 1) feedbacks per RTT.
+    pub rtt_ref: Option<Duration>,
+    /// Veno loss differentiation.
+    pub veno: Option<VenoSpec>,
+    /// Which reading of TFRC to follow (default RFC 5348).
+    pub profile: TfrcProfile,
+    /// History discounting of old loss intervals, RFC 5348 §5.5 (default false).
+    pub history_discounting: bool,
+    /// Oscillation prevention by √RTT spacing, RFC 5348 §4.5 (default false).
+    pub oscillation_damping: bool,
+}
+
+/// Veno differentiation parameters (keys `veno_beta`, `veno_alpha`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct VenoSpec {
+    /// β in packets: a loss seen while the backlog N < β counts as non-congestion loss.
+    pub beta: f64,
+    /// α: a non-congestion loss interval counts α times its length (default 3).
+    pub alpha: f64,
+}
+
+/// Which reading of TFRC the core follows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TfrcProfile {
+    /// RFC 5348 as written (`"rfc5348"`, the default).
+    #[default]
+    Rfc5348,
+    /// ns-2.35's `Agent/TFRC` behaviour (`"ns2"`), for side-by-side runs.
+    Ns2,
+}
+
+/// TCP options.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct TcpSpec {
+    /// Loss recovery variant (default SACK).
+    pub variant: TcpVariant,
+    /// The sink delays ACKs (one ACK per two segments or 200 ms; default false, as ns-2's
+    /// `TCPSink`).
+    pub delayed_ack: bool,
+    /// Largest congestion window in packets (`None`: unlimited; ns-2's default is 20).
+    pub window: Option<u32>,
+}
+
+/// TCP loss recovery variants.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TcpVariant {
+    /// Reno: fast retransmit and fast recovery (`"reno"`).
+    Reno,
+    /// NewReno: partial ACKs keep fast recovery going (`"newreno"`).
+    NewReno,
+    /// SACK-based recovery (`"sack"`, the default).
+    #[default]
+    Sack,
+}
+
+/// An on/off UDP source: sends at `rate` during on periods, nothing during off periods.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OnOffSpec {
+    /// Sending rate during on periods.
+    pub rate: Rate,
+    /// Mean on time (key `burst`, default 500ms as ns-2).
+    pub burst: Duration,
+    /// Mean off time (key `idle`, default 500ms as ns-2).
+    pub idle: Duration,
+    /// Pareto shape parameter (default 1.5; must exceed 1). `None` for exponential on/off.
+    pub shape: Option<f64>,
+}
+
+/// What the run records and how often.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Output {
+    /// Bin width of the per-flow and per-link time series (default 1s).
+    pub interval: Duration,
+    /// Sampling interval of protocol state (`None`: the same as `interval`).
+    pub state_interval: Option<Duration>,
+}
+
+impl Output {
+    /// The state sampling interval, `interval` when none is given.
+    pub fn state_sampling_interval(&self) -> Duration {
+        self.state_interval.unwrap_or(self.interval)
+    }
+}
+
+impl Default for Output {
+    fn default() -> Self {
+        Output {
+            interval: Duration::from_secs(1),
+            state_interval: None,
+        }
+    }
+}
+
+/// One axis of a sweep: a list of choices, each setting one or more override paths.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SweepAxis {
+    /// The axis name used in variant names (`flows` in `e002-grid[flows=2,…]`).
+    pub label: String,
+    /// How the axis was written, so that it is written back the same way.
+    pub form: SweepForm,
+    /// The choices, in order.
+    pub choices: Vec<SweepChoice>,
+}
+
+impl SweepAxis {
+    /// The axis's key in the `[sweep]` table: the override path for a
+    /// [`SweepForm::List`] axis, the label otherwise.
+    pub fn file_key(&self) -> String {
+        match self.form {
+            SweepForm::List => self
+                .choices
+                .first()
+                .and_then(|choice| choice.settings.first())
+                .map(|(path, _)| path.clone())
+                .unwrap_or_else(|| self.label.clone()),
+            SweepForm::Paths | SweepForm::Grouped => self.label.clone(),
+        }
+    }
+}
+
+/// How a sweep axis is written in the file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SweepForm {
+    /// `"path" = [value, …]`: one path, label = its last segment.
+    List,
+    /// `label = { paths = […], values = […], labels = […] }`: every path gets the same value.
+    Paths,
+    /// `label = [ { "path" = value, …, label = "…" }, … ]`: each choice sets its own paths.
+    Grouped,
+}
+
+/// One choice of a sweep axis.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SweepChoice {
+    /// The override paths and the TOML values they get.
+    pub settings: Vec<(String, toml::Value)>,
+    /// The name components this choice adds to the variant name, in order (`("flows", "2")`).
+    pub name_parts: Vec<(String, String)>,
+    /// An explicit label given in the file (`labels = […]` or `label = "…"`), if any.
+    pub explicit_label: Option<String>,
+}

@@ -1,0 +1,1117 @@
+//! Raw file structs → typed model (defaults and validation), and back.
+
+use core::time::Duration;
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+
+use crate::error::ScenarioError;
+use crate::model::{
+    Capacity, FlowKind, FlowSpec, Link, LinkDirectionSpec, LossModel, LossSpec, MarkerSpec,
+    OnOffSpec, Output, QueueSpec, RedSpec, RioSpec, TcpSpec, TfrcSpec, VenoSpec,
+};
+use crate::raw::{
+    flatten, kind_keys, FlowKindName, LossKindName, NoneOr, QueueKindName, RawDirection, RawFlow,
+    RawLink, RawLoss, RawMarker, RawOutput, RawQueue, RawScenario, FLOW_KIND_KEYS, QUEUE_KIND_KEYS,
+};
+use crate::sweep;
+use crate::units::{format_duration, DurationText, Rate, RATE_EXPECTED};
+use crate::Scenario;
+
+/// Most instances one flow entry may stand for (`count`).
+pub const MAX_FLOW_COUNT: u32 = 100_000;
+/// Most flows a scenario may have after `count` expansion.
+pub const MAX_TOTAL_FLOWS: u64 = 1_000_000;
+/// Largest integer a TOML file can hold (seeds and bucket sizes stay within it).
+pub const MAX_TOML_INTEGER: u64 = i64::MAX as u64;
+/// Largest packet size in bytes (the largest UDP payload).
+pub const MAX_PACKET_SIZE: u32 = 65_507;
+
+struct Resolver<'a> {
+    file: &'a str,
+    base_dir: Option<&'a Path>,
+}
+
+type Result<T> = core::result::Result<T, ScenarioError>;
+
+impl Resolver<'_> {
+    fn error(&self, key: impl Into<String>, message: impl Into<String>) -> ScenarioError {
+        ScenarioError::invalid(self.file, key, message)
+    }
+
+    fn positive_rate(&self, key: &str, rate: Rate) -> Result<Rate> {
+        if rate.is_zero() {
+            Err(self.error(
+                key,
+                format!("expected a rate above zero like \"800kbps\", got {rate}"),
+            ))
+        } else {
+            Ok(rate)
+        }
+    }
+
+    fn positive_duration(&self, key: &str, duration: Duration) -> Result<Duration> {
+        if duration.is_zero() {
+            Err(self.error(key, "expected a duration above zero like \"1s\", got 0s"))
+        } else {
+            Ok(duration)
+        }
+    }
+
+    fn probability(&self, key: &str, value: f64) -> Result<f64> {
+        if value.is_finite() && (0.0..=1.0).contains(&value) {
+            Ok(value)
+        } else {
+            Err(self.error(
+                key,
+                format!("expected a probability between 0 and 1, got {value}"),
+            ))
+        }
+    }
+
+    /// A probability that must be above zero (a RED/RIO maximum drop probability).
+    fn max_probability(&self, key: &str, value: f64) -> Result<f64> {
+        if value.is_finite() && value > 0.0 && value <= 1.0 {
+            Ok(value)
+        } else {
+            Err(self.error(
+                key,
+                format!("expected a probability above 0 and at most 1, got {value}"),
+            ))
+        }
+    }
+
+    fn threshold(&self, key: &str, value: f64) -> Result<f64> {
+        if value.is_finite() && value >= 0.0 {
+            Ok(value)
+        } else {
+            Err(self.error(
+                key,
+                format!("expected a number of packets ≥ 0, got {value}"),
+            ))
+        }
+    }
+
+    fn ordered(&self, low_key: &str, low: f64, high_key: &str, high: f64) -> Result<()> {
+        if low < high {
+            Ok(())
+        } else {
+            let high_name = high_key.rsplit('.').next().unwrap_or(high_key);
+            Err(self.error(
+                low_key,
+                format!("expected a value below {high_name} ({high}), got {low}"),
+            ))
+        }
+    }
+
+    fn node_name(&self, key: &str, name: &str) -> Result<()> {
+        if valid_name(name) {
+            Ok(())
+        } else {
+            Err(self.error(
+                key,
+                format!(
+                    "expected a node name made of letters, digits, '_', '-' and '.', got {name:?}"
+                ),
+            ))
+        }
+    }
+
+    fn node_pair(&self, key: &str, names: &[String], what: &str) -> Result<[String; 2]> {
+        match names {
+            [first, second] => {
+                self.node_name(key, first)?;
+                self.node_name(key, second)?;
+                if first == second {
+                    return Err(self.error(
+                        key,
+                        format!("expected two different nodes, got [{first:?}, {second:?}]"),
+                    ));
+                }
+                Ok([first.clone(), second.clone()])
+            }
+            _ => Err(self.error(
+                key,
+                format!(
+                    "expected {what} like [\"sender\", \"router\"], got {} names",
+                    names.len()
+                ),
+            )),
+        }
+    }
+}
+
+/// Whether `name` is usable as a node or flow name.
+pub(crate) fn valid_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 128
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+}
+
+/// Builds the typed scenario from the raw one.
+pub(crate) fn resolve(raw: RawScenario, file: &str, base_dir: Option<&Path>) -> Result<Scenario> {
+    let resolver = Resolver { file, base_dir };
+    let r = &resolver;
+
+    if raw.name.trim().is_empty()
+        || raw.name.contains(['/', '\\'])
+        || raw.name.chars().any(char::is_control)
+        || raw.name.len() > 4096
+    {
+        return Err(r.error(
+            "name",
+            format!("expected a non-empty name without '/', '\\' or control characters (it names output folders), got {:?}", raw.name),
+        ));
+    }
+    let duration = r.positive_duration("duration", raw.duration.0)?;
+    let seed = raw.seed.unwrap_or(1);
+
+    if raw.link.is_empty() {
+        return Err(r.error(
+            "link",
+            "expected at least one [[link]] with between = [\"a\", \"b\"], rate and delay",
+        ));
+    }
+    let mut links: Vec<Link> = Vec::with_capacity(raw.link.len());
+    for (index, raw_link) in raw.link.into_iter().enumerate() {
+        let link = resolve_link(r, index, raw_link)?;
+        if let Some(other) = links
+            .iter()
+            .position(|l| l.joins(&link.between[0], &link.between[1]))
+        {
+            return Err(r.error(
+                format!("link[{index}].between"),
+                format!(
+                    "nodes {:?} and {:?} are already joined by link[{other}]; a link is duplex, use forward/reverse for per-direction settings",
+                    link.between[0], link.between[1]
+                ),
+            ));
+        }
+        links.push(link);
+    }
+    let graph = Graph::new(&links);
+
+    let mut flows: Vec<FlowSpec> = Vec::with_capacity(raw.flow.len());
+    let mut seen_names: HashMap<String, usize> = HashMap::new();
+    let mut total_flows: u64 = 0;
+    for (index, raw_flow) in raw.flow.into_iter().enumerate() {
+        let flow = resolve_flow(r, index, raw_flow, duration, &graph)?;
+        let instances = instance_names(&flow);
+        total_flows += instances.len() as u64;
+        if total_flows > MAX_TOTAL_FLOWS {
+            return Err(r.error(
+                format!("flow[{index}].count"),
+                format!("expected at most {MAX_TOTAL_FLOWS} flows in all after count expansion"),
+            ));
+        }
+        for instance in instances {
+            if let Some(other) = seen_names.insert(instance.clone(), index) {
+                let key = if flow.count.is_some() && instance != flow.name {
+                    format!("flow[{index}].count")
+                } else {
+                    format!("flow[{index}].name")
+                };
+                return Err(r.error(
+                    key,
+                    format!("flow name {instance:?} is already used by flow[{other}]; flow names must be unique"),
+                ));
+            }
+        }
+        flows.push(flow);
+    }
+
+    let mut markers: Vec<MarkerSpec> = Vec::with_capacity(raw.marker.len());
+    let mut marked: HashMap<(String, String, String), usize> = HashMap::new();
+    for (index, raw_marker) in raw.marker.into_iter().enumerate() {
+        let marker = resolve_marker(r, index, raw_marker, &links, &flows, &seen_names)?;
+        for name in expand_flow_references(&marker.flows, &flows) {
+            let key = (marker.link[0].clone(), marker.link[1].clone(), name.clone());
+            if let Some(other) = marked.insert(key, index) {
+                if other != index {
+                    return Err(r.error(
+                        format!("marker[{index}].flows"),
+                        format!("flow {name:?} is already marked on this link direction by marker[{other}]"),
+                    ));
+                }
+            }
+        }
+        markers.push(marker);
+    }
+
+    let output = resolve_output(r, raw.output.unwrap_or_default())?;
+    let sweep = match raw.sweep {
+        Some(table) => sweep::parse_sweep(file, &table)?,
+        None => Vec::new(),
+    };
+    let mut variant = Vec::new();
+    for (label, value) in raw.variant.unwrap_or_default() {
+        match value {
+            toml::Value::String(text) => variant.push((label, text)),
+            other => {
+                return Err(r.error(
+                    crate::error::join_key("variant", &label),
+                    format!(
+                        "expected a string (a sweep setting recorded by expansion), got {}",
+                        crate::emit::inline(&other)
+                    ),
+                ))
+            }
+        }
+    }
+
+    Ok(Scenario::assemble(
+        raw.name, duration, seed, links, markers, flows, output, sweep, variant, file, base_dir,
+    ))
+}
+
+fn resolve_link(r: &Resolver<'_>, index: usize, raw: RawLink) -> Result<Link> {
+    let prefix = format!("link[{index}]");
+    let between = r.node_pair(&format!("{prefix}.between"), &raw.between, "two node names")?;
+    let top = RawDirection {
+        rate: raw.rate,
+        trace: raw.trace,
+        delay: raw.delay,
+        queue: raw.queue,
+        loss: raw.loss,
+    };
+    let forward = resolve_direction(r, &prefix, "forward", &top, raw.forward.as_ref(), true)?;
+    let reverse = resolve_direction(r, &prefix, "reverse", &top, raw.reverse.as_ref(), false)?;
+    Ok(Link {
+        between,
+        forward,
+        reverse,
+    })
+}
+
+/// The capacity set at one level (top or per-direction), if any.
+fn level_capacity(
+    r: &Resolver<'_>,
+    prefix: &str,
+    level: &RawDirection,
+) -> Result<Option<Capacity>> {
+    let trace = flatten(level.trace.clone());
+    match (flatten(level.rate.clone()), trace) {
+        (Some(_), Some(_)) => Err(r.error(
+            format!("{prefix}.trace"),
+            "expected either rate or trace, not both at the same level",
+        )),
+        (Some(rate), None) => Ok(Some(Capacity::Rate(
+            r.positive_rate(&format!("{prefix}.rate"), rate)?,
+        ))),
+        (None, Some(path)) => {
+            if path.trim().is_empty() {
+                return Err(r.error(
+                    format!("{prefix}.trace"),
+                    "expected the path of a Mahimahi trace file, got an empty string",
+                ));
+            }
+            Ok(Some(Capacity::Trace(resolve_path(r.base_dir, &path))))
+        }
+        (None, None) => Ok(None),
+    }
+}
+
+fn resolve_path(base_dir: Option<&Path>, text: &str) -> PathBuf {
+    let path = PathBuf::from(text);
+    match base_dir {
+        Some(base) if path.is_relative() => {
+            let joined = base.join(&path);
+            std::path::absolute(&joined).unwrap_or(joined)
+        }
+        _ => path,
+    }
+}
+
+fn resolve_direction(
+    r: &Resolver<'_>,
+    prefix: &str,
+    direction: &str,
+    top: &RawDirection,
+    specific: Option<&RawDirection>,
+    top_loss_applies: bool,
+) -> Result<LinkDirectionSpec> {
+    let empty = RawDirection::default();
+    let specific_prefix = format!("{prefix}.{direction}");
+    let specific = specific.unwrap_or(&empty);
+
+    let capacity = match level_capacity(r, &specific_prefix, specific)? {
+        Some(capacity) => capacity,
+        None => match level_capacity(r, prefix, top)? {
+            Some(capacity) => capacity,
+            None => {
+                return Err(r.error(
+                    format!("{prefix}.rate"),
+                    format!("required key is missing for the {direction} direction (expected {RATE_EXPECTED}, or trace = \"a Mahimahi trace file\")"),
+                ))
+            }
+        },
+    };
+    let delay =
+        match (specific.delay, top.delay) {
+            (Some(delay), _) | (None, Some(delay)) => delay.0,
+            (None, None) => return Err(r.error(
+                format!("{prefix}.delay"),
+                "required key is missing (expected the one-way propagation delay like \"24ms\")",
+            )),
+        };
+    let queue = match (&specific.queue, &top.queue) {
+        (Some(queue), _) => resolve_queue(r, &format!("{specific_prefix}.queue"), queue)?,
+        (None, Some(queue)) => resolve_queue(r, &format!("{prefix}.queue"), queue)?,
+        (None, None) => QueueSpec::DEFAULT,
+    };
+    let loss = match (&specific.loss, &top.loss) {
+        (Some(loss), _) => match loss {
+            NoneOr::None => None,
+            NoneOr::Some(loss) => Some(resolve_loss(r, &format!("{specific_prefix}.loss"), loss)?),
+        },
+        (None, Some(NoneOr::Some(loss))) if top_loss_applies => {
+            Some(resolve_loss(r, &format!("{prefix}.loss"), loss)?)
+        }
+        _ => None,
+    };
+    Ok(LinkDirectionSpec {
+        capacity,
+        delay,
+        queue,
+        loss,
+    })
+}
+
+fn check_kind_keys(
+    r: &Resolver<'_>,
+    prefix: &str,
+    what: &str,
+    kind: &str,
+    present: &[&str],
+    table: &[(&str, &'static [&'static str])],
+) -> Result<()> {
+    let allowed = kind_keys(table, kind).unwrap_or(&[]);
+    for key in present {
+        if !allowed.contains(key) {
+            let takes = if allowed.is_empty() {
+                "no other keys".to_owned()
+            } else {
+                allowed.join(", ")
+            };
+            return Err(r.error(
+                format!("{prefix}.{key}"),
+                format!("`{key}` is not a key of a {kind} {what}; besides the common keys a {kind} {what} takes: {takes}"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn resolve_queue(r: &Resolver<'_>, prefix: &str, raw: &RawQueue) -> Result<QueueSpec> {
+    let kind = raw.kind.unwrap_or(QueueKindName::Droptail);
+    check_kind_keys(
+        r,
+        prefix,
+        "queue",
+        kind.as_str(),
+        &raw.present_keys(),
+        QUEUE_KIND_KEYS,
+    )?;
+    let key = |name: &str| format!("{prefix}.{name}");
+    let limit = raw.limit.unwrap_or(50);
+    if limit == 0 {
+        return Err(r.error(
+            key("limit"),
+            "expected a queue limit of at least 1 packet, got 0",
+        ));
+    }
+    match kind {
+        QueueKindName::Droptail => Ok(QueueSpec::DropTail { limit }),
+        QueueKindName::Red => {
+            let defaults = RedSpec::default();
+            let red = RedSpec {
+                limit,
+                min_th: r.threshold(&key("min_th"), raw.min_th.unwrap_or(defaults.min_th))?,
+                max_th: r.threshold(&key("max_th"), raw.max_th.unwrap_or(defaults.max_th))?,
+                max_p: r.max_probability(&key("max_p"), raw.max_p.unwrap_or(defaults.max_p))?,
+                weight: r.max_probability(&key("weight"), raw.weight.unwrap_or(defaults.weight))?,
+                gentle: raw.gentle.unwrap_or(defaults.gentle),
+            };
+            r.ordered(&key("min_th"), red.min_th, &key("max_th"), red.max_th)?;
+            Ok(QueueSpec::Red(red))
+        }
+        QueueKindName::Rio => {
+            let defaults = RioSpec::default();
+            let rio = RioSpec {
+                limit,
+                min_in: r.threshold(&key("min_in"), raw.min_in.unwrap_or(defaults.min_in))?,
+                max_in: r.threshold(&key("max_in"), raw.max_in.unwrap_or(defaults.max_in))?,
+                p_in: r.max_probability(&key("p_in"), raw.p_in.unwrap_or(defaults.p_in))?,
+                min_out: r.threshold(&key("min_out"), raw.min_out.unwrap_or(defaults.min_out))?,
+                max_out: r.threshold(&key("max_out"), raw.max_out.unwrap_or(defaults.max_out))?,
+                p_out: r.max_probability(&key("p_out"), raw.p_out.unwrap_or(defaults.p_out))?,
+                weight: r.max_probability(&key("weight"), raw.weight.unwrap_or(defaults.weight))?,
+            };
+            r.ordered(&key("min_in"), rio.min_in, &key("max_in"), rio.max_in)?;
+            r.ordered(&key("min_out"), rio.min_out, &key("max_out"), rio.max_out)?;
+            Ok(QueueSpec::Rio(rio))
+        }
+    }
+}
+
+fn resolve_loss(r: &Resolver<'_>, prefix: &str, raw: &RawLoss) -> Result<LossSpec> {
+    let kind = raw.kind.as_str();
+    check_kind_keys(
+        r,
+        prefix,
+        "loss model",
+        kind,
+        &raw.present_keys(),
+        crate::raw::LOSS_KIND_KEYS,
+    )?;
+    let key = |name: &str| format!("{prefix}.{name}");
+    let required = |name: &str, value: Option<f64>, expected: &str| {
+        value.ok_or_else(|| {
+            r.error(
+                key(name),
+                format!("required key is missing for a {kind} loss model (expected {expected})"),
+            )
+        })
+    };
+    let model = match raw.kind {
+        LossKindName::Bernoulli => LossModel::Bernoulli {
+            rate: r.probability(
+                &key("rate"),
+                required("rate", raw.rate, "a loss probability like 0.01")?,
+            )?,
+        },
+        LossKindName::Exponential => {
+            let mean_gap = raw.mean_gap.map(|d| d.0).ok_or_else(|| {
+                r.error(
+                    key("mean_gap"),
+                    "required key is missing for an exponential loss model (expected the mean time between losses like \"100ms\")",
+                )
+            })?;
+            LossModel::Exponential {
+                mean_gap: r.positive_duration(&key("mean_gap"), mean_gap)?,
+            }
+        }
+        LossKindName::GilbertElliott => LossModel::GilbertElliott {
+            p_good_to_bad: r.probability(
+                &key("p_good_to_bad"),
+                required(
+                    "p_good_to_bad",
+                    raw.p_good_to_bad,
+                    "a probability between 0 and 1",
+                )?,
+            )?,
+            p_bad_to_good: r.probability(
+                &key("p_bad_to_good"),
+                required(
+                    "p_bad_to_good",
+                    raw.p_bad_to_good,
+                    "a probability between 0 and 1",
+                )?,
+            )?,
+            loss_good: r.probability(&key("loss_good"), raw.loss_good.unwrap_or(0.0))?,
+            loss_bad: r.probability(&key("loss_bad"), raw.loss_bad.unwrap_or(1.0))?,
+        },
+    };
+    let start = raw.start.map_or(Duration::ZERO, |d| d.0);
+    let stop = flatten(raw.stop.clone()).map(|d| d.0);
+    if let Some(stop) = stop {
+        if stop <= start {
+            return Err(r.error(
+                key("stop"),
+                format!(
+                    "expected a stop time after start ({}), got {}",
+                    format_duration(start),
+                    format_duration(stop)
+                ),
+            ));
+        }
+    }
+    Ok(LossSpec { model, start, stop })
+}
+
+fn resolve_flow(
+    r: &Resolver<'_>,
+    index: usize,
+    raw: RawFlow,
+    run_duration: Duration,
+    graph: &Graph,
+) -> Result<FlowSpec> {
+    let prefix = format!("flow[{index}]");
+    let key = |name: &str| format!("{prefix}.{name}");
+    if !valid_name(&raw.name) {
+        return Err(r.error(
+            key("name"),
+            format!(
+                "expected a flow name made of letters, digits, '_', '-' and '.', got {:?}",
+                raw.name
+            ),
+        ));
+    }
+    let kind_name = raw.kind.as_str();
+    check_kind_keys(
+        r,
+        &prefix,
+        "flow",
+        kind_name,
+        &raw.present_keys(),
+        FLOW_KIND_KEYS,
+    )?;
+
+    for (field, node) in [("from", &raw.from), ("to", &raw.to)] {
+        r.node_name(&key(field), node)?;
+        if !graph.has_node(node) {
+            return Err(r.error(
+                key(field),
+                format!(
+                    "expected a node that a link joins ({}), got {node:?}",
+                    graph.node_list()
+                ),
+            ));
+        }
+    }
+    if raw.from == raw.to {
+        return Err(r.error(
+            key("to"),
+            format!("expected a node other than from ({:?})", raw.from),
+        ));
+    }
+    if !graph.connected(&raw.from, &raw.to) {
+        return Err(r.error(
+            key("to"),
+            format!("no path of links leads from {:?} to {:?}", raw.from, raw.to),
+        ));
+    }
+
+    let start = raw.start.map_or(Duration::ZERO, |d| d.0);
+    if start >= run_duration {
+        return Err(r.error(
+            key("start"),
+            format!(
+                "expected a start time before the end of the run ({}), got {}",
+                format_duration(run_duration),
+                format_duration(start)
+            ),
+        ));
+    }
+    let stop = flatten(raw.stop.clone()).map(|d| d.0);
+    if let Some(stop) = stop {
+        if stop <= start {
+            return Err(r.error(
+                key("stop"),
+                format!(
+                    "expected a stop time after start ({}), got {}",
+                    format_duration(start),
+                    format_duration(stop)
+                ),
+            ));
+        }
+    }
+    let packet_size = raw.packet_size.unwrap_or(1000);
+    if packet_size == 0 || packet_size > MAX_PACKET_SIZE {
+        return Err(r.error(
+            key("packet_size"),
+            format!("expected a packet size from 1 to {MAX_PACKET_SIZE} bytes, got {packet_size}"),
+        ));
+    }
+    let count = flatten(raw.count.clone());
+    if let Some(count) = count {
+        if count == 0 || count > MAX_FLOW_COUNT {
+            return Err(r.error(
+                key("count"),
+                format!("expected a number of flows from 1 to {MAX_FLOW_COUNT}, got {count}"),
+            ));
+        }
+    }
+
+    let kind = match raw.kind {
+        FlowKindName::Tfrc => {
+            let target_rate = match flatten(raw.target_rate.clone()) {
+                Some(rate) => Some(r.positive_rate(&key("target_rate"), rate)?),
+                None => None,
+            };
+            let rtt_ref = match flatten(raw.rtt_ref.clone()) {
+                Some(rtt) => Some(r.positive_duration(&key("rtt_ref"), rtt.0)?),
+                None => None,
+            };
+            let veno = match (
+                flatten(raw.veno_beta.clone()),
+                flatten(raw.veno_alpha.clone()),
+            ) {
+                (None, None) => None,
+                (None, Some(_)) => return Err(r.error(
+                    key("veno_alpha"),
+                    "veno_alpha needs veno_beta (Veno differentiation is on when veno_beta is set)",
+                )),
+                (Some(beta), alpha) => {
+                    if !(beta.is_finite() && beta >= 0.0) {
+                        return Err(r.error(
+                            key("veno_beta"),
+                            format!("expected a threshold β in packets ≥ 0 like 1, got {beta}"),
+                        ));
+                    }
+                    let alpha = alpha.unwrap_or(3.0);
+                    if !(alpha.is_finite() && alpha >= 1.0) {
+                        return Err(r.error(
+                            key("veno_alpha"),
+                            format!("expected a stretch factor α ≥ 1 like 3, got {alpha}"),
+                        ));
+                    }
+                    Some(VenoSpec { beta, alpha })
+                }
+            };
+            FlowKind::Tfrc(TfrcSpec {
+                target_rate,
+                rtt_ref,
+                veno,
+                profile: raw.profile.unwrap_or_default(),
+                history_discounting: raw.history_discounting.unwrap_or(false),
+                oscillation_damping: raw.oscillation_damping.unwrap_or(false),
+            })
+        }
+        FlowKindName::Tcp => {
+            let window = flatten(raw.window.clone());
+            if window == Some(0) {
+                return Err(r.error(
+                    key("window"),
+                    "expected a window of at least 1 packet, got 0",
+                ));
+            }
+            FlowKind::Tcp(TcpSpec {
+                variant: raw.variant.unwrap_or_default(),
+                delayed_ack: raw.delayed_ack.unwrap_or(false),
+                window,
+            })
+        }
+        FlowKindName::Cbr => {
+            let rate = raw.rate.ok_or_else(|| {
+                r.error(
+                    key("rate"),
+                    format!("required key is missing for a cbr flow (expected {RATE_EXPECTED})"),
+                )
+            })?;
+            FlowKind::Cbr {
+                rate: r.positive_rate(&key("rate"), rate)?,
+            }
+        }
+        FlowKindName::Pareto | FlowKindName::ExpOnoff => {
+            let rate = raw.rate.ok_or_else(|| {
+                r.error(
+                    key("rate"),
+                    format!(
+                        "required key is missing for a {kind_name} flow (expected {RATE_EXPECTED}: the rate during on periods)"
+                    ),
+                )
+            })?;
+            let rate = r.positive_rate(&key("rate"), rate)?;
+            let burst = r.positive_duration(
+                &key("burst"),
+                raw.burst.map_or(Duration::from_millis(500), |d| d.0),
+            )?;
+            let idle = r.positive_duration(
+                &key("idle"),
+                raw.idle.map_or(Duration::from_millis(500), |d| d.0),
+            )?;
+            let on_off = |shape| OnOffSpec {
+                rate,
+                burst,
+                idle,
+                shape,
+            };
+            if raw.kind == FlowKindName::Pareto {
+                let shape = raw.shape.unwrap_or(1.5);
+                if !(shape.is_finite() && shape > 1.0) {
+                    return Err(r.error(
+                        key("shape"),
+                        format!(
+                            "expected a Pareto shape above 1 (finite mean) like 1.5, got {shape}"
+                        ),
+                    ));
+                }
+                FlowKind::Pareto(on_off(Some(shape)))
+            } else {
+                FlowKind::ExponentialOnOff(on_off(None))
+            }
+        }
+    };
+
+    Ok(FlowSpec {
+        name: raw.name,
+        from: raw.from,
+        to: raw.to,
+        start,
+        stop,
+        packet_size,
+        count,
+        kind,
+    })
+}
+
+fn resolve_marker(
+    r: &Resolver<'_>,
+    index: usize,
+    raw: RawMarker,
+    links: &[Link],
+    flows: &[FlowSpec],
+    instance_names: &HashMap<String, usize>,
+) -> Result<MarkerSpec> {
+    let prefix = format!("marker[{index}]");
+    let key = |name: &str| format!("{prefix}.{name}");
+    let link = r.node_pair(&key("link"), &raw.link, "a link direction [from, to]")?;
+    if !links.iter().any(|l| l.joins(&link[0], &link[1])) {
+        return Err(r.error(
+            key("link"),
+            format!(
+                "expected the direction of an existing link, but no link joins {:?} and {:?}",
+                link[0], link[1]
+            ),
+        ));
+    }
+    if raw.flows.is_empty() {
+        return Err(r.error(key("flows"), "expected at least one flow name like [\"a\"]"));
+    }
+    let mut seen = HashSet::new();
+    for name in &raw.flows {
+        let known = flows.iter().any(|f| &f.name == name) || instance_names.contains_key(name);
+        if !known {
+            let names: Vec<&str> = flows.iter().map(|f| f.name.as_str()).collect();
+            let message = if names.is_empty() {
+                format!("got unknown flow {name:?}: the scenario has no [[flow]]")
+            } else {
+                format!(
+                    "expected names of flows ({}), got unknown flow {name:?}",
+                    names.join(", ")
+                )
+            };
+            return Err(r.error(key("flows"), message));
+        }
+        if !seen.insert(name) {
+            return Err(r.error(key("flows"), format!("flow {name:?} is listed twice")));
+        }
+    }
+    let rate = r.positive_rate(&key("rate"), raw.rate)?;
+    if raw.bucket == 0 {
+        return Err(r.error(
+            key("bucket"),
+            "expected a bucket size in bytes above zero like 10000, got 0",
+        ));
+    }
+    Ok(MarkerSpec {
+        link,
+        kind: raw.kind.unwrap_or_default(),
+        flows: raw.flows,
+        rate,
+        bucket: raw.bucket,
+    })
+}
+
+fn resolve_output(r: &Resolver<'_>, raw: RawOutput) -> Result<Output> {
+    let interval = r.positive_duration(
+        "output.interval",
+        raw.interval.map_or(Duration::from_secs(1), |d| d.0),
+    )?;
+    let state_interval = match flatten(raw.state_interval) {
+        Some(d) => Some(r.positive_duration("output.state_interval", d.0)?),
+        None => None,
+    };
+    Ok(Output {
+        interval,
+        state_interval,
+    })
+}
+
+/// The names a flow entry stands for: `name`, or `name.1` … `name.N` with `count = N`.
+pub(crate) fn instance_names(flow: &FlowSpec) -> Vec<String> {
+    match flow.count {
+        None => vec![flow.name.clone()],
+        Some(count) => (1..=count).map(|i| format!("{}.{i}", flow.name)).collect(),
+    }
+}
+
+/// Marker flow references → instance names (a counted flow's base name stands for all of them).
+pub(crate) fn expand_flow_references(references: &[String], flows: &[FlowSpec]) -> Vec<String> {
+    let mut names = Vec::new();
+    for reference in references {
+        match flows.iter().find(|f| &f.name == reference) {
+            Some(flow) => names.extend(instance_names(flow)),
+            None => names.push(reference.clone()),
+        }
+    }
+    names
+}
+
+/// Nodes and links, for existence and connectivity checks.
+struct Graph {
+    index: HashMap<String, usize>,
+    order: Vec<String>,
+    component: Vec<usize>,
+}
+
+impl Graph {
+    fn new(links: &[Link]) -> Graph {
+        let mut index: HashMap<String, usize> = HashMap::new();
+        let mut order = Vec::new();
+        for link in links {
+            for node in &link.between {
+                if !index.contains_key(node) {
+                    index.insert(node.clone(), order.len());
+                    order.push(node.clone());
+                }
+            }
+        }
+        // Union-find over the links.
+        let mut parent: Vec<usize> = (0..order.len()).collect();
+        fn root(parent: &mut [usize], mut node: usize) -> usize {
+            while parent[node] != node {
+                parent[node] = parent[parent[node]];
+                node = parent[node];
+            }
+            node
+        }
+        for link in links {
+            if let (Some(&a), Some(&b)) = (index.get(&link.between[0]), index.get(&link.between[1]))
+            {
+                let (ra, rb) = (root(&mut parent, a), root(&mut parent, b));
+                parent[ra] = rb;
+            }
+        }
+        let component = (0..order.len()).map(|n| root(&mut parent, n)).collect();
+        Graph {
+            index,
+            order,
+            component,
+        }
+    }
+
+    fn has_node(&self, node: &str) -> bool {
+        self.index.contains_key(node)
+    }
+
+    fn connected(&self, a: &str, b: &str) -> bool {
+        match (self.index.get(a), self.index.get(b)) {
+            (Some(&a), Some(&b)) => self.component.get(a) == self.component.get(b),
+            _ => false,
+        }
+    }
+
+    fn node_list(&self) -> String {
+        let names: Vec<String> = self
+            .order
+            .iter()
+            .take(20)
+            .map(|n| format!("{n:?}"))
+            .collect();
+        let mut list = names.join(", ");
+        if self.order.len() > 20 {
+            list.push_str(", …");
+        }
+        list
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Typed model → raw structs (for `to_toml_string` and for overrides).
+
+pub(crate) fn unresolve(scenario: &Scenario) -> RawScenario {
+    RawScenario {
+        name: scenario.name.clone(),
+        duration: DurationText(scenario.duration),
+        // TOML integers stop at i64::MAX; `Scenario::validate` reports larger values.
+        seed: Some(scenario.seed.min(MAX_TOML_INTEGER)),
+        link: scenario.links.iter().map(unresolve_link).collect(),
+        marker: scenario
+            .markers
+            .iter()
+            .map(|m| RawMarker {
+                link: m.link.to_vec(),
+                kind: Some(m.kind),
+                flows: m.flows.clone(),
+                rate: m.rate,
+                bucket: m.bucket.min(MAX_TOML_INTEGER),
+            })
+            .collect(),
+        flow: scenario.flows.iter().map(unresolve_flow).collect(),
+        output: Some(RawOutput {
+            interval: Some(DurationText(scenario.output.interval)),
+            state_interval: scenario
+                .output
+                .state_interval
+                .map(|d| NoneOr::Some(DurationText(d))),
+        }),
+        sweep: if scenario.sweep.is_empty() {
+            None
+        } else {
+            Some(sweep::sweep_to_table(&scenario.sweep))
+        },
+        variant: if scenario.variant.is_empty() {
+            None
+        } else {
+            Some(
+                scenario
+                    .variant
+                    .iter()
+                    .map(|(label, value)| (label.clone(), toml::Value::String(value.clone())))
+                    .collect(),
+            )
+        },
+    }
+}
+
+fn capacity_to_raw(capacity: &Capacity, level: &mut RawDirection) {
+    match capacity {
+        Capacity::Rate(rate) => level.rate = Some(NoneOr::Some(*rate)),
+        Capacity::Trace(path) => {
+            level.trace = Some(NoneOr::Some(path.to_string_lossy().into_owned()));
+        }
+    }
+}
+
+fn unresolve_link(link: &Link) -> RawLink {
+    let forward = &link.forward;
+    let reverse = &link.reverse;
+    let mut top = RawDirection::default();
+    capacity_to_raw(&forward.capacity, &mut top);
+    top.delay = Some(DurationText(forward.delay));
+    top.queue = Some(unresolve_queue(&forward.queue));
+    top.loss = forward
+        .loss
+        .as_ref()
+        .map(|l| NoneOr::Some(unresolve_loss(l)));
+
+    let mut reverse_raw = RawDirection::default();
+    if reverse.capacity != forward.capacity {
+        capacity_to_raw(&reverse.capacity, &mut reverse_raw);
+    }
+    if reverse.delay != forward.delay {
+        reverse_raw.delay = Some(DurationText(reverse.delay));
+    }
+    if reverse.queue != forward.queue {
+        reverse_raw.queue = Some(unresolve_queue(&reverse.queue));
+    }
+    reverse_raw.loss = reverse
+        .loss
+        .as_ref()
+        .map(|l| NoneOr::Some(unresolve_loss(l)));
+
+    RawLink {
+        between: link.between.to_vec(),
+        rate: top.rate,
+        trace: top.trace,
+        delay: top.delay,
+        queue: top.queue,
+        loss: top.loss,
+        forward: None,
+        reverse: if reverse_raw.is_empty() {
+            None
+        } else {
+            Some(reverse_raw)
+        },
+    }
+}
+
+fn unresolve_queue(queue: &QueueSpec) -> RawQueue {
+    match queue {
+        QueueSpec::DropTail { limit } => RawQueue {
+            kind: Some(QueueKindName::Droptail),
+            limit: Some(*limit),
+            ..RawQueue::default()
+        },
+        QueueSpec::Red(red) => RawQueue {
+            kind: Some(QueueKindName::Red),
+            limit: Some(red.limit),
+            min_th: Some(red.min_th),
+            max_th: Some(red.max_th),
+            max_p: Some(red.max_p),
+            weight: Some(red.weight),
+            gentle: Some(red.gentle),
+            ..RawQueue::default()
+        },
+        QueueSpec::Rio(rio) => RawQueue {
+            kind: Some(QueueKindName::Rio),
+            limit: Some(rio.limit),
+            min_out: Some(rio.min_out),
+            max_out: Some(rio.max_out),
+            p_out: Some(rio.p_out),
+            min_in: Some(rio.min_in),
+            max_in: Some(rio.max_in),
+            p_in: Some(rio.p_in),
+            weight: Some(rio.weight),
+            ..RawQueue::default()
+        },
+    }
+}
+
+fn unresolve_loss(loss: &LossSpec) -> RawLoss {
+    let mut raw = RawLoss {
+        kind: LossKindName::Bernoulli,
+        rate: None,
+        mean_gap: None,
+        p_good_to_bad: None,
+        p_bad_to_good: None,
+        loss_good: None,
+        loss_bad: None,
+        start: (!loss.start.is_zero()).then_some(DurationText(loss.start)),
+        stop: loss.stop.map(|d| NoneOr::Some(DurationText(d))),
+    };
+    match loss.model {
+        LossModel::Bernoulli { rate } => raw.rate = Some(rate),
+        LossModel::Exponential { mean_gap } => {
+            raw.kind = LossKindName::Exponential;
+            raw.mean_gap = Some(DurationText(mean_gap));
+        }
+        LossModel::GilbertElliott {
+            p_good_to_bad,
+            p_bad_to_good,
+            loss_good,
+            loss_bad,
+        } => {
+            raw.kind = LossKindName::GilbertElliott;
+            raw.p_good_to_bad = Some(p_good_to_bad);
+            raw.p_bad_to_good = Some(p_bad_to_good);
+            raw.loss_good = Some(loss_good);
+            raw.loss_bad = Some(loss_bad);
+        }
+    }
+    raw
+}
+
+fn unresolve_flow(flow: &FlowSpec) -> RawFlow {
+    let kind = match flow.kind {
+        FlowKind::Tfrc(_) => FlowKindName::Tfrc,
+        FlowKind::Tcp(_) => FlowKindName::Tcp,
+        FlowKind::Cbr { .. } => FlowKindName::Cbr,
+        FlowKind::Pareto(_) => FlowKindName::Pareto,
+        FlowKind::ExponentialOnOff(_) => FlowKindName::ExpOnoff,
+    };
+    let mut raw = RawFlow::new(flow.name.clone(), kind, flow.from.clone(), flow.to.clone());
+    raw.start = Some(DurationText(flow.start));
+    raw.stop = flow.stop.map(|d| NoneOr::Some(DurationText(d)));
+    raw.packet_size = Some(flow.packet_size);
+    raw.count = flow.count.map(NoneOr::Some);
+    match &flow.kind {
+        FlowKind::Tfrc(tfrc) => {
+            raw.target_rate = tfrc.target_rate.map(NoneOr::Some);
+            raw.rtt_ref = tfrc.rtt_ref.map(|d| NoneOr::Some(DurationText(d)));
+            if let Some(veno) = tfrc.veno {
+                raw.veno_beta = Some(NoneOr::Some(veno.beta));
+                raw.veno_alpha = Some(NoneOr::Some(veno.alpha));
+            }
+            raw.profile = Some(tfrc.profile);
+            raw.history_discounting = Some(tfrc.history_discounting);
+            raw.oscillation_damping = Some(tfrc.oscillation_damping);
+        }
+        FlowKind::Tcp(tcp) => {
+            raw.variant = Some(tcp.variant);
+            raw.delayed_ack = Some(tcp.delayed_ack);
+            raw.window = tcp.window.map(NoneOr::Some);
+        }
+        FlowKind::Cbr { rate } => raw.rate = Some(*rate),
+        FlowKind::Pareto(on_off) | FlowKind::ExponentialOnOff(on_off) => {
+            raw.rate = Some(on_off.rate);
+            raw.burst = Some(DurationText(on_off.burst));
+            raw.idle = Some(DurationText(on_off.idle));
+            raw.shape = on_off.shape;
+        }
+    }
+    raw
+}

@@ -1,0 +1,679 @@
+//! Parsing the scenario format: the shared example, units, defaults, asymmetric links, errors.
+
+use core::time::Duration;
+use std::path::{Path, PathBuf};
+
+use tfrc_scenario::{
+    Capacity, FlowKind, LossModel, LossSpec, MarkerKind, OnOffSpec, QueueSpec, Rate, RedSpec,
+    RioSpec, Scenario, ScenarioError, TcpSpec, TcpVariant, TfrcProfile, TfrcSpec, VenoSpec,
+};
+
+const EXAMPLE_PATH: &str = "tests/data/example.toml";
+
+fn example() -> Scenario {
+    Scenario::from_path(Path::new(EXAMPLE_PATH)).expect("the shared example parses")
+}
+
+fn ms(millis: u64) -> Duration {
+    Duration::from_millis(millis)
+}
+
+fn secs(seconds: u64) -> Duration {
+    Duration::from_secs(seconds)
+}
+
+/// A minimal valid scenario plus `extra` TOML.
+fn minimal(extra: &str) -> String {
+    format!(
+        r#"name = "t"
+duration = "10s"
+
+[[link]]
+between = ["s", "r"]
+rate = "1Mbps"
+delay = "10ms"
+{extra}"#
+    )
+}
+
+fn parse(text: &str) -> Result<Scenario, ScenarioError> {
+    Scenario::from_str_named(text, "test.toml")
+}
+
+/// Parses, expecting an error; returns its text.
+fn error_of(text: &str) -> String {
+    match parse(text) {
+        Ok(_) => panic!("expected an error for:\n{text}"),
+        Err(error) => error.to_string(),
+    }
+}
+
+/// Asserts that `text` fails with an error naming the file, `key` and containing `expected`.
+fn assert_error(text: &str, key: &str, expected: &str) {
+    let error = parse(text).expect_err("expected an error");
+    let shown = error.to_string();
+    assert_eq!(error.file(), "test.toml", "{shown}");
+    assert_eq!(error.key(), Some(key), "{shown}");
+    assert!(
+        shown.starts_with(&format!("test.toml: {key}: ")),
+        "message should start with file and key: {shown}"
+    );
+    assert!(
+        shown.contains(expected),
+        "{shown}\nshould contain: {expected}"
+    );
+}
+
+#[test]
+fn the_shared_example_parses_to_the_expected_structs() {
+    let scenario = example();
+    assert_eq!(scenario.name, "example");
+    assert_eq!(scenario.duration, secs(180));
+    assert_eq!(scenario.seed, 1);
+    assert_eq!(scenario.nodes(), ["sender", "router", "receiver"]);
+
+    assert_eq!(scenario.links.len(), 2);
+    let access = &scenario.links[0];
+    assert_eq!(access.between, ["sender".to_owned(), "router".to_owned()]);
+    for direction in [&access.forward, &access.reverse] {
+        assert_eq!(direction.capacity, Capacity::Rate(Rate::from_mbps(100)));
+        assert_eq!(direction.delay, ms(1));
+        assert_eq!(direction.queue, QueueSpec::DropTail { limit: 50 });
+        assert_eq!(direction.loss, None);
+    }
+    let bottleneck = &scenario.links[1];
+    let rio = QueueSpec::Rio(RioSpec {
+        limit: 50,
+        min_in: 20.0,
+        max_in: 40.0,
+        p_in: 0.02,
+        min_out: 10.0,
+        max_out: 20.0,
+        p_out: 0.1,
+        weight: 0.002,
+    });
+    assert_eq!(bottleneck.forward.rate(), Some(Rate::from_mbps(1)));
+    assert_eq!(bottleneck.forward.delay, ms(24));
+    assert_eq!(bottleneck.forward.queue, rio);
+    assert_eq!(
+        bottleneck.forward.loss,
+        Some(LossSpec {
+            model: LossModel::Bernoulli { rate: 0.01 },
+            start: secs(30),
+            stop: Some(secs(90)),
+        })
+    );
+    // The loss applies to the first → second direction only; everything else to both.
+    assert_eq!(bottleneck.reverse.loss, None);
+    assert_eq!(bottleneck.reverse.queue, rio);
+    assert_eq!(bottleneck.reverse.delay, ms(24));
+    assert_eq!(
+        scenario
+            .link_direction("receiver", "router")
+            .unwrap()
+            .rate(),
+        Some(Rate::from_mbps(1))
+    );
+
+    assert_eq!(scenario.markers.len(), 1);
+    let marker = &scenario.markers[0];
+    assert_eq!(marker.link, ["sender".to_owned(), "router".to_owned()]);
+    assert_eq!(marker.kind, MarkerKind::TokenBucket);
+    assert_eq!(marker.flows, ["a"]);
+    assert_eq!(marker.rate, Rate::from_kbps(800));
+    assert_eq!(marker.bucket, 10_000);
+
+    assert_eq!(scenario.flows.len(), 3);
+    let a = scenario.flow("a").unwrap();
+    assert_eq!((a.from.as_str(), a.to.as_str()), ("sender", "receiver"));
+    assert_eq!(
+        (a.start, a.stop, a.packet_size, a.count),
+        (secs(0), None, 1000, None)
+    );
+    assert_eq!(a.stop_time(scenario.duration), secs(180));
+    assert_eq!(
+        a.kind,
+        FlowKind::Tfrc(TfrcSpec {
+            target_rate: Some(Rate::from_kbps(800)),
+            rtt_ref: None,
+            veno: None,
+            profile: TfrcProfile::Rfc5348,
+            history_discounting: false,
+            oscillation_damping: false,
+        })
+    );
+    let t1 = scenario.flow("t1").unwrap();
+    assert_eq!(
+        t1.kind,
+        FlowKind::Tcp(TcpSpec {
+            variant: TcpVariant::Sack,
+            delayed_ack: false,
+            window: None,
+        })
+    );
+    assert_eq!((t1.start, t1.packet_size), (secs(0), 1000));
+    let u = scenario.flow("u").unwrap();
+    assert_eq!(
+        u.kind,
+        FlowKind::Cbr {
+            rate: Rate::from_kbps(500)
+        }
+    );
+    assert_eq!((u.start, u.stop), (secs(30), Some(secs(90))));
+
+    assert_eq!(scenario.output.interval, secs(1));
+    assert_eq!(scenario.output.state_sampling_interval(), secs(1));
+    assert!(scenario.sweep.is_empty());
+    assert_eq!(scenario.file(), EXAMPLE_PATH);
+}
+
+#[test]
+fn defaults_are_filled_in() {
+    let scenario = parse(&minimal(
+        r#"
+[[flow]]
+name = "a"
+kind = "tfrc"
+from = "s"
+to = "r"
+
+[[flow]]
+name = "b"
+kind = "tcp"
+from = "r"
+to = "s"
+
+[[flow]]
+name = "p"
+kind = "pareto"
+from = "s"
+to = "r"
+rate = "500kbps"
+
+[[flow]]
+name = "e"
+kind = "exp-onoff"
+from = "s"
+to = "r"
+rate = "64kbps"
+"#,
+    ))
+    .unwrap();
+    assert_eq!(scenario.seed, 1, "a missing seed defaults to 1");
+    assert_eq!(
+        scenario.links[0].forward.queue,
+        QueueSpec::DropTail { limit: 50 }
+    );
+    assert_eq!(scenario.output.interval, secs(1));
+    assert_eq!(scenario.output.state_interval, None);
+    let a = scenario.flow("a").unwrap();
+    assert_eq!(
+        (a.start, a.stop, a.packet_size),
+        (Duration::ZERO, None, 1000)
+    );
+    assert_eq!(a.kind, FlowKind::Tfrc(TfrcSpec::default()));
+    assert_eq!(
+        scenario.flow("b").unwrap().kind,
+        FlowKind::Tcp(TcpSpec::default())
+    );
+    assert_eq!(
+        scenario.flow("p").unwrap().kind,
+        FlowKind::Pareto(OnOffSpec {
+            rate: Rate::from_kbps(500),
+            burst: ms(500),
+            idle: ms(500),
+            shape: Some(1.5),
+        })
+    );
+    assert_eq!(
+        scenario.flow("e").unwrap().kind,
+        FlowKind::ExponentialOnOff(OnOffSpec {
+            rate: Rate::from_kbps(64),
+            burst: ms(500),
+            idle: ms(500),
+            shape: None,
+        })
+    );
+    assert!(
+        scenario.to_toml_string().contains("seed = 1\n"),
+        "the default seed is recorded"
+    );
+}
+
+#[test]
+fn every_kind_specific_key_is_read() {
+    let scenario = parse(&minimal(
+        r#"queue = { kind = "red", limit = 100, min_th = 10, max_th = 30, max_p = 0.2, weight = 0.001, gentle = false }
+loss = { kind = "gilbert-elliott", p_good_to_bad = 0.01, p_bad_to_good = 0.5, loss_bad = 0.8 }
+reverse = { loss = { kind = "exponential", mean_gap = "100ms", stop = "5s" } }
+
+[[flow]]
+name = "v"
+kind = "tfrc"
+from = "s"
+to = "r"
+rtt_ref = "100ms"
+veno_beta = 2
+profile = "ns2"
+history_discounting = true
+oscillation_damping = true
+stop = "9s"
+packet_size = 1460
+
+[[flow]]
+name = "t"
+kind = "tcp"
+variant = "newreno"
+delayed_ack = true
+window = 20
+from = "s"
+to = "r"
+
+[[flow]]
+name = "p"
+kind = "pareto"
+from = "s"
+to = "r"
+rate = "500kbps"
+burst = "100ms"
+idle = "100ms"
+shape = 1.2
+packet_size = 512
+
+[output]
+interval = "100ms"
+state_interval = "10ms"
+"#,
+    ))
+    .unwrap();
+    let link = &scenario.links[0];
+    assert_eq!(
+        link.forward.queue,
+        QueueSpec::Red(RedSpec {
+            limit: 100,
+            min_th: 10.0,
+            max_th: 30.0,
+            max_p: 0.2,
+            weight: 0.001,
+            gentle: false,
+        })
+    );
+    let LossModel::GilbertElliott {
+        p_good_to_bad,
+        p_bad_to_good,
+        loss_good,
+        loss_bad,
+    } = link.forward.loss.as_ref().unwrap().model
+    else {
+        panic!("expected Gilbert-Elliott")
+    };
+    assert_eq!(
+        (p_good_to_bad, p_bad_to_good, loss_good, loss_bad),
+        (0.01, 0.5, 0.0, 0.8)
+    );
+    let reverse_loss = link.reverse.loss.as_ref().unwrap();
+    assert_eq!(
+        reverse_loss.model,
+        LossModel::Exponential { mean_gap: ms(100) }
+    );
+    assert_eq!(
+        (reverse_loss.start, reverse_loss.stop),
+        (Duration::ZERO, Some(secs(5)))
+    );
+    assert!(reverse_loss.is_active(secs(4)) && !reverse_loss.is_active(secs(5)));
+    assert_eq!(reverse_loss.model.mean_loss_rate(), None);
+    let gilbert = link
+        .forward
+        .loss
+        .as_ref()
+        .unwrap()
+        .model
+        .mean_loss_rate()
+        .unwrap();
+    assert!((gilbert - 0.01 * 0.8 / 0.51).abs() < 1e-12, "{gilbert}");
+
+    let v = scenario.flow("v").unwrap();
+    assert_eq!((v.stop, v.packet_size), (Some(secs(9)), 1460));
+    assert_eq!(
+        v.kind,
+        FlowKind::Tfrc(TfrcSpec {
+            target_rate: None,
+            rtt_ref: Some(ms(100)),
+            veno: Some(VenoSpec {
+                beta: 2.0,
+                alpha: 3.0
+            }),
+            profile: TfrcProfile::Ns2,
+            history_discounting: true,
+            oscillation_damping: true,
+        })
+    );
+    assert_eq!(
+        scenario.flow("t").unwrap().kind,
+        FlowKind::Tcp(TcpSpec {
+            variant: TcpVariant::NewReno,
+            delayed_ack: true,
+            window: Some(20),
+        })
+    );
+    let FlowKind::Pareto(pareto) = &scenario.flow("p").unwrap().kind else {
+        panic!("expected pareto")
+    };
+    assert_eq!(
+        (pareto.burst, pareto.idle, pareto.shape),
+        (ms(100), ms(100), Some(1.2))
+    );
+    assert_eq!(scenario.output.state_sampling_interval(), ms(10));
+}
+
+#[test]
+fn every_unit_form_is_accepted_in_files() {
+    let rates = [
+        ("\"100Mbps\"", 100_000_000),
+        ("\"800kbps\"", 800_000),
+        ("\"800Kbps\"", 800_000),
+        ("\"1Gbps\"", 1_000_000_000),
+        ("\"64bps\"", 64),
+        ("\"1.5Mbps\"", 1_500_000),
+        ("\"2 Mbps\"", 2_000_000),
+        ("\"1Mb/s\"", 1_000_000),
+        ("1000000", 1_000_000),
+        ("1e6", 1_000_000),
+    ];
+    for (text, bits) in rates {
+        let scenario = parse(&minimal("").replace("\"1Mbps\"", text)).unwrap();
+        assert_eq!(
+            scenario.links[0].forward.rate(),
+            Some(Rate::from_bits_per_second(bits)),
+            "{text}"
+        );
+    }
+    let delays = [
+        ("\"2s\"", secs(2)),
+        ("\"1.5s\"", ms(1500)),
+        ("\"24ms\"", ms(24)),
+        ("\"250us\"", Duration::from_micros(250)),
+        ("\"250µs\"", Duration::from_micros(250)),
+        ("\"40ns\"", Duration::from_nanos(40)),
+        ("\"0s\"", Duration::ZERO),
+    ];
+    for (text, delay) in delays {
+        let scenario = parse(&minimal("").replace("\"10ms\"", text)).unwrap();
+        assert_eq!(scenario.links[0].forward.delay, delay, "{text}");
+    }
+}
+
+#[test]
+fn asymmetric_links_override_per_direction() {
+    let scenario = Scenario::from_str_in_dir(
+        &minimal(
+            r#"queue = { kind = "droptail", limit = 20 }
+loss = { kind = "bernoulli", rate = 0.1 }
+forward = { delay = "5ms", queue = { kind = "red" } }
+reverse = { rate = "64kbps", loss = { kind = "bernoulli", rate = 0.2 } }
+
+[[link]]
+between = ["r", "cell"]
+trace = "traces/down.trace"
+delay = "20ms"
+reverse = { trace = "/abs/up.trace", queue = { limit = 100 } }
+
+[[link]]
+between = ["cell", "x"]
+trace = "traces/down.trace"
+delay = "1ms"
+forward = { rate = "2Mbps" }
+"#,
+        ),
+        "test.toml",
+        Path::new("/scenarios/dir"),
+    )
+    .unwrap();
+    let plain = &scenario.links[0];
+    assert_eq!(plain.forward.rate(), Some(Rate::from_mbps(1)));
+    assert_eq!(plain.forward.delay, ms(5));
+    assert_eq!(plain.forward.queue, QueueSpec::Red(RedSpec::default()));
+    assert_eq!(
+        plain.forward.loss.as_ref().unwrap().model,
+        LossModel::Bernoulli { rate: 0.1 }
+    );
+    assert_eq!(plain.reverse.rate(), Some(Rate::from_kbps(64)));
+    assert_eq!(plain.reverse.delay, ms(10));
+    assert_eq!(plain.reverse.queue, QueueSpec::DropTail { limit: 20 });
+    assert_eq!(
+        plain.reverse.loss.as_ref().unwrap().model,
+        LossModel::Bernoulli { rate: 0.2 }
+    );
+
+    let cellular = &scenario.links[1];
+    assert_eq!(
+        cellular.forward.trace(),
+        Some(Path::new("/scenarios/dir/traces/down.trace")),
+        "relative trace paths are resolved against the scenario file's directory"
+    );
+    assert_eq!(cellular.forward.rate(), None);
+    assert_eq!(cellular.reverse.trace(), Some(Path::new("/abs/up.trace")));
+    assert_eq!(cellular.reverse.queue, QueueSpec::DropTail { limit: 100 });
+    assert_eq!(cellular.forward.queue, QueueSpec::DropTail { limit: 50 });
+    // A rate at the more specific level wins over an inherited trace.
+    let mixed = &scenario.links[2];
+    assert_eq!(mixed.forward.rate(), Some(Rate::from_mbps(2)));
+    assert_eq!(
+        mixed.reverse.trace(),
+        Some(Path::new("/scenarios/dir/traces/down.trace"))
+    );
+
+    // The same file loaded by path resolves against its own directory.
+    let dir = std::env::temp_dir().join(format!("tfrc-scenario-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("cell.toml");
+    std::fs::write(
+        &file,
+        "name = \"c\"\nduration = \"1s\"\n[[link]]\nbetween = [\"a\", \"b\"]\ntrace = \"t.down\"\ndelay = \"1ms\"\n",
+    )
+    .unwrap();
+    let loaded = Scenario::from_path(&file).unwrap();
+    let trace: PathBuf = loaded.links[0].forward.trace().unwrap().to_path_buf();
+    assert!(
+        trace.is_absolute() && trace.ends_with("t.down"),
+        "{}",
+        trace.display()
+    );
+    assert_eq!(
+        trace.parent(),
+        Some(std::path::absolute(&dir).unwrap().as_path())
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn unknown_keys_are_rejected_with_their_name() {
+    assert_error(
+        &minimal("colour = \"blue\""),
+        "link[0].colour",
+        "unknown key `colour`",
+    );
+    assert_error(
+        &minimal("").replace("duration", "seed = 3\nduraton = \"1s\"\nduration"),
+        "duraton",
+        "unknown key `duraton` (did you mean `duration`?)",
+    );
+    assert_error(
+        &minimal("queue = { kind = \"rio\", min_ot = 10 }"),
+        "link[0].queue.min_ot",
+        "did you mean `min_out`?",
+    );
+    assert_error(
+        &minimal("loss = { kind = \"bernoulli\", rate = 0.1, when = \"1s\" }"),
+        "link[0].loss.when",
+        "unknown key `when`",
+    );
+    assert_error(
+        &minimal("reverse = { bandwidth = \"1Mbps\" }"),
+        "link[0].reverse.bandwidth",
+        "expected one of: rate, trace, delay, queue, loss",
+    );
+    assert_error(
+        &minimal(
+            "[[flow]]\nname = \"a\"\nkind = \"tfrc\"\nfrom = \"s\"\nto = \"r\"\ntarget = \"1Mbps\"",
+        ),
+        "flow[0].target",
+        "unknown key `target`",
+    );
+    assert_error(
+        &minimal("[output]\nintervall = \"1s\""),
+        "output.intervall",
+        "did you mean `interval`?",
+    );
+    assert_error(
+        &minimal("[[flow]]\nname = \"a\"\nkind = \"tfrc\"\nfrom = \"s\"\nto = \"r\"\n[[marker]]\nlink = [\"s\", \"r\"]\nflows = [\"a\"]\nrate = \"1Mbps\"\nbucket = 1\ncolor = 2"),
+        "marker[0].color",
+        "unknown key `color`",
+    );
+}
+
+#[test]
+fn kind_specific_keys_must_match_the_kind() {
+    assert_error(
+        &minimal("[[flow]]\nname = \"a\"\nkind = \"tfrc\"\nfrom = \"s\"\nto = \"r\"\nvariant = \"sack\""),
+        "flow[0].variant",
+        "`variant` is not a key of a tfrc flow; besides the common keys a tfrc flow takes: target_rate, rtt_ref",
+    );
+    assert_error(
+        &minimal("queue = { kind = \"droptail\", min_th = 5 }"),
+        "link[0].queue.min_th",
+        "`min_th` is not a key of a droptail queue",
+    );
+    assert_error(
+        &minimal("loss = { kind = \"bernoulli\", mean_gap = \"5ms\" }"),
+        "link[0].loss.mean_gap",
+        "a bernoulli loss model takes: rate",
+    );
+}
+
+#[test]
+fn wrong_values_name_the_key_and_what_was_expected() {
+    let flow = |extra: &str| {
+        minimal(&format!(
+            "[[flow]]\nname = \"a\"\nkind = \"tfrc\"\nfrom = \"s\"\nto = \"r\"\n{extra}"
+        ))
+    };
+    let cases: Vec<(String, &str, &str)> = vec![
+        (minimal("").replace("\"1Mbps\"", "\"800kbs\""), "link[0].rate", "expected a rate like \"800kbps\", got \"800kbs\""),
+        (minimal("").replace("\"1Mbps\"", "\"1MBps\""), "link[0].rate", "bits per second"),
+        (minimal("").replace("\"1Mbps\"", "\"0kbps\""), "link[0].rate", "above zero"),
+        (minimal("").replace("\"1Mbps\"", "true"), "link[0].rate", "expected a rate like \"800kbps\", got boolean `true`"),
+        (minimal("").replace("\"10ms\"", "10"), "link[0].delay", "a duration needs a unit"),
+        (minimal("").replace("\"10ms\"", "\"10 min\""), "link[0].delay", "expected a duration like \"180s\""),
+        (minimal("").replace("\"10s\"", "\"0s\""), "duration", "above zero"),
+        (minimal("").replace("name = \"t\"", "name = 5"), "name", "expected a string, got integer `5`"),
+        (minimal("").replace("name = \"t\"", "name = \"a/b\""), "name", "without '/'"),
+        (minimal("").replace("duration", "seed = -3\nduration"), "seed", "expected a whole number ≥ 0"),
+        (minimal("queue = { kind = \"fifo\" }"), "link[0].queue.kind", "expected one of \"droptail\", \"red\", \"rio\", got \"fifo\""),
+        (minimal("queue = { limit = 0 }"), "link[0].queue.limit", "at least 1 packet"),
+        (minimal("queue = { limit = \"50\" }"), "link[0].queue.limit", "expected a whole number ≥ 0, got string \"50\""),
+        (minimal("queue = { kind = \"red\", min_th = 20, max_th = 10 }"), "link[0].queue.min_th", "expected a value below max_th (10)"),
+        (minimal("queue = { kind = \"rio\", p_out = 1.5 }"), "link[0].queue.p_out", "expected a probability above 0 and at most 1, got 1.5"),
+        (minimal("loss = { kind = \"bernoulli\", rate = 2 }"), "link[0].loss.rate", "expected a probability between 0 and 1, got 2"),
+        (minimal("loss = { kind = \"bernoulli\" }"), "link[0].loss.rate", "required key is missing for a bernoulli loss model"),
+        (minimal("loss = { rate = 0.1 }"), "link[0].loss.kind", "required key is missing"),
+        (minimal("loss = { kind = \"uniform\", rate = 0.1 }"), "link[0].loss.kind", "\"bernoulli\", \"exponential\", \"gilbert-elliott\""),
+        (minimal("loss = { kind = \"bernoulli\", rate = 0.1, start = \"9s\", stop = \"2s\" }"), "link[0].loss.stop", "after start (9s)"),
+        (minimal("loss = { kind = \"exponential\", mean_gap = \"0s\" }"), "link[0].loss.mean_gap", "above zero"),
+        (minimal("loss = { kind = \"exponential\", mean_gap = 99 }"), "link[0].loss.mean_gap", "a duration needs a unit"),
+        (minimal("loss = { kind = \"exponential\" }"), "link[0].loss.mean_gap", "required key is missing for an exponential loss model (expected the mean time between losses like \"100ms\")"),
+        (minimal("trace = \"x.trace\""), "link[0].trace", "either rate or trace, not both"),
+        (minimal("").replace("rate = \"1Mbps\"\n", ""), "link[0].rate", "required key is missing for the forward direction"),
+        (minimal("").replace("delay = \"10ms\"\n", ""), "link[0].delay", "required key is missing"),
+        (minimal("").replace("[\"s\", \"r\"]", "[\"s\"]"), "link[0].between", "expected two node names like [\"sender\", \"router\"], got 1 names"),
+        (minimal("").replace("[\"s\", \"r\"]", "[\"s\", \"s\"]"), "link[0].between", "two different nodes"),
+        (minimal("").replace("[\"s\", \"r\"]", "[\"s\", \"bad node\"]"), "link[0].between", "expected a node name"),
+        (minimal("[[link]]\nbetween = [\"r\", \"s\"]\nrate = \"1Mbps\"\ndelay = \"1ms\""), "link[1].between", "already joined by link[0]"),
+        (flow("target_rate = \"fast\""), "flow[0].target_rate", "expected a rate like \"800kbps\", got \"fast\""),
+        (flow("rtt_ref = 100"), "flow[0].rtt_ref", "a duration needs a unit, e.g. \"100s\" or \"100ms\""),
+        (flow("veno_alpha = 3"), "flow[0].veno_alpha", "needs veno_beta"),
+        (flow("veno_beta = 1\nveno_alpha = 0.5"), "flow[0].veno_alpha", "α ≥ 1"),
+        (flow("profile = \"ns3\""), "flow[0].profile", "expected one of \"rfc5348\", \"ns2\", got \"ns3\""),
+        (flow("history_discounting = \"yes\""), "flow[0].history_discounting", "expected true or false"),
+        (flow("packet_size = 0"), "flow[0].packet_size", "from 1 to 65507 bytes"),
+        (flow("start = \"10s\""), "flow[0].start", "before the end of the run (10s)"),
+        (flow("start = \"5s\"\nstop = \"5s\""), "flow[0].stop", "after start (5s)"),
+        (flow("count = 0"), "flow[0].count", "from 1 to 100000"),
+        (minimal("[[flow]]\nname = \"a\"\nkind = \"quic\"\nfrom = \"s\"\nto = \"r\""), "flow[0].kind", "\"tfrc\", \"tcp\", \"cbr\", \"pareto\", \"exp-onoff\""),
+        (minimal("[[flow]]\nname = \"a\"\nkind = \"cbr\"\nfrom = \"s\"\nto = \"r\""), "flow[0].rate", "required key is missing for a cbr flow (expected a rate like \"800kbps\")"),
+        (minimal("[[flow]]\nname = \"a\"\nkind = \"pareto\"\nfrom = \"s\"\nto = \"r\"\nrate = \"1Mbps\"\nshape = 1"), "flow[0].shape", "above 1"),
+        (minimal("[[flow]]\nname = \"a\"\nkind = \"tcp\"\nfrom = \"s\"\nto = \"r\"\nvariant = \"cubic\""), "flow[0].variant", "\"reno\", \"newreno\", \"sack\""),
+        (minimal("[[flow]]\nkind = \"tcp\"\nfrom = \"s\"\nto = \"r\""), "flow[0].name", "required key is missing (expected a name like \"example\")"),
+        (minimal("[[flow]]\nname = \"a\"\nkind = \"tcp\"\nfrom = \"x\"\nto = \"r\""), "flow[0].from", "expected a node that a link joins (\"s\", \"r\"), got \"x\""),
+        (minimal("[[flow]]\nname = \"a\"\nkind = \"tcp\"\nfrom = \"s\"\nto = \"s\""), "flow[0].to", "a node other than from"),
+        (minimal("[[link]]\nbetween = [\"x\", \"y\"]\nrate = \"1Mbps\"\ndelay = \"1ms\"\n[[flow]]\nname = \"a\"\nkind = \"tcp\"\nfrom = \"s\"\nto = \"y\""), "flow[0].to", "no path of links leads from \"s\" to \"y\""),
+        (flow("[[flow]]\nname = \"a\"\nkind = \"tcp\"\nfrom = \"s\"\nto = \"r\""), "flow[1].name", "flow name \"a\" is already used by flow[0]"),
+        (flow("count = 2\n[[flow]]\nname = \"a.2\"\nkind = \"tcp\"\nfrom = \"s\"\nto = \"r\""), "flow[1].name", "\"a.2\" is already used by flow[0]"),
+        (flow("[[marker]]\nlink = [\"s\", \"x\"]\nflows = [\"a\"]\nrate = \"1Mbps\"\nbucket = 1"), "marker[0].link", "no link joins \"s\" and \"x\""),
+        (flow("[[marker]]\nlink = [\"s\", \"r\"]\nflows = [\"b\"]\nrate = \"1Mbps\"\nbucket = 1"), "marker[0].flows", "got unknown flow \"b\""),
+        (flow("[[marker]]\nlink = [\"s\", \"r\"]\nflows = []\nrate = \"1Mbps\"\nbucket = 1"), "marker[0].flows", "at least one flow name"),
+        (flow("[[marker]]\nlink = [\"s\", \"r\"]\nflows = [\"a\"]\nrate = \"1Mbps\"\nbucket = 0"), "marker[0].bucket", "above zero"),
+        (flow("[[marker]]\nlink = [\"s\", \"r\"]\nflows = [\"a\"]\nrate = \"1Mbps\""), "marker[0].bucket", "required key is missing (expected a bucket size in bytes like 10000)"),
+        (flow("[[marker]]\nlink = [\"s\", \"r\"]\nkind = \"three-colour\"\nflows = [\"a\"]\nrate = \"1Mbps\"\nbucket = 5"), "marker[0].kind", "\"token-bucket\""),
+        (flow("[[marker]]\nlink = [\"s\", \"r\"]\nflows = [\"a\"]\nrate = \"1Mbps\"\nbucket = 5\n[[marker]]\nlink = [\"s\", \"r\"]\nflows = [\"a\"]\nrate = \"1Mbps\"\nbucket = 5"), "marker[1].flows", "already marked on this link direction by marker[0]"),
+        (minimal("[output]\ninterval = \"0s\""), "output.interval", "above zero"),
+        ("name = \"t\"\nduration = \"1s\"\n[link]\nbetween = [\"a\", \"b\"]".to_owned(), "link", "write [[link]] for each entry, not [link]"),
+        ("name = \"t\"\nduration = \"1s\"".to_owned(), "link", "at least one [[link]]"),
+        ("name = \"t\"".to_owned(), "duration", "required key is missing (expected a duration like \"180s\""),
+    ];
+    for (text, key, expected) in cases {
+        assert_error(&text, key, expected);
+    }
+}
+
+#[test]
+fn syntax_and_read_errors_name_the_file() {
+    let error = parse("name = \"t\"\nduration = [\n").unwrap_err();
+    assert!(
+        matches!(error, ScenarioError::Syntax { line: 3, .. }),
+        "{error:?}"
+    );
+    let shown = error.to_string();
+    assert!(
+        shown.starts_with("test.toml:3:1: not valid TOML:"),
+        "{shown}"
+    );
+    assert!(!shown.contains('\n'), "one line: {shown}");
+
+    let error = parse("name = \"t\"\nname = \"u\"").unwrap_err().to_string();
+    assert!(error.starts_with("test.toml:2:"), "{error}");
+    assert!(error.contains("duplicate key"), "{error}");
+
+    let error = Scenario::from_path(Path::new("tests/data/no-such-file.toml")).unwrap_err();
+    assert!(matches!(error, ScenarioError::Read { .. }));
+    assert!(error
+        .to_string()
+        .starts_with("tests/data/no-such-file.toml: cannot read the scenario file:"));
+
+    let error = error_of(
+        &minimal("")
+            .replace("\"1Mbps\"", "\"1Gbps\"")
+            .replace("delay", "rate = \"2Mbps\"\ndelay"),
+    );
+    assert!(error.starts_with("test.toml:"), "{error}");
+}
+
+#[test]
+fn none_switches_optional_keys_off() {
+    let scenario = parse(&minimal(
+        "loss = \"none\"\ntrace = \"none\"\n[[flow]]\nname = \"a\"\nkind = \"tfrc\"\nfrom = \"s\"\nto = \"r\"\ntarget_rate = \"none\"\nrtt_ref = \"none\"\nveno_beta = \"none\"\nstop = \"none\"\ncount = \"none\"",
+    ))
+    .unwrap();
+    assert_eq!(scenario.links[0].forward.loss, None);
+    assert_eq!(scenario.flows[0].kind, FlowKind::Tfrc(TfrcSpec::default()));
+    assert_eq!(
+        (scenario.flows[0].stop, scenario.flows[0].count),
+        (None, None)
+    );
+    // A per-direction "none" switches off a loss the top level would give.
+    let scenario = parse(&minimal(
+        "loss = { kind = \"bernoulli\", rate = 0.5 }\nforward = { loss = \"none\" }",
+    ))
+    .unwrap();
+    assert_eq!(scenario.links[0].forward.loss, None);
+}

@@ -1,0 +1,265 @@
+//! The discrete-event queue of the simulator.
+//!
+//! Events are ordered by `(time, insertion sequence)`: two events at the same instant come out
+//! in the order they were scheduled, so runs are reproducible. Cancelling leaves a tombstone
+//! that is skipped when it reaches the front, which makes `cancel` O(1) amortized.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use tfrc_proto::Instant;
+
+/// Handle of a scheduled event, used to cancel it.
+///
+/// A handle stays unique: once its event has fired or been cancelled, cancelling it again
+/// does nothing, even if its storage was reused by a later event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct EventId {
+    slot: u32,
+    generation: u64,
+}
+
+/// Heap key: earliest time first, then earliest scheduled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct Key {
+    time: Instant,
+    sequence: u64,
+    slot: u32,
+}
+
+/// Storage of one event; `event` is `None` for a cancelled event (a tombstone).
+#[derive(Debug)]
+struct Slot<E> {
+    generation: u64,
+    event: Option<E>,
+}
+
+/// A discrete-event queue of events of type `E`.
+///
+/// ```
+/// use tfrc_proto::Instant;
+/// use tfrc_sim::Scheduler;
+///
+/// let mut scheduler = Scheduler::new();
+/// scheduler.schedule(Instant::from_millis(2), "late");
+/// let early = scheduler.schedule(Instant::from_millis(1), "cancelled");
+/// scheduler.schedule(Instant::from_millis(2), "late, second");
+/// assert!(scheduler.cancel(early));
+/// assert_eq!(scheduler.peek_time(), Some(Instant::from_millis(2)));
+/// assert_eq!(scheduler.pop(), Some((Instant::from_millis(2), "late")));
+/// assert_eq!(scheduler.pop(), Some((Instant::from_millis(2), "late, second")));
+/// assert_eq!(scheduler.pop(), None);
+/// ```
+#[derive(Debug)]
+pub struct Scheduler<E> {
+    heap: BinaryHeap<Reverse<Key>>,
+    slots: Vec<Slot<E>>,
+    free_slots: Vec<u32>,
+    next_sequence: u64,
+    pending: usize,
+}
+
+impl<E> Default for Scheduler<E> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<E> Scheduler<E> {
+    /// An empty queue.
+    pub fn new() -> Self {
+        Scheduler {
+            heap: BinaryHeap::new(),
+            slots: Vec::new(),
+            free_slots: Vec::new(),
+            next_sequence: 0,
+            pending: 0,
+        }
+    }
+
+    /// Schedules `event` at `at`. Events in the past are allowed; they simply come out first.
+    pub fn schedule(&mut self, at: Instant, event: E) -> EventId {
+        let slot = match self.free_slots.pop() {
+            Some(slot) => slot,
+            None => {
+                // More than 4 billion simultaneously pending events cannot fit in memory anyway.
+                let slot = u32::try_from(self.slots.len()).expect("too many pending events");
+                self.slots.push(Slot {
+                    generation: 0,
+                    event: None,
+                });
+                slot
+            }
+        };
+        let storage = &mut self.slots[slot as usize];
+        storage.event = Some(event);
+        let id = EventId {
+            slot,
+            generation: storage.generation,
+        };
+        self.heap.push(Reverse(Key {
+            time: at,
+            sequence: self.next_sequence,
+            slot,
+        }));
+        self.next_sequence += 1;
+        self.pending += 1;
+        id
+    }
+
+    /// Cancels a pending event. Returns whether it was pending (false if it already fired or
+    /// was already cancelled).
+    pub fn cancel(&mut self, id: EventId) -> bool {
+        match self.slots.get_mut(id.slot as usize) {
+            Some(slot) if slot.generation == id.generation && slot.event.is_some() => {
+                slot.event = None;
+                self.pending -= 1;
+                self.discard_cancelled_front();
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Removes and returns the earliest pending event with its time.
+    pub fn pop(&mut self) -> Option<(Instant, E)> {
+        while let Some(Reverse(key)) = self.heap.pop() {
+            let event = self.release(key.slot);
+            if let Some(event) = event {
+                self.pending -= 1;
+                self.discard_cancelled_front();
+                return Some((key.time, event));
+            }
+        }
+        None
+    }
+
+    /// Removes and returns the earliest pending event if it is due at or before `limit`.
+    pub fn pop_until(&mut self, limit: Instant) -> Option<(Instant, E)> {
+        match self.peek_time() {
+            Some(time) if time <= limit => self.pop(),
+            _ => None,
+        }
+    }
+
+    /// Time of the earliest pending event.
+    pub fn peek_time(&self) -> Option<Instant> {
+        // Invariant: the front of the heap is never a tombstone.
+        self.heap.peek().map(|Reverse(key)| key.time)
+    }
+
+    /// Number of pending (not cancelled) events.
+    pub fn len(&self) -> usize {
+        self.pending
+    }
+
+    /// Whether no event is pending.
+    pub fn is_empty(&self) -> bool {
+        self.pending == 0
+    }
+
+    /// Frees a slot whose heap entry was removed and returns its event, if not cancelled.
+    fn release(&mut self, slot: u32) -> Option<E> {
+        let storage = &mut self.slots[slot as usize];
+        storage.generation += 1;
+        self.free_slots.push(slot);
+        storage.event.take()
+    }
+
+    /// Drops tombstones from the front so that `peek_time` sees a live event.
+    fn discard_cancelled_front(&mut self) {
+        while let Some(Reverse(key)) = self.heap.peek() {
+            if self.slots[key.slot as usize].event.is_some() {
+                break;
+            }
+            let slot = key.slot;
+            self.heap.pop();
+            self.release(slot);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn ties_come_out_in_insertion_order() {
+        let mut scheduler = Scheduler::new();
+        let t = Instant::from_millis(5);
+        for i in 0..10 {
+            scheduler.schedule(t, i);
+        }
+        scheduler.schedule(Instant::from_millis(1), 100);
+        assert_eq!(scheduler.len(), 11);
+        assert_eq!(scheduler.pop(), Some((Instant::from_millis(1), 100)));
+        let order: Vec<_> = std::iter::from_fn(|| scheduler.pop().map(|(_, e)| e)).collect();
+        assert_eq!(order, (0..10).collect::<Vec<_>>());
+        assert!(scheduler.is_empty());
+        assert_eq!(scheduler.peek_time(), None);
+    }
+
+    #[test]
+    fn cancel_is_exact_and_ids_are_not_reused() {
+        let mut scheduler = Scheduler::new();
+        let a = scheduler.schedule(Instant::from_millis(1), 'a');
+        let b = scheduler.schedule(Instant::from_millis(2), 'b');
+        assert!(scheduler.cancel(a));
+        assert!(!scheduler.cancel(a), "second cancel is a no-op");
+        assert_eq!(scheduler.peek_time(), Some(Instant::from_millis(2)));
+        assert_eq!(scheduler.len(), 1);
+        // The freed slot is reused, but the stale handle must not cancel the new event.
+        let c = scheduler.schedule(Instant::from_millis(3), 'c');
+        assert!(!scheduler.cancel(a));
+        assert_eq!(scheduler.pop(), Some((Instant::from_millis(2), 'b')));
+        assert!(!scheduler.cancel(b), "already fired");
+        assert!(scheduler.cancel(c));
+        assert_eq!(scheduler.pop(), None);
+        assert!(scheduler.is_empty());
+    }
+
+    #[test]
+    fn pop_until_respects_the_limit() {
+        let mut scheduler = Scheduler::new();
+        scheduler.schedule(Instant::from_millis(10), ());
+        assert_eq!(scheduler.pop_until(Instant::from_millis(9)), None);
+        assert_eq!(
+            scheduler.pop_until(Instant::from_millis(10)),
+            Some((Instant::from_millis(10), ()))
+        );
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+        /// Whatever is scheduled and cancelled, pops come out sorted by (time, insertion) and
+        /// contain exactly the events not cancelled.
+        #[test]
+        fn pops_are_sorted_and_complete(
+            times in proptest::collection::vec(0u64..50, 1..200),
+            cancel_mask in proptest::collection::vec(any::<bool>(), 200),
+        ) {
+            let mut scheduler = Scheduler::new();
+            let ids: Vec<_> = times
+                .iter()
+                .enumerate()
+                .map(|(i, &t)| scheduler.schedule(Instant::from_nanos(t), i))
+                .collect();
+            let mut expected: Vec<(u64, usize)> = Vec::new();
+            for (i, id) in ids.into_iter().enumerate() {
+                if cancel_mask[i] {
+                    prop_assert!(scheduler.cancel(id));
+                } else {
+                    expected.push((times[i], i));
+                }
+            }
+            expected.sort();
+            prop_assert_eq!(scheduler.len(), expected.len());
+            let mut got = Vec::new();
+            while let Some((t, i)) = scheduler.pop() {
+                got.push((t.as_nanos(), i));
+            }
+            prop_assert_eq!(got, expected);
+        }
+    }
+}

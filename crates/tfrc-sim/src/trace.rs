@@ -1,0 +1,332 @@
+//! Mahimahi delivery traces: when a trace-driven link may send.
+//!
+//! Format (Mahimahi's): one line per delivery opportunity, each a whole number of
+//! milliseconds from the start of the trace at which one 1500-byte packet may leave; a time
+//! repeated on several lines gives several opportunities in that millisecond. The trace
+//! repeats with a period equal to its last timestamp, so a trace whose first line is `0` and
+//! last line is `P` has two opportunities at `P`, `2P`, … (the last of one pass and the first of
+//! the next), exactly as in Mahimahi's `LinkQueue`.
+
+use core::time::Duration;
+use std::path::Path;
+use std::sync::Arc;
+
+use tfrc_proto::Instant;
+
+use crate::error::TraceError;
+
+/// Bytes one delivery opportunity carries (Mahimahi's packet size).
+pub const TRACE_OPPORTUNITY_BYTES: u32 = 1500;
+
+/// Largest accepted timestamp (about 31 years), so that times never overflow.
+const MAX_TIMESTAMP_MS: u64 = 1_000_000_000_000;
+
+const NANOS_PER_MILLI: u64 = 1_000_000;
+
+/// How packets use delivery opportunities.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OpportunityUse {
+    /// One packet per opportunity, whatever its size up to 1500 bytes; a larger packet uses
+    /// `⌈size / 1500⌉` consecutive opportunities and leaves at the last one. The default: a
+    /// trace then gives the same packet rate to every flow regardless of packet size.
+    #[default]
+    PacketPerOpportunity,
+    /// Mahimahi's byte accounting: each opportunity carries 1500 bytes, shared by as many
+    /// queued packets as fit; a packet may span opportunities and leaves when its last byte
+    /// does.
+    SharedBytes,
+}
+
+/// A parsed delivery trace, cheap to clone (the timestamps are shared).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeliveryTrace {
+    name: Arc<str>,
+    millis: Arc<[u64]>,
+}
+
+/// Position of a delivery opportunity: which pass over the trace, which line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct Opportunity {
+    pass: u64,
+    index: usize,
+}
+
+impl Opportunity {
+    /// The first opportunity of the trace.
+    pub(crate) const FIRST: Opportunity = Opportunity { pass: 0, index: 0 };
+}
+
+fn bad_line(trace: &str, line: usize, content: &str, problem: String) -> TraceError {
+    TraceError::BadLine {
+        trace: trace.to_owned(),
+        line,
+        content: content.chars().take(40).collect(),
+        problem,
+    }
+}
+
+impl DeliveryTrace {
+    /// Reads a trace file; errors name the file and, for a bad line, its line number.
+    pub fn from_file(path: impl AsRef<Path>) -> Result<Self, TraceError> {
+        let path = path.as_ref();
+        let text = std::fs::read_to_string(path).map_err(|source| TraceError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Self::parse(&path.display().to_string(), &text)
+    }
+
+    /// Parses trace text; `name` (a file name, say) appears in errors. Blank lines are
+    /// skipped; every other line must be a whole number of milliseconds, not smaller than the
+    /// previous one.
+    pub fn parse(name: &str, text: &str) -> Result<Self, TraceError> {
+        let mut millis: Vec<u64> = Vec::new();
+        for (index, line) in text.lines().enumerate() {
+            let trimmed = line.trim();
+            if trimmed.is_empty() {
+                continue;
+            }
+            let value: u64 = trimmed.parse().map_err(|_| {
+                bad_line(
+                    name,
+                    index + 1,
+                    line,
+                    "expected a whole number of milliseconds".to_owned(),
+                )
+            })?;
+            if value > MAX_TIMESTAMP_MS {
+                return Err(bad_line(
+                    name,
+                    index + 1,
+                    line,
+                    format!("timestamp larger than {MAX_TIMESTAMP_MS} ms"),
+                ));
+            }
+            if let Some(&previous) = millis.last() {
+                if value < previous {
+                    return Err(bad_line(
+                        name,
+                        index + 1,
+                        line,
+                        format!("timestamps must not decrease (previous line: {previous} ms)"),
+                    ));
+                }
+            }
+            millis.push(value);
+        }
+        Self::from_millis(name, millis)
+    }
+
+    /// A trace from timestamps in milliseconds (entry `i` is reported as line `i + 1`).
+    pub fn from_millis(name: &str, millis: Vec<u64>) -> Result<Self, TraceError> {
+        for (index, pair) in millis.windows(2).enumerate() {
+            if pair[1] < pair[0] {
+                return Err(bad_line(
+                    name,
+                    index + 2,
+                    &pair[1].to_string(),
+                    format!(
+                        "timestamps must not decrease (previous line: {} ms)",
+                        pair[0]
+                    ),
+                ));
+            }
+        }
+        if let Some(index) = millis.iter().position(|&t| t > MAX_TIMESTAMP_MS) {
+            return Err(bad_line(
+                name,
+                index + 1,
+                &millis[index].to_string(),
+                format!("timestamp larger than {MAX_TIMESTAMP_MS} ms"),
+            ));
+        }
+        match millis.last() {
+            None => Err(TraceError::Empty {
+                trace: name.to_owned(),
+            }),
+            Some(0) => Err(TraceError::ZeroDuration {
+                trace: name.to_owned(),
+            }),
+            Some(_) => Ok(DeliveryTrace {
+                name: name.into(),
+                millis: millis.into(),
+            }),
+        }
+    }
+
+    /// The trace's name (file name when read from a file).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Delivery opportunities in one pass over the trace.
+    pub fn opportunities_per_period(&self) -> usize {
+        self.millis.len()
+    }
+
+    /// Length of one pass: the last timestamp.
+    pub fn period(&self) -> Duration {
+        Duration::from_millis(self.period_ms())
+    }
+
+    /// Average rate the trace allows, counting 1500 bytes per opportunity.
+    pub fn mean_rate_bits_per_second(&self) -> f64 {
+        self.millis.len() as f64 * f64::from(TRACE_OPPORTUNITY_BYTES) * 8.0
+            / (self.period_ms() as f64 / 1000.0)
+    }
+
+    /// Number of opportunities at offsets `t` from the trace start with `after < t ≤ up_to`.
+    pub fn count_opportunities(&self, after: Duration, up_to: Duration) -> u64 {
+        self.count_up_to(up_to)
+            .saturating_sub(self.count_up_to(after))
+    }
+
+    fn period_ms(&self) -> u64 {
+        // Non-empty with a positive last entry by construction.
+        self.millis.last().copied().unwrap_or(1).max(1)
+    }
+
+    /// Opportunities with offset ≤ `offset`.
+    fn count_up_to(&self, offset: Duration) -> u64 {
+        let millis = u64::try_from(offset.as_millis()).unwrap_or(u64::MAX);
+        let period = self.period_ms();
+        let passes = millis / period;
+        let rest = millis - passes * period;
+        let in_pass = self.millis.partition_point(|&t| t <= rest) as u64;
+        passes
+            .saturating_mul(self.millis.len() as u64)
+            .saturating_add(in_pass)
+    }
+
+    /// Offset of an opportunity from the trace start, in milliseconds (saturating).
+    pub(crate) fn offset_ms(&self, opportunity: Opportunity) -> u64 {
+        opportunity
+            .pass
+            .saturating_mul(self.period_ms())
+            .saturating_add(self.millis[opportunity.index])
+    }
+
+    /// Time of an opportunity for a trace started at `start`.
+    pub(crate) fn time_of(&self, start: Instant, opportunity: Opportunity) -> Instant {
+        let nanos = self.offset_ms(opportunity).saturating_mul(NANOS_PER_MILLI);
+        start + Duration::from_nanos(nanos)
+    }
+
+    /// The opportunity after `opportunity`.
+    pub(crate) fn following(&self, opportunity: Opportunity) -> Opportunity {
+        if opportunity.index + 1 < self.millis.len() {
+            Opportunity {
+                pass: opportunity.pass,
+                index: opportunity.index + 1,
+            }
+        } else {
+            Opportunity {
+                pass: opportunity.pass.saturating_add(1),
+                index: 0,
+            }
+        }
+    }
+
+    /// The first opportunity strictly later than `now` for a trace started at `start`.
+    pub(crate) fn first_after(&self, start: Instant, now: Instant) -> Opportunity {
+        if now < start {
+            return Opportunity::FIRST;
+        }
+        // An opportunity at whole millisecond x is later than `now` iff x > ⌊(now−start)/1ms⌋.
+        let millis = (now.as_nanos() - start.as_nanos()) / NANOS_PER_MILLI;
+        let period = self.period_ms();
+        let pass = millis / period;
+        let rest = millis - pass * period;
+        let index = self.millis.partition_point(|&t| t <= rest);
+        if index < self.millis.len() {
+            Opportunity { pass, index }
+        } else {
+            Opportunity {
+                pass: pass.saturating_add(1),
+                index: 0,
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_and_reports_bad_lines() {
+        let trace = DeliveryTrace::parse("t.down", "0\n5\n5\n\n10\n").unwrap();
+        assert_eq!(trace.opportunities_per_period(), 4);
+        assert_eq!(trace.period(), Duration::from_millis(10));
+        assert_eq!(trace.mean_rate_bits_per_second(), 4.0 * 12_000.0 / 0.01);
+
+        let error = DeliveryTrace::parse("t.down", "0\n5\nabc\n").unwrap_err();
+        let message = error.to_string();
+        assert!(message.starts_with("t.down:3:"), "{message}");
+        assert!(matches!(error, TraceError::BadLine { line: 3, .. }));
+
+        let error = DeliveryTrace::parse("t.down", "0\n5\n4\n").unwrap_err();
+        assert!(
+            matches!(error, TraceError::BadLine { line: 3, .. }),
+            "{error}"
+        );
+        assert!(DeliveryTrace::parse("t.down", "-1\n").is_err());
+        assert!(DeliveryTrace::parse("t.down", "1.5\n").is_err());
+        assert!(DeliveryTrace::parse("t.down", "99999999999999999999\n").is_err());
+        assert!(matches!(
+            DeliveryTrace::parse("t.down", "\n \n"),
+            Err(TraceError::Empty { .. })
+        ));
+        assert!(matches!(
+            DeliveryTrace::parse("t.down", "0\n0\n"),
+            Err(TraceError::ZeroDuration { .. })
+        ));
+        assert!(DeliveryTrace::from_millis("v", vec![3, 2]).is_err());
+        let missing = DeliveryTrace::from_file("/nonexistent/trace.down").unwrap_err();
+        assert!(missing.to_string().contains("/nonexistent/trace.down"));
+    }
+
+    #[test]
+    fn repeats_with_its_period() {
+        // Opportunities at 0, 0, 5, 10 | 10, 10, 15, 20 | 20, 20, 25, 30 ...; in (0, 20] there are 8.
+        let trace = DeliveryTrace::from_millis("t", vec![0, 0, 5, 10]).unwrap();
+        let start = Instant::from_secs(1);
+        let mut opportunity = Opportunity::FIRST;
+        let mut times = Vec::new();
+        for _ in 0..9 {
+            times.push(trace.offset_ms(opportunity));
+            opportunity = trace.following(opportunity);
+        }
+        assert_eq!(times, vec![0, 0, 5, 10, 10, 10, 15, 20, 20]);
+        assert_eq!(
+            trace.count_opportunities(Duration::ZERO, Duration::from_millis(20)),
+            8
+        );
+        assert_eq!(
+            trace.count_opportunities(Duration::from_millis(4), Duration::from_millis(10)),
+            4
+        );
+        // First opportunity strictly after a time.
+        let after = |ms: u64| {
+            trace.offset_ms(trace.first_after(start, start + Duration::from_micros(ms * 1000)))
+        };
+        assert_eq!(after(0), 5);
+        assert_eq!(after(5), 10);
+        assert_eq!(after(10), 15);
+        assert_eq!(after(12), 15);
+        assert_eq!(
+            trace
+                .first_after(start, start + Duration::from_millis(10))
+                .pass,
+            1
+        );
+        assert_eq!(
+            trace.time_of(start, trace.first_after(start, Instant::ZERO)),
+            start
+        );
+        assert_eq!(
+            trace.first_after(start, start + Duration::from_micros(4_999)),
+            Opportunity { pass: 0, index: 2 }
+        );
+    }
+}

@@ -1,0 +1,687 @@
+//! `tfrc send` and `tfrc recv`: argument definitions and the runs behind them, kept here so that
+//! the `tfrc` binary only dispatches.
+//!
+//! Output follows iperf3: a line per interval while running and a summary at the end, or with
+//! `--json` one JSON document with `start`, `intervals` and `end` (schema in `docs/udp-tools.md`).
+//! SIGINT or SIGTERM ends a run cleanly with its summary and logs; a second one exits at once.
+
+use core::time::Duration;
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use serde_json::{json, Value};
+use tfrc_proto::{Config, Veno};
+
+use crate::clock::unix_time_seconds;
+use crate::receiver::{ReceiverEvent, ReceiverOptions, UdpReceiver};
+use crate::sender::{SenderOptions, UdpSender};
+use crate::tcp::{TcpReceiver, TcpReceiverEvent, TcpReceiverOptions, TcpSender, TcpSenderOptions};
+use crate::units::{
+    format_bits_per_second, format_bytes, parse_duration, parse_rate_bits_per_second,
+};
+
+fn duration_argument(text: &str) -> Result<Duration, String> {
+    parse_duration(text).map_err(|error| error.to_string())
+}
+
+fn rate_argument(text: &str) -> Result<f64, String> {
+    parse_rate_bits_per_second(text).map_err(|error| error.to_string())
+}
+
+fn address_argument(text: &str) -> Result<SocketAddr, String> {
+    if let Ok(address) = text.parse::<SocketAddr>() {
+        return Ok(address);
+    }
+    match text.to_socket_addrs() {
+        Ok(mut addresses) => addresses
+            .next()
+            .ok_or_else(|| format!("{text:?} resolves to no address")),
+        Err(error) => Err(format!(
+            "cannot read {text:?}: expected HOST:PORT such as 127.0.0.1:5201 ({error})"
+        )),
+    }
+}
+
+fn non_negative_argument(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(value) if value.is_finite() && value >= 0.0 => Ok(value),
+        _ => Err(format!("cannot read {text:?}: expected a number >= 0")),
+    }
+}
+
+fn at_least_one_argument(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(value) if value.is_finite() && value >= 1.0 => Ok(value),
+        _ => Err(format!("cannot read {text:?}: expected a number >= 1")),
+    }
+}
+
+/// `tfrc send`: a TFRC (or, with `--tcp`, kernel TCP) bulk flow to a `tfrc recv`.
+#[derive(Debug, Clone, Args)]
+pub struct SendArgs {
+    /// Receiver address, HOST:PORT.
+    #[arg(long, value_name = "ADDR", value_parser = address_argument)]
+    pub to: SocketAddr,
+    /// How long to send: 30 (seconds), 10s, 500ms, 2m.
+    #[arg(long, short = 't', value_name = "DURATION", default_value = "10s", value_parser = duration_argument)]
+    pub time: Duration,
+    /// TFRC segment size s in bytes, TFRC header included (= UDP payload size).
+    #[arg(long, short = 's', default_value_t = 1000, conflicts_with = "tcp",
+          value_parser = clap::value_parser!(u32).range(52..=65507))]
+    pub packet_size: u32,
+    /// gTFRC target rate g in bits/s (800k, 2M, 1.5Mbps): the sender uses max(g, X).
+    #[arg(long, value_name = "RATE", value_parser = rate_argument, conflicts_with = "tcp")]
+    pub target_rate: Option<f64>,
+    /// Application rate cap in bits/s (like iperf -b): the sender is data-limited above it.
+    #[arg(long, value_name = "RATE", value_parser = rate_argument, conflicts_with = "tcp")]
+    pub max_rate: Option<f64>,
+    /// Several feedbacks per RTT: the receiver reports every RTT_ref (e.g. 100ms).
+    #[arg(long, value_name = "DURATION", value_parser = duration_argument, conflicts_with = "tcp")]
+    pub rtt_ref: Option<Duration>,
+    /// Veno loss differentiation: threshold beta in packets (paper default 1).
+    #[arg(long, value_name = "PACKETS", value_parser = non_negative_argument, conflicts_with = "tcp")]
+    pub veno_beta: Option<f64>,
+    /// Veno stretch factor alpha (paper default 3); needs --veno-beta.
+    #[arg(long, value_name = "FACTOR", value_parser = at_least_one_argument, requires = "veno_beta")]
+    pub veno_alpha: Option<f64>,
+    /// History discounting of old loss intervals (RFC 5348 §5.5).
+    #[arg(long, conflicts_with = "tcp")]
+    pub history_discounting: bool,
+    /// Oscillation prevention by √RTT spacing (RFC 5348 §4.5).
+    #[arg(long, conflicts_with = "tcp")]
+    pub oscillation_damping: bool,
+    /// Local address to send from (TFRC), e.g. 127.0.0.1:0.
+    #[arg(long, value_name = "ADDR", value_parser = address_argument, conflicts_with = "tcp")]
+    pub bind: Option<SocketAddr>,
+    /// Run the sending thread with real-time priority (SCHED_FIFO 10; root or CAP_SYS_NICE), so
+    /// that pacing holds on a busy machine.
+    #[arg(long, conflicts_with = "tcp")]
+    pub realtime: bool,
+    /// Write the flow's state to this CSV file (TFRC sender columns, or TCP_INFO with --tcp).
+    #[arg(long, value_name = "FILE")]
+    pub log: Option<PathBuf>,
+    /// Interval of the CSV rows.
+    #[arg(long, value_name = "DURATION", default_value = "100ms", value_parser = duration_argument)]
+    pub log_interval: Duration,
+    /// Interval of the report lines.
+    #[arg(long, short = 'i', value_name = "DURATION", default_value = "1s", value_parser = duration_argument)]
+    pub interval: Duration,
+    /// Print one JSON document (start / intervals / end) instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// Send a kernel TCP bulk flow instead of TFRC.
+    #[arg(long)]
+    pub tcp: bool,
+    /// TCP congestion control (reno, cubic, bbr, …); needs --tcp.
+    #[arg(long, value_name = "NAME", requires = "tcp")]
+    pub congestion: Option<String>,
+}
+
+/// `tfrc recv`: receive TFRC flows (several at once) or, with `--tcp`, TCP connections.
+#[derive(Debug, Clone, Args)]
+pub struct RecvArgs {
+    /// Address to listen on, HOST:PORT (port 0: any free port, printed at start).
+    #[arg(long, value_name = "ADDR", default_value = "0.0.0.0:5201", value_parser = address_argument)]
+    pub listen: SocketAddr,
+    /// Print one JSON document (start / intervals / end) at exit instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// Interval of the report lines.
+    #[arg(long, short = 'i', value_name = "DURATION", default_value = "1s", value_parser = duration_argument)]
+    pub interval: Duration,
+    /// Write every flow's state to this CSV file (rows carry the flow id).
+    #[arg(long, value_name = "FILE")]
+    pub log: Option<PathBuf>,
+    /// Interval of the CSV rows.
+    #[arg(long, value_name = "DURATION", default_value = "100ms", value_parser = duration_argument)]
+    pub log_interval: Duration,
+    /// Exit after the first flow ends (like iperf3 -1).
+    #[arg(long, short = '1')]
+    pub once: bool,
+    /// Receive kernel TCP connections instead of TFRC.
+    #[arg(long)]
+    pub tcp: bool,
+    /// Most flows served at once (TFRC: open and recently ended).
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub max_flows: u32,
+    /// A TFRC flow with no packet for this long is closed.
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = duration_argument, conflicts_with = "tcp")]
+    pub idle_timeout: Duration,
+}
+
+/// A stop flag set by SIGINT or SIGTERM; a second signal exits at once (status 130).
+fn stop_on_signals() -> Result<Arc<AtomicBool>> {
+    let stop = Arc::new(AtomicBool::new(false));
+    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register_conditional_shutdown(signal, 130, Arc::clone(&stop))
+            .context("cannot install the signal handler")?;
+        signal_hook::flag::register(signal, Arc::clone(&stop))
+            .context("cannot install the signal handler")?;
+    }
+    Ok(stop)
+}
+
+fn optional_millis(value: Option<f64>) -> String {
+    value.map_or_else(|| "-".to_string(), |millis| format!("{millis:.3} ms"))
+}
+
+fn version() -> String {
+    format!("tfrc {}", env!("CARGO_PKG_VERSION"))
+}
+
+/// Runs `tfrc send`.
+pub fn run_send(args: &SendArgs) -> Result<()> {
+    let stop = stop_on_signals()?;
+    if args.tcp {
+        return run_send_tcp(args, &stop);
+    }
+    let mut config = Config {
+        packet_size: args.packet_size,
+        target_rate: args.target_rate.map(|bits| bits / 8.0),
+        rtt_ref: args.rtt_ref,
+        history_discounting: args.history_discounting,
+        oscillation_damping: args.oscillation_damping,
+        ..Config::default()
+    };
+    if let Some(beta) = args.veno_beta {
+        config.veno = Some(Veno {
+            beta,
+            alpha: args.veno_alpha.unwrap_or(Veno::default().alpha),
+        });
+    }
+    let mut options = SenderOptions::new(args.to);
+    options.bind = args.bind;
+    options.duration = args.time;
+    options.config = config;
+    options.max_rate = args.max_rate.map(|bits| bits / 8.0);
+    options.report_interval = Some(args.interval);
+    options.log = args.log.clone().map(|path| (path, args.log_interval));
+    options.realtime_priority = args.realtime.then_some(10);
+    let sender = UdpSender::new(options).context("cannot start the TFRC sender")?;
+    let local = sender
+        .local_addr()
+        .map(|address| address.to_string())
+        .unwrap_or_default();
+    let calibration = sender.calibration();
+    let session = format!("{:08x}", sender.session_id());
+    let flow_id = sender.flow_id();
+    let config = sender.config().clone();
+    let start = json!({
+        "version": version(),
+        "protocol": "tfrc",
+        "role": "sender",
+        "timestamp": {"unix_s": unix_time_seconds()},
+        "connecting_to": {"host": args.to.ip().to_string(), "port": args.to.port()},
+        "local": local,
+        "session_id": session,
+        "flow_id": flow_id,
+        "test_start": {
+            "duration_s": args.time.as_secs_f64(),
+            "packet_size": args.packet_size,
+            "target_rate_bits_per_second": args.target_rate,
+            "max_rate_bits_per_second": args.max_rate,
+            "rtt_ref_ms": args.rtt_ref.map(|rtt| rtt.as_secs_f64() * 1e3),
+            "veno": config.veno.map(|veno| json!({"beta": veno.beta, "alpha": veno.alpha})),
+            "history_discounting": config.history_discounting,
+            "oscillation_damping": config.oscillation_damping,
+            "log": args.log.as_ref().map(|path| path.display().to_string()),
+            "realtime": args.realtime,
+        },
+        "timer": {
+            "sleep_late_p50_us": calibration.sleep_late_p50_us,
+            "sleep_late_p90_us": calibration.sleep_late_p90_us,
+            "spin_margin_us": calibration.spin_margin_us,
+            "timer_granularity_us": config.timer_granularity.as_secs_f64() * 1e6,
+        },
+    });
+    if !args.json {
+        println!(
+            "Connecting to {} from {local}, TFRC session {session}, s = {} bytes, {} s",
+            args.to,
+            args.packet_size,
+            args.time.as_secs_f64()
+        );
+        println!(
+            "Timer: kernel sleep late by {:.0} µs (p50) / {:.0} µs (p90); spinning the last {:.0} µs; granularity {:.1} µs",
+            calibration.sleep_late_p50_us,
+            calibration.sleep_late_p90_us,
+            calibration.spin_margin_us,
+            config.timer_granularity.as_secs_f64() * 1e6
+        );
+        println!(
+            "[      ID] Interval          Transfer      Bitrate         X (rate)        p           RTT"
+        );
+    }
+    let mut intervals: Vec<Value> = Vec::new();
+    let json_mode = args.json;
+    let report = sender.run(&stop, &mut |interval| {
+        if json_mode {
+            let mut stream = serde_json::to_value(interval).unwrap_or(Value::Null);
+            stream["flow_id"] = json!(flow_id);
+            intervals.push(json!({
+                "streams": [stream],
+                "sum": {
+                    "start": interval.start, "end": interval.end, "seconds": interval.seconds,
+                    "bytes": interval.bytes, "packets": interval.packets,
+                    "bits_per_second": interval.bits_per_second,
+                },
+            }));
+        } else {
+            println!(
+                "[{session}] {:6.2}-{:<6.2} s  {:>12}  {:>14}  {:>14}  {:<10.6}  {}",
+                interval.start,
+                interval.end,
+                format_bytes(interval.bytes as f64),
+                format_bits_per_second(interval.bits_per_second),
+                format_bits_per_second(interval.sending_rate_bits_per_second),
+                interval.p,
+                optional_millis(interval.rtt_ms),
+            );
+        }
+    })?;
+    let stats = report.stats;
+    let state = report.final_state;
+    if args.json {
+        let document = json!({
+            "start": start,
+            "intervals": intervals,
+            "end": {
+                "reason": report.reason,
+                "sender": {
+                    "seconds": report.seconds,
+                    "packets": report.packets,
+                    "bytes": report.bytes,
+                    "payload_bytes": report.payload_bytes,
+                    "bits_per_second": report.bits_per_second,
+                },
+                "receiver": report.receiver,
+                "mean_p": report.mean_p,
+                "rtt": report.rtt,
+                "pacing": report.pacing,
+                "counters": {
+                    "feedbacks": stats.feedbacks,
+                    "malformed": stats.malformed,
+                    "foreign": stats.foreign,
+                    "invalid_echo": stats.invalid_echo,
+                    "no_feedback_expiries": stats.no_feedback_expiries,
+                    "send_errors": report.send_errors,
+                    "icmp_errors": report.icmp_errors,
+                },
+                "final_state": {
+                    "x_bits_per_second": finite(state.x * 8.0),
+                    "sending_rate_bits_per_second": finite(state.sending_rate * 8.0),
+                    "x_calc_bits_per_second": finite(state.x_calc * 8.0),
+                    "x_recv_bits_per_second": finite(state.x_recv * 8.0),
+                    "p": state.p,
+                    "rtt_ms": state.rtt.map(|rtt| rtt.as_secs_f64() * 1e3),
+                    "rto_ms": state.rto.as_secs_f64() * 1e3,
+                    "slow_start": state.slow_start,
+                },
+                "cpu_utilization_percent": report.cpu_utilization_percent,
+            },
+        });
+        println!("{}", serde_json::to_string_pretty(&document)?);
+    } else {
+        println!("- - - - - - - - - - - - - - - - - - - - - - - - -");
+        println!(
+            "[{session}] {:6.2}-{:<6.2} s  {:>12}  {:>14}  sender    {} packets",
+            0.0,
+            report.seconds,
+            format_bytes(report.bytes as f64),
+            format_bits_per_second(report.bits_per_second),
+            report.packets
+        );
+        match report.receiver {
+            Some(receiver) => println!(
+                "[{session}] {:6.2}-{:<6.2} s  {:>12}  {:>14}  receiver  lost {}/{} ({:.3}%), {} loss events",
+                0.0,
+                report.seconds,
+                format_bytes(receiver.bytes as f64),
+                format_bits_per_second(receiver.bits_per_second),
+                report.packets.saturating_sub(receiver.packets),
+                report.packets,
+                receiver.loss_ratio * 100.0,
+                receiver.loss_events,
+            ),
+            None => println!("[{session}] receiver did not acknowledge the end of the session"),
+        }
+        println!(
+            "mean p {:.6}; RTT mean {} (min {}, max {}); pacing error p50 {:.1} µs, p99 {:.1} µs; CPU {:.1}%",
+            report.mean_p,
+            optional_millis(report.rtt.mean_ms),
+            optional_millis(report.rtt.min_ms),
+            optional_millis(report.rtt.max_ms),
+            report.pacing.p50_us,
+            report.pacing.p99_us,
+            report.cpu_utilization_percent.host_total,
+        );
+        println!(
+            "feedback: {} accepted, {} malformed, {} foreign, {} invalid echo; {} send errors, {} ICMP errors{}",
+            stats.feedbacks,
+            stats.malformed,
+            stats.foreign,
+            stats.invalid_echo,
+            report.send_errors,
+            report.icmp_errors,
+            if report.reason == crate::sender::EndReason::Interrupted {
+                " (interrupted)"
+            } else {
+                ""
+            }
+        );
+        if stats.feedbacks == 0 {
+            println!(
+                "no feedback arrived: is `tfrc recv` listening on {}?",
+                args.to
+            );
+        }
+    }
+    Ok(())
+}
+
+/// JSON has no infinity: infinite rates become null.
+fn finite(value: f64) -> Value {
+    if value.is_finite() {
+        json!(value)
+    } else {
+        Value::Null
+    }
+}
+
+fn run_send_tcp(args: &SendArgs, stop: &AtomicBool) -> Result<()> {
+    let mut options = TcpSenderOptions::new(args.to);
+    options.duration = args.time;
+    options.congestion = args.congestion.clone();
+    options.report_interval = Some(args.interval);
+    options.log = args.log.clone().map(|path| (path, args.log_interval));
+    let sender = TcpSender::connect(options)?;
+    let local = sender
+        .local_addr()
+        .map(|address| address.to_string())
+        .unwrap_or_default();
+    let congestion = sender.congestion().to_string();
+    let start = json!({
+        "version": version(),
+        "protocol": "tcp",
+        "role": "sender",
+        "timestamp": {"unix_s": unix_time_seconds()},
+        "connecting_to": {"host": args.to.ip().to_string(), "port": args.to.port()},
+        "local": local,
+        "flow_id": sender.flow_id(),
+        "congestion": congestion,
+        "test_start": {
+            "duration_s": args.time.as_secs_f64(),
+            "log": args.log.as_ref().map(|path| path.display().to_string()),
+        },
+    });
+    if !args.json {
+        println!(
+            "Connecting to {} from {local}, TCP {congestion}, {} s",
+            args.to,
+            args.time.as_secs_f64()
+        );
+        println!("[ID] Interval          Transfer      Bitrate          cwnd    ssthresh  RTT         retr");
+    }
+    let mut intervals = Vec::new();
+    let json_mode = args.json;
+    let summary = sender.run(stop, &mut |interval| {
+        if json_mode {
+            intervals.push(serde_json::to_value(interval).unwrap_or(Value::Null));
+        } else if let Some(stream) = interval.streams.first() {
+            println!(
+                "[tcp] {:6.2}-{:<6.2} s  {:>12}  {:>14}  {:>6}  {:>8}  {:>9.3} ms  {}",
+                interval.start,
+                interval.end,
+                format_bytes(stream.bytes as f64),
+                format_bits_per_second(stream.bits_per_second),
+                stream.cwnd,
+                ssthresh_text(stream.ssthresh),
+                stream.rtt_ms,
+                stream.retransmits,
+            );
+        }
+    })?;
+    if args.json {
+        let document =
+            json!({"start": start, "intervals": intervals, "end": {"streams": [summary]}});
+        println!("{}", serde_json::to_string_pretty(&document)?);
+    } else {
+        println!("- - - - - - - - - - - - - - - - - - - - - - - - -");
+        println!(
+            "[tcp] {:6.2}-{:<6.2} s  {:>12}  {:>14}  sender, {} retransmissions, RTT mean {}; CPU {:.1}%",
+            0.0,
+            summary.seconds,
+            format_bytes(summary.bytes as f64),
+            format_bits_per_second(summary.bits_per_second),
+            summary.total_retrans,
+            optional_millis(summary.rtt.mean_ms),
+            summary.cpu_utilization_percent.host_total,
+        );
+    }
+    Ok(())
+}
+
+fn ssthresh_text(ssthresh: u32) -> String {
+    // The kernel reports "infinite" (never set) as a huge number.
+    if ssthresh >= 0x7fff_ffff {
+        "-".to_string()
+    } else {
+        ssthresh.to_string()
+    }
+}
+
+/// Prints where the receiver listens: on stdout in text mode, on stderr with `--json` (whose
+/// stdout is the JSON document only), so scripts can learn a port chosen by the system.
+fn announce_listening(json: bool, protocol: &str, address: SocketAddr) {
+    let line = format!("Server listening on {address} ({protocol})");
+    if json {
+        eprintln!("{line}");
+    } else {
+        println!("{line}");
+    }
+}
+
+/// Runs `tfrc recv`.
+pub fn run_recv(args: &RecvArgs) -> Result<()> {
+    let stop = stop_on_signals()?;
+    if args.tcp {
+        return run_recv_tcp(args, &stop);
+    }
+    let mut options = ReceiverOptions::new(args.listen);
+    options.max_flows = args.max_flows as usize;
+    options.idle_timeout = args.idle_timeout;
+    options.report_interval = Some(args.interval);
+    options.log = args.log.clone().map(|path| (path, args.log_interval));
+    options.once = args.once;
+    let receiver = UdpReceiver::bind(options.clone()).context("cannot start the TFRC receiver")?;
+    let local = receiver
+        .local_addr()
+        .context("cannot read the listening address")?;
+    announce_listening(args.json, "TFRC", local);
+    let start = json!({
+        "version": version(),
+        "protocol": "tfrc",
+        "role": "receiver",
+        "timestamp": {"unix_s": unix_time_seconds()},
+        "listening": local.to_string(),
+        "limits": {
+            "max_flows": options.max_flows,
+            "idle_timeout_s": options.idle_timeout.as_secs_f64(),
+            "linger_s": options.linger.as_secs_f64(),
+        },
+        "log": args.log.as_ref().map(|path| path.display().to_string()),
+    });
+    let json_mode = args.json;
+    let mut intervals = Vec::new();
+    let report = receiver.run(&stop, &mut |event| match event {
+        ReceiverEvent::FlowStarted { flow_id, peer } => {
+            if !json_mode {
+                println!("[{flow_id}] flow from {peer}");
+            }
+        }
+        ReceiverEvent::Interval(interval) => {
+            if json_mode {
+                intervals.push(serde_json::to_value(interval).unwrap_or(Value::Null));
+            } else {
+                for stream in &interval.streams {
+                    println!(
+                        "[{}] {:6.2}-{:<6.2} s  {:>12}  {:>14}  lost {:<6}  p {:<10.6}  R_m {}",
+                        &stream.flow_id[..8.min(stream.flow_id.len())],
+                        interval.start,
+                        interval.end,
+                        format_bytes(stream.bytes as f64),
+                        format_bits_per_second(stream.bits_per_second),
+                        stream.lost,
+                        stream.p,
+                        optional_millis(stream.rtt_ms),
+                    );
+                }
+                if interval.streams.len() > 1 {
+                    println!(
+                        "[     SUM] {:6.2}-{:<6.2} s  {:>12}  {:>14}  lost {}",
+                        interval.start,
+                        interval.end,
+                        format_bytes(interval.sum.bytes as f64),
+                        format_bits_per_second(interval.sum.bits_per_second),
+                        interval.sum.lost,
+                    );
+                }
+            }
+        }
+        ReceiverEvent::FlowEnded(summary) => {
+            if !json_mode {
+                println!("- - - - - - - - - - - - - - - - - - - - - - - - -");
+                println!(
+                    "[{}] {:6.2}-{:<6.2} s  {:>12}  {:>14}  receiver ({:?}) goodput {}",
+                    summary.session_id,
+                    0.0,
+                    summary.seconds,
+                    format_bytes(summary.bytes as f64),
+                    format_bits_per_second(summary.bits_per_second),
+                    summary.reason,
+                    format_bits_per_second(summary.goodput_bits_per_second),
+                );
+                println!(
+                    "[{}] received {} packets, lost {} ({:.3}%), {} loss events; mean p {:.6}, final p {:.6}; R_m mean {}",
+                    summary.session_id,
+                    summary.packets,
+                    summary
+                        .sender_packets
+                        .map_or(summary.lost, |sent| sent.saturating_sub(summary.packets)),
+                    summary.loss_ratio * 100.0,
+                    summary.loss_events,
+                    summary.mean_p,
+                    summary.final_p,
+                    optional_millis(summary.rtt.mean_ms),
+                );
+            }
+        }
+    })?;
+    let counters = report.counters;
+    if args.json {
+        let packets: u64 = report.streams.iter().map(|stream| stream.packets).sum();
+        let bytes: u64 = report.streams.iter().map(|stream| stream.bytes).sum();
+        let lost: u64 = report.streams.iter().map(|stream| stream.lost).sum();
+        let document = json!({
+            "start": start,
+            "intervals": intervals,
+            "end": {
+                "streams": report.streams,
+                "sum": {"packets": packets, "bytes": bytes, "lost": lost},
+                "counters": counters,
+                "cpu_utilization_percent": report.cpu_utilization_percent,
+            },
+        });
+        println!("{}", serde_json::to_string_pretty(&document)?);
+    } else {
+        println!(
+            "receiver: {} flows ({} completed, {} idle), {} datagrams, {} malformed, {} spoofed, {} stray, {} rejected; CPU {:.1}%",
+            counters.flows_opened,
+            counters.flows_completed,
+            counters.flows_expired,
+            counters.datagrams,
+            counters.malformed,
+            counters.spoofed,
+            counters.stray,
+            counters.rejected_flows,
+            report.cpu_utilization_percent.host_total,
+        );
+    }
+    Ok(())
+}
+
+fn run_recv_tcp(args: &RecvArgs, stop: &AtomicBool) -> Result<()> {
+    if args.max_flows == 0 {
+        bail!("--max-flows must be at least 1");
+    }
+    let mut options = TcpReceiverOptions::new(args.listen);
+    options.max_flows = args.max_flows as usize;
+    options.report_interval = Some(args.interval);
+    options.log = args.log.clone().map(|path| (path, args.log_interval));
+    options.once = args.once;
+    let receiver = TcpReceiver::bind(options)?;
+    let local = receiver
+        .local_addr()
+        .context("cannot read the listening address")?;
+    announce_listening(args.json, "TCP", local);
+    let start = json!({
+        "version": version(),
+        "protocol": "tcp",
+        "role": "receiver",
+        "timestamp": {"unix_s": unix_time_seconds()},
+        "listening": local.to_string(),
+        "log": args.log.as_ref().map(|path| path.display().to_string()),
+    });
+    let json_mode = args.json;
+    let mut intervals = Vec::new();
+    let summaries = receiver.run(stop, &mut |event| match event {
+        TcpReceiverEvent::FlowStarted {
+            flow_id,
+            peer,
+            congestion,
+        } => {
+            if !json_mode {
+                println!("[{flow_id}] connection from {peer} ({congestion})");
+            }
+        }
+        TcpReceiverEvent::Interval(interval) => {
+            if json_mode {
+                intervals.push(serde_json::to_value(interval).unwrap_or(Value::Null));
+            } else {
+                for stream in &interval.streams {
+                    println!(
+                        "[{}] {:6.2}-{:<6.2} s  {:>12}  {:>14}",
+                        stream.flow_id,
+                        interval.start,
+                        interval.end,
+                        format_bytes(stream.bytes as f64),
+                        format_bits_per_second(stream.bits_per_second),
+                    );
+                }
+            }
+        }
+        TcpReceiverEvent::FlowEnded(summary) => {
+            if !json_mode {
+                println!("- - - - - - - - - - - - - - - - - - - - - - - - -");
+                println!(
+                    "[{}] {:6.2}-{:<6.2} s  {:>12}  {:>14}  receiver",
+                    summary.flow_id,
+                    0.0,
+                    summary.seconds,
+                    format_bytes(summary.bytes as f64),
+                    format_bits_per_second(summary.bits_per_second),
+                );
+            }
+        }
+    })?;
+    if args.json {
+        let document =
+            json!({"start": start, "intervals": intervals, "end": {"streams": summaries}});
+        println!("{}", serde_json::to_string_pretty(&document)?);
+    }
+    Ok(())
+}

@@ -1,0 +1,37 @@
+//! TFRC over real networks: the `tfrc-proto` core driven over UDP sockets, kernel TCP flows for
+//! comparison, and a logger of every flow's variables.
+//!
+//! The core has no sockets, clocks or randomness; this crate supplies them:
+//! - [`sender::UdpSender`]: one TFRC flow over a connected UDP socket, paced by sleeping until
+//!   shortly before each send time and spinning the rest ([`pacing`]); the session id and nonce
+//!   come from the operating system's random source.
+//! - [`receiver::UdpReceiver`]: several concurrent flows on one socket, demultiplexed by session
+//!   id, with bounded state (flow count, idle expiry) and counted, dropped bad input.
+//! - [`control`]: what this driver adds on the wire (flow options in the payload, end of session).
+//! - [`tcp`]: kernel TCP bulk flows with a chosen congestion control, sampled through
+//!   `TCP_INFO` ([`tcp_info`]).
+//! - [`logger`]: the one-call logger: local ports and an interval in, one CSV file per flow out
+//!   (TFRC flows of this process and TCP connections of any process via [`diag`]).
+//! - [`cli`]: `tfrc send` and `tfrc recv`.
+//!
+//! Linux only: pacing uses `ppoll` and `PR_SET_TIMERSLACK`, TCP sampling `TCP_INFO` and
+//! sock_diag.
+
+#![warn(missing_docs)]
+
+pub mod cli;
+pub mod clock;
+pub mod control;
+pub mod csvlog;
+pub mod diag;
+pub mod logger;
+pub mod pacing;
+pub mod receiver;
+pub mod registry;
+pub mod sender;
+pub mod tcp;
+pub mod tcp_info;
+pub mod units;
+
+pub use receiver::{ReceiverOptions, ReceiverReport, UdpReceiver};
+pub use sender::{SenderOptions, SenderReport, UdpSender};

@@ -1,0 +1,864 @@
+//! A TFRC receiver serving several flows on one UDP socket: one thread, one event loop.
+//!
+//! Flows are demultiplexed by the session id in bytes 4..8 of every data packet. A flow is created
+//! by the first data packet of an unknown session that carries valid flow options
+//! ([`crate::control::FlowOptions`]); it is bound to that packet's source address and nonce, and
+//! later packets that disagree are counted as spoofed and dropped.
+//!
+//! # Bounded state
+//! - At most `max_flows` flows at once; data for new sessions beyond that is counted as rejected.
+//! - A flow that receives nothing for `idle_timeout` is closed ("idle_timeout") — this is how a
+//!   sender that crashed or was killed is noticed.
+//! - A flow the sender ended ([`crate::control::EndOfSession`]) is answered with an
+//!   [`crate::control::EndAcknowledgement`] and kept `linger` longer as a closed entry, so that
+//!   a repeated END gets the same answer and late data is counted as stray instead of opening a
+//!   new flow. Closed entries count toward `max_flows` too.
+//! - Each flow's core bounds its own loss-history memory (`Config::max_tracked_gaps`).
+
+use core::time::Duration;
+use std::collections::HashMap;
+use std::net::{SocketAddr, UdpSocket};
+use std::os::fd::AsRawFd;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use socket2::{Domain, Protocol, Socket, Type};
+use tfrc_proto::wire::{self, Packet, PacketKind};
+use tfrc_proto::{Instant, ReceiveError, Receiver, ReceiverStats};
+
+use crate::clock::{unix_time_seconds, Clock, CpuMeter, CpuUtilization};
+use crate::control::{self, EndAcknowledgement, EndOfSession, FlowOptions};
+use crate::csvlog::FlowCsv;
+use crate::pacing::{lower_timer_slack, poll_readable};
+use crate::registry::{self, FlowKind, FlowSnapshot, ProbeGuard, ReceiverSnapshot};
+use crate::sender::{RttAccumulator, RttSummary};
+
+/// Receive buffer asked for (the kernel caps it at `net.core.rmem_max` unless root).
+const RECEIVE_BUFFER_BYTES: usize = 8 << 20;
+/// Most datagrams read before timers are looked at: at 100k packets/s this is about 150 µs, short
+/// against the feedback interval, so feedback is not delayed behind a long read burst.
+const MAX_READS_PER_ROUND: usize = 16;
+
+/// What a receiver is asked to do.
+#[derive(Debug, Clone)]
+pub struct ReceiverOptions {
+    /// Address to listen on.
+    pub listen: SocketAddr,
+    /// Most flows (open and lingering) at once.
+    pub max_flows: usize,
+    /// A flow with no packet for this long is closed.
+    pub idle_timeout: Duration,
+    /// How long a finished flow is remembered.
+    pub linger: Duration,
+    /// Interval of the reports given to the callback; `None` = none.
+    pub report_interval: Option<Duration>,
+    /// One CSV file for the state of every flow (rows carry the flow id), and its interval.
+    pub log: Option<(PathBuf, Duration)>,
+    /// Stop after the first flow ends.
+    pub once: bool,
+}
+
+impl ReceiverOptions {
+    /// Defaults: 64 flows, 10 s idle timeout, 2 s linger, 1 s reports, runs until stopped.
+    pub fn new(listen: SocketAddr) -> ReceiverOptions {
+        ReceiverOptions {
+            listen,
+            max_flows: 64,
+            idle_timeout: Duration::from_secs(10),
+            linger: Duration::from_secs(2),
+            report_interval: Some(Duration::from_secs(1)),
+            log: None,
+            once: false,
+        }
+    }
+}
+
+/// Why a receiver could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum ReceiverError {
+    /// A socket or file operation failed.
+    #[error("{context}: {source}")]
+    Io {
+        /// What was being done.
+        context: String,
+        /// The error.
+        source: std::io::Error,
+    },
+    /// `max_flows` was zero.
+    #[error("max flows must be at least 1")]
+    MaxFlows,
+}
+
+fn io_error(context: impl Into<String>) -> impl FnOnce(std::io::Error) -> ReceiverError {
+    let context = context.into();
+    move |source| ReceiverError::Io { context, source }
+}
+
+/// Counters of the whole receiver (beyond each flow's core counters).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct ReceiverCounters {
+    /// Datagrams read.
+    pub datagrams: u64,
+    /// Not a TFRC data packet or END, or a new session without valid flow options.
+    pub malformed: u64,
+    /// A known session's packet with the wrong nonce or from another address.
+    pub spoofed: u64,
+    /// Data or END for a session that is closed or unknown.
+    pub stray: u64,
+    /// New sessions refused because `max_flows` flows were open.
+    pub rejected_flows: u64,
+    /// Flows opened.
+    pub flows_opened: u64,
+    /// Flows ended by their sender.
+    pub flows_completed: u64,
+    /// Flows closed after `idle_timeout` without packets.
+    pub flows_expired: u64,
+    /// Feedback packets sent.
+    pub feedbacks_sent: u64,
+    /// Feedback or acknowledgements the socket refused to send.
+    pub send_errors: u64,
+}
+
+/// Why a flow ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FlowEnd {
+    /// The sender sent its end of session.
+    Completed,
+    /// Nothing arrived for `idle_timeout`.
+    IdleTimeout,
+    /// The receiver was stopped.
+    Interrupted,
+}
+
+/// One flow's part of an interval report.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct FlowInterval {
+    /// Flow id: `<session-id-hex>-receiver`.
+    pub flow_id: String,
+    /// Data packets received in the interval.
+    pub packets: u64,
+    /// Bytes received in the interval (TFRC headers included).
+    pub bytes: u64,
+    /// Bytes over the interval, bits/s.
+    pub bits_per_second: f64,
+    /// Packets declared lost in the interval.
+    pub lost: u64,
+    /// Loss event rate p at the end of the interval.
+    pub p: f64,
+    /// R_m from the sender's packets, ms.
+    pub rtt_ms: Option<f64>,
+}
+
+/// An interval report: every active flow and their sum.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct ReceiverInterval {
+    /// Start, seconds since the first flow began.
+    pub start: f64,
+    /// End, seconds since the first flow began.
+    pub end: f64,
+    /// Length, seconds.
+    pub seconds: f64,
+    /// Per flow.
+    pub streams: Vec<FlowInterval>,
+    /// Packets, bytes and losses of all flows; rate over the interval.
+    pub sum: IntervalSum,
+}
+
+/// Sum of an interval over the flows.
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize)]
+pub struct IntervalSum {
+    /// Packets received.
+    pub packets: u64,
+    /// Bytes received.
+    pub bytes: u64,
+    /// bits/s.
+    pub bits_per_second: f64,
+    /// Packets declared lost.
+    pub lost: u64,
+}
+
+/// The end-of-flow summary.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct FlowSummary {
+    /// Flow id: `<session-id-hex>-receiver`.
+    pub flow_id: String,
+    /// Session id, hexadecimal.
+    pub session_id: String,
+    /// The sender's address.
+    pub peer: String,
+    /// Why the flow ended.
+    pub reason: FlowEnd,
+    /// First packet, seconds since the first flow of this receiver began.
+    pub start: f64,
+    /// From the first to the last data packet, seconds.
+    pub seconds: f64,
+    /// Data packets received (duplicates excluded).
+    pub packets: u64,
+    /// Bytes received, TFRC headers included (the UDP payload).
+    pub bytes: u64,
+    /// Payload bytes after the TFRC header.
+    pub payload_bytes: u64,
+    /// bytes over seconds, bits/s.
+    pub bits_per_second: f64,
+    /// payload bytes over seconds, bits/s.
+    pub goodput_bits_per_second: f64,
+    /// Packets declared lost by the loss detection.
+    pub lost: u64,
+    /// Packets the sender says it sent (from its end of session).
+    pub sender_packets: Option<u64>,
+    /// 1 − received/sent when the sender said how many it sent, else lost/(received + lost).
+    pub loss_ratio: f64,
+    /// Loss events.
+    pub loss_events: u64,
+    /// Time-weighted mean of p.
+    pub mean_p: f64,
+    /// p at the end.
+    pub final_p: f64,
+    /// R_m seen in data packets.
+    pub rtt: RttSummary,
+    /// Duplicates.
+    pub duplicates: u64,
+    /// Reordered packets.
+    pub reordered: u64,
+    /// Malformed or foreign packets the flow's core refused.
+    pub refused: u64,
+    /// Feedback packets produced.
+    pub feedbacks: u64,
+}
+
+/// The result of a receiver run.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct ReceiverReport {
+    /// Every flow that ended, in order.
+    pub streams: Vec<FlowSummary>,
+    /// Receiver-wide counters.
+    pub counters: ReceiverCounters,
+    /// CPU use of the process while it ran.
+    pub cpu_utilization_percent: CpuUtilization,
+}
+
+/// What the receiver tells its caller while running.
+#[derive(Debug)]
+pub enum ReceiverEvent<'a> {
+    /// A flow began.
+    FlowStarted {
+        /// Flow id.
+        flow_id: &'a str,
+        /// Sender address.
+        peer: SocketAddr,
+    },
+    /// An interval report.
+    Interval(&'a ReceiverInterval),
+    /// A flow ended.
+    FlowEnded(&'a FlowSummary),
+}
+
+/// One open flow.
+struct Flow {
+    session_id: u32,
+    nonce: u32,
+    peer: SocketAddr,
+    receiver: Receiver,
+    probe: ProbeGuard,
+    first_packet: Instant,
+    last_packet: Instant,
+    interval_stats: ReceiverStats,
+    p_integral: f64,
+    last_accounted: Instant,
+    rtt: RttAccumulator,
+    last_rtt: Option<Duration>,
+}
+
+impl Flow {
+    fn flow_id(&self) -> String {
+        format!("{:08x}-receiver", self.session_id)
+    }
+
+    fn snapshot(&self) -> FlowSnapshot {
+        FlowSnapshot::TfrcReceiver(ReceiverSnapshot {
+            stats: self.receiver.stats(),
+            loss_event_rate: self.receiver.loss_event_rate(),
+            x_recv: self.receiver.x_recv(),
+            rtt: self.receiver.rtt(),
+            veno_backlog: self.receiver.veno_backlog(),
+        })
+    }
+
+    fn account(&mut self, now: Instant) {
+        self.p_integral +=
+            self.receiver.loss_event_rate() * (now - self.last_accounted).as_secs_f64();
+        self.last_accounted = now;
+    }
+}
+
+/// A flow that ended, remembered for `linger`.
+struct ClosedFlow {
+    nonce: u32,
+    acknowledgement: Option<EndAcknowledgement>,
+    peer: SocketAddr,
+    until: Instant,
+}
+
+/// A TFRC receiver bound to its socket, ready to [`UdpReceiver::run`].
+pub struct UdpReceiver {
+    options: ReceiverOptions,
+    socket: UdpSocket,
+    clock: Clock,
+    flows: HashMap<u32, Flow>,
+    closed: HashMap<u32, ClosedFlow>,
+    counters: ReceiverCounters,
+    summaries: Vec<FlowSummary>,
+    timeline_start: Option<Instant>,
+    csv: Option<FlowCsv>,
+    datagram: Vec<u8>,
+    feedback: [u8; 64],
+}
+
+impl core::fmt::Debug for UdpReceiver {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("UdpReceiver")
+            .field("listen", &self.socket.local_addr().ok())
+            .field("flows", &self.flows.len())
+            .field("counters", &self.counters)
+            .finish()
+    }
+}
+
+impl UdpReceiver {
+    /// Binds the socket (with a large receive buffer) and opens the log file if any.
+    pub fn bind(options: ReceiverOptions) -> Result<UdpReceiver, ReceiverError> {
+        if options.max_flows == 0 {
+            return Err(ReceiverError::MaxFlows);
+        }
+        let listen = options.listen;
+        let socket = Socket::new(
+            Domain::for_address(listen),
+            Type::DGRAM,
+            Some(Protocol::UDP),
+        )
+        .map_err(io_error("cannot create a UDP socket"))?;
+        set_large_receive_buffer(&socket);
+        socket
+            .bind(&listen.into())
+            .map_err(io_error(format!("cannot listen on {listen}")))?;
+        socket
+            .set_nonblocking(true)
+            .map_err(io_error("cannot make the socket non-blocking"))?;
+        let csv = match &options.log {
+            Some((path, _)) => Some(FlowCsv::create(path, FlowKind::TfrcReceiver).map_err(
+                io_error(format!("cannot create log file {}", path.display())),
+            )?),
+            None => None,
+        };
+        Ok(UdpReceiver {
+            options,
+            socket: socket.into(),
+            clock: Clock::new(),
+            flows: HashMap::new(),
+            closed: HashMap::new(),
+            counters: ReceiverCounters::default(),
+            summaries: Vec::new(),
+            timeline_start: None,
+            csv,
+            datagram: vec![0; 65_536],
+            feedback: [0; 64],
+        })
+    }
+
+    /// The address the receiver listens on (with the port the system chose for port 0).
+    pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
+        self.socket.local_addr()
+    }
+
+    /// Counters so far.
+    pub fn counters(&self) -> ReceiverCounters {
+        self.counters
+    }
+
+    /// Serves flows until `stop` is set (or, with `once`, until the first flow ends).
+    pub fn run(
+        mut self,
+        stop: &AtomicBool,
+        on_event: &mut dyn FnMut(ReceiverEvent<'_>),
+    ) -> Result<ReceiverReport, ReceiverError> {
+        lower_timer_slack();
+        let cpu = CpuMeter::start();
+        let fd = self.socket.as_raw_fd();
+        let report_interval = self.options.report_interval;
+        let log_interval = self.options.log.as_ref().map(|(_, interval)| *interval);
+        let mut next_report: Option<Instant> = None;
+        let mut interval_start: Option<Instant> = None;
+        let mut next_log: Option<Instant> = None;
+        loop {
+            if stop.load(Ordering::Relaxed) {
+                break;
+            }
+            self.read_datagrams(on_event);
+            let now = self.clock.now();
+            if self.timeline_start.is_none() {
+                if let Some(first) = self.flows.values().map(|flow| flow.first_packet).min() {
+                    self.timeline_start = Some(first);
+                    next_report = report_interval.map(|interval| first + interval);
+                    interval_start = Some(first);
+                    next_log = log_interval.map(|_| first);
+                }
+            }
+            self.fire_timers(now);
+            self.expire(now, on_event);
+
+            if let (Some(due), Some(interval), Some(start)) =
+                (next_report, report_interval, interval_start)
+            {
+                if now >= due {
+                    self.report_interval(start, due, on_event);
+                    interval_start = Some(due);
+                    let mut next = due + interval;
+                    while next <= now {
+                        next += interval;
+                    }
+                    next_report = Some(next);
+                }
+            }
+            if let (Some(due), Some(interval)) = (next_log, log_interval) {
+                if now >= due {
+                    self.write_log_rows(now);
+                    let mut next = due + interval;
+                    if next <= now {
+                        next = now + interval;
+                    }
+                    next_log = Some(next);
+                }
+            }
+            for flow in self.flows.values() {
+                flow.probe.probe().publish(flow.snapshot());
+            }
+            if self.options.once && !self.summaries.is_empty() && self.flows.is_empty() {
+                break;
+            }
+
+            let mut deadline = self.next_deadline(now);
+            for due in [next_report, next_log].into_iter().flatten() {
+                deadline = deadline.min(due);
+            }
+            let timeout = if deadline == Instant::MAX {
+                Some(Duration::from_secs(1))
+            } else {
+                Some(deadline - self.clock.now())
+            };
+            poll_readable(Some(fd), timeout);
+        }
+        // Stopped: close every open flow with its summary.
+        let now = self.clock.now();
+        let sessions: Vec<u32> = self.flows.keys().copied().collect();
+        for session in sessions {
+            self.close_flow(session, now, FlowEnd::Interrupted, None, on_event);
+        }
+        Ok(ReceiverReport {
+            streams: core::mem::take(&mut self.summaries),
+            counters: self.counters,
+            cpu_utilization_percent: cpu.utilization(),
+        })
+    }
+
+    fn next_deadline(&self, now: Instant) -> Instant {
+        let mut deadline = Instant::MAX;
+        for flow in self.flows.values() {
+            if let Some(timer) = flow.receiver.poll_timeout() {
+                deadline = deadline.min(timer);
+            }
+            deadline = deadline.min(flow.last_packet + self.options.idle_timeout);
+        }
+        for closed in self.closed.values() {
+            deadline = deadline.min(closed.until);
+        }
+        deadline.max(now)
+    }
+
+    fn read_datagrams(&mut self, on_event: &mut dyn FnMut(ReceiverEvent<'_>)) {
+        let mut datagram = core::mem::take(&mut self.datagram);
+        for _ in 0..MAX_READS_PER_ROUND {
+            match self.socket.recv_from(&mut datagram) {
+                Ok((length, from)) => {
+                    let now = self.clock.now();
+                    self.counters.datagrams += 1;
+                    self.dispatch(now, &datagram[..length], from, on_event);
+                }
+                Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
+                // WouldBlock, or an ICMP error from an earlier send: nothing more to read now.
+                Err(_) => break,
+            }
+        }
+        self.datagram = datagram;
+    }
+
+    fn dispatch(
+        &mut self,
+        now: Instant,
+        bytes: &[u8],
+        from: SocketAddr,
+        on_event: &mut dyn FnMut(ReceiverEvent<'_>),
+    ) {
+        if let Some(kind) = control::control_kind(bytes) {
+            if kind == control::KIND_END {
+                self.handle_end(now, bytes, from, on_event);
+            } else {
+                self.counters.malformed += 1;
+            }
+            return;
+        }
+        let Ok(packet) = Packet::new_checked(bytes) else {
+            self.counters.malformed += 1;
+            return;
+        };
+        if packet.kind() != PacketKind::Data {
+            self.counters.malformed += 1;
+            return;
+        }
+        let session = packet.session_id();
+        if let Some(flow) = self.flows.get_mut(&session) {
+            if from != flow.peer {
+                self.counters.spoofed += 1;
+                return;
+            }
+            flow.account(now);
+            match flow.receiver.handle_packet(now, bytes) {
+                Ok(()) => {
+                    flow.last_packet = now;
+                    if let Some(rtt) = flow.receiver.rtt() {
+                        if flow.last_rtt != Some(rtt) {
+                            flow.rtt.record(rtt);
+                            flow.last_rtt = Some(rtt);
+                        }
+                    }
+                }
+                Err(ReceiveError::ForeignSession) => self.counters.spoofed += 1,
+                Err(_) => self.counters.malformed += 1,
+            }
+            self.send_feedback(session, now);
+            return;
+        }
+        if self.closed.contains_key(&session) {
+            self.counters.stray += 1;
+            return;
+        }
+        // A new session: it must announce valid flow options.
+        let Some(config) = FlowOptions::parse(packet.payload())
+            .and_then(|options| options.receiver_config(bytes.len() as u32))
+        else {
+            self.counters.malformed += 1;
+            return;
+        };
+        if self.flows.len() + self.closed.len() >= self.options.max_flows {
+            self.counters.rejected_flows += 1;
+            return;
+        }
+        let Ok(mut receiver) = Receiver::new(config) else {
+            self.counters.malformed += 1;
+            return;
+        };
+        if receiver.handle_packet(now, bytes).is_err() {
+            self.counters.malformed += 1;
+            return;
+        }
+        let local_port = self.local_addr().map_or(0, |address| address.port());
+        let flow_id = format!("{session:08x}-receiver");
+        let probe = registry::register_tfrc(FlowKind::TfrcReceiver, flow_id.clone(), local_port);
+        let mut flow = Flow {
+            session_id: session,
+            nonce: packet.nonce(),
+            peer: from,
+            receiver,
+            probe,
+            first_packet: now,
+            last_packet: now,
+            interval_stats: ReceiverStats::default(),
+            p_integral: 0.0,
+            last_accounted: now,
+            rtt: RttAccumulator::default(),
+            last_rtt: None,
+        };
+        if let Some(rtt) = flow.receiver.rtt() {
+            flow.rtt.record(rtt);
+            flow.last_rtt = Some(rtt);
+        }
+        self.flows.insert(session, flow);
+        self.counters.flows_opened += 1;
+        on_event(ReceiverEvent::FlowStarted {
+            flow_id: &flow_id,
+            peer: from,
+        });
+        self.send_feedback(session, now);
+    }
+
+    fn handle_end(
+        &mut self,
+        now: Instant,
+        bytes: &[u8],
+        from: SocketAddr,
+        on_event: &mut dyn FnMut(ReceiverEvent<'_>),
+    ) {
+        let Some(end) = EndOfSession::parse(bytes) else {
+            self.counters.malformed += 1;
+            return;
+        };
+        if let Some(flow) = self.flows.get(&end.session_id) {
+            if flow.nonce != end.nonce || flow.peer != from {
+                self.counters.spoofed += 1;
+                return;
+            }
+            let acknowledgement =
+                self.close_flow(end.session_id, now, FlowEnd::Completed, Some(end), on_event);
+            if let Some(acknowledgement) = acknowledgement {
+                self.send_acknowledgement(&acknowledgement, from);
+            }
+            return;
+        }
+        match self.closed.get(&end.session_id) {
+            Some(closed) if closed.nonce == end.nonce && closed.peer == from => {
+                if let Some(acknowledgement) = closed.acknowledgement {
+                    self.send_acknowledgement(&acknowledgement, from);
+                }
+            }
+            Some(_) => self.counters.spoofed += 1,
+            None => self.counters.stray += 1,
+        }
+    }
+
+    fn send_acknowledgement(&mut self, acknowledgement: &EndAcknowledgement, to: SocketAddr) {
+        let mut buffer = [0u8; control::END_ACK_LEN];
+        let length = acknowledgement.emit(&mut buffer);
+        if self.socket.send_to(&buffer[..length], to).is_err() {
+            self.counters.send_errors += 1;
+        }
+    }
+
+    /// Sends every feedback packet the flow's core has ready.
+    fn send_feedback(&mut self, session: u32, now: Instant) {
+        let Some(flow) = self.flows.get_mut(&session) else {
+            return;
+        };
+        while let Some(length) = flow.receiver.poll_transmit(now, &mut self.feedback) {
+            match self.socket.send_to(&self.feedback[..length], flow.peer) {
+                Ok(_) => self.counters.feedbacks_sent += 1,
+                Err(_) => self.counters.send_errors += 1,
+            }
+        }
+    }
+
+    fn fire_timers(&mut self, now: Instant) {
+        let due: Vec<u32> = self
+            .flows
+            .values()
+            .filter(|flow| {
+                flow.receiver
+                    .poll_timeout()
+                    .is_some_and(|timer| timer <= now)
+            })
+            .map(|flow| flow.session_id)
+            .collect();
+        for session in due {
+            if let Some(flow) = self.flows.get_mut(&session) {
+                flow.receiver.handle_timeout(now);
+            }
+            self.send_feedback(session, now);
+        }
+    }
+
+    fn expire(&mut self, now: Instant, on_event: &mut dyn FnMut(ReceiverEvent<'_>)) {
+        self.closed.retain(|_, closed| closed.until > now);
+        let idle: Vec<u32> = self
+            .flows
+            .values()
+            .filter(|flow| now - flow.last_packet >= self.options.idle_timeout)
+            .map(|flow| flow.session_id)
+            .collect();
+        for session in idle {
+            self.close_flow(session, now, FlowEnd::IdleTimeout, None, on_event);
+        }
+    }
+
+    /// Ends a flow: summary, last log row, closed entry. Returns the acknowledgement to send.
+    fn close_flow(
+        &mut self,
+        session: u32,
+        now: Instant,
+        reason: FlowEnd,
+        end: Option<EndOfSession>,
+        on_event: &mut dyn FnMut(ReceiverEvent<'_>),
+    ) -> Option<EndAcknowledgement> {
+        let mut flow = self.flows.remove(&session)?;
+        let last = flow.last_packet;
+        flow.account(last.max(flow.last_accounted));
+        match reason {
+            FlowEnd::Completed => self.counters.flows_completed += 1,
+            FlowEnd::IdleTimeout => self.counters.flows_expired += 1,
+            FlowEnd::Interrupted => {}
+        }
+        let stats = flow.receiver.stats();
+        let p = flow.receiver.loss_event_rate();
+        let acknowledgement = EndAcknowledgement {
+            session_id: session,
+            nonce: flow.nonce,
+            packets_received: stats.packets,
+            bytes_received: stats.bytes,
+            packets_lost: stats.lost,
+            loss_events: stats.loss_events,
+            loss_event_rate_raw: wire::encode_loss_event_rate(p),
+            duplicates: stats.duplicates,
+        };
+        let seconds = (flow.last_packet - flow.first_packet).as_secs_f64();
+        let per_second = |bytes: u64| {
+            if seconds > 0.0 {
+                bytes as f64 * 8.0 / seconds
+            } else {
+                0.0
+            }
+        };
+        let sender_packets = end.map(|end| end.packets_sent);
+        let loss_ratio = match sender_packets {
+            Some(sent) if sent > 0 => (1.0 - stats.packets as f64 / sent as f64).max(0.0),
+            _ if stats.packets + stats.lost > 0 => {
+                stats.lost as f64 / (stats.packets + stats.lost) as f64
+            }
+            _ => 0.0,
+        };
+        let timeline = self.timeline_start.unwrap_or(flow.first_packet);
+        let summary = FlowSummary {
+            flow_id: flow.flow_id(),
+            session_id: format!("{session:08x}"),
+            peer: flow.peer.to_string(),
+            reason,
+            start: (flow.first_packet - timeline).as_secs_f64(),
+            seconds,
+            packets: stats.packets,
+            bytes: stats.bytes,
+            payload_bytes: stats.payload_bytes,
+            bits_per_second: per_second(stats.bytes),
+            goodput_bits_per_second: per_second(stats.payload_bytes),
+            lost: stats.lost,
+            sender_packets,
+            loss_ratio,
+            loss_events: stats.loss_events,
+            mean_p: if seconds > 0.0 {
+                flow.p_integral
+                    / (flow.last_accounted - flow.first_packet)
+                        .as_secs_f64()
+                        .max(1e-9)
+            } else {
+                p
+            },
+            final_p: p,
+            rtt: flow.rtt.summary(),
+            duplicates: stats.duplicates,
+            reordered: stats.reordered,
+            refused: stats.malformed + stats.foreign,
+            feedbacks: stats.feedbacks,
+        };
+        // The last row of this flow, then the probe is finished (dropped with the flow).
+        flow.probe.probe().publish(flow.snapshot());
+        if let Some(csv) = &mut self.csv {
+            let time = (now - flow.first_packet).as_secs_f64();
+            let _ = csv.write(time, unix_time_seconds(), &flow.flow_id(), &flow.snapshot());
+        }
+        on_event(ReceiverEvent::FlowEnded(&summary));
+        self.summaries.push(summary);
+        let acknowledgement = (reason == FlowEnd::Completed).then_some(acknowledgement);
+        self.closed.insert(
+            session,
+            ClosedFlow {
+                nonce: flow.nonce,
+                acknowledgement,
+                peer: flow.peer,
+                until: now + self.options.linger,
+            },
+        );
+        acknowledgement
+    }
+
+    fn report_interval(
+        &mut self,
+        start: Instant,
+        end: Instant,
+        on_event: &mut dyn FnMut(ReceiverEvent<'_>),
+    ) {
+        let seconds = (end - start).as_secs_f64();
+        let timeline = self.timeline_start.unwrap_or(start);
+        let mut streams = Vec::new();
+        let mut sum = IntervalSum::default();
+        let mut flows: Vec<&mut Flow> = self.flows.values_mut().collect();
+        flows.sort_by_key(|flow| flow.first_packet);
+        for flow in flows {
+            let stats = flow.receiver.stats();
+            let packets = stats.packets - flow.interval_stats.packets;
+            let bytes = stats.bytes - flow.interval_stats.bytes;
+            let lost = stats.lost - flow.interval_stats.lost;
+            flow.interval_stats = stats;
+            let bits_per_second = if seconds > 0.0 {
+                bytes as f64 * 8.0 / seconds
+            } else {
+                0.0
+            };
+            sum.packets += packets;
+            sum.bytes += bytes;
+            sum.lost += lost;
+            streams.push(FlowInterval {
+                flow_id: flow.flow_id(),
+                packets,
+                bytes,
+                bits_per_second,
+                lost,
+                p: flow.receiver.loss_event_rate(),
+                rtt_ms: flow.receiver.rtt().map(|rtt| rtt.as_secs_f64() * 1e3),
+            });
+        }
+        if streams.is_empty() {
+            return;
+        }
+        sum.bits_per_second = if seconds > 0.0 {
+            sum.bytes as f64 * 8.0 / seconds
+        } else {
+            0.0
+        };
+        let interval = ReceiverInterval {
+            start: (start - timeline).as_secs_f64(),
+            end: (end - timeline).as_secs_f64(),
+            seconds,
+            streams,
+            sum,
+        };
+        on_event(ReceiverEvent::Interval(&interval));
+    }
+
+    fn write_log_rows(&mut self, now: Instant) {
+        let Some(csv) = &mut self.csv else {
+            return;
+        };
+        let unix = unix_time_seconds();
+        let mut flows: Vec<&Flow> = self.flows.values().collect();
+        flows.sort_by_key(|flow| flow.first_packet);
+        for flow in flows {
+            let time = (now - flow.first_packet).as_secs_f64();
+            let _ = csv.write(time, unix, &flow.flow_id(), &flow.snapshot());
+        }
+    }
+}
+
+/// Asks for a large receive buffer: `SO_RCVBUFFORCE` (root may exceed `rmem_max`), else
+/// `SO_RCVBUF`. Best effort.
+fn set_large_receive_buffer(socket: &Socket) {
+    let size = RECEIVE_BUFFER_BYTES as libc::c_int;
+    // SAFETY: valid option pointer and length on an open socket.
+    let forced = unsafe {
+        libc::setsockopt(
+            socket.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_RCVBUFFORCE,
+            (&size as *const libc::c_int).cast(),
+            core::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if forced != 0 {
+        let _ = socket.set_recv_buffer_size(RECEIVE_BUFFER_BYTES);
+    }
+}

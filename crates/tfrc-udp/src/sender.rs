@@ -1,0 +1,790 @@
+//! A TFRC sender over a UDP socket: one thread, one event loop.
+//!
+//! # The loop
+//! 1. Read every datagram waiting on the socket: feedback goes to the core, which validates it
+//!    (session id, nonce, echo) and counts what it rejects. This comes before the timers, so a
+//!    report that has arrived is never overtaken by the no-feedback timer.
+//! 2. Fire the core's no-feedback timer when due.
+//! 3. Send every packet the schedule allows now (the core's `next_send_time`, and with
+//!    `max_rate` the application's own schedule), reading the socket every 4 packets.
+//! 4. Publish the state for loggers; write interval reports and CSV rows when due.
+//! 5. Wait for the earliest deadline with the [`Waiter`] (sleep, then spin), waking early on
+//!    feedback.
+//!
+//! The socket is *connected* to the receiver, so the kernel drops datagrams from any other
+//! address; datagrams forged with the receiver's address are caught by the core's checks.
+//!
+//! # End of a run
+//! When the time is up (or the stop flag is set, e.g. by SIGINT) the sender stops sending and
+//! repeats an [`EndOfSession`] datagram every max(2·RTT, 20 ms) until the receiver answers with
+//! its totals ([`EndAcknowledgement`]) or `end_timeout` has passed.
+
+use core::time::Duration;
+use std::net::{SocketAddr, UdpSocket};
+use std::os::fd::AsRawFd;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use rand::RngCore;
+use socket2::{Domain, Protocol, Socket, Type};
+use tfrc_proto::{wire, Config, Instant, Sender, SenderState, SenderStats};
+
+use crate::clock::{unix_time_seconds, Clock, CpuMeter, CpuUtilization};
+use crate::control::{EndAcknowledgement, EndOfSession, FlowOptions, FLOW_OPTIONS_LEN};
+use crate::csvlog::FlowCsv;
+use crate::pacing::{Histogram, PacingSummary, TimerCalibration, Waiter};
+use crate::registry::{self, FlowKind, FlowSnapshot, ProbeGuard, SenderSnapshot};
+
+/// Most packets sent in one loop iteration (when the schedule is behind).
+const MAX_BURST: usize = 32;
+/// Within a burst, the socket is read every this many packets, so that feedback is not left
+/// waiting long enough to fire the no-feedback timer (t_RTO = 4R is ~100 µs on loopback).
+const READ_EVERY: usize = 4;
+/// Socket buffer sizes asked for (the kernel may cap them at `net.core.{w,r}mem_max`).
+const SEND_BUFFER_BYTES: usize = 4 << 20;
+const RECEIVE_BUFFER_BYTES: usize = 1 << 20;
+
+/// What a sender run is asked to do.
+#[derive(Debug, Clone)]
+pub struct SenderOptions {
+    /// The receiver.
+    pub destination: SocketAddr,
+    /// Local address to send from; default: any address of the destination's family.
+    pub bind: Option<SocketAddr>,
+    /// How long to send.
+    pub duration: Duration,
+    /// The core's configuration (segment size, gTFRC target rate, RTT_ref, Veno, …). Its
+    /// `timer_granularity` is replaced by the measured one unless `keep_timer_granularity`.
+    pub config: Config,
+    /// Keep `config.timer_granularity` instead of the measured granularity.
+    pub keep_timer_granularity: bool,
+    /// Application rate cap in bytes/s: the application only has data at this rate, so the
+    /// sender is data-limited above it (like `iperf -b`). `None` = bulk (always data to send).
+    pub max_rate: Option<f64>,
+    /// Interval of the reports given to the callback; `None` = no interval reports.
+    pub report_interval: Option<Duration>,
+    /// CSV file of the sender's state and its sampling interval.
+    pub log: Option<(PathBuf, Duration)>,
+    /// How long to wait for the receiver's end acknowledgement.
+    pub end_timeout: Duration,
+    /// Run the sending thread in the real-time `SCHED_FIFO` class at this priority, so that
+    /// pacing holds on a busy machine (see [`crate::pacing::set_realtime_priority`]).
+    pub realtime_priority: Option<i32>,
+}
+
+impl SenderOptions {
+    /// Defaults: 10 s of bulk data with a plain RFC 5348 configuration, 1 s reports.
+    pub fn new(destination: SocketAddr) -> SenderOptions {
+        SenderOptions {
+            destination,
+            bind: None,
+            duration: Duration::from_secs(10),
+            config: Config::default(),
+            keep_timer_granularity: false,
+            max_rate: None,
+            report_interval: Some(Duration::from_secs(1)),
+            log: None,
+            end_timeout: Duration::from_secs(1),
+            realtime_priority: None,
+        }
+    }
+}
+
+/// Why a sender could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum SenderError {
+    /// The configuration was refused by the core.
+    #[error("invalid TFRC configuration: {0}")]
+    Config(#[from] tfrc_proto::ConfigError),
+    /// The packet size leaves no room for the flow options this driver puts in every payload.
+    #[error("packet size {got} is too small: it must be at least {min} bytes (TFRC header plus flow options)")]
+    PacketTooSmall {
+        /// Smallest size.
+        min: usize,
+        /// Size given.
+        got: u32,
+    },
+    /// `max_rate` is not a positive finite number.
+    #[error("max rate must be a positive number of bytes/s, got {0}")]
+    MaxRate(f64),
+    /// Real-time scheduling was asked for and refused.
+    #[error("cannot use real-time scheduling (needs root or CAP_SYS_NICE): {0}")]
+    Realtime(std::io::Error),
+    /// A socket operation failed.
+    #[error("{context}: {source}")]
+    Io {
+        /// What was being done.
+        context: String,
+        /// The error.
+        source: std::io::Error,
+    },
+}
+
+fn io_error(context: impl Into<String>) -> impl FnOnce(std::io::Error) -> SenderError {
+    let context = context.into();
+    move |source| SenderError::Io { context, source }
+}
+
+/// One interval report of a running sender.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct SenderInterval {
+    /// Start of the interval, seconds since the first packet.
+    pub start: f64,
+    /// End of the interval, seconds since the first packet.
+    pub end: f64,
+    /// Length of the interval, seconds.
+    pub seconds: f64,
+    /// Data packets sent in the interval.
+    pub packets: u64,
+    /// Bytes sent in the interval (TFRC headers included: the UDP payload).
+    pub bytes: u64,
+    /// Bytes over seconds, in bits/s.
+    pub bits_per_second: f64,
+    /// The core's sending rate at the end of the interval, bits/s.
+    pub sending_rate_bits_per_second: f64,
+    /// X_recv of the latest feedback, bits/s.
+    pub x_recv_bits_per_second: f64,
+    /// Loss event rate p at the end of the interval.
+    pub p: f64,
+    /// Smoothed RTT at the end of the interval, ms (None before the first feedback).
+    pub rtt_ms: Option<f64>,
+    /// Feedback packets accepted in the interval.
+    pub feedbacks: u64,
+}
+
+/// Why a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EndReason {
+    /// The requested time was up.
+    Time,
+    /// The stop flag was set (SIGINT).
+    Interrupted,
+}
+
+/// Summary statistics of RTT values, milliseconds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize)]
+pub struct RttSummary {
+    /// Number of values.
+    pub samples: u64,
+    /// Mean.
+    pub mean_ms: Option<f64>,
+    /// Smallest.
+    pub min_ms: Option<f64>,
+    /// Largest.
+    pub max_ms: Option<f64>,
+}
+
+/// Accumulates RTT values.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct RttAccumulator {
+    samples: u64,
+    sum: f64,
+    min: f64,
+    max: f64,
+}
+
+impl RttAccumulator {
+    pub(crate) fn record(&mut self, rtt: Duration) {
+        let millis = rtt.as_secs_f64() * 1e3;
+        if self.samples == 0 {
+            self.min = millis;
+            self.max = millis;
+        }
+        self.samples += 1;
+        self.sum += millis;
+        self.min = self.min.min(millis);
+        self.max = self.max.max(millis);
+    }
+
+    pub(crate) fn summary(&self) -> RttSummary {
+        if self.samples == 0 {
+            return RttSummary::default();
+        }
+        RttSummary {
+            samples: self.samples,
+            mean_ms: Some(self.sum / self.samples as f64),
+            min_ms: Some(self.min),
+            max_ms: Some(self.max),
+        }
+    }
+}
+
+/// What the receiver reported at the end.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct ReceiverTotals {
+    /// Data packets received.
+    pub packets: u64,
+    /// Bytes received (TFRC headers included).
+    pub bytes: u64,
+    /// Packets the receiver declared lost.
+    pub lost: u64,
+    /// Loss events.
+    pub loss_events: u64,
+    /// p at the end.
+    pub p: f64,
+    /// Duplicates.
+    pub duplicates: u64,
+    /// 1 − received/sent.
+    pub loss_ratio: f64,
+    /// Bytes received over the sending time, bits/s.
+    pub bits_per_second: f64,
+}
+
+/// The result of a sender run.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct SenderReport {
+    /// Why the run ended.
+    pub reason: EndReason,
+    /// Time from the first packet to the end of sending, seconds.
+    pub seconds: f64,
+    /// Data packets sent.
+    pub packets: u64,
+    /// Bytes sent (TFRC headers included: the UDP payload).
+    pub bytes: u64,
+    /// Payload bytes after the TFRC header.
+    pub payload_bytes: u64,
+    /// bytes / seconds in bits/s.
+    pub bits_per_second: f64,
+    /// Datagrams the socket refused (buffer full, peer unreachable).
+    pub send_errors: u64,
+    /// ICMP errors reported on the socket (e.g. port unreachable: no receiver).
+    pub icmp_errors: u64,
+    /// The core's counters (feedbacks, malformed, foreign, invalid_echo, no-feedback expiries).
+    #[serde(skip)]
+    pub stats: SenderStats,
+    /// The core's state at the end.
+    #[serde(skip)]
+    pub final_state: SenderState,
+    /// Time-weighted mean of p since the first feedback.
+    pub mean_p: f64,
+    /// Smoothed RTT after every accepted feedback.
+    pub rtt: RttSummary,
+    /// Error between scheduled and actual send times.
+    pub pacing: PacingSummary,
+    /// CPU use of the process during the run.
+    pub cpu_utilization_percent: CpuUtilization,
+    /// The receiver's totals, if it acknowledged the end of the session.
+    pub receiver: Option<ReceiverTotals>,
+}
+
+/// A TFRC sender bound to its socket, ready to [`UdpSender::run`].
+#[derive(Debug)]
+pub struct UdpSender {
+    options: SenderOptions,
+    socket: UdpSocket,
+    clock: Clock,
+    waiter: Waiter,
+    calibration: TimerCalibration,
+    session_id: u32,
+    nonce: u32,
+    config: Config,
+}
+
+impl UdpSender {
+    /// Opens and connects the socket, measures the timer and draws the session id and nonce
+    /// from the operating system's random source.
+    pub fn new(options: SenderOptions) -> Result<UdpSender, SenderError> {
+        let min = wire::DATA_HEADER_LEN + FLOW_OPTIONS_LEN;
+        if (options.config.packet_size as usize) < min {
+            return Err(SenderError::PacketTooSmall {
+                min,
+                got: options.config.packet_size,
+            });
+        }
+        if let Some(rate) = options.max_rate {
+            if !(rate.is_finite() && rate > 0.0) {
+                return Err(SenderError::MaxRate(rate));
+            }
+        }
+        options.config.validate()?;
+        let destination = options.destination;
+        let domain = Domain::for_address(destination);
+        let socket = Socket::new(domain, Type::DGRAM, Some(Protocol::UDP))
+            .map_err(io_error("cannot create a UDP socket"))?;
+        // Best effort: the kernel caps these at its maximum.
+        let _ = socket.set_send_buffer_size(SEND_BUFFER_BYTES);
+        let _ = socket.set_recv_buffer_size(RECEIVE_BUFFER_BYTES);
+        let bind = options.bind.unwrap_or_else(|| {
+            if destination.is_ipv4() {
+                SocketAddr::from(([0, 0, 0, 0], 0))
+            } else {
+                SocketAddr::from(([0u16; 8], 0))
+            }
+        });
+        socket
+            .bind(&bind.into())
+            .map_err(io_error(format!("cannot bind to {bind}")))?;
+        socket
+            .connect(&destination.into())
+            .map_err(io_error(format!("cannot connect to {destination}")))?;
+        socket
+            .set_nonblocking(true)
+            .map_err(io_error("cannot make the socket non-blocking"))?;
+        let socket: UdpSocket = socket.into();
+
+        let clock = Clock::new();
+        let (waiter, calibration) = Waiter::calibrate(clock);
+        let mut config = options.config.clone();
+        if !options.keep_timer_granularity {
+            config.timer_granularity = Duration::from_secs_f64(calibration.granularity_us / 1e6);
+        }
+        let mut random = rand::rngs::OsRng;
+        Ok(UdpSender {
+            session_id: random.next_u32(),
+            nonce: random.next_u32(),
+            options,
+            socket,
+            clock,
+            waiter,
+            calibration,
+            config,
+        })
+    }
+
+    /// The local address packets leave from.
+    pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
+        self.socket.local_addr()
+    }
+
+    /// The session id of this flow.
+    pub fn session_id(&self) -> u32 {
+        self.session_id
+    }
+
+    /// The flow id used in logs: `<session-id-hex>-sender`.
+    pub fn flow_id(&self) -> String {
+        format!("{:08x}-sender", self.session_id)
+    }
+
+    /// What the timer calibration measured.
+    pub fn calibration(&self) -> TimerCalibration {
+        self.calibration
+    }
+
+    /// The configuration the core runs with (timer granularity included).
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// The options of this run.
+    pub fn options(&self) -> &SenderOptions {
+        &self.options
+    }
+
+    /// Sends for the configured time (or until `stop` is set), calling `on_interval` at every
+    /// report interval, then ends the session with the receiver.
+    pub fn run(
+        self,
+        stop: &AtomicBool,
+        on_interval: &mut dyn FnMut(&SenderInterval),
+    ) -> Result<SenderReport, SenderError> {
+        if let Some(priority) = self.options.realtime_priority {
+            crate::pacing::set_realtime_priority(priority).map_err(SenderError::Realtime)?;
+        }
+        let mut run = Run::new(self)?;
+        run.send_phase(stop, on_interval)?;
+        run.end_phase();
+        Ok(run.report())
+    }
+}
+
+/// The state of one run.
+struct Run {
+    flow: UdpSender,
+    sender: Sender,
+    probe: ProbeGuard,
+    flow_options: FlowOptions,
+    packet: Vec<u8>,
+    datagram: Vec<u8>,
+    start: Instant,
+    sending_ended: Instant,
+    application_next: Instant,
+    pacing: Histogram,
+    rtt: RttAccumulator,
+    send_errors: u64,
+    icmp_errors: u64,
+    p_integral: f64,
+    p_since: Option<Instant>,
+    last_accounted: Instant,
+    cpu: CpuMeter,
+    csv: Option<FlowCsv>,
+    reason: EndReason,
+    acknowledgement: Option<EndAcknowledgement>,
+    interval_start: Instant,
+    interval_stats: SenderStats,
+}
+
+impl Run {
+    fn new(flow: UdpSender) -> Result<Run, SenderError> {
+        let now = flow.clock.now();
+        let sender = Sender::new(flow.config.clone(), flow.session_id, flow.nonce, now)?;
+        let local_port = flow.local_addr().map_or(0, |address| address.port());
+        let probe = registry::register_tfrc(FlowKind::TfrcSender, flow.flow_id(), local_port);
+        let csv = match &flow.options.log {
+            Some((path, _)) => Some(FlowCsv::create(path, FlowKind::TfrcSender).map_err(
+                io_error(format!("cannot create log file {}", path.display())),
+            )?),
+            None => None,
+        };
+        let run = Run {
+            flow_options: FlowOptions::from_config(&flow.config),
+            packet: vec![0; flow.config.packet_size as usize],
+            datagram: vec![0; 2048],
+            sender,
+            probe,
+            start: now,
+            sending_ended: now,
+            application_next: now,
+            pacing: Histogram::new(),
+            rtt: RttAccumulator::default(),
+            send_errors: 0,
+            icmp_errors: 0,
+            p_integral: 0.0,
+            p_since: None,
+            last_accounted: now,
+            cpu: CpuMeter::start(),
+            csv,
+            reason: EndReason::Time,
+            acknowledgement: None,
+            interval_start: now,
+            interval_stats: SenderStats::default(),
+            flow,
+        };
+        // Readers of the registry see the flow's state from its registration on.
+        run.probe.probe().publish(run.snapshot());
+        Ok(run)
+    }
+
+    fn snapshot(&self) -> FlowSnapshot {
+        FlowSnapshot::TfrcSender(SenderSnapshot {
+            state: self.sender.state(),
+            stats: self.sender.stats(),
+            send_errors: self.send_errors,
+            max_rate: self.flow.options.max_rate,
+        })
+    }
+
+    fn write_log_row(&mut self, now: Instant) {
+        let snapshot = self.snapshot();
+        let flow_id = self.flow.flow_id();
+        let time = (now - self.start).as_secs_f64();
+        if let Some(csv) = &mut self.csv {
+            // A full disk must not stop the flow; the row is lost.
+            let _ = csv.write(time, unix_time_seconds(), &flow_id, &snapshot);
+        }
+    }
+
+    /// Accumulates the time-weighted p up to `now`.
+    fn account(&mut self, now: Instant) {
+        if let Some(since) = self.p_since {
+            self.p_integral +=
+                self.sender.state().p * (now - self.last_accounted.max(since)).as_secs_f64();
+        }
+        self.last_accounted = now;
+    }
+
+    fn send_phase(
+        &mut self,
+        stop: &AtomicBool,
+        on_interval: &mut dyn FnMut(&SenderInterval),
+    ) -> Result<(), SenderError> {
+        let fd = self.flow.socket.as_raw_fd();
+        let end = self.start + self.flow.options.duration;
+        let report_interval = self.flow.options.report_interval;
+        let log_interval = self
+            .flow
+            .options
+            .log
+            .as_ref()
+            .map(|(_, interval)| *interval);
+        let mut next_report = report_interval.map(|interval| self.start + interval);
+        let mut next_log = log_interval.map(|_| self.start);
+        let application_interval =
+            self.flow.options.max_rate.map(|rate| {
+                Duration::from_secs_f64(f64::from(self.flow.config.packet_size) / rate)
+            });
+        loop {
+            let mut now = self.flow.clock.now();
+            if stop.load(Ordering::Relaxed) {
+                self.reason = EndReason::Interrupted;
+                break;
+            }
+            if now >= end {
+                break;
+            }
+            // Feedback first: a report waiting in the socket must not be missed by the timer.
+            self.read_socket(false);
+            now = self.flow.clock.now();
+            if now >= self.sender.no_feedback_deadline() {
+                self.sender.handle_timeout(now);
+            }
+            // Send what the schedule allows, looking at the socket every few packets.
+            for burst in 0..MAX_BURST {
+                if burst > 0 && burst % READ_EVERY == 0 {
+                    self.read_socket(false);
+                }
+                let core_ready = self.sender.next_send_time();
+                let scheduled = core_ready.max(self.application_next);
+                if now < scheduled || now >= end {
+                    break;
+                }
+                if self.application_next > core_ready {
+                    // The core could have sent earlier but the application had no data.
+                    self.sender.note_data_limited(now);
+                }
+                self.send_one(now, scheduled)?;
+                if let Some(interval) = application_interval {
+                    let nominal = if self.application_next + interval < now {
+                        now
+                    } else {
+                        self.application_next
+                    };
+                    self.application_next = nominal + interval;
+                }
+                now = self.flow.clock.now();
+            }
+            self.account(now);
+            self.probe.probe().publish(self.snapshot());
+
+            if let (Some(due), Some(interval)) = (next_report, report_interval) {
+                if now >= due {
+                    self.report_interval(due, on_interval);
+                    next_report = Some(due + interval);
+                }
+            }
+            if let (Some(due), Some(interval)) = (next_log, log_interval) {
+                if now >= due {
+                    self.write_log_row(now);
+                    // Skip missed rows rather than writing a burst of them.
+                    let mut next = due + interval;
+                    if next <= now {
+                        next = now + interval;
+                    }
+                    next_log = Some(next);
+                }
+            }
+
+            let send_at = self.sender.next_send_time().max(self.application_next);
+            let mut deadline = send_at.min(self.sender.no_feedback_deadline()).min(end);
+            for due in [next_report, next_log].into_iter().flatten() {
+                deadline = deadline.min(due);
+            }
+            if deadline > now {
+                // Readable or interrupted: loop around to read the socket or see the stop flag.
+                let _ = self.flow.waiter.wait_until(deadline, Some(fd));
+            }
+        }
+        self.sending_ended = self.flow.clock.now();
+        // A last partial interval, as iperf3 prints one.
+        if let Some(interval) = report_interval {
+            let now = self.sending_ended;
+            if now - self.interval_start >= interval / 10 {
+                self.report_interval(now, on_interval);
+            }
+        }
+        Ok(())
+    }
+
+    fn send_one(&mut self, now: Instant, scheduled: Instant) -> Result<(), SenderError> {
+        let length = match self.sender.send_padded(now, &mut self.packet) {
+            Ok(length) => length,
+            // Cannot happen: the schedule was checked and the buffer has the packet size.
+            Err(error) => {
+                return Err(SenderError::Io {
+                    context: "the core refused a packet".to_string(),
+                    source: std::io::Error::other(error.to_string()),
+                })
+            }
+        };
+        self.flow_options
+            .emit(&mut self.packet[wire::DATA_HEADER_LEN..]);
+        self.pacing.record((now - scheduled).as_nanos() as u64);
+        match self.flow.socket.send(&self.packet[..length]) {
+            Ok(_) => {}
+            Err(error) if error.kind() == std::io::ErrorKind::ConnectionRefused => {
+                self.icmp_errors += 1;
+                self.send_errors += 1;
+            }
+            // Buffer full (the packet is lost, as a router would drop it) or another error.
+            Err(_) => self.send_errors += 1,
+        }
+        Ok(())
+    }
+
+    /// Reads every waiting datagram. Returns true if an end acknowledgement for this session
+    /// arrived (only taken when `end_expected`).
+    fn read_socket(&mut self, end_expected: bool) -> bool {
+        let mut acknowledged = false;
+        let mut datagram = core::mem::take(&mut self.datagram);
+        loop {
+            match self.flow.socket.recv(&mut datagram) {
+                Ok(length) => {
+                    let now = self.flow.clock.now();
+                    let bytes = &datagram[..length];
+                    if let Some(acknowledgement) = EndAcknowledgement::parse(bytes) {
+                        if acknowledgement.session_id == self.flow.session_id
+                            && acknowledgement.nonce == self.flow.nonce
+                            && end_expected
+                        {
+                            self.acknowledgement = Some(acknowledgement);
+                            acknowledged = true;
+                        }
+                        // Otherwise: stray or spoofed; nothing to act on.
+                        continue;
+                    }
+                    // p changes with this feedback: account for the time spent at the old p.
+                    self.account(now);
+                    if self.sender.handle_packet(now, bytes).is_ok() {
+                        if self.p_since.is_none() {
+                            self.p_since = Some(now);
+                        }
+                        if let Some(rtt) = self.sender.state().rtt {
+                            self.rtt.record(rtt);
+                        }
+                    }
+                }
+                Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => break,
+                Err(error) if error.kind() == std::io::ErrorKind::ConnectionRefused => {
+                    self.icmp_errors += 1;
+                }
+                Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) => {
+                    self.icmp_errors += 1;
+                    break;
+                }
+            }
+        }
+        self.datagram = datagram;
+        acknowledged
+    }
+
+    fn report_interval(&mut self, end: Instant, on_interval: &mut dyn FnMut(&SenderInterval)) {
+        let stats = self.sender.stats();
+        let state = self.sender.state();
+        let seconds = (end - self.interval_start).as_secs_f64();
+        let bytes = stats.bytes - self.interval_stats.bytes;
+        let interval = SenderInterval {
+            start: (self.interval_start - self.start).as_secs_f64(),
+            end: (end - self.start).as_secs_f64(),
+            seconds,
+            packets: stats.packets - self.interval_stats.packets,
+            bytes,
+            bits_per_second: if seconds > 0.0 {
+                bytes as f64 * 8.0 / seconds
+            } else {
+                0.0
+            },
+            sending_rate_bits_per_second: state.sending_rate * 8.0,
+            x_recv_bits_per_second: state.x_recv * 8.0,
+            p: state.p,
+            rtt_ms: state.rtt.map(|rtt| rtt.as_secs_f64() * 1e3),
+            feedbacks: stats.feedbacks - self.interval_stats.feedbacks,
+        };
+        self.interval_start = end;
+        self.interval_stats = stats;
+        on_interval(&interval);
+    }
+
+    fn end_phase(&mut self) {
+        let fd = self.flow.socket.as_raw_fd();
+        let stats = self.sender.stats();
+        let end = EndOfSession {
+            session_id: self.flow.session_id,
+            nonce: self.flow.nonce,
+            packets_sent: stats.packets,
+            bytes_sent: stats.bytes,
+            duration_nanos: (self.sending_ended - self.start).as_nanos() as u64,
+        };
+        let mut buffer = [0u8; crate::control::END_LEN];
+        let length = end.emit(&mut buffer);
+        let repeat = self
+            .sender
+            .state()
+            .rtt
+            .map_or(Duration::from_millis(20), |rtt| rtt * 2)
+            .max(Duration::from_millis(20));
+        let give_up = self.flow.clock.now() + self.flow.options.end_timeout;
+        let icmp_before = self.icmp_errors;
+        loop {
+            let now = self.flow.clock.now();
+            if now >= give_up {
+                break;
+            }
+            let _ = self.flow.socket.send(&buffer[..length]);
+            let next = (now + repeat).min(give_up);
+            loop {
+                if self.read_socket(true) {
+                    break;
+                }
+                // Nobody listens: the kernel reported port unreachable.
+                if self.icmp_errors > icmp_before + 2 {
+                    break;
+                }
+                if self.flow.clock.now() >= next {
+                    break;
+                }
+                let _ = crate::pacing::poll_readable(Some(fd), Some(next - self.flow.clock.now()));
+            }
+            if self.acknowledgement.is_some() || self.icmp_errors > icmp_before + 2 {
+                break;
+            }
+        }
+        let now = self.flow.clock.now();
+        self.account(now);
+        self.probe.probe().publish(self.snapshot());
+        if self.csv.is_some() {
+            self.write_log_row(now);
+        }
+    }
+
+    fn report(&self) -> SenderReport {
+        let stats = self.sender.stats();
+        let seconds = (self.sending_ended - self.start).as_secs_f64();
+        let per_second = |bytes: u64| {
+            if seconds > 0.0 {
+                bytes as f64 * 8.0 / seconds
+            } else {
+                0.0
+            }
+        };
+        let accounted = self
+            .p_since
+            .map_or(0.0, |since| (self.last_accounted - since).as_secs_f64());
+        let receiver = self.acknowledgement.map(|ack| ReceiverTotals {
+            packets: ack.packets_received,
+            bytes: ack.bytes_received,
+            lost: ack.packets_lost,
+            loss_events: ack.loss_events,
+            p: ack.loss_event_rate(),
+            duplicates: ack.duplicates,
+            loss_ratio: if stats.packets > 0 {
+                (1.0 - ack.packets_received as f64 / stats.packets as f64).max(0.0)
+            } else {
+                0.0
+            },
+            bits_per_second: per_second(ack.bytes_received),
+        });
+        SenderReport {
+            reason: self.reason,
+            seconds,
+            packets: stats.packets,
+            bytes: stats.bytes,
+            payload_bytes: stats.payload_bytes,
+            bits_per_second: per_second(stats.bytes),
+            send_errors: self.send_errors,
+            icmp_errors: self.icmp_errors,
+            stats,
+            final_state: self.sender.state(),
+            mean_p: if accounted > 0.0 {
+                self.p_integral / accounted
+            } else {
+                self.sender.state().p
+            },
+            rtt: self.rtt.summary(),
+            pacing: self.pacing.summary(),
+            cpu_utilization_percent: self.cpu.utilization(),
+            receiver,
+        }
+    }
+}

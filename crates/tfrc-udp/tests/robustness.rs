@@ -1,0 +1,447 @@
+//! Hostile and stray input over loopback: counted, dropped, and without effect on the flows.
+
+use core::time::Duration;
+use std::net::{SocketAddr, UdpSocket};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use tfrc_proto::wire::{DataRepr, FeedbackRepr, Packet};
+use tfrc_proto::Config;
+use tfrc_udp::control::{EndAcknowledgement, EndOfSession, FlowOptions};
+use tfrc_udp::receiver::{FlowEnd, ReceiverOptions, UdpReceiver};
+use tfrc_udp::registry::{self, FlowSnapshot, SenderSnapshot};
+use tfrc_udp::sender::{SenderOptions, UdpSender};
+
+fn loopback() -> SocketAddr {
+    "127.0.0.1:0".parse().unwrap()
+}
+
+fn sender_snapshot(flow_id: &str) -> SenderSnapshot {
+    let probe = registry::probes()
+        .into_iter()
+        .find(|probe| probe.flow_id() == flow_id)
+        .expect("the sender is registered");
+    match probe.sample() {
+        Some(FlowSnapshot::TfrcSender(snapshot)) => snapshot,
+        other => panic!("unexpected snapshot {other:?}"),
+    }
+}
+
+fn feedback(session_id: u32, nonce: u32, echo_sequence: u32, echo_timestamp: u64) -> Vec<u8> {
+    let repr = FeedbackRepr {
+        session_id,
+        echo_sequence,
+        echo_timestamp,
+        elapsed_micros: 0,
+        x_recv: 10_000_000,
+        loss_event_rate_raw: 0,
+        echo_nonce: nonce,
+    };
+    let mut buffer = vec![0u8; repr.buffer_len()];
+    repr.emit(&mut buffer).unwrap();
+    buffer
+}
+
+/// The test socket plays the receiver: it learns the session from the first data packet, then
+/// sends garbage and forged feedback. None of it may change the sender's rate; a genuine feedback
+/// afterwards does (so the check is meaningful).
+#[test]
+fn garbage_and_spoofed_feedback_are_counted_and_do_not_change_the_rate() {
+    let fake_receiver = UdpSocket::bind(loopback()).unwrap();
+    fake_receiver
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let mut options = SenderOptions::new(fake_receiver.local_addr().unwrap());
+    options.bind = Some(loopback());
+    options.duration = Duration::from_secs(30);
+    options.report_interval = None;
+    options.end_timeout = Duration::from_millis(100);
+    let sender = UdpSender::new(options).unwrap();
+    let flow_id = sender.flow_id();
+    let stop = Arc::new(AtomicBool::new(false));
+    let thread = {
+        let stop = Arc::clone(&stop);
+        std::thread::spawn(move || sender.run(&stop, &mut |_| {}).unwrap())
+    };
+
+    // The first data packet: RFC 5348 §4.2, one packet per second before any feedback.
+    let mut buffer = [0u8; 2048];
+    let (length, sender_address) = fake_receiver.recv_from(&mut buffer).unwrap();
+    let data = DataRepr::parse(&Packet::new_checked(&buffer[..length]).unwrap()).unwrap();
+    let before = sender_snapshot(&flow_id);
+    assert_eq!(before.stats.feedbacks, 0);
+
+    let send = |bytes: &[u8]| {
+        fake_receiver.send_to(bytes, sender_address).unwrap();
+    };
+    // Garbage: empty, short, wrong version, unknown kind, a data packet, random bytes.
+    send(&[]);
+    send(&[1, 2, 3]);
+    send(&[9u8; 40]);
+    send(&[1, 7, 0, 0, 0, 0, 0, 0, 0, 0]);
+    send(&buffer[..length]);
+    send(&[0x5a; 40]);
+    let garbage = 6;
+    // Forged feedback: another session, the wrong nonce.
+    send(&feedback(
+        data.session_id ^ 1,
+        data.nonce,
+        data.sequence,
+        data.timestamp,
+    ));
+    send(&feedback(
+        data.session_id,
+        data.nonce ^ 1,
+        data.sequence,
+        data.timestamp,
+    ));
+    let foreign = 2;
+    // Right session and nonce, but echoing a packet never sent or a timestamp from the future.
+    send(&feedback(
+        data.session_id,
+        data.nonce,
+        data.sequence + 1000,
+        data.timestamp,
+    ));
+    send(&feedback(
+        data.session_id,
+        data.nonce,
+        data.sequence,
+        u64::MAX,
+    ));
+    let invalid_echo = 2;
+    // A forged end acknowledgement (wrong nonce) is ignored too.
+    let mut acknowledgement = [0u8; 64];
+    let ack_length = EndAcknowledgement {
+        session_id: data.session_id,
+        nonce: data.nonce ^ 1,
+        packets_received: 1,
+        bytes_received: 1000,
+        packets_lost: 0,
+        loss_events: 0,
+        loss_event_rate_raw: 0,
+        duplicates: 0,
+    }
+    .emit(&mut acknowledgement);
+    send(&acknowledgement[..ack_length]);
+
+    // Wait until the sender has read all of it (generous on a loaded machine).
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let after = loop {
+        let snapshot = sender_snapshot(&flow_id);
+        let stats = snapshot.stats;
+        if stats.malformed >= garbage
+            && stats.foreign >= foreign
+            && stats.invalid_echo >= invalid_echo
+        {
+            break snapshot;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "not all counted: {stats:?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(after.stats.malformed, garbage);
+    assert_eq!(after.stats.foreign, foreign);
+    assert_eq!(after.stats.invalid_echo, invalid_echo);
+    assert_eq!(after.stats.feedbacks, 0, "no forged feedback was acted on");
+    assert_eq!(
+        after.state.rtt, None,
+        "no RTT was measured from forged feedback"
+    );
+    // The rate is the initial one, halved only by genuine no-feedback expiries (RFC 5348 §4.4).
+    let expected = before.state.x / 2f64.powi(after.stats.no_feedback_expiries as i32);
+    assert_eq!(after.state.x, expected.max(1000.0 / 64.0));
+
+    // Control: a genuine feedback is accepted and changes the rate.
+    send(&feedback(
+        data.session_id,
+        data.nonce,
+        data.sequence,
+        data.timestamp,
+    ));
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let accepted = loop {
+        let snapshot = sender_snapshot(&flow_id);
+        if snapshot.stats.feedbacks == 1 {
+            break snapshot;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "genuine feedback not accepted"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(accepted.state.rtt.is_some());
+    assert_ne!(accepted.state.x, after.state.x);
+
+    stop.store(true, Ordering::Relaxed);
+    let report = thread.join().unwrap();
+    assert_eq!(report.stats.feedbacks, 1);
+    assert!(
+        report.receiver.is_none(),
+        "the forged acknowledgement was not taken"
+    );
+}
+
+fn data_packet(session_id: u32, nonce: u32, sequence: u32, with_options: bool) -> Vec<u8> {
+    let repr = DataRepr {
+        session_id,
+        sequence,
+        timestamp: 1_000_000,
+        rtt_micros: 0,
+        veno_backlog_millipackets: 0,
+        nonce,
+    };
+    let mut buffer = vec![0u8; 200];
+    repr.emit(&mut buffer).unwrap();
+    if with_options {
+        FlowOptions::default().emit(&mut buffer[32..]);
+    }
+    buffer
+}
+
+/// Two real flows share one receiver while a test socket injects garbage, forged data and forged
+/// ends: both flows complete with their own summaries, the bad input is counted.
+#[test]
+fn receiver_demultiplexes_flows_and_counts_bad_input() {
+    let receiver = UdpReceiver::bind(ReceiverOptions {
+        report_interval: None,
+        ..ReceiverOptions::new(loopback())
+    })
+    .unwrap();
+    let address = receiver.local_addr().unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let receiver_thread = {
+        let stop = Arc::clone(&stop);
+        std::thread::spawn(move || receiver.run(&stop, &mut |_| {}).unwrap())
+    };
+
+    let mut senders = Vec::new();
+    let mut sessions = Vec::new();
+    for _ in 0..2 {
+        let mut options = SenderOptions::new(address);
+        options.bind = Some(loopback());
+        options.duration = Duration::from_secs(2);
+        options.max_rate = Some(2_000_000.0 / 8.0);
+        options.report_interval = None;
+        options.config = Config {
+            packet_size: 500,
+            ..Config::default()
+        };
+        let sender = UdpSender::new(options).unwrap();
+        sessions.push(sender.session_id());
+        senders.push(std::thread::spawn(move || {
+            sender.run(&AtomicBool::new(false), &mut |_| {}).unwrap()
+        }));
+    }
+
+    // Hostile traffic while the flows run.
+    std::thread::sleep(Duration::from_millis(300));
+    let attacker = UdpSocket::bind(loopback()).unwrap();
+    let send = |bytes: &[u8]| {
+        attacker.send_to(bytes, address).unwrap();
+    };
+    send(&[]);
+    send(&[0xff; 100]);
+    send(&feedback(sessions[0], 1, 0, 0)); // feedback sent to a receiver
+    send(&data_packet(0x1234_5678, 1, 0, false)); // new session without flow options
+    let malformed = 4;
+    // A known session from another address (the nonce cannot be known, any value will do).
+    send(&data_packet(sessions[0], 42, 5, true));
+    // A forged end of session from another address.
+    let mut end = [0u8; 64];
+    let end_length = EndOfSession {
+        session_id: sessions[1],
+        nonce: 42,
+        packets_sent: 1,
+        bytes_sent: 1,
+        duration_nanos: 1,
+    }
+    .emit(&mut end);
+    send(&end[..end_length]);
+    let spoofed = 2;
+
+    let reports: Vec<_> = senders
+        .into_iter()
+        .map(|thread| thread.join().unwrap())
+        .collect();
+    stop.store(true, Ordering::Relaxed);
+    let report = receiver_thread.join().unwrap();
+
+    assert_eq!(
+        report.counters.malformed, malformed,
+        "{:?}",
+        report.counters
+    );
+    assert_eq!(report.counters.spoofed, spoofed, "{:?}", report.counters);
+    assert_eq!(report.counters.flows_opened, 2);
+    assert_eq!(report.counters.flows_completed, 2);
+    assert_eq!(report.streams.len(), 2);
+    for (session, sender) in sessions.iter().zip(&reports) {
+        let flow = report
+            .streams
+            .iter()
+            .find(|flow| flow.session_id == format!("{session:08x}"))
+            .expect("a summary per session");
+        assert_eq!(flow.reason, FlowEnd::Completed);
+        assert!(flow.packets > 50, "{flow:?}");
+        assert_eq!(flow.sender_packets, Some(sender.packets));
+        let totals = sender.receiver.expect("the end was acknowledged");
+        assert_eq!(totals.packets, flow.packets);
+        assert!(sender.stats.feedbacks > 0);
+        assert_eq!(sender.stats.foreign + sender.stats.malformed, 0);
+    }
+}
+
+/// At most `max_flows` sessions are held; idle ones expire.
+#[test]
+fn receiver_state_is_bounded() {
+    let receiver = UdpReceiver::bind(ReceiverOptions {
+        report_interval: None,
+        max_flows: 2,
+        idle_timeout: Duration::from_millis(300),
+        ..ReceiverOptions::new(loopback())
+    })
+    .unwrap();
+    let address = receiver.local_addr().unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let thread = {
+        let stop = Arc::clone(&stop);
+        std::thread::spawn(move || receiver.run(&stop, &mut |_| {}).unwrap())
+    };
+    let client = UdpSocket::bind(loopback()).unwrap();
+    for session in 1..=5u32 {
+        client
+            .send_to(&data_packet(session, 7, 0, true), address)
+            .unwrap();
+    }
+    // Long enough for both flows to expire, even on a loaded machine.
+    std::thread::sleep(Duration::from_millis(1500));
+    stop.store(true, Ordering::Relaxed);
+    let report = thread.join().unwrap();
+    assert_eq!(report.counters.flows_opened, 2);
+    assert_eq!(report.counters.rejected_flows, 3);
+    assert_eq!(report.counters.flows_expired, 2);
+    assert!(report
+        .streams
+        .iter()
+        .all(|flow| flow.reason == FlowEnd::IdleTimeout && flow.packets == 1));
+}
+
+/// A relay between sender and receiver that drops every `drop_every`-th data packet (and nothing
+/// else). Returns its sender-facing address and the drop counter.
+fn lossy_relay(
+    receiver: SocketAddr,
+    drop_every: u64,
+    stop: Arc<AtomicBool>,
+) -> (SocketAddr, Arc<std::sync::atomic::AtomicU64>) {
+    let facing_sender = UdpSocket::bind(loopback()).unwrap();
+    let facing_receiver = UdpSocket::bind(loopback()).unwrap();
+    for socket in [&facing_sender, &facing_receiver] {
+        socket
+            .set_read_timeout(Some(Duration::from_millis(50)))
+            .unwrap();
+        // Room for a long stall of the relay thread on a loaded machine: the relay must not
+        // lose packets of its own.
+        let _ = socket2::SockRef::from(socket).set_recv_buffer_size(4 << 20);
+    }
+    let address = facing_sender.local_addr().unwrap();
+    let dropped = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let sender_address = Arc::new(std::sync::Mutex::new(None::<SocketAddr>));
+    let facing_sender = Arc::new(facing_sender);
+    let facing_receiver = Arc::new(facing_receiver);
+    {
+        let (inbound, outbound) = (Arc::clone(&facing_sender), Arc::clone(&facing_receiver));
+        let (stop, dropped, sender_address) = (
+            Arc::clone(&stop),
+            Arc::clone(&dropped),
+            Arc::clone(&sender_address),
+        );
+        std::thread::spawn(move || {
+            let mut buffer = [0u8; 65_536];
+            let mut until_drop = drop_every;
+            while !stop.load(Ordering::Relaxed) {
+                let Ok((length, from)) = inbound.recv_from(&mut buffer) else {
+                    continue;
+                };
+                *sender_address.lock().unwrap() = Some(from);
+                if length > 1 && buffer[1] == 1 {
+                    until_drop -= 1;
+                    if until_drop == 0 {
+                        until_drop = drop_every;
+                        dropped.fetch_add(1, Ordering::Relaxed);
+                        continue;
+                    }
+                }
+                let _ = outbound.send_to(&buffer[..length], receiver);
+            }
+        });
+    }
+    {
+        let (inbound, outbound) = (facing_receiver, facing_sender);
+        std::thread::spawn(move || {
+            let mut buffer = [0u8; 2048];
+            while !stop.load(Ordering::Relaxed) {
+                let Ok(length) = inbound.recv(&mut buffer) else {
+                    continue;
+                };
+                if let Some(to) = *sender_address.lock().unwrap() {
+                    let _ = outbound.send_to(&buffer[..length], to);
+                }
+            }
+        });
+    }
+    (address, dropped)
+}
+
+/// Over a path that loses every 40th data packet, the receiver detects exactly those losses, the
+/// loss event rate reaches the sender and ends its slow start.
+#[test]
+fn losses_on_the_path_reach_the_sender_as_a_loss_event_rate() {
+    let receiver = UdpReceiver::bind(ReceiverOptions {
+        report_interval: None,
+        once: true,
+        ..ReceiverOptions::new(loopback())
+    })
+    .unwrap();
+    let relay_stop = Arc::new(AtomicBool::new(false));
+    let (relay, dropped) = lossy_relay(receiver.local_addr().unwrap(), 40, Arc::clone(&relay_stop));
+    let receiver_thread =
+        std::thread::spawn(move || receiver.run(&AtomicBool::new(false), &mut |_| {}).unwrap());
+    let mut options = SenderOptions::new(relay);
+    options.bind = Some(loopback());
+    options.duration = Duration::from_secs(2);
+    options.max_rate = Some(4_000_000.0 / 8.0);
+    options.report_interval = None;
+    options.config = Config {
+        packet_size: 500,
+        ..Config::default()
+    };
+    let report = UdpSender::new(options)
+        .unwrap()
+        .run(&AtomicBool::new(false), &mut |_| {})
+        .unwrap();
+    let received = receiver_thread.join().unwrap();
+    relay_stop.store(true, Ordering::Relaxed);
+
+    let dropped = dropped.load(Ordering::Relaxed);
+    let flow = &received.streams[0];
+    assert!(dropped >= 10, "{dropped} dropped of {}", report.packets);
+    // A drop among the last three packets cannot be detected (NDUPACK = 3).
+    assert!(
+        flow.lost + 1 >= dropped && flow.lost <= dropped,
+        "lost {} of {dropped}",
+        flow.lost
+    );
+    assert_eq!(flow.packets + dropped, report.packets);
+    assert!(flow.loss_events >= 1);
+    assert!(flow.final_p > 0.0);
+    assert!(report.final_state.p > 0.0, "p reached the sender");
+    assert!(!report.final_state.slow_start);
+    assert!(report.mean_p > 0.0);
+    let totals = report.receiver.expect("acknowledged");
+    assert_eq!(totals.lost, flow.lost);
+    assert!((totals.loss_ratio - dropped as f64 / report.packets as f64).abs() < 1e-9);
+}
