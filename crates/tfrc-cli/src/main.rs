@@ -4,6 +4,8 @@ use anyhow::{anyhow, bail, Result};
 use clap::{Args, Parser, Subcommand};
 use tfrc_proto::equation;
 
+mod sim;
+
 /// TFRC (RFC 5348) toolkit: the throughput equation, the simulator and the papers' experiments.
 #[derive(Debug, Parser)]
 #[command(name = "tfrc", version, about, long_about = None)]
@@ -22,6 +24,9 @@ enum Command {
     Send(tfrc_udp::cli::SendArgs),
     /// Receive TFRC flows (or --tcp: TCP connections), iperf3-style.
     Recv(tfrc_udp::cli::RecvArgs),
+    /// Run a scenario file in the simulator and write flows.csv, state.csv, links.csv and
+    /// summary.json.
+    Sim(sim::SimArgs),
 }
 
 #[derive(Debug, Args)]
@@ -70,6 +75,7 @@ fn main() -> Result<()> {
         Command::Equation(args) => run_equation(&args),
         Command::Send(args) => tfrc_udp::cli::run_send(&args),
         Command::Recv(args) => tfrc_udp::cli::run_recv(&args),
+        Command::Sim(args) => sim::run(&args),
         Command::Reproduce(args) => bail!(
             "`tfrc reproduce --out {}` is not available yet: it needs the simulator and the \
              experiment scenarios, which are still being built (see README, Status). \

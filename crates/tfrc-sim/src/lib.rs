@@ -54,6 +54,7 @@ pub mod packet;
 pub mod queue;
 pub mod rng;
 pub mod scheduler;
+pub mod simulation;
 pub mod source;
 pub mod trace;
 

@@ -1,0 +1,177 @@
+//! `tfrc sim`: run a scenario file in the simulator.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant as WallInstant};
+
+use anyhow::{Context, Result};
+use clap::Args;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use tfrc_scenario::Scenario;
+use tfrc_sim::simulation::{Simulation, Summary};
+
+/// Arguments of `tfrc sim`.
+#[derive(Debug, Args)]
+pub struct SimArgs {
+    /// Scenario file (TOML; see docs/scenario-format.md).
+    pub scenario: PathBuf,
+    /// Output directory: flows.csv, state.csv, links.csv, summary.json, scenario.toml (see
+    /// docs/output-format.md). A scenario with a sweep writes one sub-directory per variant.
+    #[arg(long, short, default_value = "out")]
+    pub out: PathBuf,
+    /// Seed of the run (overrides the file's `seed`); the same seed gives identical files.
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Override a key of the file, e.g. `--set duration=60s --set flow.a.target_rate=800kbps`.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub set: Vec<String>,
+    /// No progress bar and no summary table.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+/// Loads a scenario with its `--set` overrides and `--seed`, and returns its variants.
+pub fn load_variants(path: &Path, sets: &[String], seed: Option<u64>) -> Result<Vec<Scenario>> {
+    let mut scenario = Scenario::from_path(path).map_err(anyhow::Error::new)?;
+    scenario.apply_sets(sets).map_err(anyhow::Error::new)?;
+    if let Some(seed) = seed {
+        scenario.seed = seed;
+    }
+    scenario.expand().map_err(anyhow::Error::new)
+}
+
+/// A file-system friendly directory name for a variant: `e002-grid[flows=2,delay=250ms]` →
+/// `flows=2,delay=250ms`.
+pub fn variant_directory(scenario: &Scenario) -> String {
+    let name = if scenario.variant.is_empty() {
+        scenario.name.clone()
+    } else {
+        scenario
+            .variant
+            .iter()
+            .map(|(key, value)| format!("{key}={value}"))
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    name.chars()
+        .map(|character| match character {
+            'a'..='z' | 'A'..='Z' | '0'..='9' | '.' | '_' | '-' | '=' | ',' => character,
+            _ => '_',
+        })
+        .collect()
+}
+
+/// Runs one concrete scenario into `directory`, with a progress bar (after two seconds of
+/// wall time, on a terminal) unless `quiet`. Returns the summary and the wall time.
+pub fn run_one(scenario: &Scenario, directory: &Path, quiet: bool) -> Result<(Summary, Duration)> {
+    let started = WallInstant::now();
+    let mut simulation = Simulation::new(scenario, Some(directory))
+        .with_context(|| format!("{}: cannot build the simulation", scenario.file()))?;
+    let end = simulation.end();
+    let bar = ProgressBar::with_draw_target(
+        Some(end.as_nanos() / 1_000_000),
+        ProgressDrawTarget::hidden(),
+    );
+    bar.set_style(
+        ProgressStyle::with_template(
+            "{msg} [{bar:30}] {pos}/{len} ms simulated, {elapsed} elapsed, eta {eta}",
+        )
+        .unwrap_or_else(|_| ProgressStyle::default_bar())
+        .progress_chars("=> "),
+    );
+    bar.set_message(scenario.name.clone());
+    let step = core::time::Duration::from_millis(200);
+    let mut shown = false;
+    while simulation.now() < end {
+        let next = (simulation.now() + step).min(end);
+        simulation
+            .run_until(next)
+            .with_context(|| format!("{}: simulation failed", scenario.file()))?;
+        if !quiet && !shown && started.elapsed() > Duration::from_secs(2) {
+            bar.set_draw_target(ProgressDrawTarget::stderr());
+            shown = true;
+        }
+        bar.set_position(next.as_nanos() / 1_000_000);
+    }
+    bar.finish_and_clear();
+    let events = simulation.events_processed();
+    let summary = simulation
+        .finish()
+        .with_context(|| format!("{}: cannot finish the run", scenario.file()))?;
+    let elapsed = started.elapsed();
+    if !quiet {
+        eprintln!(
+            "{}: {:.1} s simulated in {:.2} s wall time ({:.2} M events/s), seed {}",
+            summary.scenario,
+            summary.duration_s,
+            elapsed.as_secs_f64(),
+            events as f64 / elapsed.as_secs_f64().max(1e-9) / 1e6,
+            summary.seed
+        );
+    }
+    Ok((summary, elapsed))
+}
+
+/// The end-of-run table: one line per flow, then the run-wide figures.
+pub fn summary_table(summary: &Summary) -> String {
+    let mut text = format!(
+        "{:<16} {:<9} {:>12} {:>12} {:>9} {:>9} {:>9}\n",
+        "flow", "kind", "sent kb/s", "goodput kb/s", "recv/sent", "mean p", "RTT ms"
+    );
+    let optional = |value: Option<f64>, scale: f64, decimals: usize| {
+        value
+            .map(|value| format!("{:.decimals$}", value * scale))
+            .unwrap_or_else(|| "-".into())
+    };
+    for flow in &summary.flows {
+        text += &format!(
+            "{:<16} {:<9} {:>12.1} {:>12.1} {:>9} {:>9} {:>9}\n",
+            flow.name,
+            flow.kind,
+            flow.send_rate_bps / 1000.0,
+            flow.goodput_bps / 1000.0,
+            optional(flow.receiving_ratio, 1.0, 4),
+            optional(flow.mean_p, 1.0, 5),
+            optional(flow.mean_rtt_s, 1000.0, 1),
+        );
+    }
+    text += &format!(
+        "Jain index {}; bottleneck {}; seed {}\n",
+        optional(summary.jain_index, 1.0, 4),
+        summary
+            .bottleneck
+            .as_ref()
+            .map(|bottleneck| format!(
+                "{}->{} utilization {}",
+                bottleneck.from,
+                bottleneck.to,
+                optional(bottleneck.utilization, 100.0, 1) + " %"
+            ))
+            .unwrap_or_else(|| "none".into()),
+        summary.seed
+    );
+    text
+}
+
+/// `tfrc sim`.
+pub fn run(args: &SimArgs) -> Result<()> {
+    let variants = load_variants(&args.scenario, &args.set, args.seed)?;
+    let several = variants.len() > 1;
+    for scenario in &variants {
+        let directory = if several {
+            args.out.join(variant_directory(scenario))
+        } else {
+            args.out.clone()
+        };
+        let (summary, _) = run_one(scenario, &directory, args.quiet)?;
+        if !args.quiet {
+            if several {
+                println!("== {} → {}", summary.scenario, directory.display());
+            }
+            print!("{}", summary_table(&summary));
+        }
+    }
+    if !args.quiet {
+        eprintln!("results in {}", args.out.display());
+    }
+    Ok(())
+}

@@ -1,0 +1,1113 @@
+//! The simulation loop: a [`Scenario`] run on the network elements of this crate with the very
+//! same TFRC core (`tfrc-proto`) and TCP models (`tfrc-tcp`) as everywhere else.
+//!
+//! One [`Scheduler`] holds every timer: link directions (end of serialization, arrival at the
+//! far end), TFRC senders (send schedule and no-feedback timer) and receivers (feedback timer),
+//! TCP senders (retransmission timer) and sinks (delayed ACK), open-loop sources, and the
+//! sampling of outputs. Each element says when it next needs attention (`poll_timeout`); after
+//! every interaction the loop moves that element's single pending event if the time changed.
+//! Simultaneous events fire in the order they were scheduled, and every random element owns a
+//! generator seeded from the run's seed, so a scenario and a seed always give the same run.
+//!
+//! Nodes forward packets instantly along static shortest paths (fewest hops). A TFRC or TCP
+//! flow's data goes `from` → `to` and its feedback or ACKs come back along the reverse route.
+//!
+//! # Example
+//! ```
+//! use tfrc_scenario::Scenario;
+//! use tfrc_sim::simulation::Simulation;
+//!
+//! let scenario = Scenario::from_str_named(
+//!     r#"
+//!     name = "one-flow"
+//!     duration = "20s"
+//!     [[link]]
+//!     between = ["sender", "receiver"]
+//!     rate = "1Mbps"
+//!     delay = "25ms"
+//!     [[flow]]
+//!     name = "a"
+//!     kind = "tfrc"
+//!     from = "sender"
+//!     to = "receiver"
+//! "#,
+//!     "one-flow.toml",
+//! )?;
+//! let summary = Simulation::new(&scenario, None)?.finish()?;
+//! let flow = &summary.flows[0];
+//! assert!(flow.goodput_bps > 800_000.0, "{flow:?}"); // fills most of the 1 Mb/s link
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod build;
+mod record;
+
+use std::path::{Path, PathBuf};
+
+use core::time::Duration;
+use tfrc_proto::wire::{DATA_HEADER_LEN, FEEDBACK_LEN};
+use tfrc_proto::Instant;
+use tfrc_scenario::{FlowKind, Scenario};
+use tfrc_tcp::{Ack, Segment, TcpSender, TcpSink};
+
+pub use build::{
+    flow_id, is_protocol, link_direction_config, loss_kind, markers_by_direction, queue_config,
+    tfrc_config, Topology, REVERSE_PATH_BIT,
+};
+pub use record::{
+    coefficient_of_variation, format_time, jain_index, BottleneckSummary, FlowSummary, LinkSummary,
+    StateRow, Summary, COV_BIN, FLOWS_HEADER, LINKS_HEADER, SCHEMA_VERSION, STATE_HEADER,
+};
+
+use crate::error::{ParameterError, TraceError};
+use crate::link::{Arrival, LinkCounters, LinkDirection};
+use crate::packet::PacketMeta;
+use crate::rng::derive_seed;
+use crate::scheduler::{EventId, Scheduler};
+use crate::source::{
+    CbrParams, CbrSource, OnOffDistribution, OnOffParams, OnOffSource, TrafficSource,
+};
+use record::{CsvFiles, FlowRecord};
+
+/// Why a scenario could not be simulated or its results not written.
+#[derive(Debug, thiserror::Error)]
+pub enum SimulationError {
+    /// The scenario asks for something the simulator cannot do (no route, bad parameter).
+    #[error("{key}: {message}")]
+    Scenario {
+        /// The scenario key at fault, e.g. `flow[2]` or `link[0].forward.queue`.
+        key: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// A network element rejected its parameters.
+    #[error(transparent)]
+    Parameter(#[from] ParameterError),
+    /// A delivery trace could not be read.
+    #[error(transparent)]
+    Trace(#[from] TraceError),
+    /// An output file could not be written.
+    #[error("cannot write {}: {source}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The error.
+        source: std::io::Error,
+    },
+}
+
+impl SimulationError {
+    pub(crate) fn scenario(key: &str, message: impl Into<String>) -> SimulationError {
+        SimulationError::Scenario {
+            key: key.to_owned(),
+            message: message.into(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Event {
+    Link(u32),
+    Sender(u32),
+    Receiver(u32),
+    Source(u32),
+    FlowStart(u32),
+    FlowStop(u32),
+    FlowSample,
+    StateSample,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Timer {
+    at: Instant,
+    id: EventId,
+}
+
+/// Moves an element's pending event to `want` (never earlier than `now`).
+fn set_timer(
+    scheduler: &mut Scheduler<Event>,
+    slot: &mut Option<Timer>,
+    want: Option<Instant>,
+    now: Instant,
+    event: Event,
+) {
+    let want = want.map(|at| at.max(now));
+    if slot.map(|timer| timer.at) == want {
+        return;
+    }
+    if let Some(old) = slot.take() {
+        scheduler.cancel(old.id);
+    }
+    if let Some(at) = want {
+        *slot = Some(Timer {
+            at,
+            id: scheduler.schedule(at, event),
+        });
+    }
+}
+
+/// What a packet carries; only what the far end needs is kept (TFRC payload is zero padding).
+#[derive(Debug, Clone)]
+enum Body {
+    TfrcData([u8; DATA_HEADER_LEN]),
+    TfrcFeedback([u8; FEEDBACK_LEN]),
+    TcpData(Segment),
+    TcpAck(Ack),
+    Udp,
+}
+
+#[derive(Debug, Clone)]
+struct PacketState {
+    flow: u32,
+    destination: u32,
+    body: Body,
+}
+
+enum Protocol {
+    Tfrc {
+        config: tfrc_proto::Config,
+        session: u32,
+        nonce: u32,
+        sender: Option<tfrc_proto::Sender>,
+        receiver: tfrc_proto::Receiver,
+    },
+    Tcp {
+        config: tfrc_tcp::SenderConfig,
+        sender: Option<TcpSender>,
+        sink: TcpSink,
+    },
+    Source(Box<dyn TrafficSource>),
+}
+
+struct Flow {
+    record: FlowRecord,
+    source_node: u32,
+    destination_node: u32,
+    protocol: Protocol,
+    active: bool,
+    sender_timer: Option<Timer>,
+    receiver_timer: Option<Timer>,
+}
+
+struct LinkState {
+    direction: LinkDirection,
+    from: u32,
+    to: u32,
+    capacity_bps: Option<u64>,
+    timer: Option<Timer>,
+    previous: LinkCounters,
+}
+
+/// A packet about to leave a node.
+struct Outgoing {
+    node: u32,
+    flow: u32,
+    destination: u32,
+    size: u32,
+    reverse: bool,
+    body: Body,
+}
+
+/// One run of one concrete scenario (no sweep left). Create it with [`Simulation::new`], advance
+/// it with [`Simulation::run_until`] (e.g. to drive a progress bar) and end it with
+/// [`Simulation::finish`], which writes `summary.json` and returns the [`Summary`].
+pub struct Simulation {
+    name: String,
+    seed: u64,
+    scenario_toml: String,
+    end: Instant,
+    interval: Duration,
+    state_interval: Duration,
+    now: Instant,
+    last_flow_sample: Instant,
+    scheduler: Scheduler<Event>,
+    topology: Topology,
+    links: Vec<LinkState>,
+    flows: Vec<Flow>,
+    packets: Vec<Option<PacketState>>,
+    free_packets: Vec<u32>,
+    files: Option<CsvFiles>,
+    output_dir: Option<PathBuf>,
+    bottleneck: Option<usize>,
+    outbox: Vec<Outgoing>,
+    data_buffer: Vec<u8>,
+    events: u64,
+    failed: Option<SimulationError>,
+}
+
+impl std::fmt::Debug for Simulation {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("Simulation")
+            .field("name", &self.name)
+            .field("seed", &self.seed)
+            .field("now", &self.now)
+            .field("end", &self.end)
+            .field("events", &self.events)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Simulation {
+    /// Builds the network and flows of `scenario`. A scenario with a `[sweep]` must be expanded
+    /// first ([`Scenario::expand`]); flows with `count` are expanded here. With `output_dir`,
+    /// `flows.csv`, `state.csv` and `links.csv` are written there as the run goes, and
+    /// `summary.json` and `scenario.toml` (the scenario with every default written out) at
+    /// [`Simulation::finish`].
+    pub fn new(
+        scenario: &Scenario,
+        output_dir: Option<&Path>,
+    ) -> Result<Simulation, SimulationError> {
+        if !scenario.sweep.is_empty() {
+            return Err(SimulationError::scenario(
+                "sweep",
+                "a scenario with a sweep stands for several runs: expand it and run each variant",
+            ));
+        }
+        let scenario = scenario.expand_counts();
+        let seed = scenario.seed;
+        let topology = Topology::new(&scenario);
+        let end = Instant::ZERO + scenario.duration;
+        let mut markers = markers_by_direction(&scenario, &topology)?;
+
+        let mut links = Vec::with_capacity(topology.directions.len());
+        for (index, &(from, to, link_index, forward)) in topology.directions.iter().enumerate() {
+            let link = &scenario.links[link_index];
+            let spec = if forward {
+                &link.forward
+            } else {
+                &link.reverse
+            };
+            let key = format!(
+                "link[{link_index}] ({} -> {})",
+                topology.nodes[from], topology.nodes[to]
+            );
+            let config =
+                link_direction_config(spec, std::mem::take(&mut markers[index]), Instant::ZERO)
+                    .map_err(|error| SimulationError::scenario(&key, error.to_string()))?;
+            let direction = config
+                .build(derive_seed(
+                    seed,
+                    &format!("link:{index}:{}", topology.direction_name(index)),
+                ))
+                .map_err(|error| SimulationError::scenario(&key, error.to_string()))?;
+            links.push(LinkState {
+                direction,
+                from: from as u32,
+                to: to as u32,
+                capacity_bps: spec.rate().map(|rate| rate.bits_per_second()),
+                timer: None,
+                previous: LinkCounters::default(),
+            });
+        }
+
+        let mut scheduler = Scheduler::new();
+        let mut flows = Vec::with_capacity(scenario.flows.len());
+        let mut data_paths = Vec::new();
+        let mut largest_packet = FEEDBACK_LEN;
+        for (position, spec) in scenario.flows.iter().enumerate() {
+            let key = format!("flow[{position}] ({})", spec.name);
+            let node = |name: &str| {
+                topology
+                    .node(name)
+                    .ok_or_else(|| SimulationError::scenario(&key, format!("no node named {name}")))
+            };
+            let (source_node, destination_node) = (node(&spec.from)?, node(&spec.to)?);
+            let path = topology
+                .path(source_node, destination_node)
+                .ok_or_else(|| {
+                    SimulationError::scenario(
+                        &key,
+                        format!("no route from {} to {}", spec.from, spec.to),
+                    )
+                })?;
+            if is_protocol(&spec.kind) && topology.path(destination_node, source_node).is_none() {
+                return Err(SimulationError::scenario(
+                    &key,
+                    format!(
+                        "no route back from {} to {} for feedback",
+                        spec.to, spec.from
+                    ),
+                ));
+            }
+            data_paths.extend(path);
+            largest_packet = largest_packet.max(spec.packet_size as usize);
+            let start = Instant::ZERO + spec.start;
+            let stop = Instant::ZERO + spec.stop_time(scenario.duration).min(scenario.duration);
+            let flow_seed = derive_seed(seed, &format!("flow:{position}:{}", spec.name));
+            let protocol = match &spec.kind {
+                FlowKind::Tfrc(tfrc) => {
+                    let config = tfrc_config(tfrc, spec.packet_size, &key)?;
+                    let receiver = tfrc_proto::Receiver::new(config.clone())
+                        .map_err(|error| SimulationError::scenario(&key, error.to_string()))?;
+                    Protocol::Tfrc {
+                        config,
+                        session: position as u32 + 1,
+                        nonce: flow_seed as u32,
+                        sender: None,
+                        receiver,
+                    }
+                }
+                FlowKind::Tcp(tcp) => {
+                    let variant = match tcp.variant {
+                        tfrc_scenario::TcpVariant::Reno => tfrc_tcp::Variant::Reno,
+                        tfrc_scenario::TcpVariant::NewReno => tfrc_tcp::Variant::NewReno,
+                        tfrc_scenario::TcpVariant::Sack => tfrc_tcp::Variant::Sack,
+                    };
+                    let mut config = tfrc_tcp::SenderConfig::new(variant);
+                    config.segment_size = spec
+                        .packet_size
+                        .checked_sub(tfrc_tcp::HEADER_BYTES)
+                        .filter(|size| *size > 0)
+                        .ok_or_else(|| {
+                            SimulationError::scenario(
+                                &key,
+                                format!(
+                                    "a TCP packet_size must exceed the {}-byte header, got {}",
+                                    tfrc_tcp::HEADER_BYTES,
+                                    spec.packet_size
+                                ),
+                            )
+                        })?;
+                    if let Some(window) = tcp.window {
+                        config.max_window = window;
+                    }
+                    config
+                        .validate()
+                        .map_err(|error| SimulationError::scenario(&key, error.to_string()))?;
+                    let mut sink_config = tfrc_tcp::SinkConfig::for_variant(variant);
+                    sink_config.delayed_ack = tcp.delayed_ack;
+                    let sink = TcpSink::new(sink_config)
+                        .map_err(|error| SimulationError::scenario(&key, error.to_string()))?;
+                    Protocol::Tcp {
+                        config,
+                        sender: None,
+                        sink,
+                    }
+                }
+                FlowKind::Cbr { rate } => {
+                    let params = CbrParams {
+                        rate_bits_per_second: rate.bits_per_second(),
+                        packet_size: spec.packet_size,
+                        start,
+                        stop: Some(stop),
+                        jitter: false,
+                    };
+                    Protocol::Source(Box::new(
+                        CbrSource::new(params, flow_seed)
+                            .map_err(|error| SimulationError::scenario(&key, error.to_string()))?,
+                    ))
+                }
+                FlowKind::Pareto(on_off) | FlowKind::ExponentialOnOff(on_off) => {
+                    let distribution = match (&spec.kind, on_off.shape) {
+                        (FlowKind::Pareto(_), shape) => OnOffDistribution::Pareto {
+                            shape: shape.unwrap_or(1.5),
+                        },
+                        _ => OnOffDistribution::Exponential,
+                    };
+                    let params = OnOffParams {
+                        rate_bits_per_second: on_off.rate.bits_per_second(),
+                        packet_size: spec.packet_size,
+                        mean_burst_time: on_off.burst,
+                        mean_idle_time: on_off.idle,
+                        distribution,
+                        start,
+                        stop: Some(stop),
+                    };
+                    Protocol::Source(Box::new(
+                        OnOffSource::new(params, flow_seed)
+                            .map_err(|error| SimulationError::scenario(&key, error.to_string()))?,
+                    ))
+                }
+            };
+            let record = FlowRecord::new(
+                spec.name.clone(),
+                kind_name(&spec.kind),
+                (spec.from.clone(), spec.to.clone()),
+                (start, stop.max(start)),
+                is_protocol(&spec.kind),
+            );
+            let mut flow = Flow {
+                record,
+                source_node: source_node as u32,
+                destination_node: destination_node as u32,
+                protocol,
+                active: false,
+                sender_timer: None,
+                receiver_timer: None,
+            };
+            let id = position as u32;
+            match &flow.protocol {
+                Protocol::Source(source) => {
+                    flow.active = true;
+                    set_timer(
+                        &mut scheduler,
+                        &mut flow.sender_timer,
+                        source.poll_timeout(),
+                        Instant::ZERO,
+                        Event::Source(id),
+                    );
+                }
+                _ => {
+                    if start < stop && start <= end {
+                        scheduler.schedule(start, Event::FlowStart(id));
+                        scheduler.schedule(stop, Event::FlowStop(id));
+                    }
+                }
+            }
+            flows.push(flow);
+        }
+
+        // The bottleneck: a trace-driven direction on a data path, else the slowest one.
+        data_paths.sort_unstable();
+        data_paths.dedup();
+        let bottleneck = data_paths
+            .iter()
+            .copied()
+            .find(|&direction| links[direction].capacity_bps.is_none())
+            .or_else(|| {
+                data_paths
+                    .iter()
+                    .copied()
+                    .min_by_key(|&direction| (links[direction].capacity_bps, direction))
+            });
+
+        let interval = scenario.output.interval;
+        let state_interval = scenario.output.state_sampling_interval();
+        if interval.is_zero() || state_interval.is_zero() {
+            return Err(SimulationError::scenario(
+                "output",
+                "the output intervals must be positive",
+            ));
+        }
+        scheduler.schedule((Instant::ZERO + interval).min(end), Event::FlowSample);
+        if Instant::ZERO + state_interval <= end {
+            scheduler.schedule(Instant::ZERO + state_interval, Event::StateSample);
+        }
+
+        let files = output_dir.map(CsvFiles::create).transpose()?;
+        Ok(Simulation {
+            name: scenario.name.clone(),
+            seed,
+            scenario_toml: scenario.to_toml_string(),
+            end,
+            interval,
+            state_interval,
+            now: Instant::ZERO,
+            last_flow_sample: Instant::ZERO,
+            scheduler,
+            topology,
+            links,
+            flows,
+            packets: Vec::new(),
+            free_packets: Vec::new(),
+            files,
+            output_dir: output_dir.map(Path::to_path_buf),
+            bottleneck,
+            outbox: Vec::new(),
+            data_buffer: vec![0; largest_packet.max(DATA_HEADER_LEN)],
+            events: 0,
+            failed: None,
+        })
+    }
+
+    /// Builds and runs `scenario` to its end; see [`Simulation::new`].
+    pub fn run(scenario: &Scenario, output_dir: Option<&Path>) -> Result<Summary, SimulationError> {
+        Simulation::new(scenario, output_dir)?.finish()
+    }
+
+    /// The simulated time reached.
+    pub fn now(&self) -> Instant {
+        self.now
+    }
+
+    /// The end of the run (the scenario's duration).
+    pub fn end(&self) -> Instant {
+        self.end
+    }
+
+    /// Events processed so far.
+    pub fn events_processed(&self) -> u64 {
+        self.events
+    }
+
+    /// The seed of the run.
+    pub fn seed(&self) -> u64 {
+        self.seed
+    }
+
+    /// Processes every event up to `until` (at most the end of the run).
+    pub fn run_until(&mut self, until: Instant) -> Result<(), SimulationError> {
+        let limit = until.min(self.end);
+        while let Some((at, event)) = self.scheduler.pop_until(limit) {
+            self.now = at;
+            self.events += 1;
+            self.handle(event);
+            if let Some(error) = self.failed.take() {
+                return Err(error);
+            }
+        }
+        self.now = self.now.max(limit);
+        Ok(())
+    }
+
+    /// Runs to the end, writes `summary.json` and `scenario.toml` (with an output directory)
+    /// and returns the summary.
+    pub fn finish(mut self) -> Result<Summary, SimulationError> {
+        self.run_until(self.end)?;
+        let summary = self.summary();
+        if let Some(files) = self.files.take() {
+            files.finish()?;
+        }
+        if let Some(directory) = &self.output_dir {
+            let write = |name: &str, text: String| {
+                let path = directory.join(name);
+                std::fs::write(&path, text).map_err(|source| SimulationError::Io { path, source })
+            };
+            let json = serde_json::to_string_pretty(&summary).unwrap_or_default();
+            write("summary.json", json + "\n")?;
+            write("scenario.toml", self.scenario_toml.clone())?;
+        }
+        Ok(summary)
+    }
+
+    fn summary(&self) -> Summary {
+        let duration = self.end.as_secs_f64();
+        let flows: Vec<FlowSummary> = self
+            .flows
+            .iter()
+            .map(|flow| flow.record.summary())
+            .collect();
+        let protocol_goodputs: Vec<f64> = self
+            .flows
+            .iter()
+            .zip(&flows)
+            .filter(|(flow, _)| flow.record.is_protocol)
+            .map(|(_, summary)| summary.goodput_bps)
+            .collect();
+        let goodputs = if protocol_goodputs.is_empty() {
+            flows.iter().map(|summary| summary.goodput_bps).collect()
+        } else {
+            protocol_goodputs
+        };
+        let utilization = |link: &LinkState| {
+            link.capacity_bps
+                .filter(|_| duration > 0.0)
+                .map(|capacity| {
+                    link.direction.counters().departure_bytes as f64 * 8.0
+                        / (capacity as f64 * duration)
+                })
+        };
+        let node = |index: u32| self.topology.nodes[index as usize].clone();
+        Summary {
+            schema_version: SCHEMA_VERSION,
+            tool: format!("tfrc {}", env!("CARGO_PKG_VERSION")),
+            scenario: self.name.clone(),
+            seed: self.seed,
+            duration_s: duration,
+            interval_s: self.interval.as_secs_f64(),
+            flows,
+            jain_index: jain_index(&goodputs),
+            bottleneck: self.bottleneck.map(|index| {
+                let link = &self.links[index];
+                BottleneckSummary {
+                    from: node(link.from),
+                    to: node(link.to),
+                    capacity_bps: link.capacity_bps,
+                    utilization: utilization(link),
+                }
+            }),
+            links: self
+                .links
+                .iter()
+                .map(|link| LinkSummary {
+                    from: node(link.from),
+                    to: node(link.to),
+                    utilization: utilization(link),
+                    drops: link.direction.counters().total_drops(),
+                    departures: link.direction.counters().departures,
+                })
+                .collect(),
+        }
+    }
+
+    fn handle(&mut self, event: Event) {
+        match event {
+            Event::Link(index) => self.link_event(index as usize),
+            Event::Sender(flow) => {
+                self.flows[flow as usize].sender_timer = None;
+                self.sender_event(flow as usize);
+            }
+            Event::Receiver(flow) => {
+                self.flows[flow as usize].receiver_timer = None;
+                self.receiver_event(flow as usize);
+            }
+            Event::Source(flow) => {
+                self.flows[flow as usize].sender_timer = None;
+                self.source_event(flow as usize);
+            }
+            Event::FlowStart(flow) => self.start_flow(flow as usize),
+            Event::FlowStop(flow) => self.stop_flow(flow as usize),
+            Event::FlowSample => self.flow_sample(),
+            Event::StateSample => self.state_sample(),
+        }
+        self.flush_outbox();
+    }
+
+    // --- packets -----------------------------------------------------------------------------
+
+    fn flush_outbox(&mut self) {
+        while !self.outbox.is_empty() {
+            let batch = std::mem::take(&mut self.outbox);
+            for outgoing in batch {
+                self.inject(outgoing);
+            }
+        }
+    }
+
+    fn inject(&mut self, outgoing: Outgoing) {
+        let state = PacketState {
+            flow: outgoing.flow,
+            destination: outgoing.destination,
+            body: outgoing.body,
+        };
+        let slot = match self.free_packets.pop() {
+            Some(slot) => {
+                self.packets[slot as usize] = Some(state);
+                slot
+            }
+            None => {
+                self.packets.push(Some(state));
+                (self.packets.len() - 1) as u32
+            }
+        };
+        let mut id = flow_id(outgoing.flow as usize);
+        if outgoing.reverse {
+            id |= REVERSE_PATH_BIT;
+        }
+        let meta = PacketMeta::new(u64::from(slot), id, outgoing.size);
+        self.forward(outgoing.node, meta);
+    }
+
+    fn release(&mut self, id: u64) -> Option<PacketState> {
+        let state = self.packets.get_mut(id as usize)?.take()?;
+        self.free_packets.push(id as u32);
+        Some(state)
+    }
+
+    fn forward(&mut self, node: u32, meta: PacketMeta) {
+        let Some(Some(state)) = self.packets.get(meta.id as usize) else {
+            return;
+        };
+        let destination = state.destination;
+        if node == destination {
+            self.deliver(meta);
+            return;
+        }
+        let Some(direction) = self.topology.next_hop[node as usize][destination as usize] else {
+            // Routes were checked when the flows were built; an unroutable packet is dropped.
+            self.release(meta.id);
+            return;
+        };
+        let link = &mut self.links[direction];
+        match link.direction.handle_arrival(self.now, meta) {
+            Arrival::Accepted => self.schedule_link(direction),
+            Arrival::Dropped(_) => {
+                self.release(meta.id);
+            }
+        }
+    }
+
+    fn schedule_link(&mut self, index: usize) {
+        let link = &mut self.links[index];
+        set_timer(
+            &mut self.scheduler,
+            &mut link.timer,
+            link.direction.poll_timeout(),
+            self.now,
+            Event::Link(index as u32),
+        );
+    }
+
+    fn link_event(&mut self, index: usize) {
+        self.links[index].timer = None;
+        let now = self.now;
+        let link = &mut self.links[index];
+        link.direction.handle_timeout(now);
+        let to = link.to;
+        let mut delivered = Vec::new();
+        while let Some(meta) = link.direction.poll_delivery(now) {
+            delivered.push(meta);
+        }
+        self.schedule_link(index);
+        for meta in delivered {
+            self.forward(to, meta);
+        }
+    }
+
+    fn deliver(&mut self, meta: PacketMeta) {
+        let Some(state) = self.release(meta.id) else {
+            return;
+        };
+        let now = self.now;
+        let flow_index = state.flow as usize;
+        let flow = &mut self.flows[flow_index];
+        match state.body {
+            Body::TfrcData(header) => {
+                flow.record.record_received(meta.size_bytes);
+                let size = meta.size_bytes as usize;
+                self.data_buffer[..DATA_HEADER_LEN].copy_from_slice(&header);
+                if let Protocol::Tfrc { receiver, .. } = &mut flow.protocol {
+                    // Errors are counted by the receiver; simulated packets are well formed.
+                    let _ = receiver.handle_packet_ecn(now, &self.data_buffer[..size], meta.ce);
+                }
+                self.receiver_output(flow_index);
+            }
+            Body::TfrcFeedback(bytes) => {
+                if let Protocol::Tfrc {
+                    sender: Some(sender),
+                    ..
+                } = &mut flow.protocol
+                {
+                    let _ = sender.handle_packet(now, &bytes);
+                }
+                self.sender_event(flow_index);
+            }
+            Body::TcpData(segment) => {
+                flow.record.record_received(meta.size_bytes);
+                if let Protocol::Tcp { sink, .. } = &mut flow.protocol {
+                    let _ = sink.handle_segment(now, &segment);
+                }
+                self.receiver_output(flow_index);
+            }
+            Body::TcpAck(ack) => {
+                if let Protocol::Tcp {
+                    sender: Some(sender),
+                    ..
+                } = &mut flow.protocol
+                {
+                    let _ = sender.handle_ack(now, &ack);
+                }
+                self.sender_event(flow_index);
+            }
+            Body::Udp => flow.record.record_received(meta.size_bytes),
+        }
+    }
+
+    // --- endpoints ---------------------------------------------------------------------------
+
+    fn start_flow(&mut self, index: usize) {
+        let now = self.now;
+        let flow = &mut self.flows[index];
+        flow.active = true;
+        match &mut flow.protocol {
+            Protocol::Tfrc {
+                config,
+                session,
+                nonce,
+                sender,
+                ..
+            } => match tfrc_proto::Sender::new(config.clone(), *session, *nonce, now) {
+                Ok(created) => *sender = Some(created),
+                Err(error) => {
+                    self.failed = Some(SimulationError::scenario(
+                        &format!("flow {}", flow.record.name),
+                        error.to_string(),
+                    ))
+                }
+            },
+            Protocol::Tcp { config, sender, .. } => match TcpSender::new(config.clone()) {
+                Ok(created) => *sender = Some(created),
+                Err(error) => {
+                    self.failed = Some(SimulationError::scenario(
+                        &format!("flow {}", flow.record.name),
+                        error.to_string(),
+                    ))
+                }
+            },
+            Protocol::Source(_) => {}
+        }
+        self.sender_event(index);
+    }
+
+    fn stop_flow(&mut self, index: usize) {
+        let now = self.now;
+        let flow = &mut self.flows[index];
+        flow.active = false;
+        match &mut flow.protocol {
+            Protocol::Tcp {
+                sender: Some(sender),
+                ..
+            } => sender.stop(now),
+            Protocol::Tfrc { .. } => {
+                if let Some(timer) = flow.sender_timer.take() {
+                    self.scheduler.cancel(timer.id);
+                }
+            }
+            _ => {}
+        }
+        self.sender_event(index);
+    }
+
+    /// Lets a TFRC or TCP sender act at `now` (timers, sending) and re-arms its timer.
+    fn sender_event(&mut self, index: usize) {
+        let now = self.now;
+        let flow = &mut self.flows[index];
+        let (source_node, destination) = (flow.source_node, flow.destination_node);
+        let want = match &mut flow.protocol {
+            Protocol::Tfrc {
+                sender: Some(sender),
+                ..
+            } => {
+                if !flow.active {
+                    None
+                } else {
+                    sender.handle_timeout(now);
+                    while sender.can_send(now) {
+                        let Ok(length) = sender.send_padded(now, &mut self.data_buffer) else {
+                            break;
+                        };
+                        let mut header = [0u8; DATA_HEADER_LEN];
+                        header.copy_from_slice(&self.data_buffer[..DATA_HEADER_LEN]);
+                        flow.record.record_sent(now, length as u32);
+                        self.outbox.push(Outgoing {
+                            node: source_node,
+                            flow: index as u32,
+                            destination,
+                            size: length as u32,
+                            reverse: false,
+                            body: Body::TfrcData(header),
+                        });
+                    }
+                    sender.poll_timeout()
+                }
+            }
+            Protocol::Tcp {
+                sender: Some(sender),
+                ..
+            } => {
+                sender.handle_timeout(now);
+                while let Some(segment) = sender.poll_transmit(now) {
+                    let size = segment.wire_size();
+                    flow.record.record_sent(now, size);
+                    self.outbox.push(Outgoing {
+                        node: source_node,
+                        flow: index as u32,
+                        destination,
+                        size,
+                        reverse: false,
+                        body: Body::TcpData(segment),
+                    });
+                }
+                sender.poll_timeout()
+            }
+            _ => None,
+        };
+        set_timer(
+            &mut self.scheduler,
+            &mut flow.sender_timer,
+            want,
+            now,
+            Event::Sender(index as u32),
+        );
+    }
+
+    fn receiver_event(&mut self, index: usize) {
+        let now = self.now;
+        match &mut self.flows[index].protocol {
+            Protocol::Tfrc { receiver, .. } => receiver.handle_timeout(now),
+            Protocol::Tcp { sink, .. } => sink.handle_timeout(now),
+            Protocol::Source(_) => {}
+        }
+        self.receiver_output(index);
+    }
+
+    /// Sends the feedback or ACKs a receiver has ready and re-arms its timer.
+    fn receiver_output(&mut self, index: usize) {
+        let now = self.now;
+        let flow = &mut self.flows[index];
+        let (node, destination) = (flow.destination_node, flow.source_node);
+        let want = match &mut flow.protocol {
+            Protocol::Tfrc { receiver, .. } => {
+                let mut buffer = [0u8; FEEDBACK_LEN];
+                while let Some(length) = receiver.poll_transmit(now, &mut buffer) {
+                    self.outbox.push(Outgoing {
+                        node,
+                        flow: index as u32,
+                        destination,
+                        size: length as u32,
+                        reverse: true,
+                        body: Body::TfrcFeedback(buffer),
+                    });
+                }
+                receiver.poll_timeout()
+            }
+            Protocol::Tcp { sink, .. } => {
+                while let Some(ack) = sink.poll_ack() {
+                    self.outbox.push(Outgoing {
+                        node,
+                        flow: index as u32,
+                        destination,
+                        size: ack.wire_size(),
+                        reverse: true,
+                        body: Body::TcpAck(ack),
+                    });
+                }
+                sink.poll_timeout()
+            }
+            Protocol::Source(_) => None,
+        };
+        set_timer(
+            &mut self.scheduler,
+            &mut flow.receiver_timer,
+            want,
+            now,
+            Event::Receiver(index as u32),
+        );
+    }
+
+    fn source_event(&mut self, index: usize) {
+        let now = self.now;
+        let flow = &mut self.flows[index];
+        let Protocol::Source(source) = &mut flow.protocol else {
+            return;
+        };
+        let burst = source.handle_timeout(now);
+        for _ in 0..burst.packets {
+            flow.record.record_sent(now, burst.size_bytes);
+            self.outbox.push(Outgoing {
+                node: flow.source_node,
+                flow: index as u32,
+                destination: flow.destination_node,
+                size: burst.size_bytes,
+                reverse: false,
+                body: Body::Udp,
+            });
+        }
+        let want = source.poll_timeout();
+        set_timer(
+            &mut self.scheduler,
+            &mut flow.sender_timer,
+            want,
+            now,
+            Event::Source(index as u32),
+        );
+    }
+
+    // --- sampling ----------------------------------------------------------------------------
+
+    fn flow_sample(&mut self) {
+        let now = self.now;
+        let interval_secs = now
+            .saturating_duration_since(self.last_flow_sample)
+            .as_secs_f64();
+        self.last_flow_sample = now;
+        if let Some(files) = &mut self.files {
+            for flow in &self.flows {
+                if let Err(error) = files.flow_row(now, &flow.record, interval_secs) {
+                    self.failed = Some(error);
+                    return;
+                }
+            }
+            for link in &self.links {
+                let sample = link.direction.sample();
+                let names = (
+                    self.topology.nodes[link.from as usize].as_str(),
+                    self.topology.nodes[link.to as usize].as_str(),
+                );
+                if let Err(error) = files.link_row(
+                    now,
+                    names,
+                    &sample,
+                    &link.previous,
+                    link.capacity_bps,
+                    interval_secs,
+                ) {
+                    self.failed = Some(error);
+                    return;
+                }
+            }
+        }
+        for flow in &mut self.flows {
+            flow.record.interval = Default::default();
+        }
+        for link in &mut self.links {
+            link.previous = *link.direction.counters();
+        }
+        if now < self.end {
+            self.scheduler
+                .schedule((now + self.interval).min(self.end), Event::FlowSample);
+        }
+    }
+
+    fn state_sample(&mut self) {
+        let now = self.now;
+        for flow in &mut self.flows {
+            let Some(row) = state_row(&flow.protocol) else {
+                continue;
+            };
+            if now < flow.record.start || now > flow.record.stop {
+                continue;
+            }
+            if let Some(p) = row.p {
+                flow.record.p_sum += p;
+                flow.record.p_samples += 1;
+            }
+            if let Some(rtt) = row.rtt_s {
+                flow.record.rtt_sum += rtt;
+                flow.record.rtt_samples += 1;
+            }
+            if let Some(files) = &mut self.files {
+                if let Err(error) = files.state_row(now, &flow.record, &row) {
+                    self.failed = Some(error);
+                    return;
+                }
+            }
+        }
+        let next = now + self.state_interval;
+        if next <= self.end {
+            self.scheduler.schedule(next, Event::StateSample);
+        }
+    }
+}
+
+fn kind_name(kind: &FlowKind) -> &'static str {
+    kind.name()
+}
+
+/// The state of a flow's sender, if it has one.
+fn state_row(protocol: &Protocol) -> Option<StateRow> {
+    let seconds = |duration: Duration| duration.as_secs_f64();
+    match protocol {
+        Protocol::Tfrc {
+            sender: Some(sender),
+            receiver,
+            ..
+        } => {
+            let state = sender.state();
+            Some(StateRow {
+                x_bps: Some(state.sending_rate * 8.0),
+                x_recv_bps: Some(state.x_recv * 8.0),
+                p: Some(state.p),
+                rtt_s: state.rtt.map(seconds),
+                rto_s: Some(seconds(state.rto)),
+                target_bps: state.target_rate.map(|rate| rate * 8.0),
+                feedbacks_per_rtt: Some(receiver.feedbacks_per_rtt()),
+                veno_n: Some(state.veno_backlog),
+                ..StateRow::default()
+            })
+        }
+        Protocol::Tcp {
+            sender: Some(sender),
+            ..
+        } => Some(StateRow {
+            rtt_s: sender.latest_rtt().map(seconds),
+            rto_s: Some(seconds(sender.retransmission_timeout())),
+            cwnd: Some(sender.congestion_window()),
+            ssthresh: Some(sender.slow_start_threshold()),
+            srtt_s: sender.smoothed_rtt().map(seconds),
+            ..StateRow::default()
+        }),
+        _ => None,
+    }
+}

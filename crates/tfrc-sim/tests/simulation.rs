@@ -1,0 +1,549 @@
+//! Whole-scenario runs of the simulator: TFRC, TCP and UDP flows on small topologies, checked
+//! against what the protocols must do, plus determinism and output-schema checks.
+
+use std::path::Path;
+
+use tfrc_proto::equation;
+use tfrc_scenario::Scenario;
+use tfrc_sim::simulation::{Simulation, Summary, FLOWS_HEADER, LINKS_HEADER, STATE_HEADER};
+
+fn scenario(text: &str) -> Scenario {
+    Scenario::from_str_named(text, "test.toml").expect("valid scenario")
+}
+
+fn run(text: &str) -> Summary {
+    Simulation::run(&scenario(text), None).expect("simulation runs")
+}
+
+/// sender —100 Mb/s, 1 ms— router —1 Mb/s, 24 ms— receiver: RTT 50 ms.
+const DUMBBELL_1MBPS: &str = r#"
+    duration = "60s"
+    [[link]]
+    between = ["sender", "router"]
+    rate = "100Mbps"
+    delay = "1ms"
+    [[link]]
+    between = ["router", "receiver"]
+    rate = "1Mbps"
+    delay = "24ms"
+"#;
+
+#[test]
+fn tfrc_fills_an_unloaded_1mbps_50ms_link() {
+    let summary = run(&format!(
+        r#"name = "fill"
+        {DUMBBELL_1MBPS}
+        [[flow]]
+        name = "a"
+        kind = "tfrc"
+        from = "sender"
+        to = "receiver""#
+    ));
+    let flow = &summary.flows[0];
+    let utilization = summary.bottleneck.as_ref().unwrap().utilization.unwrap();
+    assert!(
+        flow.goodput_bps >= 900_000.0,
+        "goodput {} b/s",
+        flow.goodput_bps
+    );
+    assert!(utilization >= 0.9, "utilization {utilization}");
+    assert_eq!(summary.bottleneck.as_ref().unwrap().from, "router");
+    // The RTT it measures includes queueing but stays bounded by the 50-packet queue
+    // (50 ms propagation + at most 400 ms of queue at 1 Mb/s).
+    let rtt = flow.mean_rtt_s.unwrap();
+    assert!((0.05..0.46).contains(&rtt), "mean RTT {rtt}");
+}
+
+#[test]
+fn tfrc_tracks_the_equation_under_random_loss() {
+    // No congestion: a 10 Mb/s path, RTT 100 ms, 1 % Bernoulli loss on the data direction.
+    let summary = run(r#"name = "loss"
+        duration = "300s"
+        [[link]]
+        between = ["sender", "receiver"]
+        rate = "10Mbps"
+        delay = "50ms"
+        loss = { kind = "bernoulli", rate = 0.01 }
+        [[flow]]
+        name = "a"
+        kind = "tfrc"
+        from = "sender"
+        to = "receiver"
+        [output]
+        state_interval = "100ms""#);
+    let flow = &summary.flows[0];
+    let p = flow.mean_p.unwrap();
+    let rtt = flow.mean_rtt_s.unwrap();
+    let expected_bits = equation::throughput(1000.0, rtt, p) * 8.0;
+    let ratio = flow.send_rate_bps / expected_bits;
+    assert!(
+        (0.8..1.2).contains(&ratio),
+        "send rate {} vs X(s, R, p) {expected_bits}: {ratio}",
+        flow.send_rate_bps
+    );
+    // The loss event rate is about the loss rate (a bit below: losses within one RTT merge).
+    assert!((0.005..0.012).contains(&p), "mean p {p}");
+    let drop_ratio = 1.0 - flow.receiving_ratio.unwrap();
+    assert!(
+        (0.008..0.012).contains(&drop_ratio),
+        "receiving ratio {:?}",
+        flow.receiving_ratio
+    );
+}
+
+#[test]
+fn gtfrc_keeps_its_target_rate_under_loss() {
+    let base = r#"
+        duration = "120s"
+        [[link]]
+        between = ["sender", "receiver"]
+        rate = "10Mbps"
+        delay = "100ms"
+        loss = { kind = "bernoulli", rate = 0.02 }
+        [[flow]]
+        name = "a"
+        kind = "tfrc"
+        from = "sender"
+        to = "receiver"
+    "#;
+    let plain = run(&format!("name = \"plain\"\n{base}"));
+    let guaranteed = run(&format!("name = \"g\"\n{base}\ntarget_rate = \"1Mbps\""));
+    let plain_rate = plain.flows[0].send_rate_bps;
+    let guaranteed_rate = guaranteed.flows[0].send_rate_bps;
+    // TFRC at 2 % loss and 200 ms RTT gets about 0.3 Mb/s; gTFRC holds g = 1 Mb/s.
+    assert!(plain_rate < 600_000.0, "TFRC {plain_rate}");
+    assert!(guaranteed_rate >= 950_000.0, "gTFRC {guaranteed_rate}");
+}
+
+#[test]
+fn tcp_flows_share_a_droptail_bottleneck_fairly() {
+    let summary = run(r#"name = "tcp-fair"
+        duration = "120s"
+        [[link]]
+        between = ["senders", "router"]
+        rate = "100Mbps"
+        delay = "1ms"
+        [[link]]
+        between = ["router", "receivers"]
+        rate = "10Mbps"
+        delay = "20ms"
+        queue = { kind = "droptail", limit = 100 }
+        [[flow]]
+        name = "t"
+        count = 4
+        kind = "tcp"
+        variant = "sack"
+        from = "senders"
+        to = "receivers""#);
+    let jain = summary.jain_index.unwrap();
+    assert!(jain >= 0.95, "Jain {jain}");
+    let utilization = summary.bottleneck.unwrap().utilization.unwrap();
+    assert!(utilization >= 0.9, "utilization {utilization}");
+    assert_eq!(summary.flows.len(), 4);
+}
+
+#[test]
+fn reno_window_saws_on_a_droptail_bottleneck() {
+    let directory = tempfile::tempdir().unwrap();
+    let scenario = scenario(&format!(
+        r#"name = "reno"
+        {DUMBBELL_1MBPS}
+        [[flow]]
+        name = "r"
+        kind = "tcp"
+        variant = "reno"
+        from = "sender"
+        to = "receiver"
+        [output]
+        state_interval = "10ms""#
+    ));
+    Simulation::run(&scenario, Some(directory.path())).unwrap();
+    let state = std::fs::read_to_string(directory.path().join("state.csv")).unwrap();
+    let windows: Vec<f64> = state
+        .lines()
+        .skip(1)
+        .map(|line| line.split(',').nth(11).unwrap().parse().unwrap())
+        .collect();
+    // Count halvings: the window falls to at most 60 % of its previous sample.
+    let halvings = windows
+        .windows(2)
+        .filter(|pair| pair[1] <= pair[0] * 0.6 && pair[0] >= 8.0)
+        .count();
+    assert!(halvings >= 5, "{halvings} halvings in 60 s");
+    // After the first slow start (which overshoots), the pipe (1 Mb/s × 50 ms ≈ 6 packets)
+    // plus the 50-packet queue bounds the window: losses come at about 56 packets.
+    let later_peak = windows[1000..].iter().cloned().fold(0.0, f64::max);
+    assert!(
+        (45.0..=70.0).contains(&later_peak),
+        "peak window after 10 s {later_peak}"
+    );
+}
+
+#[test]
+fn udp_sources_send_at_their_rate_and_take_their_share() {
+    let summary = run(&format!(
+        r#"name = "udp"
+        {DUMBBELL_1MBPS}
+        [[flow]]
+        name = "a"
+        kind = "tfrc"
+        from = "sender"
+        to = "receiver"
+        [[flow]]
+        name = "u"
+        kind = "cbr"
+        rate = "500kbps"
+        from = "sender"
+        to = "receiver"
+        start = "20s"
+        stop = "40s""#
+    ));
+    let cbr = &summary.flows[1];
+    assert_eq!(
+        cbr.sent_packets, 1250,
+        "20 s at 500 kb/s of 1000-byte packets"
+    );
+    assert!((cbr.send_rate_bps - 500_000.0).abs() < 1.0);
+    assert_eq!(cbr.start_s, 20.0);
+    assert_eq!(cbr.stop_s, 40.0);
+    // Together they keep the link busy.
+    assert!(summary.bottleneck.unwrap().utilization.unwrap() > 0.9);
+}
+
+#[test]
+fn flows_in_both_directions_and_asymmetric_links() {
+    // A fast downlink and a slow uplink with its own rate and queue.
+    let link = r#"
+        duration = "60s"
+        [[link]]
+        between = ["a", "b"]
+        delay = "20ms"
+        forward = { rate = "2Mbps" }
+        reverse = { rate = "500kbps", queue = { kind = "droptail", limit = 20 } }
+    "#;
+    let down = r#"
+        [[flow]]
+        name = "down"
+        kind = "tfrc"
+        from = "a"
+        to = "b"
+    "#;
+    let up = r#"
+        [[flow]]
+        name = "up"
+        kind = "tfrc"
+        from = "b"
+        to = "a"
+    "#;
+    let down_alone = run(&format!("name = \"down\"\n{link}{down}")).flows[0].goodput_bps;
+    let up_alone = run(&format!("name = \"up\"\n{link}{up}")).flows[0].goodput_bps;
+    let both = run(&format!("name = \"both\"\n{link}{down}{up}"));
+    assert!(
+        (1_800_000.0..2_000_001.0).contains(&down_alone),
+        "down alone {down_alone}"
+    );
+    assert!(
+        (400_000.0..500_001.0).contains(&up_alone),
+        "up alone {up_alone}"
+    );
+    // With the uplink full, the downlink flow's feedback queues behind the uplink flow's data
+    // and the downlink flow slows down (paper 004's reverse-traffic effect).
+    let down_with_up = both.flows[0].goodput_bps;
+    assert!(
+        down_with_up < 0.9 * down_alone,
+        "down {down_with_up} vs alone {down_alone}"
+    );
+    assert!(both.flows[1].goodput_bps > 300_000.0, "{both:?}");
+}
+
+#[test]
+fn a_flow_without_a_route_is_an_error_naming_it() {
+    let text = r#"name = "islands"
+        duration = "10s"
+        [[link]]
+        between = ["a", "b"]
+        rate = "1Mbps"
+        delay = "1ms"
+        [[link]]
+        between = ["c", "d"]
+        rate = "1Mbps"
+        delay = "1ms"
+        [[flow]]
+        name = "lost"
+        kind = "tfrc"
+        from = "a"
+        to = "d""#;
+    let message = Scenario::from_str_named(text, "islands.toml")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        message.contains("islands.toml") && message.contains("flow[0].to"),
+        "{message}"
+    );
+    assert!(message.contains("no path"), "{message}");
+}
+
+#[test]
+fn a_scenario_with_a_sweep_must_be_expanded_first() {
+    let sweep = scenario(&format!(
+        r#"name = "sweep"
+        {DUMBBELL_1MBPS}
+        [[flow]]
+        name = "a"
+        kind = "tfrc"
+        from = "sender"
+        to = "receiver"
+        [sweep]
+        "link.1.delay" = ["24ms", "49ms"]"#
+    ));
+    assert!(Simulation::new(&sweep, None)
+        .unwrap_err()
+        .to_string()
+        .contains("sweep"));
+    let variants = sweep.expand().unwrap();
+    let rates: Vec<f64> = variants
+        .iter()
+        .map(|variant| Simulation::run(variant, None).unwrap().flows[0].goodput_bps)
+        .collect();
+    assert_eq!(rates.len(), 2);
+}
+
+const MIXED: &str = r#"
+    name = "mixed"
+    duration = "30s"
+    seed = 7
+    [[link]]
+    between = ["s", "r"]
+    rate = "100Mbps"
+    delay = "1ms"
+    [[link]]
+    between = ["r", "d"]
+    rate = "2Mbps"
+    delay = "20ms"
+    queue = { kind = "red", limit = 50 }
+    loss = { kind = "gilbert-elliott", p_good_to_bad = 0.01, p_bad_to_good = 0.3 }
+    [[flow]]
+    name = "a"
+    kind = "tfrc"
+    from = "s"
+    to = "d"
+    [[flow]]
+    name = "t"
+    kind = "tcp"
+    from = "s"
+    to = "d"
+    [[flow]]
+    name = "p"
+    kind = "pareto"
+    rate = "500kbps"
+    packet_size = 512
+    burst = "100ms"
+    idle = "100ms"
+    from = "s"
+    to = "d"
+    [output]
+    interval = "500ms"
+"#;
+
+fn run_into(text: &str, directory: &Path) {
+    Simulation::run(&scenario(text), Some(directory)).unwrap();
+}
+
+#[test]
+fn the_same_seed_gives_byte_identical_files_and_another_seed_differs() {
+    let first = tempfile::tempdir().unwrap();
+    let second = tempfile::tempdir().unwrap();
+    let third = tempfile::tempdir().unwrap();
+    run_into(MIXED, first.path());
+    run_into(MIXED, second.path());
+    run_into(&MIXED.replace("seed = 7", "seed = 8"), third.path());
+    for file in [
+        "flows.csv",
+        "state.csv",
+        "links.csv",
+        "summary.json",
+        "scenario.toml",
+    ] {
+        let a = std::fs::read(first.path().join(file)).unwrap();
+        let b = std::fs::read(second.path().join(file)).unwrap();
+        assert!(a.len() > 100, "{file} is too short");
+        assert_eq!(a, b, "{file} differs between two runs with the same seed");
+    }
+    let a = std::fs::read(first.path().join("flows.csv")).unwrap();
+    let c = std::fs::read(third.path().join("flows.csv")).unwrap();
+    assert_ne!(a, c, "seed 8 gave the same flows.csv as seed 7");
+    let summary = std::fs::read_to_string(first.path().join("summary.json")).unwrap();
+    assert!(summary.contains("\"seed\": 7"), "{summary}");
+}
+
+#[test]
+fn output_files_follow_the_documented_schema() {
+    let directory = tempfile::tempdir().unwrap();
+    run_into(MIXED, directory.path());
+    let read = |name: &str| std::fs::read_to_string(directory.path().join(name)).unwrap();
+    let flows = read("flows.csv");
+    let mut lines = flows.lines();
+    assert_eq!(lines.next(), Some(FLOWS_HEADER));
+    // 30 s in 0.5 s intervals, 3 flows.
+    assert_eq!(lines.clone().count(), 60 * 3);
+    let first: Vec<&str> = lines.next().unwrap().split(',').collect();
+    assert_eq!(first[..3], ["0.5", "a", "tfrc"]);
+    assert_eq!(read("state.csv").lines().next(), Some(STATE_HEADER));
+    // State rows: TFRC and TCP only, every 0.5 s.
+    assert_eq!(read("state.csv").lines().count() - 1, 60 * 2);
+    let links = read("links.csv");
+    assert_eq!(links.lines().next(), Some(LINKS_HEADER));
+    assert_eq!(links.lines().count() - 1, 60 * 4);
+    // The sums of flows.csv match the summary.
+    let summary: serde_json::Value = serde_json::from_str(&read("summary.json")).unwrap();
+    let recv_total: u64 = flows
+        .lines()
+        .skip(1)
+        .filter(|line| line.split(',').nth(1) == Some("p"))
+        .map(|line| line.split(',').nth(4).unwrap().parse::<u64>().unwrap())
+        .sum();
+    assert_eq!(summary["flows"][2]["recv_bytes"].as_u64(), Some(recv_total));
+    assert_eq!(summary["schema_version"], 1);
+    // Every column is documented in docs/output-format.md.
+    let documentation = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/output-format.md"),
+    )
+    .unwrap();
+    for column in FLOWS_HEADER
+        .split(',')
+        .chain(STATE_HEADER.split(','))
+        .chain(LINKS_HEADER.split(','))
+    {
+        assert!(
+            documentation.contains(&format!("`{column}`")),
+            "column {column} is not documented"
+        );
+    }
+}
+
+#[test]
+fn token_bucket_marks_and_rio_protects_the_in_profile_flow() {
+    // Two CBR flows of 600 kb/s each into a 1 Mb/s RIO bottleneck; "a" is marked with a
+    // 500 kb/s profile, "b" is not marked (out of profile). RIO drops b's packets first.
+    let directory = tempfile::tempdir().unwrap();
+    run_into(
+        r#"name = "af"
+        duration = "60s"
+        [[link]]
+        between = ["hosts", "edge"]
+        rate = "100Mbps"
+        delay = "1ms"
+        [[link]]
+        between = ["edge", "sink"]
+        rate = "1Mbps"
+        delay = "10ms"
+        queue = { kind = "rio", limit = 50, min_out = 10, max_out = 20, p_out = 0.1, min_in = 20, max_in = 40, p_in = 0.02 }
+        [[marker]]
+        link = ["hosts", "edge"]
+        flows = ["a"]
+        rate = "500kbps"
+        bucket = 10000
+        [[flow]]
+        name = "a"
+        kind = "cbr"
+        rate = "600kbps"
+        from = "hosts"
+        to = "sink"
+        [[flow]]
+        name = "b"
+        kind = "cbr"
+        rate = "600kbps"
+        from = "hosts"
+        to = "sink""#,
+        directory.path(),
+    );
+    let summary: Summary = serde_json::from_str(
+        &std::fs::read_to_string(directory.path().join("summary.json")).unwrap(),
+    )
+    .unwrap();
+    let a = summary.flows[0].goodput_bps;
+    let b = summary.flows[1].goodput_bps;
+    // a keeps at least its 500 kb/s profile; b gets what is left of 1 Mb/s.
+    assert!(a >= 500_000.0, "a {a}");
+    assert!(b <= 500_000.0, "b {b}");
+    // The marker coloured about 5/6 of a's packets in profile.
+    let links = std::fs::read_to_string(directory.path().join("links.csv")).unwrap();
+    let (mut marked_in, mut marked_out) = (0u64, 0u64);
+    for line in links.lines().skip(1) {
+        let cells: Vec<&str> = line.split(',').collect();
+        if cells[1] == "hosts" {
+            marked_in += cells[15].parse::<u64>().unwrap();
+            marked_out += cells[16].parse::<u64>().unwrap();
+        }
+    }
+    let fraction = marked_in as f64 / (marked_in + marked_out) as f64;
+    assert!(
+        (0.8..0.87).contains(&fraction),
+        "in-profile fraction {fraction}"
+    );
+}
+
+#[test]
+fn a_trace_driven_link_delivers_what_the_trace_allows() {
+    // One 1500-byte opportunity every 10 ms: 100 packets/s whatever the offered load.
+    let directory = tempfile::tempdir().unwrap();
+    let trace = directory.path().join("every10ms.trace");
+    let lines: String = (1..=100).map(|ms| format!("{}\n", ms * 10)).collect();
+    std::fs::write(&trace, lines).unwrap();
+    let text = format!(
+        r#"name = "trace"
+        duration = "30s"
+        [[link]]
+        between = ["a", "b"]
+        delay = "10ms"
+        forward = {{ trace = "{}" }}
+        reverse = {{ rate = "10Mbps" }}
+        [[flow]]
+        name = "u"
+        kind = "cbr"
+        rate = "2Mbps"
+        from = "a"
+        to = "b""#,
+        trace.display()
+    );
+    let summary = run(&text);
+    let packets = summary.flows[0].recv_packets;
+    // 30 s × 100 opportunities/s, less the last propagation delay.
+    assert!((2990..=3000).contains(&packets), "{packets} packets");
+    assert_eq!(summary.bottleneck.as_ref().unwrap().capacity_bps, None);
+}
+
+#[test]
+fn tcp_under_random_loss_is_close_to_the_padhye_model() {
+    // 1 % Bernoulli loss, RTT 100 ms, no congestion: the Padhye et al. model (b = 1, the
+    // receiver acknowledges every packet; t_RTO = 4R as in RFC 5348's use of it).
+    for variant in ["reno", "sack"] {
+        let summary = run(&format!(
+            r#"name = "padhye"
+            duration = "300s"
+            [[link]]
+            between = ["sender", "receiver"]
+            rate = "100Mbps"
+            delay = "50ms"
+            queue = {{ kind = "droptail", limit = 1000 }}
+            loss = {{ kind = "bernoulli", rate = 0.01 }}
+            [[flow]]
+            name = "t"
+            kind = "tcp"
+            variant = "{variant}"
+            from = "sender"
+            to = "receiver"
+            [output]
+            state_interval = "100ms""#
+        ));
+        let flow = &summary.flows[0];
+        let rtt = flow.mean_rtt_s.unwrap();
+        let model = equation::throughput(1000.0, rtt, 0.01) * 8.0;
+        let ratio = flow.send_rate_bps / model;
+        assert!(
+            (0.75..1.25).contains(&ratio),
+            "{variant}: {} b/s vs model {model}: {ratio}",
+            flow.send_rate_bps
+        );
+    }
+}
