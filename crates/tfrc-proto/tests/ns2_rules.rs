@@ -423,3 +423,59 @@ fn extensions_work_under_the_ns2_profile() {
         "N_fb = 4 should give several times more reports ({ratio:.2})"
     );
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+
+    /// Arbitrary data packets (sequence numbers, send timestamps, RTTs, round ids, urgent flags)
+    /// and arbitrary datagrams at arbitrary times never panic or stall the ns-2 profile's
+    /// endpoints, and the rates stay finite and positive, p in [0, 1].
+    #[test]
+    fn hostile_input_under_the_ns2_profile(
+        steps in proptest::collection::vec(
+            (0u64..400, proptest::prelude::any::<u32>(), proptest::prelude::any::<u64>(),
+             0u32..5_000_000, proptest::prelude::any::<u16>(),
+             proptest::collection::vec(proptest::prelude::any::<u8>(), 0..48)),
+            1..120,
+        )
+    ) {
+        let config = Config { rtt_ref: Some(Duration::from_millis(10)), ..Config::ns2() };
+        let mut sender = Sender::new(config.clone(), SESSION, NONCE, Instant::ZERO).unwrap();
+        let mut receiver = Receiver::new(config).unwrap();
+        let mut now = Instant::ZERO;
+        let mut buffer = [0u8; 1100];
+        for (step_ms, sequence, timestamp, rtt_micros, flags, junk) in steps {
+            now += Duration::from_millis(step_ms);
+            let repr = DataRepr {
+                session_id: SESSION,
+                sequence,
+                timestamp,
+                rtt_micros,
+                veno_backlog_millipackets: 0,
+                nonce: NONCE,
+            };
+            let mut packet = vec![0u8; 100];
+            repr.emit(&mut packet).unwrap();
+            Packet::new_unchecked(&mut packet[..]).set_flags(flags);
+            let _ = receiver.handle_packet(now, &packet);
+            let _ = receiver.handle_packet(now, &junk);
+            let _ = sender.handle_packet(now, &junk);
+            sender.handle_timeout(now);
+            receiver.handle_timeout(now);
+            if sender.can_send(now) {
+                let length = sender.send_padded(now, &mut buffer).unwrap();
+                let _ = receiver.handle_packet(now, &buffer[..length]);
+            }
+            let mut reports = 0;
+            while let Some(length) = receiver.poll_transmit(now, &mut buffer) {
+                let _ = sender.handle_packet(now, &buffer[..length]);
+                reports += 1;
+                proptest::prop_assert!(reports < 4, "feedback storm");
+            }
+            let state = sender.state();
+            proptest::prop_assert!(state.sending_rate.is_finite() && state.sending_rate > 0.0);
+            proptest::prop_assert!(sender.poll_timeout().is_some_and(|t| t > Instant::ZERO));
+            proptest::prop_assert!((0.0..=1.0).contains(&receiver.loss_event_rate()));
+        }
+    }
+}
