@@ -1,7 +1,7 @@
 //! The rules of the ns-2 profile ([`crate::Profile::Ns2`]) that have no RFC 5348 counterpart:
 //! ns-2.35's sender rate state machine (`tcp/tfrc.cc`) and its TCP-style RTO estimator.
 //!
-//! The [`crate::Sender`] keeps one [`Ns2SenderState`] under the ns-2 profile and calls these
+//! The [`crate::Sender`] keeps one `Ns2SenderState` under the ns-2 profile and calls these
 //! rules where the RFC profile runs RFC 5348 §4.3/§4.4; everything else (wire format, RTT
 //! samples, validation, gTFRC, Veno) is shared. Each rule names the ns-2 function it follows.
 
