@@ -25,11 +25,66 @@ impl Default for Veno {
 }
 
 /// Which reading of TFRC the core follows.
+///
+/// Both profiles run in the same [`crate::Sender`] and [`crate::Receiver`]; the profile only
+/// switches the rules that differ. Sender and receiver must use the same profile (the ns-2
+/// profile's receiver relies on the round id the ns-2 sender writes in each data packet).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Profile {
     /// RFC 5348 as written (the default).
     #[default]
     Rfc5348,
+    /// ns-2.35's `Agent/TFRC` / `Agent/TFRCSink` with their default Tcl parameters, so that a
+    /// side-by-side run separates "our code differs from ns-2" from "the RFC differs from ns-2".
+    /// Use [`Config::ns2`] to also get ns-2's defaults for the options shared with the RFC
+    /// profile (history discounting `discount_ 1`, √RTT spacing `ca_ 1`). What changes, with the
+    /// ns-2 source of each rule (`tcp/tfrc.cc`, `tcp/tfrc-sink.cc`, `tcp/formula.h`):
+    ///
+    /// Sender (`TfrcAgent`):
+    /// - Starts at `InitRate_` = 300 bytes/s with a no-feedback timer of 2s/X (`start()`).
+    /// - Slow start (`slowstart()`): the first two feedbacks set the RFC 3390 rate
+    ///   k·s/R (k = 4, 3, 2 packets for s ≤ 1095, < 2190, larger); later ones double the rate at
+    ///   most once per R, capped by 2·X_recv, and the rate creeps up packet by packet toward the
+    ///   new value (`slow_increase_`, in `nextpkt()`). Each slow-start feedback sends a packet at
+    ///   once (`nextpkt()` from `recv()`).
+    /// - The first feedback with p > 0 sets X = X_calc with no X_recv cap (`recv()`).
+    /// - After slow start (`increase_rate()`): when X_calc > X the rate grows by
+    ///   s/R·min((t − t_last_change)/R, 2) — about one packet per RTT per RTT — capped at
+    ///   min(X_calc, max(2·X_recv, s/R)); otherwise (`decrease_rate()`) X = min(X_calc,
+    ///   max(2·X_recv, s/R)). Only the latest X_recv counts (no X_recv set), and the cap is never
+    ///   below s/R.
+    /// - RTT: EWMA with `df_` = 0.95 (q = 0.9 in the RFC) (`update_rtt()`); the equation's
+    ///   t_RTO comes from a TCP-style estimator with `tcp_tick_` = 100 ms ticks
+    ///   (srtt + 4·rttvar, in ticks), not 4R; the equation caps its RTO factor at 1
+    ///   ([`crate::equation::throughput_ns2`], `p_to_b()`).
+    /// - Packets are spaced by s/(X·R_sqmean/√R_sample) with `ca_` (the RFC's optional §4.5
+    ///   √RTT damping), and a rate change does not move the packet already scheduled.
+    /// - No-feedback timer max(2R, 2s/X) (`recv()`); on expiry it halves X itself (or, after a
+    ///   data-limited period, does not go below the RFC 3390 rate) and sends a packet at once
+    ///   (`reduce_rate_on_no_feedback()`). The RFC's t_mbi floor is kept only as a safety floor.
+    /// - Data packets carry ns-2's `round_id` (feedbacks received plus timer expiries) and
+    ///   `UrgentFlag` (set until the first feedback and after each expiry) in the header flags.
+    /// - With [`Config::ns2_use_headers`] (`useHeaders_ true`) each packet carries
+    ///   `packet_size` bytes plus the 32-byte header on the wire; the equation uses
+    ///   `packet_size`.
+    ///
+    /// Receiver (`TfrcSinkAgent`):
+    /// - A gap is a loss as soon as one later packet arrives (`numPkts_ 1`; the RFC waits for
+    ///   three). Loss times are interpolated between the send timestamps of the packets around
+    ///   the gap, and a loss starts a new event only if it is more than R after the event's
+    ///   start and was revealed by a packet of a newer round (`new_loss()`, `PreciseLoss_ 1`).
+    /// - The first loss ends slow start: the synthetic interval is 1/p from ns-2's coarse
+    ///   inverse (`adjust_history()`, `b_to_p()`), reported at once.
+    /// - Loss intervals (`est_loss_WALI()` with `smooth_ 1`): the open interval excludes the
+    ///   packet that started the event, and with fewer than eight closed intervals the
+    ///   open-interval average includes all of them.
+    /// - Feedback (`recv()`, `nextpkt()`, `sendpkt()`): on a data packet when at least
+    ///   R/NumFeedback passed since the last report, on every new loss event, and on urgent
+    ///   packets; a timer at 1.5·R/NumFeedback sends one when data arrived since the last
+    ///   report. NumFeedback is N_fb of the feedbacks-per-RTT extension (1 without `rtt_ref`).
+    /// - X_recv (`est_thput()`) is packets over the time since the last report when that is at
+    ///   least R, else packets received in the last R over R; times `packet_size`.
+    Ns2,
 }
 
 /// Configuration of a TFRC [`crate::Sender`] and [`crate::Receiver`].
@@ -61,6 +116,11 @@ pub struct Config {
     pub max_backoff_interval: Duration,
     /// Which reading of the protocol to follow.
     pub profile: Profile,
+    /// ns-2 profile only (`useHeaders_`): the 32-byte header travels on top of `packet_size`
+    /// bytes of payload, so packets are `packet_size + 32` bytes on the wire while the equation
+    /// uses s = `packet_size`. When false (or under RFC 5348) packets are `packet_size` bytes
+    /// in all. Default true, as in ns-2.35.
+    pub ns2_use_headers: bool,
     /// Most gaps (missing sequence numbers) the receiver tracks at once; larger jumps count the
     /// oldest gaps as lost immediately. Bounds receiver memory against hostile input.
     pub max_tracked_gaps: usize,
@@ -78,6 +138,7 @@ impl Default for Config {
             timer_granularity: Duration::from_millis(1),
             max_backoff_interval: Duration::from_secs(64),
             profile: Profile::Rfc5348,
+            ns2_use_headers: true,
             max_tracked_gaps: 4096,
         }
     }
@@ -86,11 +147,13 @@ impl Default for Config {
 /// A configuration value outside its domain.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ConfigError {
-    /// Packet size below the data header or above 65507 bytes (largest UDP payload).
-    #[error("packet_size must be between {min} and 65507 bytes, got {got}")]
+    /// Packet size below the data header or above 65507 bytes (largest UDP payload) on the wire.
+    #[error("packet_size must be between {min} and {max} bytes, got {got}")]
     PacketSize {
         /// The smallest allowed size.
         min: usize,
+        /// The largest allowed size (65507, less the header when it travels outside s).
+        max: u32,
         /// The value given.
         got: u32,
     },
@@ -117,12 +180,27 @@ pub enum ConfigError {
 }
 
 impl Config {
+    /// ns-2.35's defaults: [`Profile::Ns2`] with history discounting (`discount_ 1`) and √RTT
+    /// spacing (`ca_ 1`) on and the header counted on the wire only (`useHeaders_ true`).
+    /// Other fields as in [`Config::default`].
+    pub fn ns2() -> Config {
+        Config {
+            profile: Profile::Ns2,
+            history_discounting: true,
+            oscillation_damping: true,
+            ns2_use_headers: true,
+            ..Config::default()
+        }
+    }
+
     /// Checks every field; the sender and receiver constructors call this.
     pub fn validate(&self) -> Result<(), ConfigError> {
         let min = crate::wire::DATA_HEADER_LEN;
-        if (self.packet_size as usize) < min || self.packet_size > 65_507 {
+        let max = 65_507 - self.header_outside_s() as u32;
+        if (self.packet_size as usize) < min || self.packet_size > max {
             return Err(ConfigError::PacketSize {
                 min,
+                max,
                 got: self.packet_size,
             });
         }
@@ -154,6 +232,20 @@ impl Config {
     /// s as f64 bytes.
     pub(crate) fn s(&self) -> f64 {
         f64::from(self.packet_size)
+    }
+
+    /// True under the ns-2 profile.
+    pub(crate) fn is_ns2(&self) -> bool {
+        self.profile == Profile::Ns2
+    }
+
+    /// Header bytes sent on top of `packet_size` (ns-2 profile with `ns2_use_headers`), else 0.
+    pub(crate) fn header_outside_s(&self) -> usize {
+        if self.is_ns2() && self.ns2_use_headers {
+            crate::wire::DATA_HEADER_LEN
+        } else {
+            0
+        }
     }
 }
 

@@ -72,6 +72,61 @@ pub fn loss_event_rate_for(s: f64, rtt: f64, target_rate: f64) -> Option<f64> {
     Some((0.5 * (low + high)).exp())
 }
 
+/// Largest rate ns-2's `p_to_b` returns (`MAXRATE` in ns-2.35 `tcp/formula.h`), bytes/s.
+pub const NS2_MAX_RATE: f64 = 25_000_000.0;
+
+/// The throughput equation as ns-2.35 computes it (`p_to_b` in `tcp/formula.h`), bytes/s.
+///
+/// Two differences from [`throughput_with_rto`]: the RTO term's factor 3·√(3bp/8) is capped at 1
+/// (Padhye's form; it only matters for p > 0.296), and the result is capped at
+/// [`NS2_MAX_RATE`], which is also the answer for p = 0. `t_rto` is the sender's TCP-style RTO
+/// estimate, not 4R. Non-finite or non-positive inputs give 0 (ns-2 would return `MAXRATE` for a
+/// negative RTT; the core never passes one).
+pub fn throughput_ns2(s: f64, rtt: f64, p: f64, t_rto: f64) -> f64 {
+    if !(s.is_finite() && rtt.is_finite() && p.is_finite() && t_rto.is_finite()) {
+        return 0.0;
+    }
+    if s <= 0.0 || rtt <= 0.0 || p < 0.0 || t_rto < 0.0 {
+        return 0.0;
+    }
+    let b = PACKETS_PER_ACK;
+    let rto_factor = (3.0 * (3.0 * b * p / 8.0).sqrt()).min(1.0);
+    let denominator =
+        rtt * (2.0 * b * p / 3.0).sqrt() + rto_factor * t_rto * p * (1.0 + 32.0 * p * p);
+    // ns-2 treats a denominator below 1e-7 (SAMLLFLOAT) as "no limit".
+    if denominator < 1e-7 {
+        return NS2_MAX_RATE;
+    }
+    (s / denominator).min(NS2_MAX_RATE)
+}
+
+/// ns-2.35's inverse of [`throughput_ns2`] (`b_to_p` in `tcp/formula-with-inverse.h`): a coarse
+/// bisection from p = 0.5 that stops as soon as the rate is within ±5 % of `target_rate`, or
+/// after 31 steps. The ns-2 profile's receiver uses it for the first loss interval, so that its
+/// synthetic interval is the one ns-2 would compute. Invalid inputs give `None`.
+pub fn loss_event_rate_for_ns2(s: f64, rtt: f64, t_rto: f64, target_rate: f64) -> Option<f64> {
+    if !(s.is_finite() && rtt.is_finite() && t_rto.is_finite() && target_rate.is_finite()) {
+        return None;
+    }
+    if s <= 0.0 || rtt <= 0.0 || t_rto < 0.0 || target_rate <= 0.0 {
+        return None;
+    }
+    let (mut p, mut step) = (0.5_f64, 0.25_f64);
+    for _ in 0..=30 {
+        let rate = throughput_ns2(s, rtt, p, t_rto);
+        if rate > 0.95 * target_rate && rate < 1.05 * target_rate {
+            return Some(p);
+        }
+        if rate > target_rate {
+            p += step;
+        } else {
+            p -= step;
+        }
+        step /= 2.0;
+    }
+    Some(p.clamp(f64::MIN_POSITIVE, 1.0))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -144,5 +199,43 @@ mod tests {
         assert_eq!(loss_event_rate_for(1000.0, 0.1, 0.0), None);
         assert_eq!(loss_event_rate_for(1000.0, f64::NAN, 1.0), None);
         assert_eq!(loss_event_rate_for(-1.0, 0.1, 1.0), None);
+    }
+
+    /// ns-2.35 `p_to_b` (tcp/formula.h): identical to the RFC form with t_RTO given while
+    /// 3√(3p/8) ≤ 1, i.e. p ≤ 8/27; above it the RTO term is capped, so ns-2 allows more.
+    #[test]
+    fn ns2_equation_caps_the_rto_factor() {
+        for &p in &[0.001, 0.01, 0.1, 0.29] {
+            let rfc = throughput_with_rto(1000.0, 0.2, p, 0.5);
+            let ns2 = throughput_ns2(1000.0, 0.2, p, 0.5);
+            assert!((rfc - ns2).abs() / rfc < 1e-12, "p {p}: {rfc} vs {ns2}");
+        }
+        for &p in &[0.3, 0.5, 1.0] {
+            let rfc = throughput_with_rto(1000.0, 0.2, p, 0.5);
+            let ns2 = throughput_ns2(1000.0, 0.2, p, 0.5);
+            assert!(ns2 > rfc, "p {p}: capped term must give a higher rate");
+            // By hand: denominator = R√(2p/3) + 1·t_RTO·p(1+32p²).
+            let by_hand =
+                1000.0 / (0.2 * (2.0 * p / 3.0_f64).sqrt() + 0.5 * p * (1.0 + 32.0 * p * p));
+            assert!((ns2 - by_hand).abs() / by_hand < 1e-12);
+        }
+        assert_eq!(throughput_ns2(1000.0, 0.2, 0.0, 0.5), NS2_MAX_RATE);
+        assert_eq!(throughput_ns2(1000.0, 1e-9, 1e-9, 0.0), NS2_MAX_RATE);
+        assert_eq!(throughput_ns2(1000.0, f64::NAN, 0.1, 0.5), 0.0);
+    }
+
+    /// ns-2.35 `b_to_p` (tcp/formula-with-inverse.h) lands within 5 % of the target rate.
+    #[test]
+    fn ns2_inverse_is_within_five_percent() {
+        for &target in &[2_000.0, 20_000.0, 70_000.0, 500_000.0] {
+            let p = loss_event_rate_for_ns2(1500.0, 0.25, 0.4, target).unwrap();
+            let rate = throughput_ns2(1500.0, 0.25, p, 0.4);
+            assert!(
+                (rate / target - 1.0).abs() < 0.05,
+                "target {target}: p {p} gives {rate}"
+            );
+        }
+        assert_eq!(loss_event_rate_for_ns2(1500.0, 0.25, 0.4, 0.0), None);
+        assert_eq!(loss_event_rate_for_ns2(1500.0, -1.0, 0.4, 1e4), None);
     }
 }

@@ -10,6 +10,8 @@
 //! - [`Sender`] / [`Receiver`]: the protocol state machines (`handle_*` inputs, `poll_*`
 //!   outputs), configured by one [`Config`]; the extensions are options of that config.
 //! - [`wire`]: data and feedback packets, parsed with bounds checks.
+//! - [`Profile`]: RFC 5348 (default) or ns-2.35's TFRC ([`Config::ns2`]), whose extra rules live
+//!   in [`ns2`], for side-by-side runs against ns-2.
 //!
 //! # Example: a sender and a receiver driven by hand
 //! ```
@@ -49,6 +51,7 @@
 pub mod config;
 pub mod equation;
 pub mod loss_history;
+pub mod ns2;
 pub mod receiver;
 pub mod sender;
 pub mod time;

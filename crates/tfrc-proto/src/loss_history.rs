@@ -36,6 +36,8 @@ pub struct LossHistory {
     /// Number of loss events so far.
     events: u64,
     history_discounting: bool,
+    /// ns-2.35 counting (`est_loss_WALI()`, `smooth_ 1`); see [`LossHistory::new_ns2`].
+    ns2_counting: bool,
 }
 
 impl LossHistory {
@@ -46,6 +48,19 @@ impl LossHistory {
             event_start: None,
             events: 0,
             history_discounting,
+            ns2_counting: false,
+        }
+    }
+
+    /// An empty history counting as ns-2.35's `TfrcSinkAgent::est_loss_WALI()` does with
+    /// `smooth_ 1`: the open interval I_0 excludes the packet that started the current event
+    /// (ns-2's `sample[0]`), and with k < 8 closed intervals I_tot0 averages I_0 with all k of
+    /// them (weights w_1..w_(k+1)) instead of dropping the oldest. With eight or more closed
+    /// intervals both countings give the same weights.
+    pub fn new_ns2(history_discounting: bool) -> Self {
+        LossHistory {
+            ns2_counting: true,
+            ..LossHistory::new(history_discounting)
         }
     }
 
@@ -123,8 +138,9 @@ impl LossHistory {
 
     /// I_0: packets from the start of the current loss event up to `highest` (inclusive).
     pub fn open_interval(&self, highest: u64) -> Option<f64> {
+        let counted_start = u64::from(!self.ns2_counting);
         self.event_start
-            .map(|(start, _)| (highest.saturating_sub(start) + 1) as f64)
+            .map(|(start, _)| (highest.saturating_sub(start) + counted_start) as f64)
     }
 
     /// Mean of the closed intervals alone, I_tot1/W_tot with their own discounts.
@@ -163,7 +179,12 @@ impl LossHistory {
         }
         let discount = self.general_discount(highest);
         let (mut total0, mut weights0) = (open * WEIGHTS[0], WEIGHTS[0]);
-        for (interval, weight) in self.closed.iter().take(k - 1).zip(&WEIGHTS[1..]) {
+        let included = if self.ns2_counting {
+            k.min(INTERVALS_AVERAGED - 1)
+        } else {
+            k - 1
+        };
+        for (interval, weight) in self.closed.iter().take(included).zip(&WEIGHTS[1..]) {
             let weight = weight * interval.discount * discount;
             total0 += interval.length * weight;
             weights0 += weight;
@@ -299,5 +320,40 @@ mod tests {
         assert!((with_discount - 1250.0 / 3.5).abs() < 1e-9);
         // Short I_0: no discount.
         assert_eq!(discounted.general_discount(start + 10), 1.0);
+    }
+
+    /// ns-2.35 `est_loss_WALI()` with `smooth_ 1`: `sample[0]` counts the packets after the one
+    /// that started the event, and `weighted_average1(0, ds, ...)` with ds < 10 includes every
+    /// closed interval (the oldest with weight w[k+1]).
+    #[test]
+    fn ns2_counting_of_the_open_interval_and_a_short_history() {
+        let mut rfc = LossHistory::new(false);
+        let mut ns2 = LossHistory::new_ns2(false);
+        for history in [&mut rfc, &mut ns2] {
+            history.first_event(0, Instant::ZERO, 100.0);
+            history.new_event(50, Instant::ZERO, 50, None);
+        }
+        // Closed intervals I_1 = 50, I_2 = 100; highest 349.
+        assert_eq!(rfc.open_interval(349), Some(300.0));
+        assert_eq!(ns2.open_interval(349), Some(299.0));
+        // RFC: I_tot0 = (300·1 + 50·1) / 2 = 175; I_tot1 = (50 + 100) / 2 = 75.
+        assert!((rfc.mean_interval(349).unwrap() - 175.0).abs() < 1e-9);
+        // ns-2: ave1 = (299 + 50 + 100) / 3 = 149.67; ave2 = 75.
+        assert!((ns2.mean_interval(349).unwrap() - 449.0 / 3.0).abs() < 1e-9);
+        // A full history (8 closed intervals): the same weights as the RFC.
+        for history in [&mut rfc, &mut ns2] {
+            let mut sequence = 50;
+            for _ in 0..8 {
+                sequence += 100;
+                history.new_event(sequence, Instant::ZERO, sequence, None);
+            }
+        }
+        let start = rfc.event_start().unwrap().0;
+        let rfc_mean = rfc.mean_interval(start + 999).unwrap();
+        let ns2_mean = ns2.mean_interval(start + 1000).unwrap();
+        assert!(
+            (rfc_mean - ns2_mean).abs() < 1e-9,
+            "{rfc_mean} vs {ns2_mean}"
+        );
     }
 }

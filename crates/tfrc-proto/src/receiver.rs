@@ -1,5 +1,9 @@
 //! The TFRC receiver (RFC 5348 §5–§6).
 //!
+//! Under [`crate::Profile::Ns2`] the same receiver follows ns-2.35's `TfrcSinkAgent` for loss
+//! detection, loss events, the first interval, X_recv and feedback timing (see the
+//! [`crate::Profile`] docs).
+//!
 //! # Call order
 //! 1. Create with [`Receiver::new`].
 //! 2. For every datagram from the sender: [`Receiver::handle_packet`] (or
@@ -15,12 +19,16 @@ use std::collections::VecDeque;
 use crate::config::{Config, ConfigError};
 use crate::equation;
 use crate::loss_history::LossHistory;
-use crate::time::{secs, Instant};
+use crate::ns2::Ns2ReceiverState;
+use crate::time::{duration_from_secs, secs, Instant};
 use crate::wire::{self, DataRepr, FeedbackRepr, Packet, PacketKind};
 
 /// NDUPACK (RFC 5348 §5.1): a packet is lost once three packets with higher sequence numbers
 /// have arrived.
 pub const NDUPACK: u32 = 3;
+
+/// ns-2.35's `numPkts_` (ns-2 profile): a gap is a loss once one later packet has arrived.
+pub const NS2_LOSS_THRESHOLD: u32 = 1;
 
 /// Most loss events one gap may create; beyond it the remaining losses of that gap join the last
 /// event. Only the last nine events matter for p, so this only bounds work on absurd gaps.
@@ -154,14 +162,25 @@ pub struct Receiver {
     feedback_timer: Option<Instant>,
     feedback_pending: bool,
     stats: ReceiverStats,
+    /// ns-2.35 sink state, under [`crate::Profile::Ns2`] only.
+    ns2: Option<Ns2ReceiverState>,
 }
 
 impl Receiver {
     /// A receiver waiting for its first data packet.
     pub fn new(config: Config) -> Result<Receiver, ConfigError> {
         config.validate()?;
+        let (history, ns2) = if config.is_ns2() {
+            (
+                LossHistory::new_ns2(config.history_discounting),
+                Some(Ns2ReceiverState::default()),
+            )
+        } else {
+            (LossHistory::new(config.history_discounting), None)
+        };
         Ok(Receiver {
-            history: LossHistory::new(config.history_discounting),
+            history,
+            ns2,
             config,
             session: None,
             highest: None,
@@ -275,11 +294,35 @@ impl Receiver {
         }
         let length = bytes.len() as u64;
         let payload = packet.payload().len() as u64;
-        self.on_data(now, &data, length, payload, ce_marked);
+        if let Some(state) = &mut self.ns2 {
+            state.urgent = packet.flags() & wire::NS2_URGENT_FLAG != 0;
+            state.loss_clock = Instant::from_nanos(data.timestamp);
+            state.arrival = now;
+        }
+        let flags = packet.flags();
+        self.on_data(now, &data, length, payload, ce_marked, flags);
         Ok(())
     }
 
-    fn on_data(&mut self, now: Instant, data: &DataRepr, length: u64, payload: u64, ce: bool) {
+    /// The number of later packets after which a gap is lost: NDUPACK, or `numPkts_` = 1 under
+    /// the ns-2 profile.
+    fn loss_threshold(&self) -> u32 {
+        if self.ns2.is_some() {
+            NS2_LOSS_THRESHOLD
+        } else {
+            NDUPACK
+        }
+    }
+
+    fn on_data(
+        &mut self,
+        now: Instant,
+        data: &DataRepr,
+        length: u64,
+        payload: u64,
+        ce: bool,
+        flags: u16,
+    ) {
         if data.rtt_micros > 0 {
             self.rtt = Some(Duration::from_micros(u64::from(data.rtt_micros)));
         }
@@ -298,9 +341,16 @@ impl Receiver {
                 extended as u64
             }
         };
-        if !self.record_arrival(sequence, now) {
+        let previous_highest = self.highest.map(|(highest, _)| highest);
+        // ns-2 interpolates loss times between send timestamps (tfrc-sink.cc `tsvec_`).
+        let loss_clock = self.ns2.as_ref().map_or(now, |state| state.loss_clock);
+        if !self.record_arrival(sequence, loss_clock) {
             self.stats.duplicates += 1;
             return;
+        }
+        if let Some(state) = &mut self.ns2 {
+            // ns-2 takes round_id from every new packet before judging the losses it reveals.
+            state.round = flags & wire::NS2_ROUND_MASK;
         }
         self.stats.packets += 1;
         self.stats.bytes += length;
@@ -315,10 +365,15 @@ impl Receiver {
         self.detect_losses(now);
         if ce {
             self.stats.ecn_marked += 1;
-            self.register_loss(sequence, now);
+            self.register_loss(sequence, loss_clock);
         }
         let new_event = self.history.loss_events() > events_before;
 
+        if self.ns2.is_some() {
+            let new_highest = previous_highest.is_none_or(|highest| sequence > highest);
+            self.on_data_ns2(now, first_packet, new_highest, new_event);
+            return;
+        }
         if first_packet {
             // RFC 5348 §6.3: the first data packet is answered at once (p = 0, X_recv = 0).
             self.feedback_pending = true;
@@ -339,6 +394,31 @@ impl Receiver {
                 // most about one packet per second until its first RTT sample.
                 _ => self.feedback_pending = true,
             }
+        }
+    }
+
+    /// ns-2.35 `TfrcSinkAgent::recv()`: report at once on an urgent packet (the sender's
+    /// `UrgentFlag`, the first packet, the first loss), on every new loss event, or when a new
+    /// packet arrives at least R/NumFeedback after the last report.
+    fn on_data_ns2(&mut self, now: Instant, first_packet: bool, new_highest: bool, event: bool) {
+        let keep = self.rtt.map(|rtt| rtt * 4);
+        let interval = self.feedback_interval();
+        let last_feedback = self.last_feedback;
+        let Some(state) = &mut self.ns2 else {
+            return;
+        };
+        state.last_arrival = Some(now);
+        state.note_arrival(now, keep);
+        let mut urgent = state.urgent || first_packet || state.first_loss_p.is_some();
+        if new_highest {
+            if let Some(interval) = interval.filter(|interval| !interval.is_zero()) {
+                if last_feedback.is_none_or(|last| now - last >= interval) {
+                    urgent = true;
+                }
+            }
+        }
+        if urgent || event {
+            self.feedback_pending = true;
         }
     }
 
@@ -365,9 +445,10 @@ impl Receiver {
             }
             self.highest = Some((sequence, now));
             // Bound memory: too many gaps means the oldest is lost for sure.
+            let threshold = self.loss_threshold();
             while self.gaps.len() > self.config.max_tracked_gaps {
                 if let Some(gap) = self.gaps.front_mut() {
-                    gap.later_packets = NDUPACK;
+                    gap.later_packets = threshold;
                 }
                 self.detect_losses(now);
             }
@@ -416,8 +497,9 @@ impl Receiver {
 
     /// Declares lost every gap that has seen NDUPACK later packets, oldest first.
     fn detect_losses(&mut self, _now: Instant) {
+        let threshold = self.loss_threshold();
         while let Some(gap) = self.gaps.front().copied() {
-            if gap.later_packets < NDUPACK {
+            if gap.later_packets < threshold {
                 break;
             }
             self.gaps.pop_front();
@@ -434,6 +516,11 @@ impl Receiver {
         while sequence < gap.end && events < MAX_EVENTS_PER_GAP {
             let time = gap.time_of(sequence);
             if self.history.starts_new_event(time, rtt) {
+                if !self.ns2_round_allows_event() {
+                    // Every loss of this gap was revealed by the same packet, so none of them
+                    // can start an event (ns-2 `new_loss()` with `PreciseLoss_ 1`).
+                    break;
+                }
                 self.start_event(sequence, time);
                 events += 1;
             }
@@ -450,14 +537,29 @@ impl Receiver {
     /// A single loss (a CE mark) at a known time.
     fn register_loss(&mut self, sequence: u64, time: Instant) {
         let rtt = self.rtt.unwrap_or(Duration::ZERO);
-        if self.history.starts_new_event(time, rtt) {
+        if self.history.starts_new_event(time, rtt) && self.ns2_round_allows_event() {
             self.start_event(sequence, time);
         }
+    }
+
+    /// ns-2 `new_loss()` with `PreciseLoss_ 1`: a loss starts a new event only when the packet
+    /// that revealed it belongs to a later round than the one that revealed the last event.
+    /// Always true under RFC 5348.
+    fn ns2_round_allows_event(&self) -> bool {
+        self.ns2.as_ref().is_none_or(|state| {
+            state
+                .last_loss_round
+                .is_none_or(|last| wire::ns2_round_after(state.round, last))
+        })
     }
 
     fn start_event(&mut self, sequence: u64, time: Instant) {
         let highest = self.highest.map_or(sequence, |(highest, _)| highest);
         self.stats.loss_events += 1;
+        if self.ns2.is_some() {
+            self.start_event_ns2(sequence, time, highest);
+            return;
+        }
         if self.history.loss_events() == 0 {
             let interval = self.synthetic_first_interval(time);
             self.history.first_event(sequence, time, interval);
@@ -469,6 +571,41 @@ impl Receiver {
             .filter(|veno| self.veno_backlog < veno.beta)
             .map(|veno| veno.alpha);
         self.history.new_event(sequence, time, highest, stretch);
+    }
+
+    /// ns-2.35: `new_loss()` records the event's round; the first event is
+    /// `adjust_history()`: it starts at the revealing packet's send time, its open interval
+    /// counts from the highest packet at the last report, and the synthetic interval is
+    /// int(1/p) with p = `b_to_p(est_thput()·s, R, t_RTO)`. ns-2 uses the sender's `tzero_`
+    /// there; this receiver does not know it and uses 4R.
+    fn start_event_ns2(&mut self, sequence: u64, time: Instant, highest: u64) {
+        let s = self.config.s();
+        let rtt = self.rtt;
+        let (last_feedback, packets) = (self.last_feedback, self.packets_since_feedback);
+        let stretch = self
+            .config
+            .veno
+            .filter(|veno| self.veno_backlog < veno.beta)
+            .map(|veno| veno.alpha);
+        let Some(state) = &mut self.ns2 else {
+            return;
+        };
+        state.last_loss_round = Some(state.round);
+        if self.history.loss_events() > 0 {
+            self.history.new_event(sequence, time, highest, stretch);
+            return;
+        }
+        let now = state.arrival;
+        let rate = state.receive_rate_packets(now, rtt, last_feedback, packets) * s;
+        let r = rtt.map_or(1.0, secs).max(1e-6);
+        let p = equation::loss_event_rate_for_ns2(s, r, 4.0 * r, rate).unwrap_or(1.0);
+        state.first_loss_p = Some(p);
+        let start = state
+            .highest_at_report
+            .filter(|&start| start < sequence)
+            .unwrap_or(sequence);
+        let interval = (1.0 / p).floor().max(1.0);
+        self.history.first_event(start, state.loss_clock, interval);
     }
 
     /// RFC 5348 §6.3.1: the first loss interval is the one that would give the rate at which data
@@ -508,6 +645,19 @@ impl Receiver {
             return;
         }
         self.feedback_timer = None;
+        if let Some(state) = &self.ns2 {
+            // TfrcNackTimer::expire(): report if data arrived since the last report
+            // (`last_arrival_ >= last_report_sent`), and restart the timer either way.
+            let fresh = state
+                .last_arrival
+                .is_some_and(|arrival| self.last_feedback.is_none_or(|last| arrival >= last));
+            if fresh {
+                self.feedback_pending = true;
+            } else {
+                self.feedback_timer = self.ns2_feedback_timeout().map(|timeout| now + timeout);
+            }
+            return;
+        }
         if self.packets_since_feedback > 0 {
             // RFC 5348 §6.2: data arrived since the last report: send one.
             self.feedback_pending = true;
@@ -527,12 +677,26 @@ impl Receiver {
         self.feedback_pending = false;
 
         // X_recv: bytes received since the last feedback over the time since then (RFC 5348 §6.2);
-        // the very first report carries X_recv = 0 (§6.3).
-        self.x_recv = match self.last_feedback {
-            Some(last) if now > last => self.bytes_since_feedback as f64 / secs(now - last),
-            _ => 0.0,
-        };
-        let p = self.loss_event_rate();
+        // the very first report carries X_recv = 0 (§6.3). ns-2: `est_thput()`·s.
+        let mut p = self.loss_event_rate();
+        if let Some(state) = &mut self.ns2 {
+            let packets = state.receive_rate_packets(
+                now,
+                self.rtt,
+                self.last_feedback,
+                self.packets_since_feedback,
+            );
+            self.x_recv = packets * self.config.s();
+            if let Some(first) = state.first_loss_p.take() {
+                p = first;
+            }
+            state.highest_at_report = self.highest.map(|(highest, _)| highest);
+        } else {
+            self.x_recv = match self.last_feedback {
+                Some(last) if now > last => self.bytes_since_feedback as f64 / secs(now - last),
+                _ => 0.0,
+            };
+        }
         self.reported_p = p;
         let elapsed = u32::try_from((now - arrival).as_micros()).unwrap_or(u32::MAX);
         let repr = FeedbackRepr {
@@ -549,7 +713,18 @@ impl Receiver {
         self.bytes_since_feedback = 0;
         self.packets_since_feedback = 0;
         self.stats.feedbacks += 1;
-        self.feedback_timer = self.feedback_interval().map(|interval| now + interval);
+        self.feedback_timer = if self.ns2.is_some() {
+            self.ns2_feedback_timeout().map(|timeout| now + timeout)
+        } else {
+            self.feedback_interval().map(|interval| now + interval)
+        };
         Some(wire::FEEDBACK_LEN)
+    }
+
+    /// ns-2's report timer, 1.5·R/NumFeedback (`TfrcSinkAgent::nextpkt()`); `None` without R.
+    fn ns2_feedback_timeout(&self) -> Option<Duration> {
+        self.feedback_interval()
+            .filter(|interval| !interval.is_zero())
+            .map(|interval| duration_from_secs(1.5 * secs(interval)))
     }
 }

@@ -1,5 +1,8 @@
 //! The TFRC sender (RFC 5348 §4), with the gTFRC rate floor and the Veno backlog report.
 //!
+//! Under [`crate::Profile::Ns2`] the same sender follows ns-2.35's `TfrcAgent` rate rules
+//! instead of §4.2–§4.4 (see [`crate::ns2`] and the [`crate::Profile`] docs).
+//!
 //! # Call order
 //! 1. Create with [`Sender::new`] (the driver chooses the session id and nonce, e.g. at random).
 //! 2. Whenever [`Sender::poll_timeout`] returns a time that has come, call
@@ -15,6 +18,7 @@ use std::collections::VecDeque;
 
 use crate::config::{Config, ConfigError};
 use crate::equation;
+use crate::ns2::{self, Ns2SenderState};
 use crate::time::{duration_from_secs, secs, Instant};
 use crate::wire::{self, DataRepr, FeedbackRepr, Packet, PacketKind};
 
@@ -162,11 +166,14 @@ pub struct Sender {
     /// Sequence number echoed by the previous feedback.
     last_echo: Option<u32>,
     stats: SenderStats,
+    /// ns-2.35 rate state, under [`crate::Profile::Ns2`] only.
+    ns2: Option<Ns2SenderState>,
 }
 
 impl Sender {
     /// A sender at time `now`, before any feedback: one packet per second and a 2 s no-feedback
-    /// timer (RFC 5348 §4.2).
+    /// timer (RFC 5348 §4.2). Under the ns-2 profile: `InitRate_` = 300 bytes/s and a
+    /// no-feedback timer of 2s/X (`TfrcAgent::start()`).
     pub fn new(
         config: Config,
         session_id: u32,
@@ -175,8 +182,16 @@ impl Sender {
     ) -> Result<Sender, ConfigError> {
         config.validate()?;
         let s = config.s();
+        let ns2 = config.is_ns2().then(|| Ns2SenderState::new(now));
+        let (x, no_feedback_timeout) = if ns2.is_some() {
+            let rate = ns2::INITIAL_RATE;
+            let rate_used = config.target_rate.map_or(rate, |g| g.max(rate));
+            (rate, duration_from_secs(2.0 * s / rate_used))
+        } else {
+            (s, INITIAL_NO_FEEDBACK_TIMEOUT) // one packet per second
+        };
         Ok(Sender {
-            x: s, // one packet per second
+            x,
             x_calc: f64::INFINITY,
             x_recv: 0.0,
             recv_limit: f64::INFINITY,
@@ -186,10 +201,10 @@ impl Sender {
             base_rtt: None,
             last_rtt_sample: None,
             sqrt_rtt_mean: 0.0,
-            rto: INITIAL_NO_FEEDBACK_TIMEOUT,
+            rto: no_feedback_timeout,
             last_doubled: None,
             feedback_received: false,
-            no_feedback_deadline: now + INITIAL_NO_FEEDBACK_TIMEOUT,
+            no_feedback_deadline: now + no_feedback_timeout,
             no_feedback_set_at: now,
             next_send: now,
             last_send: None,
@@ -198,6 +213,7 @@ impl Sender {
             send_records: VecDeque::new(),
             last_echo: None,
             stats: SenderStats::default(),
+            ns2,
             config,
             session_id,
             nonce,
@@ -255,21 +271,42 @@ impl Sender {
     }
 
     /// The congestion state, for logging.
+    /// Under the ns-2 profile `recv_limit` is `maxrate_` (2·X_recv, infinite while unset) and
+    /// `slow_start` is `rate_change_ == SLOW_START`.
     pub fn state(&self) -> SenderState {
+        let (recv_limit, slow_start) = match &self.ns2 {
+            Some(state) if state.max_rate > 0.0 => (state.max_rate, state.slow_start),
+            Some(state) => (f64::INFINITY, state.slow_start),
+            None => (self.recv_limit, self.p == 0.0),
+        };
         SenderState {
             x: self.x,
             sending_rate: self.sending_rate(),
             x_calc: self.x_calc,
             x_recv: self.x_recv,
-            recv_limit: self.recv_limit,
+            recv_limit,
             target_rate: self.config.target_rate,
             p: self.p,
             rtt: self.rtt,
             base_rtt: self.base_rtt,
             rto: self.rto,
             veno_backlog: self.veno_backlog(),
-            slow_start: self.p == 0.0,
+            slow_start,
         }
+    }
+
+    /// The t_RTO the throughput equation uses: 4R under RFC 5348 (§3.1), ns-2's TCP-style
+    /// estimate `tzero_` under the ns-2 profile. Zero before the first RTT sample.
+    pub fn equation_rto(&self) -> Duration {
+        match &self.ns2 {
+            Some(state) => state.rto.timeout(),
+            None => self.rtt.map_or(Duration::ZERO, |rtt| rtt * 4),
+        }
+    }
+
+    /// ns-2's `round_id` (feedbacks plus no-feedback expiries) under the ns-2 profile.
+    pub fn ns2_round_id(&self) -> Option<u32> {
+        self.ns2.as_ref().map(|state| state.round_id)
     }
 
     /// Veno backlog N = X·(RTT − BaseRTT)/s in packets, with X the sending rate.
@@ -284,7 +321,17 @@ impl Sender {
 
     /// Inter-packet interval t_ipi = s / X_inst, where X_inst is the sending rate, damped by
     /// R_sqmean/√R_sample when oscillation prevention is on (RFC 5348 §4.5–§4.6).
+    ///
+    /// Under the ns-2 profile the rate is `TfrcAgent::nextpkt()`'s: during slow start's creep
+    /// (`slow_increase_`) the next value of `oldrate_`, undamped.
     pub fn inter_packet_interval(&self) -> Duration {
+        if let Some(state) = self
+            .ns2
+            .as_ref()
+            .filter(|state| state.slow_increasing(self.x))
+        {
+            return self.creep_interval(state.old_rate + state.delta);
+        }
         let mut rate = self.sending_rate();
         if self.config.oscillation_damping {
             if let Some(sample) = self.last_rtt_sample {
@@ -295,6 +342,15 @@ impl Sender {
             }
         }
         duration_from_secs(self.s() / rate.max(1e-9))
+    }
+
+    /// ns-2 slow-start creep: s / max(g, `oldrate_`), not damped (`TfrcAgent::nextpkt()`).
+    fn creep_interval(&self, old_rate: f64) -> Duration {
+        let rate = match self.config.target_rate {
+            Some(g) => g.max(old_rate),
+            None => old_rate,
+        };
+        duration_from_secs(self.s() / rate.max(self.minimum_rate()))
     }
 
     /// t_delta = min(t_ipi/2, t_gran/2): how early a packet may leave (RFC 5348 §4.6).
@@ -343,8 +399,15 @@ impl Sender {
     }
 
     /// Largest payload of one packet.
+    /// Under the ns-2 profile with `ns2_use_headers` the header travels on top of
+    /// `packet_size`, so the payload may be `packet_size` bytes.
     pub fn max_payload(&self) -> usize {
-        self.config.packet_size as usize - wire::DATA_HEADER_LEN
+        self.wire_size() - wire::DATA_HEADER_LEN
+    }
+
+    /// Bytes of a full-size packet on the wire.
+    fn wire_size(&self) -> usize {
+        self.config.packet_size as usize + self.config.header_outside_s()
     }
 
     /// Builds a data packet carrying `payload` into `buffer`; returns its length.
@@ -367,9 +430,10 @@ impl Sender {
         Ok(length)
     }
 
-    /// Builds a data packet of exactly the configured size s, zero padded (bulk transfer).
+    /// Builds a data packet of exactly the configured size s, zero padded (bulk transfer);
+    /// s plus the header under the ns-2 profile with `ns2_use_headers`.
     pub fn send_padded(&mut self, now: Instant, buffer: &mut [u8]) -> Result<usize, SendError> {
-        let length = self.config.packet_size as usize;
+        let length = self.wire_size();
         self.emit(now, length, buffer)?;
         buffer[wire::DATA_HEADER_LEN..length].fill(0);
         self.stats.payload_bytes += (length - wire::DATA_HEADER_LEN) as u64;
@@ -402,6 +466,15 @@ impl Sender {
             needed: length,
             got: buffer.len(),
         })?;
+        if let Some(state) = &mut self.ns2 {
+            wire::Packet::new_unchecked(&mut *buffer)
+                .set_flags(wire::ns2_flags(state.round_id, state.urgent));
+            if self.data_limited {
+                // TfrcAgent::advanceby(): data again after a data-limited period.
+                state.last_limited = Some(now);
+                state.all_idle = false;
+            }
+        }
 
         // Data-limited accounting: a packet sent right after a data-limited opportunity is not a
         // full-rate packet.
@@ -419,7 +492,7 @@ impl Sender {
         // RFC 5348 §4.6: t_nom advances by t_ipi per packet. After an idle or data-limited
         // period, or when the schedule fell more than one interval behind, it restarts from now
         // so that no catch-up burst is sent.
-        let interval = self.inter_packet_interval();
+        let interval = self.next_interval();
         let nominal = if self.data_limited || self.next_send + interval < now {
             now
         } else {
@@ -432,6 +505,20 @@ impl Sender {
         self.stats.packets += 1;
         self.stats.bytes += length as u64;
         Ok(())
+    }
+
+    /// The interval after the packet being sent. Under the ns-2 profile the slow-start creep
+    /// advances `oldrate_` by `delta_` per packet (`TfrcAgent::nextpkt()`).
+    fn next_interval(&mut self) -> Duration {
+        let x = self.x;
+        match self.ns2.as_mut().filter(|state| state.slow_increasing(x)) {
+            Some(state) => {
+                state.old_rate += state.delta;
+                let creep = state.old_rate;
+                self.creep_interval(creep)
+            }
+            None => self.inter_packet_interval(),
+        }
     }
 
     /// Handles one datagram from the receiver.
@@ -487,11 +574,16 @@ impl Sender {
             .checked_sub(held)
             .unwrap_or(since_sent)
             .max(Duration::from_micros(1));
-        // (2) R = q*R + (1-q)*R_sample, or R_sample for the first.
+        // (2) R = q*R + (1-q)*R_sample, or R_sample for the first (ns-2: q = df_ = 0.95).
+        let (rtt_filter, sqrt_filter) = if self.ns2.is_some() {
+            (ns2::RTT_FILTER, ns2::RTT_FILTER)
+        } else {
+            (RTT_FILTER, SQRT_RTT_FILTER)
+        };
         let rtt = match self.rtt {
             None => sample,
             Some(rtt) => {
-                duration_from_secs(RTT_FILTER * secs(rtt) + (1.0 - RTT_FILTER) * secs(sample))
+                duration_from_secs(rtt_filter * secs(rtt) + (1.0 - rtt_filter) * secs(sample))
             }
         };
         self.rtt = Some(rtt);
@@ -501,9 +593,14 @@ impl Sender {
         self.sqrt_rtt_mean = if self.last_rtt_sample.is_none() {
             root
         } else {
-            SQRT_RTT_FILTER * self.sqrt_rtt_mean + (1.0 - SQRT_RTT_FILTER) * root
+            sqrt_filter * self.sqrt_rtt_mean + (1.0 - sqrt_filter) * root
         };
         self.last_rtt_sample = Some(sample);
+        if let Some(state) = &mut self.ns2 {
+            state.rto.update(sample);
+            self.on_feedback_ns2(now, feedback, rtt);
+            return;
+        }
 
         // (4) Update the allowed sending rate.
         let p = feedback.loss_event_rate();
@@ -547,6 +644,67 @@ impl Sender {
         // (3) t_RTO = max(4R, 2s/X) and (5) restart the no-feedback timer.
         self.restart_no_feedback_timer(now);
         self.reschedule();
+    }
+
+    /// ns-2.35 `TfrcAgent::recv()` after `update_rtt()`: X_recv bounds, X_calc with `tzero_`,
+    /// the no-feedback timer max(2R, 2s/X) from the rate before this feedback, then slow start,
+    /// leaving it on the first loss (X = X_calc), or the additive increase / decrease.
+    fn on_feedback_ns2(&mut self, now: Instant, feedback: &FeedbackRepr, rtt: Duration) {
+        let s = self.s();
+        let r = secs(rtt).max(1e-9);
+        let p = feedback.loss_event_rate();
+        let x_recv = feedback.x_recv as f64;
+        self.x_recv = x_recv;
+        // Keeps the send records bounded; ns-2 has no data-limited X_recv rules.
+        let _ = self.interval_was_data_limited(feedback.echo_sequence);
+        self.last_echo = Some(feedback.echo_sequence);
+        self.p = p;
+        let rate_before = self.sending_rate();
+        let data_limited = self.data_limited;
+        let first_feedback = !self.feedback_received;
+        self.feedback_received = true;
+        let Some(state) = self.ns2.as_mut() else {
+            return;
+        };
+        state.round_id = state.round_id.wrapping_add(1);
+        state.urgent = false;
+        if state.round_id > 1 && x_recv > 0.0 {
+            state.slow_start_max_rate = 2.0 * x_recv;
+            state.max_rate = 2.0 * x_recv;
+        } else {
+            state.slow_start_max_rate = 0.0;
+            state.max_rate = 0.0;
+        }
+        self.x_calc = equation::throughput_ns2(s, r, p, secs(state.rto.timeout()));
+        let x_calc = self.x_calc;
+        let mut send_now = false;
+        self.x = if first_feedback || (state.slow_start && p == 0.0) {
+            send_now = true;
+            state.slow_start_rate(self.x, now, s, r, data_limited)
+        } else if state.slow_start {
+            state.slow_start = false;
+            state.old_rate = x_calc;
+            x_calc
+        } else if x_calc > self.x {
+            state.increased_rate(self.x, x_calc, now, s, r, data_limited)
+        } else {
+            state.decreased_rate(x_calc, now, s, r)
+        }
+        .max(self.minimum_rate());
+        self.set_no_feedback_timer_ns2(now, rate_before);
+        if send_now {
+            // nextpkt(): a packet leaves at once and the send timer restarts from it.
+            self.next_send = now;
+        }
+    }
+
+    /// ns-2's no-feedback interval max(2R, 2s/X) for rate `rate` (R = 0 before a sample).
+    fn set_no_feedback_timer_ns2(&mut self, now: Instant, rate: f64) {
+        let two_rtt = self.rtt.map_or(Duration::ZERO, |rtt| rtt * 2);
+        let two_packets = duration_from_secs(2.0 * self.s() / rate.max(self.minimum_rate()));
+        self.rto = two_rtt.max(two_packets);
+        self.no_feedback_deadline = now + self.rto;
+        self.no_feedback_set_at = now;
     }
 
     fn restart_no_feedback_timer(&mut self, now: Instant) {
@@ -620,6 +778,16 @@ impl Sender {
             return;
         }
         self.stats.no_feedback_expiries += 1;
+        if let Some(state) = &mut self.ns2 {
+            // TfrcAgent::reduce_rate_on_no_feedback().
+            let rtt = self.rtt.map(secs);
+            self.x = state
+                .no_feedback_rate(self.x, self.config.s(), rtt, self.data_limited)
+                .max(self.minimum_rate());
+            self.set_no_feedback_timer_ns2(now, self.sending_rate());
+            self.next_send = now;
+            return;
+        }
         let idle_since_set = self
             .last_send
             .is_none_or(|last| last < self.no_feedback_set_at);

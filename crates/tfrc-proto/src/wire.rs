@@ -10,7 +10,8 @@
 //! common header (8 bytes)
 //!   0      version (= 1)
 //!   1      kind: 1 = data, 2 = feedback
-//!   2..4   flags (reserved, sent as 0, ignored on receipt)
+//!   2..4   flags (reserved, sent as 0, ignored on receipt; in data packets of the ns-2
+//!          profile: bit 15 = ns-2's UrgentFlag, bits 0..15 = its round_id mod 2^15)
 //!   4..8   session id
 //! data (header 32 bytes, then the payload)
 //!   8..12  sequence number (wraps around at 2^32)
@@ -236,6 +237,12 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
         self.buffer.as_mut()[range].copy_from_slice(bytes);
     }
 
+    /// Overwrites the flags field (the ns-2 profile's round id and urgent flag, see
+    /// [`ns2_flags`]); `emit` writes 0.
+    pub fn set_flags(&mut self, flags: u16) {
+        self.put(field::FLAGS, &flags.to_be_bytes());
+    }
+
     fn set_common(&mut self, kind: PacketKind, session_id: u32) {
         let data = self.buffer.as_mut();
         data[field::VERSION] = VERSION;
@@ -243,6 +250,29 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
         self.put(field::FLAGS, &0u16.to_be_bytes());
         self.put(field::SESSION, &session_id.to_be_bytes());
     }
+}
+
+/// Bit of the flags field carrying ns-2's `UrgentFlag` (ns-2 profile data packets).
+pub const NS2_URGENT_FLAG: u16 = 0x8000;
+/// Mask of the flags field carrying ns-2's `round_id` modulo 2^15 (ns-2 profile data packets).
+pub const NS2_ROUND_MASK: u16 = 0x7fff;
+
+/// The flags of an ns-2 profile data packet: ns-2's `round_id` (the sender's count of feedbacks
+/// and no-feedback expiries, `tcp/tfrc.cc`) modulo 2^15 and its `UrgentFlag` (report at once).
+pub fn ns2_flags(round_id: u32, urgent: bool) -> u16 {
+    let round = (round_id & u32::from(NS2_ROUND_MASK)) as u16;
+    if urgent {
+        round | NS2_URGENT_FLAG
+    } else {
+        round
+    }
+}
+
+/// True if round id `later` (15-bit, wrapping) comes after `earlier`: ns-2's
+/// `round_id > lastloss_round_id` test of `PreciseLoss_` on wrapped counters.
+pub fn ns2_round_after(later: u16, earlier: u16) -> bool {
+    let difference = later.wrapping_sub(earlier) & NS2_ROUND_MASK;
+    difference != 0 && difference < 0x4000
 }
 
 /// Encodes p ∈ [0, 1] as a fraction of 2^32, saturating below 1.
@@ -558,5 +588,32 @@ mod tests {
             }
             let _ = Repr::parse(&bytes);
         }
+    }
+
+    #[test]
+    fn ns2_flags_round_trip_and_wrap() {
+        let flags = ns2_flags(0x1_0005, true);
+        assert_eq!(flags & NS2_ROUND_MASK, 5);
+        assert_ne!(flags & NS2_URGENT_FLAG, 0);
+        assert_eq!(ns2_flags(7, false), 7);
+        assert!(ns2_round_after(6, 5));
+        assert!(!ns2_round_after(5, 5));
+        assert!(!ns2_round_after(4, 5));
+        assert!(ns2_round_after(1, NS2_ROUND_MASK)); // wrapped
+        let mut buffer = [0u8; DATA_HEADER_LEN];
+        DataRepr {
+            session_id: 1,
+            sequence: 2,
+            timestamp: 3,
+            rtt_micros: 4,
+            veno_backlog_millipackets: 5,
+            nonce: 6,
+        }
+        .emit(&mut buffer)
+        .unwrap();
+        let mut packet = Packet::new_checked(&mut buffer[..]).unwrap();
+        packet.set_flags(flags);
+        assert_eq!(packet.flags(), flags);
+        assert_eq!(DataRepr::parse(&packet).unwrap().sequence, 2);
     }
 }

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use crate::error::ScenarioError;
 use crate::model::{
     Capacity, FlowKind, FlowSpec, Link, LinkDirectionSpec, LossModel, LossSpec, MarkerSpec,
-    OnOffSpec, Output, QueueSpec, RedSpec, RioSpec, TcpSpec, TfrcSpec, VenoSpec,
+    OnOffSpec, Output, QueueSpec, RedSpec, RioSpec, TcpSpec, TfrcProfile, TfrcSpec, VenoSpec,
 };
 use crate::raw::{
     flatten, kind_keys, FlowKindName, LossKindName, NoneOr, QueueKindName, RawDirection, RawFlow,
@@ -660,13 +660,17 @@ fn resolve_flow(
                     Some(VenoSpec { beta, alpha })
                 }
             };
+            // ns-2.35 has history discounting (`discount_ 1`) and √RTT spacing (`ca_ 1`) on
+            // by default; RFC 5348 leaves both optional (off here).
+            let profile = raw.profile.unwrap_or_default();
+            let ns2_default = profile == TfrcProfile::Ns2;
             FlowKind::Tfrc(TfrcSpec {
                 target_rate,
                 rtt_ref,
                 veno,
-                profile: raw.profile.unwrap_or_default(),
-                history_discounting: raw.history_discounting.unwrap_or(false),
-                oscillation_damping: raw.oscillation_damping.unwrap_or(false),
+                profile,
+                history_discounting: raw.history_discounting.unwrap_or(ns2_default),
+                oscillation_damping: raw.oscillation_damping.unwrap_or(ns2_default),
             })
         }
         FlowKindName::Tcp => {

@@ -677,3 +677,37 @@ fn none_switches_optional_keys_off() {
     .unwrap();
     assert_eq!(scenario.links[0].forward.loss, None);
 }
+
+/// `profile = "ns2"` defaults history discounting and √RTT spacing to ns-2.35's `discount_ 1`
+/// and `ca_ 1`; explicit values still win.
+#[test]
+fn ns2_profile_defaults_follow_ns2() {
+    let scenario = parse(&minimal(
+        r#"
+[[flow]]
+name = "a"
+kind = "tfrc"
+from = "s"
+to = "r"
+profile = "ns2"
+
+[[flow]]
+name = "b"
+kind = "tfrc"
+from = "s"
+to = "r"
+profile = "ns2"
+history_discounting = false
+"#,
+    ))
+    .unwrap();
+    let spec = |name: &str| match &scenario.flow(name).unwrap().kind {
+        FlowKind::Tfrc(spec) => spec.clone(),
+        other => panic!("flow {name} is not TFRC: {other:?}"),
+    };
+    let a = spec("a");
+    assert_eq!(a.profile, TfrcProfile::Ns2);
+    assert!(a.history_discounting && a.oscillation_damping);
+    let b = spec("b");
+    assert!(!b.history_discounting && b.oscillation_damping);
+}

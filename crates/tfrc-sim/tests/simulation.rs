@@ -547,3 +547,26 @@ fn tcp_under_random_loss_is_close_to_the_padhye_model() {
         );
     }
 }
+
+#[test]
+fn the_ns2_profile_runs_in_the_simulator_with_ns2_packet_sizes() {
+    let text = |profile: &str| {
+        format!(
+            r#"name = "profile"
+            {DUMBBELL_1MBPS}
+            [[flow]]
+            name = "a"
+            kind = "tfrc"
+            profile = "{profile}"
+            from = "sender"
+            to = "receiver""#
+        )
+    };
+    let ns2 = run(&text("ns2"));
+    let rfc = run(&text("rfc5348"));
+    let flow = &ns2.flows[0];
+    // ns-2's 32-byte header rides on top of the 1000-byte packet.
+    assert_eq!(flow.sent_bytes, flow.sent_packets * 1032);
+    assert_eq!(rfc.flows[0].sent_bytes, rfc.flows[0].sent_packets * 1000);
+    assert!(flow.goodput_bps >= 900_000.0, "ns2 profile goodput {}", flow.goodput_bps);
+}

@@ -102,7 +102,9 @@ pub fn loss_kind(model: &LossSpecModel) -> LossKind {
 }
 
 /// The TFRC core configuration of a scenario flow. The simulator sends exactly on schedule
-/// (timer granularity 0), as ns-2 does.
+/// (timer granularity 0), as ns-2 does. Under the `ns2` profile, packets carry ns-2's 32-byte
+/// header on top of `packet_size` on the wire (ns-2's default `useHeaders_ true`), so the
+/// equation uses `packet_size` while links see `packet_size + 32`.
 pub fn tfrc_config(
     spec: &TfrcSpec,
     packet_size: u32,
@@ -121,12 +123,7 @@ pub fn tfrc_config(
         timer_granularity: core::time::Duration::ZERO,
         profile: match spec.profile {
             TfrcProfile::Rfc5348 => tfrc_proto::Profile::Rfc5348,
-            TfrcProfile::Ns2 => {
-                return Err(SimulationError::scenario(
-                    key,
-                    "profile = \"ns2\" is not available in this build yet",
-                ))
-            }
+            TfrcProfile::Ns2 => tfrc_proto::Profile::Ns2,
         },
         ..tfrc_proto::Config::default()
     };

@@ -105,6 +105,9 @@ impl SimulationError {
     }
 }
 
+/// Room for the extra header the `ns2` profile puts on top of the packet size.
+const NS2_HEADER_ROOM: usize = 64;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Event {
     Link(u32),
@@ -505,7 +508,7 @@ impl Simulation {
             output_dir: output_dir.map(Path::to_path_buf),
             bottleneck,
             outbox: Vec::new(),
-            data_buffer: vec![0; largest_packet.max(DATA_HEADER_LEN)],
+            data_buffer: vec![0; largest_packet.max(DATA_HEADER_LEN) + NS2_HEADER_ROOM],
             events: 0,
             failed: None,
         })
