@@ -568,5 +568,9 @@ fn the_ns2_profile_runs_in_the_simulator_with_ns2_packet_sizes() {
     // ns-2's 32-byte header rides on top of the 1000-byte packet.
     assert_eq!(flow.sent_bytes, flow.sent_packets * 1032);
     assert_eq!(rfc.flows[0].sent_bytes, rfc.flows[0].sent_packets * 1000);
-    assert!(flow.goodput_bps >= 900_000.0, "ns2 profile goodput {}", flow.goodput_bps);
+    assert!(
+        flow.goodput_bps >= 900_000.0,
+        "ns2 profile goodput {}",
+        flow.goodput_bps
+    );
 }

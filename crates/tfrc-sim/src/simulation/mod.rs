@@ -171,13 +171,13 @@ enum Protocol {
         config: tfrc_proto::Config,
         session: u32,
         nonce: u32,
-        sender: Option<tfrc_proto::Sender>,
-        receiver: tfrc_proto::Receiver,
+        sender: Option<Box<tfrc_proto::Sender>>,
+        receiver: Box<tfrc_proto::Receiver>,
     },
     Tcp {
         config: tfrc_tcp::SenderConfig,
-        sender: Option<TcpSender>,
-        sink: TcpSink,
+        sender: Option<Box<TcpSender>>,
+        sink: Box<TcpSink>,
     },
     Source(Box<dyn TrafficSource>),
 }
@@ -341,8 +341,10 @@ impl Simulation {
             let protocol = match &spec.kind {
                 FlowKind::Tfrc(tfrc) => {
                     let config = tfrc_config(tfrc, spec.packet_size, &key)?;
-                    let receiver = tfrc_proto::Receiver::new(config.clone())
-                        .map_err(|error| SimulationError::scenario(&key, error.to_string()))?;
+                    let receiver = Box::new(
+                        tfrc_proto::Receiver::new(config.clone())
+                            .map_err(|error| SimulationError::scenario(&key, error.to_string()))?,
+                    );
                     Protocol::Tfrc {
                         config,
                         session: position as u32 + 1,
@@ -380,8 +382,10 @@ impl Simulation {
                         .map_err(|error| SimulationError::scenario(&key, error.to_string()))?;
                     let mut sink_config = tfrc_tcp::SinkConfig::for_variant(variant);
                     sink_config.delayed_ack = tcp.delayed_ack;
-                    let sink = TcpSink::new(sink_config)
-                        .map_err(|error| SimulationError::scenario(&key, error.to_string()))?;
+                    let sink = Box::new(
+                        TcpSink::new(sink_config)
+                            .map_err(|error| SimulationError::scenario(&key, error.to_string()))?,
+                    );
                     Protocol::Tcp {
                         config,
                         sender: None,
@@ -811,7 +815,7 @@ impl Simulation {
                 sender,
                 ..
             } => match tfrc_proto::Sender::new(config.clone(), *session, *nonce, now) {
-                Ok(created) => *sender = Some(created),
+                Ok(created) => *sender = Some(Box::new(created)),
                 Err(error) => {
                     self.failed = Some(SimulationError::scenario(
                         &format!("flow {}", flow.record.name),
@@ -820,7 +824,7 @@ impl Simulation {
                 }
             },
             Protocol::Tcp { config, sender, .. } => match TcpSender::new(config.clone()) {
-                Ok(created) => *sender = Some(created),
+                Ok(created) => *sender = Some(Box::new(created)),
                 Err(error) => {
                     self.failed = Some(SimulationError::scenario(
                         &format!("flow {}", flow.record.name),
