@@ -265,7 +265,9 @@ pub(crate) fn resolve(raw: RawScenario, file: &str, base_dir: Option<&Path>) -> 
         if !assignment.contains('=') {
             return Err(r.error(
                 format!("quick[{index}]"),
-                format!("expected an override key.path=value like \"duration=60s\", got {assignment:?}"),
+                format!(
+                    "expected an override key.path=value like \"duration=60s\", got {assignment:?}"
+                ),
             ));
         }
     }

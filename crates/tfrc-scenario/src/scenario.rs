@@ -165,14 +165,17 @@ impl Scenario {
             return Ok(());
         }
         let mut quick = self.clone();
-        quick.apply_quick().map_err(|error| {
-            ScenarioError::invalid(&self.file, "quick", quick_message(&error))
-        })?;
+        quick
+            .apply_quick()
+            .map_err(|error| ScenarioError::invalid(&self.file, "quick", quick_message(&error)))?;
         if let Err(error) = quick.expand() {
             return Err(ScenarioError::invalid(
                 &self.file,
                 "quick",
-                format!("the quick version does not expand: {}", quick_message(&error)),
+                format!(
+                    "the quick version does not expand: {}",
+                    quick_message(&error)
+                ),
             ));
         }
         Ok(())
@@ -505,7 +508,8 @@ impl Scenario {
 fn quick_message(error: &ScenarioError) -> String {
     let text = error.to_string();
     let prefix = format!("{}: ", error.file());
-    text.strip_prefix(&prefix).map_or(text.clone(), str::to_owned)
+    text.strip_prefix(&prefix)
+        .map_or(text.clone(), str::to_owned)
 }
 
 /// 1-based line and column (in characters) of byte offset `offset` in `text`.
