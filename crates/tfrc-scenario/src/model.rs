@@ -306,6 +306,11 @@ pub struct FlowSpec {
     /// `Some(n)`: this entry stands for `n` identical flows `name.1` … `name.n`, expanded by
     /// [`crate::Scenario::expand`]. `None`: one flow named `name`.
     pub count: Option<u32>,
+    /// `false`: the flow is defined but left out of the run (`enabled = false` in the file,
+    /// default `true`). [`crate::Scenario::expand`] removes disabled flows and their marker
+    /// references, so a sweep can switch flows on and off (the runs of one experiment that
+    /// differ in which flows take part, e.g. "one TCP flow" vs "one TCP and one TFRC flow").
+    pub enabled: bool,
     /// The protocol or traffic model and its own parameters.
     pub kind: FlowKind,
 }

@@ -100,6 +100,8 @@ pub(crate) struct RawScenario {
     pub(crate) duration: DurationText,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) seed: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) quick: Option<Vec<String>>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub(crate) link: Vec<RawLink>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -376,6 +378,8 @@ pub(crate) struct RawFlow {
     pub(crate) packet_size: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) count: Option<NoneOr<u32>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) enabled: Option<bool>,
     // tfrc
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) target_rate: Option<NoneOr<Rate>>,
@@ -421,6 +425,7 @@ impl RawFlow {
             stop: None,
             packet_size: None,
             count: None,
+            enabled: None,
             target_rate: None,
             rtt_ref: None,
             veno_beta: None,
@@ -475,6 +480,7 @@ pub(crate) const FLOW_COMMON_KEYS: &[&str] = &[
     "stop",
     "packet_size",
     "count",
+    "enabled",
 ];
 /// Keys of each flow kind besides the common ones.
 pub(crate) const FLOW_KIND_KEYS: &[(&str, &[&str])] = &[

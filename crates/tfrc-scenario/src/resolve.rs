@@ -260,8 +260,21 @@ pub(crate) fn resolve(raw: RawScenario, file: &str, base_dir: Option<&Path>) -> 
         }
     }
 
+    let quick = raw.quick.unwrap_or_default();
+    for (index, assignment) in quick.iter().enumerate() {
+        if !assignment.contains('=') {
+            return Err(r.error(
+                format!("quick[{index}]"),
+                format!(
+                    "expected an override key.path=value like \"duration=60s\", got {assignment:?}"
+                ),
+            ));
+        }
+    }
+
     Ok(Scenario::assemble(
-        raw.name, duration, seed, links, markers, flows, output, sweep, variant, file, base_dir,
+        raw.name, duration, seed, quick, links, markers, flows, output, sweep, variant, file,
+        base_dir,
     ))
 }
 
@@ -747,6 +760,7 @@ fn resolve_flow(
         stop,
         packet_size,
         count,
+        enabled: raw.enabled.unwrap_or(true),
         kind,
     })
 }
@@ -922,6 +936,11 @@ pub(crate) fn unresolve(scenario: &Scenario) -> RawScenario {
         duration: DurationText(scenario.duration),
         // TOML integers stop at i64::MAX; `Scenario::validate` reports larger values.
         seed: Some(scenario.seed.min(MAX_TOML_INTEGER)),
+        quick: if scenario.quick.is_empty() {
+            None
+        } else {
+            Some(scenario.quick.clone())
+        },
         link: scenario.links.iter().map(unresolve_link).collect(),
         marker: scenario
             .markers
@@ -1092,6 +1111,8 @@ fn unresolve_flow(flow: &FlowSpec) -> RawFlow {
     raw.stop = flow.stop.map(|d| NoneOr::Some(DurationText(d)));
     raw.packet_size = Some(flow.packet_size);
     raw.count = flow.count.map(NoneOr::Some);
+    // Written only when false: expanded runs (which have no disabled flows) stay unchanged.
+    raw.enabled = (!flow.enabled).then_some(false);
     match &flow.kind {
         FlowKind::Tfrc(tfrc) => {
             raw.target_rate = tfrc.target_rate.map(NoneOr::Some);

@@ -32,6 +32,11 @@ pub struct Scenario {
     /// Seed from which every random stream of the run is derived (default 1; at most
     /// [`crate::MAX_TOML_INTEGER`], the largest integer TOML holds).
     pub seed: u64,
+    /// Overrides (`key.path=value`, as for `--set`) that turn the experiment into a short
+    /// "quick" version of itself (`quick = ["duration=60s", …]` in the file; empty by default):
+    /// a shorter run with its events moved to fit, a smaller sweep. Applied by
+    /// [`Scenario::apply_quick`]; checked when the file is loaded.
+    pub quick: Vec<String>,
     /// Duplex links; the nodes are their endpoints.
     pub links: Vec<Link>,
     /// Token-bucket markers.
@@ -54,6 +59,7 @@ impl PartialEq for Scenario {
         self.name == other.name
             && self.duration == other.duration
             && self.seed == other.seed
+            && self.quick == other.quick
             && self.links == other.links
             && self.markers == other.markers
             && self.flows == other.flows
@@ -78,6 +84,7 @@ impl Scenario {
         name: String,
         duration: Duration,
         seed: u64,
+        quick: Vec<String>,
         links: Vec<Link>,
         markers: Vec<MarkerSpec>,
         flows: Vec<FlowSpec>,
@@ -91,6 +98,7 @@ impl Scenario {
             name,
             duration,
             seed,
+            quick,
             links,
             markers,
             flows,
@@ -146,7 +154,49 @@ impl Scenario {
                 message: crate::error::one_line(error.message()),
             }
         })?;
-        Scenario::from_table(table, file, base_dir)
+        let scenario = Scenario::from_table(table, file, base_dir)?;
+        scenario.check_quick()?;
+        Ok(scenario)
+    }
+
+    /// Checks that the `quick` overrides apply and give a valid scenario whose sweep expands.
+    fn check_quick(&self) -> Result<(), ScenarioError> {
+        if self.quick.is_empty() {
+            return Ok(());
+        }
+        let mut quick = self.clone();
+        quick
+            .apply_quick()
+            .map_err(|error| ScenarioError::invalid(&self.file, "quick", quick_message(&error)))?;
+        if let Err(error) = quick.expand() {
+            return Err(ScenarioError::invalid(
+                &self.file,
+                "quick",
+                format!(
+                    "the quick version does not expand: {}",
+                    quick_message(&error)
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Turns this scenario into its quick version: applies the `quick` overrides (as
+    /// [`Scenario::apply_sets`] does, validated once at the end) and clears the list. Without
+    /// `quick` the scenario is unchanged. On error `self` is unchanged.
+    ///
+    /// A `--quick` run of an experiment calls this before [`Scenario::expand`]; the overrides
+    /// may change the sweep (`sweep.flows={ path = "flow.f.count", values = [2] }`).
+    pub fn apply_quick(&mut self) -> Result<(), ScenarioError> {
+        if self.quick.is_empty() {
+            return Ok(());
+        }
+        let mut quick = self.clone();
+        let overrides = core::mem::take(&mut quick.quick);
+        quick.apply_sets(&overrides)?;
+        quick.quick.clear();
+        *self = quick;
+        Ok(())
     }
 
     fn from_table(
@@ -267,6 +317,8 @@ impl Scenario {
             .map_err(|message| ScenarioError::invalid(&self.file, "sweep", message))?;
         let mut base = self.clone();
         base.sweep.clear();
+        // The quick overrides address the unexpanded scenario (they may change the sweep).
+        base.quick.clear();
         let base_tree = toml::Value::Table(base.to_toml_table());
         let mut variants = Vec::with_capacity(total);
         let mut names = HashSet::new();
@@ -321,11 +373,23 @@ impl Scenario {
 
     /// This scenario with every flow's `count` expanded into `name.1` … `name.N`, and marker
     /// flow lists naming the instances.
+    ///
+    /// Flows with `enabled = false` are left out, with their marker references; a marker left
+    /// without flows is removed. The result has no `quick` overrides (they address the
+    /// unexpanded scenario).
     pub fn expand_counts(&self) -> Scenario {
         let mut expanded = self.clone();
+        expanded.quick.clear();
+        let disabled: HashSet<String> = self
+            .flows
+            .iter()
+            .filter(|flow| !flow.enabled)
+            .flat_map(instance_names)
+            .collect();
         expanded.flows = self
             .flows
             .iter()
+            .filter(|flow| flow.enabled)
             .flat_map(|flow| {
                 instance_names(flow).into_iter().map(move |name| FlowSpec {
                     name,
@@ -336,7 +400,9 @@ impl Scenario {
             .collect();
         for marker in &mut expanded.markers {
             marker.flows = expand_flow_references(&marker.flows, &self.flows);
+            marker.flows.retain(|name| !disabled.contains(name));
         }
+        expanded.markers.retain(|marker| !marker.flows.is_empty());
         expanded
     }
 
@@ -436,6 +502,14 @@ impl Scenario {
         }
         Ok(())
     }
+}
+
+/// An error's text without the file name (the caller's error names the file).
+fn quick_message(error: &ScenarioError) -> String {
+    let text = error.to_string();
+    let prefix = format!("{}: ", error.file());
+    text.strip_prefix(&prefix)
+        .map_or(text.clone(), str::to_owned)
 }
 
 /// 1-based line and column (in characters) of byte offset `offset` in `text`.

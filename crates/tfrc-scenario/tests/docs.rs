@@ -67,6 +67,14 @@ fn every_toml_example_in_the_reference_parses_and_expands() {
                 assert_eq!(variants[4].name, "friendliness[flows=32]");
                 assert_eq!(variants[4].flows.len(), 32 + 32 + 3);
             }
+            "umts" => {
+                assert_eq!(variants.len(), 2);
+                let names = |v: &Scenario| -> Vec<String> {
+                    v.flows.iter().map(|f| f.name.clone()).collect()
+                };
+                assert_eq!(names(&variants[0]), ["tcp"]);
+                assert_eq!(names(&variants[1]), ["tcp", "tfrc"]);
+            }
             _ => assert_eq!(variants.len(), 1),
         }
     }

@@ -1,0 +1,655 @@
+//! The repository's `scenarios/` folder: one file per experiment id of the papers
+//! (EXPERIMENTS.md), each parsing and expanding to the number of runs its README says, with a
+//! working `quick` version, and `claims.toml` naming only existing ids, metrics, sweep labels and
+//! flows. Also bounds the simulated work of the whole default suite.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::path::{Path, PathBuf};
+
+use tfrc_scenario::{Capacity, FlowKind, Scenario};
+
+/// Every experiment id of EXPERIMENTS.md (the shared experiment list), in its order.
+const IDS: &[&str] = &[
+    "e000-const-bw",
+    "e000-loss",
+    "e000-udp",
+    "e000-af-exact",
+    "e000-af-over20",
+    "e000-af-over40",
+    "e000-af-tcp",
+    "e002-grid",
+    "e002-rtt",
+    "e002-arrivals",
+    "e002-geo",
+    "e003-single",
+    "e003-multi",
+    "e003-ratio",
+    "e003-cov",
+    "e003-fairness",
+    "e003-friendliness",
+    "e004-single",
+    "e004-reverse",
+    "e004-shared",
+    "e004-burstiness",
+];
+
+/// Packet-hops (data and ACK/feedback packets × links crossed) the whole default suite may
+/// take: at ~2 events per packet-hop, well within 10 minutes of a simulator doing a few million
+/// events per second on 2 cores.
+const SUITE_PACKET_HOP_BUDGET: f64 = 400e6;
+
+fn scenarios_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios")
+}
+
+fn load(id: &str) -> Scenario {
+    let path = scenarios_dir().join(format!("{id}.toml"));
+    Scenario::from_path(&path).unwrap_or_else(|error| panic!("{error}"))
+}
+
+fn expand(id: &str) -> Vec<Scenario> {
+    load(id).expand().unwrap_or_else(|error| panic!("{error}"))
+}
+
+/// `id → runs` from the first table of scenarios/README.md whose header starts `| id | file | runs |`.
+fn readme_runs() -> BTreeMap<String, usize> {
+    let text =
+        std::fs::read_to_string(scenarios_dir().join("README.md")).expect("scenarios/README.md");
+    let mut runs = BTreeMap::new();
+    let mut in_table = false;
+    for line in text.lines() {
+        let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+        if cells.len() > 4 && cells[1] == "id" && cells[2] == "file" && cells[3] == "runs" {
+            in_table = true;
+            continue;
+        }
+        if in_table {
+            if !line.starts_with('|') {
+                break;
+            }
+            if cells[1].starts_with("---") {
+                continue;
+            }
+            if cells[1] == "**total**" {
+                let total: usize = cells[3]
+                    .trim_matches('*')
+                    .parse()
+                    .expect("README total runs");
+                assert_eq!(total, runs.values().sum::<usize>(), "README total runs");
+                continue;
+            }
+            let id = cells[1].trim_matches('`').to_owned();
+            let count: usize = cells[3].parse().unwrap_or_else(|_| {
+                panic!("README runs cell of {id} is not a number: {:?}", cells[3])
+            });
+            runs.insert(id, count);
+        }
+    }
+    runs
+}
+
+#[test]
+fn every_experiment_id_has_a_file_and_no_file_is_unknown() {
+    for id in IDS {
+        let path = scenarios_dir().join(format!("{id}.toml"));
+        assert!(path.is_file(), "missing scenario file {}", path.display());
+    }
+    for entry in std::fs::read_dir(scenarios_dir()).unwrap().flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if let Some(stem) = name.strip_suffix(".toml") {
+            assert!(
+                stem == "claims" || IDS.contains(&stem),
+                "scenarios/{name} is not an experiment id of EXPERIMENTS.md"
+            );
+        }
+    }
+}
+
+#[test]
+fn the_id_list_matches_experiments_md_when_it_is_available() {
+    let path = std::env::var_os("EXPERIMENTS_MD")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/work/shared/EXPERIMENTS.md"));
+    let Ok(text) = std::fs::read_to_string(&path) else {
+        println!(
+            "skipped: {} not found (set EXPERIMENTS_MD to check the id list against it)",
+            path.display()
+        );
+        return;
+    };
+    // Ids are the first cell of the experiment tables: | `e000-const-bw` | …
+    let mut found = Vec::new();
+    for line in text.lines() {
+        let Some(cell) = line.split('|').nth(1) else {
+            continue;
+        };
+        let cell = cell.trim();
+        if let Some(id) = cell.strip_prefix('`').and_then(|c| c.strip_suffix('`')) {
+            if id.starts_with('e')
+                && id
+                    .as_bytes()
+                    .get(1..4)
+                    .is_some_and(|d| d.iter().all(u8::is_ascii_digit))
+            {
+                found.push(id.to_owned());
+            }
+        }
+    }
+    assert_eq!(
+        found, IDS,
+        "EXPERIMENTS.md ids differ from this test's list"
+    );
+}
+
+#[test]
+fn every_file_parses_expands_and_has_the_runs_readme_says() {
+    let runs = readme_runs();
+    assert_eq!(
+        runs.keys().map(String::as_str).collect::<BTreeSet<_>>(),
+        IDS.iter().copied().collect::<BTreeSet<_>>(),
+        "the README table lists every id once"
+    );
+    for id in IDS {
+        let scenario = load(id);
+        assert_eq!(scenario.name, *id, "the scenario name is the id");
+        let variants = scenario.expand().unwrap_or_else(|error| panic!("{error}"));
+        assert_eq!(variants.len(), runs[*id], "{id}: runs in README.md");
+        assert_eq!(variants.len(), scenario.variant_count());
+        for variant in &variants {
+            assert!(
+                !variant.flows.is_empty(),
+                "{}: a run without flows",
+                variant.name
+            );
+            // Recordable: the resolved form parses back to the same run.
+            let again = Scenario::from_str_named(&variant.to_toml_string(), "again").unwrap();
+            assert_eq!(again, *variant);
+            for link in &variant.links {
+                for direction in [&link.forward, &link.reverse] {
+                    if let Capacity::Trace(path) = &direction.capacity {
+                        assert!(
+                            path.is_file(),
+                            "{}: trace {} is missing",
+                            variant.name,
+                            path.display()
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn every_quick_version_applies_expands_and_is_shorter() {
+    for id in IDS {
+        let full = load(id);
+        assert!(!full.quick.is_empty(), "{id} has no quick overrides");
+        let mut quick = full.clone();
+        quick
+            .apply_quick()
+            .unwrap_or_else(|error| panic!("{error}"));
+        assert!(
+            quick.duration < full.duration,
+            "{id}: quick run is not shorter"
+        );
+        let variants = quick.expand().unwrap_or_else(|error| panic!("{error}"));
+        assert!(
+            !variants.is_empty() && variants.len() <= full.variant_count(),
+            "{id}"
+        );
+        let work: f64 = variants.iter().map(packet_hops).sum();
+        let full_work: f64 = full.expand().unwrap().iter().map(packet_hops).sum();
+        assert!(
+            work <= full_work / 2.0,
+            "{id}: quick work {work:.0} vs full {full_work:.0}"
+        );
+    }
+}
+
+/// A run with its name and sweep record cleared: equal runs are the same simulation.
+fn content(run: &Scenario) -> Scenario {
+    let mut run = run.clone();
+    run.name.clear();
+    run.variant.clear();
+    run
+}
+
+#[test]
+fn aggregate_experiments_are_the_runs_of_the_experiments_they_summarise() {
+    for (aggregate, parts) in [
+        ("e003-ratio", &["e003-single", "e003-multi"][..]),
+        (
+            "e004-burstiness",
+            &["e004-single", "e004-reverse", "e004-shared"][..],
+        ),
+    ] {
+        let mine: Vec<Scenario> = expand(aggregate).iter().map(content).collect();
+        let theirs: Vec<Scenario> = parts
+            .iter()
+            .flat_map(|id| expand(id))
+            .map(|r| content(&r))
+            .collect();
+        assert_eq!(mine.len(), theirs.len(), "{aggregate}");
+        for run in &theirs {
+            assert!(
+                mine.contains(run),
+                "{aggregate} lacks a run of {parts:?}: {}",
+                run.to_toml_string()
+            );
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// claims.toml
+
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Claims {
+    metrics: BTreeMap<String, String>,
+    experiment: BTreeMap<String, Experiment>,
+}
+
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Experiment {
+    paper: String,
+    #[serde(rename = "where")]
+    location: String,
+    show: String,
+    metrics: Vec<String>,
+    result: String,
+    #[serde(default)]
+    claim: Vec<Claim>,
+}
+
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Claim {
+    text: String,
+    metric: String,
+    relation: String,
+    #[serde(default)]
+    variant: BTreeMap<String, toml::Value>,
+    #[serde(default)]
+    baseline: BTreeMap<String, toml::Value>,
+    baseline_id: Option<String>,
+    #[serde(default)]
+    flows: Vec<String>,
+    aggregate: Option<String>,
+    window: Option<[f64; 2]>,
+    statistic: Option<String>,
+    across: Option<String>,
+    value: Option<f64>,
+    min: Option<f64>,
+    max: Option<f64>,
+    tolerance: Option<f64>,
+    unit: Option<String>,
+}
+
+fn claims() -> Claims {
+    let text = std::fs::read_to_string(scenarios_dir().join("claims.toml"))
+        .expect("scenarios/claims.toml");
+    toml::from_str(&text).unwrap_or_else(|error| panic!("claims.toml: {error}"))
+}
+
+/// The selector's values as strings (a string or an array of strings).
+fn selector_values(id: &str, label: &str, value: &toml::Value) -> Vec<String> {
+    match value {
+        toml::Value::String(text) => vec![text.clone()],
+        toml::Value::Array(items) => items
+            .iter()
+            .map(|item| match item {
+                toml::Value::String(text) => text.clone(),
+                other => panic!("{id}: selector {label}: expected strings, got {other}"),
+            })
+            .collect(),
+        other => {
+            panic!("{id}: selector {label}: expected a string or an array of strings, got {other}")
+        }
+    }
+}
+
+/// Checks that every label of `selector` is a sweep label of `runs` and every value one of its values.
+fn check_selector(context: &str, selector: &BTreeMap<String, toml::Value>, runs: &[Scenario]) {
+    let mut values: HashMap<&str, BTreeSet<&str>> = HashMap::new();
+    for run in runs {
+        for (label, value) in &run.variant {
+            values.entry(label).or_default().insert(value);
+        }
+    }
+    for (label, value) in selector {
+        let known = values.get(label.as_str()).unwrap_or_else(|| {
+            panic!(
+                "{context}: no sweep label {label:?} (labels: {:?})",
+                values.keys()
+            )
+        });
+        for value in selector_values(context, label, value) {
+            assert!(
+                known.contains(value.as_str()),
+                "{context}: {label} has no value {value:?} (values: {known:?})"
+            );
+        }
+    }
+}
+
+#[test]
+fn claims_name_existing_ids_metrics_labels_and_flows() {
+    let claims = claims();
+    assert_eq!(
+        claims
+            .experiment
+            .keys()
+            .map(String::as_str)
+            .collect::<BTreeSet<_>>(),
+        IDS.iter().copied().collect::<BTreeSet<_>>(),
+        "claims.toml has one [experiment.<id>] per id"
+    );
+    assert_eq!(claims.metrics.len(), 12, "the 12 metrics of EXPERIMENTS.md");
+    let mut numeric = 0;
+    for (id, experiment) in &claims.experiment {
+        assert!(
+            ["000", "002", "003", "004"].contains(&experiment.paper.as_str()),
+            "{id}: paper"
+        );
+        assert!(
+            id.starts_with(&format!("e{}-", experiment.paper)),
+            "{id}: paper {}",
+            experiment.paper
+        );
+        for text in [&experiment.location, &experiment.show, &experiment.result] {
+            assert!(!text.trim().is_empty(), "{id}: empty where/show/result");
+        }
+        for metric in &experiment.metrics {
+            assert!(
+                claims.metrics.contains_key(metric),
+                "{id}: unknown metric {metric:?}"
+            );
+        }
+        let runs = expand(id);
+        for (index, claim) in experiment.claim.iter().enumerate() {
+            let context = format!("{id} claim {index} ({})", claim.text);
+            assert!(!claim.text.trim().is_empty(), "{context}: empty text");
+            assert!(
+                claims.metrics.contains_key(&claim.metric),
+                "{context}: unknown metric {:?}",
+                claim.metric
+            );
+            assert!(
+                experiment.metrics.contains(&claim.metric),
+                "{context}: metric not in the experiment's list"
+            );
+            check_selector(&context, &claim.variant, &runs);
+            let baseline_runs = match &claim.baseline_id {
+                Some(other) => {
+                    assert!(
+                        IDS.contains(&other.as_str()),
+                        "{context}: unknown baseline_id {other}"
+                    );
+                    expand(other)
+                }
+                None => runs.clone(),
+            };
+            check_selector(&context, &claim.baseline, &baseline_runs);
+            for flow in &claim.flows {
+                let scenario = load(id);
+                assert!(
+                    scenario.flow(flow).is_some(),
+                    "{context}: no flow {flow:?} in {id}"
+                );
+            }
+            if let Some(aggregate) = &claim.aggregate {
+                assert!(
+                    ["each", "sum", "mean"].contains(&aggregate.as_str()),
+                    "{context}: aggregate {aggregate}"
+                );
+            }
+            if let Some(statistic) = &claim.statistic {
+                assert!(
+                    ["mean", "median", "min", "max"].contains(&statistic.as_str()),
+                    "{context}: statistic {statistic}"
+                );
+            }
+            if let Some(across) = &claim.across {
+                assert!(
+                    ["each", "mean", "min", "max"].contains(&across.as_str()),
+                    "{context}: across {across}"
+                );
+            }
+            if let Some([start, end]) = claim.window {
+                let duration = load(id).duration.as_secs_f64();
+                assert!(
+                    0.0 <= start && start < end && end <= duration,
+                    "{context}: window [{start}, {end}] outside 0–{duration} s"
+                );
+            }
+            if let Some(tolerance) = claim.tolerance {
+                assert!(
+                    tolerance > 0.0 && tolerance < 1.0,
+                    "{context}: tolerance {tolerance}"
+                );
+            }
+            match claim.relation.as_str() {
+                "approx" | "reference" | "at_least" | "at_most" | "below" | "above"
+                | "below_capacity" => {
+                    assert!(
+                        claim.value.is_some(),
+                        "{context}: {} needs value",
+                        claim.relation
+                    );
+                    assert!(claim.unit.is_some(), "{context}: a number needs its unit");
+                    numeric += 1;
+                }
+                "range" => {
+                    let (Some(min), Some(max)) = (claim.min, claim.max) else {
+                        panic!("{context}: range needs min and max");
+                    };
+                    assert!(min <= max, "{context}: min > max");
+                    assert!(claim.unit.is_some(), "{context}: a number needs its unit");
+                    numeric += 1;
+                }
+                "qualitative" => assert!(
+                    claim.value.is_none() && claim.min.is_none(),
+                    "{context}: qualitative with a number"
+                ),
+                other => panic!("{context}: unknown relation {other:?}"),
+            }
+            if claim.relation == "approx" && claim.unit.as_deref() != Some("ratio") {
+                assert!(
+                    claim.tolerance.is_some(),
+                    "{context}: approx needs a tolerance"
+                );
+            }
+        }
+    }
+    assert!(numeric >= 60, "numeric claims: {numeric}");
+}
+
+#[test]
+fn the_claims_the_task_names_are_recorded() {
+    let claims = claims();
+    let values = |id: &str, metric: &str| -> Vec<f64> {
+        claims.experiment[id]
+            .claim
+            .iter()
+            .filter(|c| c.metric == metric)
+            .filter_map(|c| c.value.or(c.min))
+            .collect()
+    };
+    assert_eq!(values("e000-af-tcp", "goodput")[..3], [447.0, 403.0, 362.0]);
+    assert_eq!(
+        values("e003-friendliness", "TCP-friendliness T2/T1"),
+        [0.85]
+    );
+    assert!(values("e002-grid", "loss event rate p").contains(&0.84));
+    assert_eq!(values("e002-arrivals", "link utilization"), [0.97]);
+    assert_eq!(values("e003-single", "goodput")[0], 1.7);
+    assert_eq!(values("e000-loss", "recovery time")[0], 25.0);
+    assert_eq!(values("e004-single", "convergence time")[0], 20.0);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Simulated work
+
+/// Mean rate in bits/s of a Mahimahi trace: one 1500-byte packet per line, over its last time.
+fn trace_rate(path: &Path, cache: &mut HashMap<PathBuf, f64>) -> f64 {
+    *cache.entry(path.to_path_buf()).or_insert_with(|| {
+        let text =
+            std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let times: Vec<u64> = text.lines().filter_map(|l| l.trim().parse().ok()).collect();
+        let span_ms = times.last().copied().unwrap_or(1).max(1) as f64;
+        times.len() as f64 * 1500.0 * 8.0 / (span_ms / 1000.0)
+    })
+}
+
+thread_local! {
+    static TRACE_RATES: std::cell::RefCell<HashMap<PathBuf, f64>> = std::cell::RefCell::new(HashMap::new());
+}
+
+/// The link directions `(from, to)` on the path between two nodes (breadth-first).
+fn path(run: &Scenario, from: &str, to: &str) -> Vec<(String, String)> {
+    let mut previous: HashMap<String, String> = HashMap::new();
+    let mut queue = VecDeque::from([from.to_owned()]);
+    while let Some(node) = queue.pop_front() {
+        if node == to {
+            break;
+        }
+        for link in &run.links {
+            for (a, b) in [
+                (&link.between[0], &link.between[1]),
+                (&link.between[1], &link.between[0]),
+            ] {
+                if *a == node && *b != from && !previous.contains_key(b.as_str()) {
+                    previous.insert(b.clone(), node.clone());
+                    queue.push_back(b.clone());
+                }
+            }
+        }
+    }
+    let mut hops = Vec::new();
+    let mut node = to.to_owned();
+    while node != from {
+        let before = previous[&node].clone();
+        hops.push((before.clone(), node));
+        node = before;
+    }
+    hops.reverse();
+    hops
+}
+
+/// Elastic flows sharing one bottleneck direction: sums over the flows, and their active span.
+#[derive(Default)]
+struct ElasticGroup {
+    size_bits: f64,
+    hops: f64,
+    acks: f64,
+    flows: f64,
+    start: f64,
+    stop: f64,
+}
+
+/// Rough packet-hops of one run: open-loop sources at their mean rate; elastic flows (TFRC,
+/// TCP) fill their bottleneck direction for as long as any of them is active; TCP adds one ACK
+/// per data packet (one per two with delayed ACKs) on the way back; TFRC feedback is neglected.
+fn packet_hops(run: &Scenario) -> f64 {
+    let duration = run.duration.as_secs_f64();
+    let capacity = |from: &str, to: &str| -> f64 {
+        let direction = run.link_direction(from, to).expect("path direction exists");
+        match &direction.capacity {
+            Capacity::Rate(rate) => rate.bits_per_second() as f64,
+            Capacity::Trace(path) => {
+                TRACE_RATES.with(|cache| trace_rate(path, &mut cache.borrow_mut()))
+            }
+        }
+    };
+    let mut groups: BTreeMap<(String, String), ElasticGroup> = BTreeMap::new();
+    let mut total = 0.0;
+    for flow in &run.flows {
+        let hops = path(run, &flow.from, &flow.to);
+        let start = flow.start.as_secs_f64();
+        let stop = flow.stop_time(run.duration).as_secs_f64().min(duration);
+        let active = (stop - start).max(0.0);
+        let size_bits = f64::from(flow.packet_size) * 8.0;
+        let open_loop = match &flow.kind {
+            FlowKind::Cbr { rate } => Some(rate.bits_per_second() as f64),
+            FlowKind::Pareto(on_off) | FlowKind::ExponentialOnOff(on_off) => {
+                let on = on_off.burst.as_secs_f64();
+                let off = on_off.idle.as_secs_f64();
+                Some(on_off.rate.bits_per_second() as f64 * on / (on + off))
+            }
+            FlowKind::Tfrc(_) | FlowKind::Tcp(_) => None,
+        };
+        if let Some(rate) = open_loop {
+            total += rate * active / size_bits * hops.len() as f64;
+            continue;
+        }
+        let acks = match &flow.kind {
+            FlowKind::Tcp(tcp) if tcp.delayed_ack => 0.5,
+            FlowKind::Tcp(_) => 1.0,
+            _ => 0.0,
+        };
+        let bottleneck = hops
+            .iter()
+            .min_by(|a, b| capacity(&a.0, &a.1).total_cmp(&capacity(&b.0, &b.1)))
+            .cloned()
+            .expect("a flow crosses a link");
+        let group = groups.entry(bottleneck).or_insert(ElasticGroup {
+            start: f64::MAX,
+            ..ElasticGroup::default()
+        });
+        group.size_bits += size_bits;
+        group.hops += hops.len() as f64;
+        group.acks += acks;
+        group.flows += 1.0;
+        group.start = group.start.min(start);
+        group.stop = group.stop.max(stop);
+    }
+    for ((from, to), group) in groups {
+        let n = group.flows;
+        let packets =
+            capacity(&from, &to) * (group.stop - group.start).max(0.0) / (group.size_bits / n);
+        total += packets * (group.hops / n) * (1.0 + group.acks / n);
+    }
+    total
+}
+
+fn suite_work() -> Vec<(&'static str, usize, f64)> {
+    IDS.iter()
+        .map(|id| {
+            let runs = expand(id);
+            (*id, runs.len(), runs.iter().map(packet_hops).sum())
+        })
+        .collect()
+}
+
+#[test]
+fn the_default_suite_stays_within_its_simulation_budget() {
+    let work = suite_work();
+    let total: f64 = work.iter().map(|(_, _, hops)| hops).sum();
+    assert!(
+        total < SUITE_PACKET_HOP_BUDGET,
+        "the default suite takes ≈{:.0} M packet-hops, over the budget of {:.0} M: {work:?}",
+        total / 1e6,
+        SUITE_PACKET_HOP_BUDGET / 1e6
+    );
+    // The estimate sees the work: a grid of 36 runs of 500 s at 1 Mb/s is millions of packet-hops.
+    let grid = work.iter().find(|(id, _, _)| *id == "e002-grid").unwrap().2;
+    assert!(grid > 1e6, "e002-grid estimate {grid}");
+}
+
+/// Prints the work table of scenarios/README.md:
+/// `cargo test -p tfrc-scenario --test scenarios_dir -- --ignored --nocapture`.
+#[test]
+#[ignore = "prints the README's work table"]
+fn print_work_table() {
+    let work = suite_work();
+    println!("| id | runs | packet-hops (M) |\n|---|---|---|");
+    for (id, runs, hops) in &work {
+        println!("| `{id}` | {runs} | {:.2} |", hops / 1e6);
+    }
+    let total: f64 = work.iter().map(|(_, _, hops)| hops).sum();
+    let runs: usize = work.iter().map(|(_, runs, _)| runs).sum();
+    println!("| total | {runs} | {:.1} |", total / 1e6);
+}
