@@ -1,0 +1,4 @@
+//! Analysis of TFRC runs: loading run directories, metrics, plots and reports.
+
+pub mod metrics;
+pub mod run;
