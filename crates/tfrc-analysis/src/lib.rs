@@ -34,6 +34,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+pub mod measure;
 pub mod metrics;
 pub mod plot;
 pub mod report;
