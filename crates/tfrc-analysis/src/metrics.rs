@@ -238,6 +238,26 @@ pub fn values_between(series: &[(f64, f64)], start_s: f64, stop_s: f64) -> Vec<f
         .collect()
 }
 
+/// Trailing moving average: element `k` is the mean of `values[k + 1 − window ..= k]` (fewer
+/// at the start). `window` 0 or 1 returns the values unchanged. Used to judge convergence on
+/// rates averaged over several intervals rather than on single 1 s bins, which oscillate by
+/// more than ±10 % for TFRC and TCP alike.
+pub fn trailing_mean(values: &[f64], window: usize) -> Vec<f64> {
+    let window = window.max(1);
+    let mut sum = 0.0;
+    values
+        .iter()
+        .enumerate()
+        .map(|(index, &v)| {
+            sum += v;
+            if index >= window {
+                sum -= values[index - window];
+            }
+            sum / (index + 1).min(window) as f64
+        })
+        .collect()
+}
+
 /// How long a condition must keep holding for the time at which it starts to count (for
 /// [`convergence_time`] and [`recovery_time`]).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -290,8 +310,8 @@ impl FlowRates<'_> {
     }
 }
 
-/// Options of [`convergence_time`]. Default: ±10 % of the mean of the active flows, holding
-/// until the next arrival/departure or the end of the series.
+/// Options of [`convergence_time`]. Default: rates averaged over 10 intervals, within ±10 % of
+/// the mean of the active flows, for 30 s.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ConvergenceOptions {
     /// Allowed relative deviation from the fair share (0.10 for ±10 %).
@@ -300,6 +320,9 @@ pub struct ConvergenceOptions {
     pub fair_share: FairShare,
     /// How long all flows must stay within the band.
     pub hold: Hold,
+    /// Judge each flow's [`trailing_mean`] over this many intervals instead of its raw rate
+    /// (1: raw rates).
+    pub smoothing_intervals: usize,
 }
 
 impl Default for ConvergenceOptions {
@@ -307,7 +330,8 @@ impl Default for ConvergenceOptions {
         ConvergenceOptions {
             tolerance: 0.10,
             fair_share: FairShare::MeanOfActive,
-            hold: Hold::UntilEnd,
+            hold: Hold::For { seconds: 30.0 },
+            smoothing_intervals: 10,
         }
     }
 }
@@ -377,8 +401,12 @@ fn first_holding(
 ///   `next_change` is the first start or stop of any flow after `arrival_s` (the set of
 ///   active flows is constant in it), or the last time of the series.
 /// - A flow is **active** in the interval ending at `t` if `start_s < t ≤ stop_s`.
+/// - Each flow's rate `r` in an interval is its [`trailing_mean`] over `smoothing_intervals`
+///   intervals (its raw rate for 1). A flow that just arrived thus counts its zeros before the
+///   arrival, which keeps it out of band for the first intervals.
 /// - An interval is **in band** if at least one flow is active and every active flow's rate `r`
-///   satisfies `|r − share| ≤ tolerance · share`, with `share` from [`FairShare`].
+///   satisfies `|r − share| ≤ tolerance · share`, with `share` from [`FairShare`] computed on
+///   the same rates.
 /// - The flows **stay** in band per [`Hold`]: for `UntilEnd`, every later interval of the
 ///   window is in band; for `For { seconds }`, every interval ending within `seconds` after it.
 ///
@@ -402,6 +430,10 @@ pub fn convergence_time(
     if let Hold::For { seconds } = options.hold {
         check_positive("hold seconds", seconds)?;
     }
+    let smoothed: Vec<Vec<f64>> = flows
+        .iter()
+        .map(|f| trailing_mean(f.rates, options.smoothing_intervals))
+        .collect();
     if !arrival_s.is_finite() {
         return Err(MetricError::InvalidParameter {
             name: "arrival_s",
@@ -421,8 +453,9 @@ pub fn convergence_time(
         let t = times[k];
         let active: Vec<f64> = flows
             .iter()
-            .filter(|f| f.active_at(t))
-            .map(|f| f.rates[k])
+            .zip(&smoothed)
+            .filter(|(f, _)| f.active_at(t))
+            .map(|(_, rates)| rates[k])
             .collect();
         if active.is_empty() || !all_finite(&active) {
             return false;
@@ -450,6 +483,9 @@ pub struct RecoveryOptions {
     pub threshold: f64,
     /// How long the rate must stay at or above it.
     pub hold: Hold,
+    /// Judge the [`trailing_mean`] of the rate over this many intervals after the disturbance
+    /// (1: the raw rate). The earlier rate is always the plain mean.
+    pub smoothing_intervals: usize,
 }
 
 impl Default for RecoveryOptions {
@@ -458,6 +494,7 @@ impl Default for RecoveryOptions {
             reference_s: 20.0,
             threshold: 0.9,
             hold: Hold::For { seconds: 10.0 },
+            smoothing_intervals: 1,
         }
     }
 }
@@ -466,7 +503,8 @@ impl Default for RecoveryOptions {
 ///
 /// - The **earlier rate** is the mean of the rates of the intervals ending in
 ///   `(disturbance_start_s − reference_s, disturbance_start_s]`.
-/// - The flow is **back** in the interval ending at `t > disturbance_end_s` if its rate is
+/// - The flow is **back** in the interval ending at `t > disturbance_end_s` if its rate (its
+///   [`trailing_mean`] over `smoothing_intervals`) is
 ///   `≥ threshold · earlier rate`, and it **stays** back per [`Hold`] (`UntilEnd`: to the end of
 ///   the series; `For { seconds }`: every interval ending within `seconds` after `t`, and the
 ///   series must reach that far).
@@ -511,7 +549,8 @@ pub fn recovery_time(
     let candidates: Vec<usize> = (0..times.len())
         .filter(|&k| times[k] > disturbance_end_s)
         .collect();
-    let back = |k: usize| rates[k].is_finite() && rates[k] >= level;
+    let smoothed = trailing_mean(rates, options.smoothing_intervals);
+    let back = |k: usize| smoothed[k].is_finite() && smoothed[k] >= level;
     Ok(first_holding(times, &candidates, options.hold, back).map(|k| times[k] - disturbance_end_s))
 }
 
@@ -661,6 +700,42 @@ mod tests {
         ]
     }
 
+    /// Raw rates, ±10 % of the mean of the active flows, until the end of the window.
+    fn raw_until_end() -> ConvergenceOptions {
+        ConvergenceOptions {
+            tolerance: 0.10,
+            fair_share: FairShare::MeanOfActive,
+            hold: Hold::UntilEnd,
+            smoothing_intervals: 1,
+        }
+    }
+
+    #[test]
+    fn trailing_mean_windows() {
+        assert_eq!(
+            trailing_mean(&[1.0, 3.0, 5.0, 7.0], 2),
+            vec![1.0, 2.0, 4.0, 6.0]
+        );
+        assert_eq!(trailing_mean(&[1.0, 3.0], 0), vec![1.0, 3.0]);
+        assert_eq!(trailing_mean(&[2.0, 4.0, 6.0], 5), vec![2.0, 3.0, 4.0]);
+        assert!(trailing_mean(&[], 3).is_empty());
+    }
+
+    #[test]
+    fn convergence_on_smoothed_rates() {
+        // Raw rates alternate ±20 % around 500 from t = 5 on: never in band raw, always in
+        // band averaged over 2 intervals once both averages cover that regime.
+        let a = [1000., 1000., 1000., 1000., 600., 400., 600., 400., 600., 400.];
+        let b = [0., 0., 0., 0., 400., 600., 400., 600., 400., 600.];
+        let flows = two_flows(&a, &b);
+        assert_eq!(convergence_time(&TIMES, &flows, 3.0, raw_until_end()), Ok(None));
+        let smoothed = ConvergenceOptions {
+            smoothing_intervals: 2,
+            ..raw_until_end()
+        };
+        assert_eq!(convergence_time(&TIMES, &flows, 3.0, smoothed), Ok(Some(3.0)));
+    }
+
     #[test]
     fn convergence_after_an_arrival() {
         let a = [
@@ -668,7 +743,7 @@ mod tests {
         ];
         let b = [0., 0., 0., 200., 300., 400., 480., 500., 490., 510.];
         let flows = two_flows(&a, &b);
-        let options = ConvergenceOptions::default();
+        let options = raw_until_end();
         // In band (±10 % of 500) from t = 7 on.
         assert_eq!(
             convergence_time(&TIMES, &flows, 3.0, options),
@@ -692,7 +767,7 @@ mod tests {
         ];
         let b = [0., 0., 0., 200., 300., 400., 480., 500., 400., 510.];
         let flows = two_flows(&a, &b);
-        let until_end = ConvergenceOptions::default();
+        let until_end = raw_until_end();
         assert_eq!(
             convergence_time(&TIMES, &flows, 3.0, until_end),
             Ok(Some(7.0))
@@ -717,7 +792,7 @@ mod tests {
         let flows = two_flows(&a, &b);
         let by_capacity = ConvergenceOptions {
             fair_share: FairShare::Capacity(1000.0),
-            ..Default::default()
+            ..raw_until_end()
         };
         // Exactly 10 % off is in band.
         assert_eq!(
@@ -729,7 +804,7 @@ mod tests {
         let flows = two_flows(&a, &b);
         assert_eq!(convergence_time(&TIMES, &flows, 3.0, by_capacity), Ok(None));
         assert_eq!(
-            convergence_time(&TIMES, &flows, 3.0, ConvergenceOptions::default()),
+            convergence_time(&TIMES, &flows, 3.0, raw_until_end()),
             Ok(Some(1.0))
         );
     }
@@ -747,7 +822,7 @@ mod tests {
             stop_s: f64::INFINITY,
             rates: &c,
         });
-        let options = ConvergenceOptions::default();
+        let options = raw_until_end();
         // Window (3, 8]: in band at 7 and 8, whatever happens after C arrives.
         assert_eq!(
             convergence_time(&TIMES, &flows, 3.0, options),
@@ -800,6 +875,7 @@ mod tests {
             reference_s: 5.0,
             threshold: 0.9,
             hold,
+            smoothing_intervals: 1,
         };
         recovery_time(&RECOVERY_TIMES, &RECOVERY_RATES, 5.0, 10.0, options)
     }
@@ -812,6 +888,18 @@ mod tests {
         assert_eq!(recovery(Hold::For { seconds: 2.0 }), Ok(Some(6.0)));
         // From 16, a 5 s hold would need data up to 21.
         assert_eq!(recovery(Hold::For { seconds: 5.0 }), Ok(None));
+        // Averaged over 3 intervals: 13 → (500+850+920)/3 < 900; 14 → 906.7; 15 → 916.7;
+        // 16 → 943.3: back from 14 on.
+        let smoothed = RecoveryOptions {
+            reference_s: 5.0,
+            threshold: 0.9,
+            hold: Hold::UntilEnd,
+            smoothing_intervals: 3,
+        };
+        assert_eq!(
+            recovery_time(&RECOVERY_TIMES, &RECOVERY_RATES, 5.0, 10.0, smoothed),
+            Ok(Some(4.0))
+        );
     }
 
     #[test]

@@ -119,11 +119,19 @@ fn convergence_after_each_arrival() {
     ];
     let b = [0., 0., 0., 200., 300., 400., 480., 500., 490., 510.];
     let run = synthetic_run(&a, &b);
-    let found = convergence_times(&run, ConvergenceOptions::default()).unwrap();
+    let raw_until_end = ConvergenceOptions {
+        hold: Hold::UntilEnd,
+        smoothing_intervals: 1,
+        ..ConvergenceOptions::default()
+    };
+    let found = convergence_times(&run, raw_until_end).unwrap();
     assert_eq!(found.len(), 1, "only b arrives after 0");
     assert_eq!(found[0].flow, "b");
     assert_eq!(found[0].arrival_s, 3.0);
     assert_eq!(found[0].time_s, Some(4.0));
+    // The default (10-interval average held for 30 s) cannot be confirmed in a 10 s run.
+    let default = convergence_times(&run, ConvergenceOptions::default()).unwrap();
+    assert_eq!(default[0].time_s, None);
     let metrics = run_metrics(&run);
     assert_eq!(metrics.bottleneck_utilization, None);
     assert!(metrics.jain_index.unwrap() < 1.0);
@@ -140,6 +148,7 @@ fn recovery_of_a_flow() {
         reference_s: 3.0,
         threshold: 0.9,
         hold: Hold::UntilEnd,
+        smoothing_intervals: 1,
     };
     // Disturbance 3–5 s; back at ≥ 900 kb/s from the interval ending at 7 s.
     assert_eq!(recovery_time(&run, "a", 3.0, 5.0, options), Ok(Some(2.0)));
