@@ -41,9 +41,8 @@ fn main() -> Result<(), Error> {
         return Err("usage: run_report OUT RUN_DIR... [--disturbance START,END]".into());
     }
     let out = PathBuf::from(&args[0]);
-    let mut report = Report::new("TFRC runs").intro(
-        "Measurements of each run, recomputed from its CSV files (docs/metrics.md).",
-    );
+    let mut report = Report::new("TFRC runs")
+        .intro("Measurements of each run, recomputed from its CSV files (docs/metrics.md).");
     for dir in &args[1..] {
         let run = Run::load(dir)?;
         report = report.section(section(&run, &out, disturbance)?);
@@ -83,12 +82,18 @@ fn section(run: &Run, out: &Path, disturbance: Option<(f64, f64)>) -> Result<Sec
             .draw(dir.join(format!("rtt.{extension}")))?;
     }
     section = section
-        .figure(format!("{id}/throughput.png"), "Throughput per flow, sender (dashed) and receiver (solid)")
+        .figure(
+            format!("{id}/throughput.png"),
+            "Throughput per flow, sender (dashed) and receiver (solid)",
+        )
         .figure(format!("{id}/rtt.png"), "Senders' RTT estimate");
     println!("{id}:");
     for flow in &metrics.flows {
         let line = [
-            ("goodput (kb/s)", format_value(flow.goodput_bps.map(|g| g / 1000.0), 1)),
+            (
+                "goodput (kb/s)",
+                format_value(flow.goodput_bps.map(|g| g / 1000.0), 1),
+            ),
             ("receiving ratio", format_value(flow.receiving_ratio, 4)),
             ("mean p", format_value(flow.mean_p, 5)),
             ("mean RTT (s)", format_value(flow.mean_rtt_s, 3)),
@@ -101,7 +106,10 @@ fn section(run: &Run, out: &Path, disturbance: Option<(f64, f64)>) -> Result<Sec
         if let Some((start, end)) = disturbance {
             let recovery = recovery_time(run, &flow.name, start, end, RecoveryOptions::default())?;
             let value = format_value(recovery, 0);
-            println!("  {} recovery time after {start}–{end} s (s): {value}", flow.name);
+            println!(
+                "  {} recovery time after {start}–{end} s (s): {value}",
+                flow.name
+            );
             section = section.measurement(format!("{}: recovery time (s)", flow.name), "—", value);
         }
     }
@@ -120,9 +128,11 @@ fn section(run: &Run, out: &Path, disturbance: Option<(f64, f64)>) -> Result<Sec
     let jain = format_value(metrics.jain_index, 3);
     let utilization = format_value(metrics.bottleneck_utilization, 3);
     println!("  Jain index: {jain}\n  bottleneck utilization: {utilization}");
-    section = section
-        .measurement("Jain index", "—", jain)
-        .measurement("bottleneck utilization", "—", utilization);
+    section = section.measurement("Jain index", "—", jain).measurement(
+        "bottleneck utilization",
+        "—",
+        utilization,
+    );
     let raw = dir.join("run");
     std::fs::create_dir_all(&raw)?;
     for name in [FLOWS_FILE, STATE_FILE, LINKS_FILE, SUMMARY_FILE] {

@@ -725,15 +725,23 @@ mod tests {
     fn convergence_on_smoothed_rates() {
         // Raw rates alternate ±20 % around 500 from t = 5 on: never in band raw, always in
         // band averaged over 2 intervals once both averages cover that regime.
-        let a = [1000., 1000., 1000., 1000., 600., 400., 600., 400., 600., 400.];
+        let a = [
+            1000., 1000., 1000., 1000., 600., 400., 600., 400., 600., 400.,
+        ];
         let b = [0., 0., 0., 0., 400., 600., 400., 600., 400., 600.];
         let flows = two_flows(&a, &b);
-        assert_eq!(convergence_time(&TIMES, &flows, 3.0, raw_until_end()), Ok(None));
+        assert_eq!(
+            convergence_time(&TIMES, &flows, 3.0, raw_until_end()),
+            Ok(None)
+        );
         let smoothed = ConvergenceOptions {
             smoothing_intervals: 2,
             ..raw_until_end()
         };
-        assert_eq!(convergence_time(&TIMES, &flows, 3.0, smoothed), Ok(Some(3.0)));
+        assert_eq!(
+            convergence_time(&TIMES, &flows, 3.0, smoothed),
+            Ok(Some(3.0))
+        );
     }
 
     #[test]

@@ -261,6 +261,7 @@ impl LinePlot {
             Scale::Log => log_range(points.iter().map(|p| p.0)),
         };
         let y_range = padded_range(points.iter().map(|p| p.1), self.y_from_zero, 0.05);
+        let y_range = with_legend_room(y_range, self.lines.len(), self.size.1);
         create_parent(path)?;
         let result = match format {
             ImageFormat::Png => {
@@ -386,21 +387,37 @@ impl LinePlot {
     }
 }
 
-/// `min..max` of finite values, with `pad` (a fraction of the span) added above, starting at
-/// 0 if `from_zero` and all values are ≥ 0, never empty.
+/// `min..max` of finite values, with `pad` (a fraction of the span) added above (and below
+/// too unless the range starts at 0), starting at 0 if `from_zero` and all values are ≥ 0;
+/// never empty.
 fn padded_range(values: impl Iterator<Item = f64>, from_zero: bool, pad: f64) -> Range<f64> {
     let (mut low, mut high) = values.fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| {
         (lo.min(v), hi.max(v))
     });
-    if from_zero && low >= 0.0 {
+    let starts_at_zero = from_zero && low >= 0.0;
+    if starts_at_zero {
         low = 0.0;
     }
     if high <= low {
         let spread = if low == 0.0 { 1.0 } else { low.abs() * 0.1 };
-        return (low - if from_zero && low == 0.0 { 0.0 } else { spread })..(high + spread);
+        return (low - if starts_at_zero { 0.0 } else { spread })..(high + spread);
     }
-    high += (high - low) * pad;
+    let margin = (high - low) * pad;
+    high += margin;
+    if !starts_at_zero {
+        low -= margin;
+    }
     low..high
+}
+
+/// Raises the top of `range` so that a legend of `entries` rows in the upper right corner of
+/// an image `height` pixels high sits above the data instead of on it.
+fn with_legend_room(range: Range<f64>, entries: usize, height: u32) -> Range<f64> {
+    const ROW_PX: f64 = 20.0;
+    // Caption, x label area and margins take about 120 px of the height.
+    let plot_px = (f64::from(height) - 120.0).max(100.0);
+    let fraction = ((entries as f64 * ROW_PX + 12.0) / plot_px).min(0.5);
+    range.start..range.start + (range.end - range.start) / (1.0 - fraction)
 }
 
 /// The range of positive values for a log axis, widened by a factor 1.3 on each side so the
@@ -508,6 +525,8 @@ pub fn throughput_over_time(
 /// `flows` empty means every TFRC/TCP flow.
 pub fn rtt_over_time(title: &str, sources: &[Source<'_>], flows: &[&str]) -> LinePlot {
     let mut plot = LinePlot::new(title, "time (s)", "RTT estimate (s)");
+    // The papers' RTT plots zoom on the range the estimate moves in.
+    plot.y_from_zero = false;
     let mut colour = 0;
     for (source_index, source) in sources.iter().enumerate() {
         for flow in flows_to_plot(source.run, flows) {
@@ -623,6 +642,7 @@ impl BarChart {
             });
         }
         let y_range = padded_range(values.into_iter(), true, 0.12);
+        let y_range = with_legend_room(y_range, self.series.len(), self.size.1);
         create_parent(path)?;
         let result = match format {
             ImageFormat::Png => {
@@ -740,7 +760,15 @@ mod tests {
         assert_eq!(padded_range([5.0, 5.0].into_iter(), false, 0.05), 4.5..5.5);
         assert_eq!(padded_range([0.0].into_iter(), true, 0.05), 0.0..1.0);
         assert_eq!(padded_range([0.0, 10.0].into_iter(), true, 0.1), 0.0..11.0);
+        assert_eq!(padded_range([2.0, 12.0].into_iter(), false, 0.1), 1.0..13.0);
         assert_eq!(padded_range([-2.0, 2.0].into_iter(), true, 0.0), -2.0..2.0);
+        // 4 legend rows take 92 px of the 480 px plot: the data keeps the lower 80.8 %.
+        let room = with_legend_room(0.0..10.0, 4, 600);
+        assert!(
+            (room.end - 10.0 / (1.0 - 92.0 / 480.0)).abs() < 1e-9,
+            "{room:?}"
+        );
+        assert_eq!(with_legend_room(0.0..10.0, 100, 600), 0.0..20.0);
         let log = log_range([0.02, 0.05].into_iter());
         assert!(log.start <= 0.01 && log.end >= 0.1, "{log:?}");
     }
