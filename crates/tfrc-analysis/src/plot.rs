@@ -698,6 +698,7 @@ impl BarChart {
             let left = |category: usize| category as f64 - 0.4 + index as f64 * width;
             let bars = values
                 .iter()
+                .take(self.categories.len())
                 .enumerate()
                 .filter_map(|(c, v)| v.filter(|v| v.is_finite()).map(|v| (c, v)))
                 .map(|(c, v)| Rectangle::new([(left(c), 0.0), (left(c) + width, v)], fill));

@@ -11,48 +11,84 @@ fn close(a: Option<f64>, b: f64) -> bool {
     a.is_some_and(|a| (a - b).abs() < 1e-4)
 }
 
+fn fixture(name: &str) -> Run {
+    Run::load(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/data")
+            .join(name),
+    )
+    .unwrap()
+}
+
+/// Equal within 1e-4 relative (the files round their numbers).
+fn close_relative(a: Option<f64>, b: Option<f64>) -> bool {
+    match (a, b) {
+        (Some(a), Some(b)) => (a - b).abs() <= 1e-4 * b.abs().max(1.0),
+        (None, None) => true,
+        _ => false,
+    }
+}
+
+/// Every value `summary.json` states agrees with what `run_metrics` recomputes from the CSVs.
+fn assert_agrees_with_summary(run: &Run) {
+    let measured = run_metrics(run);
+    assert_eq!(measured.flows.len(), run.summary.flows.len());
+    for (ours, stated) in measured.flows.iter().zip(&run.summary.flows) {
+        let name = &ours.name;
+        assert_eq!(name, &stated.name);
+        assert_eq!(ours.recv_bytes, stated.recv_bytes, "{name}");
+        assert_eq!(ours.sent_bytes, stated.sent_bytes, "{name}");
+        let pairs = [
+            ("goodput", ours.goodput_bps, stated.goodput_bps),
+            (
+                "receiving ratio",
+                ours.receiving_ratio,
+                stated.receiving_ratio,
+            ),
+            ("mean p", ours.mean_p, stated.mean_p),
+            ("mean RTT", ours.mean_rtt_s, stated.mean_rtt_s),
+        ];
+        for (quantity, ours, stated) in pairs {
+            assert!(
+                close_relative(ours, stated),
+                "{name} {quantity}: {ours:?} vs {stated:?}"
+            );
+        }
+    }
+    assert!(close_relative(measured.jain_index, run.summary.jain_index));
+    let stated = run.summary.bottleneck.as_ref().and_then(|b| b.utilization);
+    assert!(close_relative(measured.bottleneck_utilization, stated));
+}
+
 #[test]
 fn fixture_measurements_match_its_summary() {
-    let run =
-        Run::load(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/run-small")).unwrap();
+    let run = fixture("run-small");
+    assert_agrees_with_summary(&run);
     let measured = run_metrics(&run);
-    for (ours, stated) in measured.flows.iter().zip(&run.summary.flows) {
-        assert_eq!(ours.name, stated.name);
-        assert_eq!(ours.recv_bytes, stated.recv_bytes);
-        assert_eq!(ours.sent_bytes, stated.sent_bytes);
-        assert_eq!(ours.goodput_bps, stated.goodput_bps, "{}", ours.name);
-        assert!(
-            close(ours.receiving_ratio, stated.receiving_ratio.unwrap()),
-            "{}",
-            ours.name
-        );
-        assert_eq!(
-            ours.mean_p.is_some(),
-            stated.mean_p.is_some(),
-            "{}",
-            ours.name
-        );
-        if let Some(p) = stated.mean_p {
-            assert!(close(ours.mean_p, p), "{}", ours.name);
-        }
-        assert!(
-            close(ours.mean_rtt_s, stated.mean_rtt_s.unwrap()),
-            "{}",
-            ours.name
-        );
-    }
-    assert!(close(measured.jain_index, run.summary.jain_index.unwrap()));
-    let stated = run
-        .summary
-        .bottleneck
-        .as_ref()
-        .unwrap()
-        .utilization
-        .unwrap();
-    assert!(close(measured.bottleneck_utilization, stated));
     // Burstiness over the active intervals: a over (0, 3]: 384, 496, 500; b over (0, 2]: 600, 500.
     assert!(close(measured.flows[0].burstiness_index, 53.765_0 / 460.0));
     assert!(close(measured.flows[1].burstiness_index, 50.0 / 550.0));
+}
+
+#[test]
+fn simulator_output_is_read_and_measured_alike() {
+    let run = fixture("sim-loss");
+    assert_eq!(run.flows.len(), 180);
+    assert_agrees_with_summary(&run);
+    // 1 % loss during 30–90 s: the flow comes back to 90 % of its earlier rate after the loss
+    // period, and the rate just before the end of it is well below the earlier one.
+    let options = RecoveryOptions::default();
+    let recovery = recovery_time(&run, "a", 30.0, 90.0, options)
+        .unwrap()
+        .unwrap();
+    assert!(recovery > 0.0 && recovery < 90.0, "{recovery}");
+    let during = run.throughput_series("a", tfrc_analysis::run::Direction::Received);
+    assert!(
+        during[88].1 < 0.5 * during[25].1,
+        "{:?} vs {:?}",
+        during[88],
+        during[25]
+    );
 }
 
 /// A run of two TFRC flows over 1 s intervals; `b` starts at 3 s.
