@@ -61,6 +61,34 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         ],
     )
     .log_x();
+    let friendliness = plot::grouped_xy(
+        "TCP-friendliness vs number of flows",
+        "number of flows",
+        "T2/T1",
+        &[
+            (
+                "β = 1".to_string(),
+                vec![
+                    (4.0, 0.93),
+                    (8.0, 0.9),
+                    (16.0, 0.87),
+                    (32.0, 0.86),
+                    (64.0, 0.85),
+                ],
+            ),
+            (
+                "β = 3".to_string(),
+                vec![
+                    (4.0, 0.8),
+                    (8.0, 0.74),
+                    (16.0, 0.7),
+                    (32.0, 0.69),
+                    (64.0, 0.7),
+                ],
+            ),
+        ],
+    )
+    .reference("paper, β = 1 (about 0.85)", 0.85);
     let bars = BarChart::new(
         "Burstiness index per scenario",
         "burstiness index (std/mean)",
@@ -73,6 +101,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         rtt.draw(out.join(format!("rtt.{extension}")))?;
         goodput_vs_loss.draw(out.join(format!("goodput-vs-loss.{extension}")))?;
         bars.draw(out.join(format!("burstiness.{extension}")))?;
+        friendliness.draw(out.join(format!("friendliness.{extension}")))?;
     }
     println!("figures written to {}", out.display());
     Ok(())

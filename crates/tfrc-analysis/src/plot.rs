@@ -96,6 +96,9 @@ fn ensure_font() -> Result<(), PlotError> {
     }
 }
 
+/// The colour index of reference lines (black in the Okabe–Ito palette).
+const REFERENCE_COLOR: usize = 6;
+
 /// Colours by index: the Okabe–Ito colour-blind-safe palette (yellow last), then plotters'
 /// 99-colour palette.
 pub fn color(index: usize) -> RGBColor {
@@ -192,6 +195,9 @@ pub struct LinePlot {
     pub y_from_zero: bool,
     /// The lines.
     pub lines: Vec<Line>,
+    /// Horizontal reference lines `(label, y)` across the whole x range, drawn dotted in
+    /// black (e.g. the paper's value: T2/T1 ≈ 0.85, a 97 % utilization).
+    pub references: Vec<(String, f64)>,
     /// Image size in pixels (width, height).
     pub size: (u32, u32),
 }
@@ -210,8 +216,15 @@ impl LinePlot {
             x_scale: Scale::Linear,
             y_from_zero: true,
             lines: Vec::new(),
+            references: Vec::new(),
             size: (1000, 600),
         }
+    }
+
+    /// Adds a horizontal reference line at `y` (ignored if `y` is not finite).
+    pub fn reference(mut self, label: impl Into<String>, y: f64) -> LinePlot {
+        self.references.push((label.into(), y));
+        self
     }
 
     /// Adds a line.
@@ -260,18 +273,31 @@ impl LinePlot {
             Scale::Linear => padded_range(points.iter().map(|p| p.0), false, 0.0),
             Scale::Log => log_range(points.iter().map(|p| p.0)),
         };
-        let y_range = padded_range(points.iter().map(|p| p.1), self.y_from_zero, 0.05);
-        let y_range = with_legend_room(y_range, self.lines.len(), self.size.1);
+        let mut lines = self.lines.clone();
+        for (label, y) in self.references.iter().filter(|(_, y)| y.is_finite()) {
+            lines.push(Line {
+                label: label.clone(),
+                points: vec![(x_range.start, *y), (x_range.end, *y)],
+                style: LineStyle {
+                    color: REFERENCE_COLOR,
+                    dash: Dash::Dotted,
+                    markers: false,
+                },
+            });
+        }
+        let all_y = lines.iter().flat_map(|l| self.drawable(l)).map(|p| p.1);
+        let y_range = padded_range(all_y, self.y_from_zero, 0.05);
+        let y_range = with_legend_room(y_range, lines.len(), self.size.1);
         create_parent(path)?;
         let result = match format {
             ImageFormat::Png => {
                 let root = BitMapBackend::new(path, self.size).into_drawing_area();
-                self.render(&root, x_range, y_range)
+                self.render(&root, &lines, x_range, y_range)
                     .and_then(|_| root.present().map_err(|e| e.to_string()))
             }
             ImageFormat::Svg => {
                 let root = SVGBackend::new(path, self.size).into_drawing_area();
-                self.render(&root, x_range, y_range)
+                self.render(&root, &lines, x_range, y_range)
                     .and_then(|_| root.present().map_err(|e| e.to_string()))
             }
         };
@@ -284,6 +310,7 @@ impl LinePlot {
     fn render<DB: DrawingBackend>(
         &self,
         root: &DrawingArea<DB, Shift>,
+        lines: &[Line],
         x_range: Range<f64>,
         y_range: Range<f64>,
     ) -> Result<(), String> {
@@ -299,13 +326,13 @@ impl LinePlot {
                 let chart = builder
                     .build_cartesian_2d(x_range, y_range)
                     .map_err(|e| e.to_string())?;
-                self.render_lines(chart)
+                self.render_lines(chart, lines)
             }
             Scale::Log => {
                 let chart = builder
                     .build_cartesian_2d(x_range.log_scale(), y_range)
                     .map_err(|e| e.to_string())?;
-                self.render_lines(chart)
+                self.render_lines(chart, lines)
             }
         }
     }
@@ -313,6 +340,7 @@ impl LinePlot {
     fn render_lines<'a, DB, X>(
         &self,
         mut chart: ChartContext<'a, DB, Cartesian2d<X, RangedCoordf64>>,
+        lines: &[Line],
     ) -> Result<(), String>
     where
         DB: DrawingBackend + 'a,
@@ -329,7 +357,7 @@ impl LinePlot {
             .light_line_style(RGBColor(235, 235, 235))
             .draw()
             .map_err(|e| e.to_string())?;
-        for line in &self.lines {
+        for line in lines {
             let points: Vec<(f64, f64)> = self.drawable(line).collect();
             let style = color(line.style.color).stroke_width(2);
             let annotation = match line.style.dash.pattern() {

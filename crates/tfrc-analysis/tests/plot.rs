@@ -279,6 +279,57 @@ fn bad_requests_are_clear_errors() {
 }
 
 #[test]
+fn reference_line_spans_the_x_range_and_widens_y() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("friendliness.svg");
+    let groups = vec![(
+        "β = 1".to_string(),
+        vec![(4.0, 0.9), (16.0, 0.88), (64.0, 0.86)],
+    )];
+    let figure = plot::grouped_xy("T2/T1", "number of flows", "T2/T1", &groups)
+        .reference("paper, β = 1", 0.85)
+        .reference("ignored", f64::NAN);
+    figure.draw(&path).unwrap();
+    let svg = read_svg(&path);
+    assert_has_text(&svg, "paper, β = 1");
+    assert!(!texts(&svg).iter().any(|t| t == "ignored"));
+    // Dotted black: many short 2-point polylines; together they span the data's x range.
+    let dots = polylines(&svg, "#000000");
+    let data = polylines(&svg, "#0072B2")
+        .into_iter()
+        .find(|l| l.len() == 3)
+        .unwrap();
+    let horizontal: Vec<_> = dots
+        .iter()
+        .filter(|l| l.len() == 2 && l[0].1 == l[1].1 && l[0].0 < l[1].0)
+        .collect();
+    // The reference line is the row with the most segments (axis ticks are one per row).
+    let row = |y: i32| horizontal.iter().filter(|l| l[0].1 == y).count();
+    let reference_row = horizontal
+        .iter()
+        .map(|l| l[0].1)
+        .max_by_key(|&y| row(y))
+        .unwrap();
+    let dotted: Vec<_> = horizontal
+        .iter()
+        .filter(|l| l[0].1 == reference_row)
+        .collect();
+    assert!(dotted.len() > 20, "{} dots", dotted.len());
+    let left = dotted.iter().map(|l| l[0].0).min().unwrap();
+    let right = dotted.iter().map(|l| l[1].0).max().unwrap();
+    assert!(
+        left <= data[0].0 + 2 && right >= data[2].0 - 8,
+        "{left}..{right} vs {data:?}"
+    );
+    // y = 0.85 is below every data point: lower on the image (larger pixel y).
+    let reference_y = dotted.iter().map(|l| l[0].1).max().unwrap();
+    assert!(
+        data.iter().all(|p| p.1 < reference_y),
+        "{data:?} vs {reference_y}"
+    );
+}
+
+#[test]
 fn single_point_and_nested_output_directory_work() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("a/b/one.svg");
