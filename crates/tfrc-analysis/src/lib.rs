@@ -8,9 +8,14 @@
 //!   goodput, cumulative mean p, Jain index, CoV, burstiness, receiving ratio, T2/T1,
 //!   utilization, convergence and recovery time. Undefined results are `None`, never NaN.
 //!   `docs/metrics.md` states each definition as implemented.
+//! - [`measure`]: those metrics applied to a loaded run (per-flow goodput, receiving ratio,
+//!   mean p and RTT, burstiness; Jain index, bottleneck utilization; convergence after each
+//!   arrival, recovery after a disturbance), recomputed from the CSV files so that every source
+//!   is measured alike.
 //! - [`plot`]: figures in the papers' forms, PNG or SVG: series over time per flow (overlaying
 //!   several sources such as ours and ns-2's), one line per group on a linear or log axis,
-//!   grouped bar charts. Text uses an embedded font, so no system font is needed.
+//!   grouped bar charts, with dotted reference lines for the paper's values. Text uses an
+//!   embedded font (DejaVu Sans, `assets/fonts`), so no system font or fontconfig is needed.
 //! - [`table`]: Markdown/HTML tables, and paper 002's Table I (`p_N / p_1`).
 //! - [`report`]: the reproduction report, `report.md` and a self-contained `index.html`, one
 //!   section per experiment with setup, figures, the paper's result, measured numbers and a
