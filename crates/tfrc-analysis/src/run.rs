@@ -1,0 +1,478 @@
+//! Loading a run directory: the four files every run writes (`docs/output-format.md`).
+//!
+//! `tfrc sim`, the testbed and the ns-2 converter all write `flows.csv`, `state.csv`,
+//! `links.csv` and `summary.json` into one directory; [`Run::load`] reads them into typed rows
+//! so that metrics and plots work on any source alike. Every error names the file and, where
+//! there is one, the line.
+//!
+//! Columns are matched by header name, so columns added at the end by a later schema version
+//! are ignored; a `schema_version` other than [`SCHEMA_VERSION`] is refused, since it means a
+//! column was renamed or removed.
+
+use std::collections::HashSet;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+/// The schema version of `summary.json` this crate reads.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// File names inside a run directory.
+pub const FLOWS_FILE: &str = "flows.csv";
+/// Sampled protocol state.
+pub const STATE_FILE: &str = "state.csv";
+/// Per link direction per interval.
+pub const LINKS_FILE: &str = "links.csv";
+/// One object per run.
+pub const SUMMARY_FILE: &str = "summary.json";
+
+/// What went wrong while loading a run directory. Each variant names the file.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// The file could not be opened or read (missing, permissions, ...).
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The underlying error.
+        source: std::io::Error,
+    },
+    /// A CSV file is malformed: wrong header, a value that does not parse, a short row.
+    #[error("{}{}: {message}", path.display(), line.map(|l| format!(": line {l}")).unwrap_or_default())]
+    Csv {
+        /// The file.
+        path: PathBuf,
+        /// The 1-based line (the header is line 1), if known.
+        line: Option<u64>,
+        /// What is wrong.
+        message: String,
+    },
+    /// `summary.json` is not valid JSON or does not match the schema.
+    #[error("{}: line {line}, column {column}: {message}", path.display())]
+    Json {
+        /// The file.
+        path: PathBuf,
+        /// 1-based line of the error.
+        line: usize,
+        /// 1-based column of the error.
+        column: usize,
+        /// What is wrong.
+        message: String,
+    },
+    /// `summary.json` declares a schema version this crate does not read.
+    #[error("{}: schema_version {found} is not supported (this tool reads version {SCHEMA_VERSION})", path.display())]
+    UnsupportedSchema {
+        /// The file.
+        path: PathBuf,
+        /// The version found.
+        found: u32,
+    },
+    /// A row names a flow that `summary.json` does not list.
+    #[error("{}: line {line}: flow `{flow}` is not listed in {SUMMARY_FILE}", path.display())]
+    UnknownFlow {
+        /// The file.
+        path: PathBuf,
+        /// 1-based line.
+        line: u64,
+        /// The flow name found.
+        flow: String,
+    },
+}
+
+/// One row of `flows.csv`: bytes and packets of one flow in one interval.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FlowRow {
+    /// End of the interval (s since the start of the run).
+    pub time_s: f64,
+    /// Flow name.
+    pub flow: String,
+    /// `tfrc`, `tcp`, `cbr`, `pareto`, `exponential`.
+    pub kind: String,
+    /// Bytes the sender put on its first link in the interval.
+    pub sent_bytes: u64,
+    /// Bytes of data packets that reached the destination in the interval.
+    pub recv_bytes: u64,
+    /// Data packets sent in the interval.
+    pub sent_packets: u64,
+    /// Data packets that reached the destination in the interval.
+    pub recv_packets: u64,
+    /// Sending rate over the interval (kb/s).
+    pub send_kbps: f64,
+    /// Receiving rate over the interval (kb/s).
+    pub recv_kbps: f64,
+}
+
+/// One row of `state.csv`: sampled protocol state of a TFRC or TCP flow. Empty cells are `None`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StateRow {
+    /// Sample time (s).
+    pub time_s: f64,
+    /// Flow name.
+    pub flow: String,
+    /// `tfrc` or `tcp`.
+    pub kind: String,
+    /// TFRC allowed sending rate X (b/s).
+    pub x_bps: Option<f64>,
+    /// TFRC: last X_recv the sender received (b/s).
+    pub x_recv_bps: Option<f64>,
+    /// TFRC: last loss event rate the sender received.
+    pub p: Option<f64>,
+    /// TFRC: the sender's RTT estimate R; TCP: the latest RTT sample (s).
+    pub rtt_s: Option<f64>,
+    /// Retransmission / no-feedback timeout (s).
+    pub rto_s: Option<f64>,
+    /// gTFRC target rate g (b/s).
+    pub target_bps: Option<f64>,
+    /// Feedbacks per RTT the receiver uses.
+    pub feedbacks_per_rtt: Option<f64>,
+    /// Veno backlog N (packets).
+    pub veno_n: Option<f64>,
+    /// TCP congestion window (packets).
+    pub cwnd: Option<f64>,
+    /// TCP slow-start threshold (packets).
+    pub ssthresh: Option<f64>,
+    /// TCP smoothed RTT (s).
+    pub srtt_s: Option<f64>,
+}
+
+/// One row of `links.csv`: one link direction in one interval.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LinkRow {
+    /// End of the interval (s).
+    pub time_s: f64,
+    /// Upstream node.
+    pub from: String,
+    /// Downstream node.
+    pub to: String,
+    /// Packets waiting at the end of the interval.
+    pub queue_packets: u64,
+    /// Bytes waiting at the end of the interval.
+    pub queue_bytes: u64,
+    /// RED/RIO average queue (packets); `None` for DropTail.
+    pub average_queue: Option<f64>,
+    /// Packets offered.
+    pub arrivals: u64,
+    /// Packets that finished transmission.
+    pub departures: u64,
+    /// Bytes that finished transmission.
+    pub departure_bytes: u64,
+    /// `departure_bytes · 8 / (capacity · interval)`; `None` for trace-driven links.
+    pub utilization: Option<f64>,
+    /// All drops.
+    pub drops: u64,
+    /// Drops of packets no marker selected.
+    pub drops_unmarked: u64,
+    /// Drops of in-profile packets.
+    pub drops_in: u64,
+    /// Drops of out-of-profile packets.
+    pub drops_out: u64,
+    /// Drops by the loss model (included in `drops`).
+    pub drops_loss_model: u64,
+    /// Packets marked in profile.
+    pub marked_in: u64,
+    /// Packets marked out of profile.
+    pub marked_out: u64,
+}
+
+/// Per-flow totals of `summary.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FlowSummary {
+    /// Flow name.
+    pub name: String,
+    /// Flow kind.
+    pub kind: String,
+    /// Source node.
+    pub from: String,
+    /// Destination node.
+    pub to: String,
+    /// Start time (s).
+    pub start_s: f64,
+    /// Stop time (s); the run's duration if the flow has none.
+    pub stop_s: f64,
+    /// Bytes sent over the run.
+    pub sent_bytes: u64,
+    /// Bytes delivered over the run.
+    pub recv_bytes: u64,
+    /// Packets sent.
+    pub sent_packets: u64,
+    /// Packets delivered.
+    pub recv_packets: u64,
+    /// `sent_bytes · 8 / (stop_s − start_s)`.
+    pub send_rate_bps: Option<f64>,
+    /// `recv_bytes · 8 / (stop_s − start_s)`.
+    pub goodput_bps: Option<f64>,
+    /// `recv_packets / sent_packets`.
+    pub receiving_ratio: Option<f64>,
+    /// TFRC: time-average reported loss event rate.
+    pub mean_p: Option<f64>,
+    /// Mean RTT over the state samples that have one.
+    pub mean_rtt_s: Option<f64>,
+    /// CoV of packets sent per 0.1 s bin.
+    pub cov_sent_100ms: Option<f64>,
+}
+
+/// The bottleneck link direction of a run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BottleneckSummary {
+    /// Upstream node.
+    pub from: String,
+    /// Downstream node.
+    pub to: String,
+    /// Capacity (b/s); `None` for trace-driven links.
+    pub capacity_bps: Option<f64>,
+    /// Utilization over the run; `None` for trace-driven links.
+    pub utilization: Option<f64>,
+}
+
+/// Per link direction totals of `summary.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LinkSummary {
+    /// Upstream node.
+    pub from: String,
+    /// Downstream node.
+    pub to: String,
+    /// Utilization over the run; `None` for trace-driven links.
+    pub utilization: Option<f64>,
+    /// Drops over the run.
+    pub drops: u64,
+    /// Departures over the run.
+    pub departures: u64,
+}
+
+/// `summary.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    /// Schema version (must be [`SCHEMA_VERSION`]).
+    pub schema_version: u32,
+    /// The tool that wrote the run, e.g. `tfrc 0.1.0` or `ns-2.35`.
+    pub tool: String,
+    /// Scenario name.
+    pub scenario: String,
+    /// Seed of the run.
+    pub seed: u64,
+    /// Run length (s).
+    pub duration_s: f64,
+    /// Output interval of `flows.csv` / `links.csv` (s).
+    pub interval_s: f64,
+    /// Per-flow totals, in scenario order.
+    pub flows: Vec<FlowSummary>,
+    /// Jain's index over the goodputs.
+    pub jain_index: Option<f64>,
+    /// The bottleneck, if one was found.
+    pub bottleneck: Option<BottleneckSummary>,
+    /// Per link direction totals.
+    #[serde(default)]
+    pub links: Vec<LinkSummary>,
+}
+
+/// Which end of a flow a throughput series is measured at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Direction {
+    /// Bytes the sender put on the wire (`send_kbps`).
+    Sent,
+    /// Bytes that reached the receiver (`recv_kbps`).
+    Received,
+}
+
+impl fmt::Display for Direction {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Direction::Sent => "sender",
+            Direction::Received => "receiver",
+        })
+    }
+}
+
+/// A loaded run directory.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Run {
+    /// The directory it was loaded from.
+    pub dir: PathBuf,
+    /// `summary.json`.
+    pub summary: Summary,
+    /// `flows.csv` rows, in file order.
+    pub flows: Vec<FlowRow>,
+    /// `state.csv` rows, in file order.
+    pub states: Vec<StateRow>,
+    /// `links.csv` rows, in file order.
+    pub links: Vec<LinkRow>,
+}
+
+impl Run {
+    /// Loads the four files of a run directory. Every file must exist (a header-only CSV is
+    /// fine); every row's flow must be listed in `summary.json`.
+    pub fn load(dir: impl AsRef<Path>) -> Result<Run, RunError> {
+        let dir = dir.as_ref().to_path_buf();
+        let summary = read_summary(&dir.join(SUMMARY_FILE))?;
+        let known: HashSet<&str> = summary.flows.iter().map(|f| f.name.as_str()).collect();
+
+        let flows_path = dir.join(FLOWS_FILE);
+        let flows: Vec<FlowRow> = read_csv(&flows_path)?;
+        check_flows(&flows_path, flows.iter().map(|r| r.flow.as_str()), &known)?;
+        let state_path = dir.join(STATE_FILE);
+        let states: Vec<StateRow> = read_csv(&state_path)?;
+        check_flows(&state_path, states.iter().map(|r| r.flow.as_str()), &known)?;
+        let links: Vec<LinkRow> = read_csv(&dir.join(LINKS_FILE))?;
+        Ok(Run {
+            dir,
+            summary,
+            flows,
+            states,
+            links,
+        })
+    }
+
+    /// Flow names in scenario order (the order of `summary.json`).
+    pub fn flow_names(&self) -> Vec<&str> {
+        self.summary.flows.iter().map(|f| f.name.as_str()).collect()
+    }
+
+    /// The summary of one flow.
+    pub fn flow_summary(&self, flow: &str) -> Option<&FlowSummary> {
+        self.summary.flows.iter().find(|f| f.name == flow)
+    }
+
+    /// The `flows.csv` rows of one flow, in time order.
+    pub fn flow_rows<'a>(&'a self, flow: &'a str) -> impl Iterator<Item = &'a FlowRow> + 'a {
+        self.flows.iter().filter(move |r| r.flow == flow)
+    }
+
+    /// Throughput of one flow over time: `(time_s, kb/s)` per interval, at the sender or the
+    /// receiver. Empty if the flow is unknown.
+    pub fn throughput_series(&self, flow: &str, direction: Direction) -> Vec<(f64, f64)> {
+        self.flow_rows(flow)
+            .map(|r| {
+                let kbps = match direction {
+                    Direction::Sent => r.send_kbps,
+                    Direction::Received => r.recv_kbps,
+                };
+                (r.time_s, kbps)
+            })
+            .collect()
+    }
+
+    /// A state column of one flow over time, skipping samples where it is empty.
+    pub fn state_series(
+        &self,
+        flow: &str,
+        column: impl Fn(&StateRow) -> Option<f64>,
+    ) -> Vec<(f64, f64)> {
+        self.states
+            .iter()
+            .filter(|r| r.flow == flow)
+            .filter_map(|r| column(r).map(|v| (r.time_s, v)))
+            .collect()
+    }
+
+    /// The sender's RTT estimate over time `(time_s, s)`.
+    pub fn rtt_series(&self, flow: &str) -> Vec<(f64, f64)> {
+        self.state_series(flow, |r| r.rtt_s)
+    }
+
+    /// The loss event rate the sender received over time `(time_s, p)` (TFRC flows).
+    pub fn loss_event_rate_series(&self, flow: &str) -> Vec<(f64, f64)> {
+        self.state_series(flow, |r| r.p)
+    }
+
+    /// The rows of one link direction, in time order.
+    pub fn link_rows<'a>(
+        &'a self,
+        from: &'a str,
+        to: &'a str,
+    ) -> impl Iterator<Item = &'a LinkRow> + 'a {
+        self.links
+            .iter()
+            .filter(move |r| r.from == from && r.to == to)
+    }
+}
+
+fn read_summary(path: &Path) -> Result<Summary, RunError> {
+    let text = std::fs::read_to_string(path).map_err(|source| RunError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    // Check the version first, so a newer file gives the version error, not a field error.
+    #[derive(Deserialize)]
+    struct Version {
+        schema_version: u32,
+    }
+    let json_error = |e: serde_json::Error| RunError::Json {
+        path: path.to_path_buf(),
+        line: e.line(),
+        column: e.column(),
+        message: e.to_string(),
+    };
+    let version: Version = serde_json::from_str(&text).map_err(json_error)?;
+    if version.schema_version != SCHEMA_VERSION {
+        return Err(RunError::UnsupportedSchema {
+            path: path.to_path_buf(),
+            found: version.schema_version,
+        });
+    }
+    serde_json::from_str(&text).map_err(json_error)
+}
+
+fn read_csv<T: DeserializeOwned>(path: &Path) -> Result<Vec<T>, RunError> {
+    let file = std::fs::File::open(path).map_err(|source| RunError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let mut reader = csv::ReaderBuilder::new().from_reader(std::io::BufReader::new(file));
+    let headers = reader
+        .headers()
+        .map_err(|e| csv_error(path, None, e))?
+        .clone();
+    let mut rows = Vec::new();
+    for result in reader.deserialize::<T>() {
+        rows.push(result.map_err(|e| csv_error(path, Some(&headers), e))?);
+    }
+    Ok(rows)
+}
+
+fn csv_error(path: &Path, headers: Option<&csv::StringRecord>, error: csv::Error) -> RunError {
+    let line = error.position().map(|p| p.line());
+    let message = match error.kind() {
+        csv::ErrorKind::Deserialize { err, .. } => {
+            let column = err.field().map(|index| {
+                headers
+                    .and_then(|h| h.get(index as usize))
+                    .map(|name| format!("column `{name}`"))
+                    .unwrap_or_else(|| format!("column {}", index + 1))
+            });
+            match (column, err.kind()) {
+                (Some(column), kind) => format!("{column}: {kind}"),
+                // A missing header field is reported without a field index.
+                (None, kind) => kind.to_string(),
+            }
+        }
+        csv::ErrorKind::UnequalLengths {
+            expected_len, len, ..
+        } => format!("{len} fields, the header has {expected_len}"),
+        csv::ErrorKind::Io(e) => e.to_string(),
+        _ => error.to_string(),
+    };
+    RunError::Csv {
+        path: path.to_path_buf(),
+        line,
+        message,
+    }
+}
+
+fn check_flows<'a>(
+    path: &Path,
+    names: impl Iterator<Item = &'a str>,
+    known: &HashSet<&str>,
+) -> Result<(), RunError> {
+    for (index, name) in names.enumerate() {
+        if !known.contains(name) {
+            return Err(RunError::UnknownFlow {
+                path: path.to_path_buf(),
+                line: index as u64 + 2,
+                flow: name.to_string(),
+            });
+        }
+    }
+    Ok(())
+}
