@@ -448,6 +448,33 @@ fn a_missing_ns_binary_is_a_clear_error() {
     );
 }
 
+#[test]
+fn a_failing_ns_binary_is_reported_with_its_status() {
+    let directory = tempfile::tempdir().expect("temporary directory");
+    let one = scenario(
+        r#"
+        name = "one"
+        duration = "1s"
+        [[link]]
+        between = ["a", "b"]
+        rate = "1Mbps"
+        delay = "1ms"
+        "#,
+    );
+    let options = RunOptions {
+        ns_path: "/bin/false".into(),
+        ..RunOptions::default()
+    };
+    match run_scenario(&one, directory.path(), &options) {
+        Err(error @ Ns2Error::NsFailed { .. }) => {
+            assert!(error.to_string().contains("ns2.tcl"), "{error}");
+            // The script is kept for inspection.
+            assert!(directory.path().join("ns2.tcl").exists());
+        }
+        other => panic!("expected an ns-2 failure, got {other:?}"),
+    }
+}
+
 const TWO_FLOWS: &str = r#"
 name = "convert"
 duration = "2.5s"

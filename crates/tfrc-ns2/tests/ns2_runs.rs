@@ -3,7 +3,9 @@
 
 use std::path::Path;
 
-use tfrc_ns2::{generate, run_generated, run_scenario, RunOptions, DEFAULT_NS_PATH};
+use core::time::Duration;
+
+use tfrc_ns2::{generate, run_generated, run_scenario, Ns2Error, RunOptions, DEFAULT_NS_PATH};
 use tfrc_scenario::Scenario;
 
 fn ns_available() -> bool {
@@ -405,4 +407,23 @@ fn a_scenario_with_every_mapped_feature_runs() {
     assert!(links
         .iter()
         .any(|row| row[1] == "receiver" && row[2] == "router" && !row[5].is_empty()));
+}
+
+#[test]
+fn a_run_past_its_timeout_is_killed_with_a_clear_error() {
+    if !ns_available() {
+        return;
+    }
+    let directory = tempfile::tempdir().expect("temporary directory");
+    let long = scenario(&LOSS1.replace("300s", "100000s"));
+    let options = RunOptions {
+        timeout: Duration::from_millis(200),
+        ..RunOptions::default()
+    };
+    match run_scenario(&long, directory.path(), &options) {
+        Err(error @ Ns2Error::Timeout { .. }) => {
+            assert!(error.to_string().contains("--timeout"), "{error}");
+        }
+        other => panic!("expected a timeout, got {other:?}"),
+    }
 }
