@@ -27,6 +27,8 @@ enum Command {
     /// Run a scenario file in the simulator and write flows.csv, state.csv, links.csv and
     /// summary.json.
     Sim(sim::SimArgs),
+    /// Run a scenario in ns-2.35 and convert its output to flows.csv/state.csv/links.csv.
+    Ns2(tfrc_ns2::cli::Ns2Args),
 }
 
 #[derive(Debug, Args)]
@@ -76,6 +78,7 @@ fn main() -> Result<()> {
         Command::Send(args) => tfrc_udp::cli::run_send(&args),
         Command::Recv(args) => tfrc_udp::cli::run_recv(&args),
         Command::Sim(args) => sim::run(&args),
+        Command::Ns2(args) => tfrc_ns2::cli::run(&args),
         Command::Reproduce(args) => bail!(
             "`tfrc reproduce --out {}` is not available yet: it needs the simulator and the \
              experiment scenarios, which are still being built (see README, Status). \
