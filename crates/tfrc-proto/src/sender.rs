@@ -355,6 +355,10 @@ impl Sender {
 
     /// t_delta = min(t_ipi/2, t_gran/2): how early a packet may leave (RFC 5348 §4.6).
     fn send_allowance(&self) -> Duration {
+        if self.config.timer_granularity.is_zero() {
+            // An exact timer (the simulator): no allowance, and no t_ipi to compute.
+            return Duration::ZERO;
+        }
         (self.inter_packet_interval() / 2).min(self.config.timer_granularity / 2)
     }
 

@@ -126,7 +126,11 @@ struct Timer {
     id: EventId,
 }
 
-/// Moves an element's pending event to `want` (never earlier than `now`).
+/// Makes sure an element is woken up by `want` (never earlier than `now`). A pending event that
+/// is already due earlier is kept: the element will be polled then, find nothing to do (an early
+/// `handle_timeout` is a no-op for every element) and ask again. Only a wake-up that must come
+/// sooner replaces the pending event; this keeps cancelled events (tombstones) out of the
+/// scheduler, which would otherwise be most of its work.
 fn set_timer(
     scheduler: &mut Scheduler<Event>,
     slot: &mut Option<Timer>,
@@ -134,19 +138,22 @@ fn set_timer(
     now: Instant,
     event: Event,
 ) {
-    let want = want.map(|at| at.max(now));
-    if slot.map(|timer| timer.at) == want {
+    let Some(want) = want.map(|at| at.max(now)) else {
+        if let Some(old) = slot.take() {
+            scheduler.cancel(old.id);
+        }
         return;
-    }
-    if let Some(old) = slot.take() {
+    };
+    if let Some(old) = slot {
+        if old.at <= want {
+            return;
+        }
         scheduler.cancel(old.id);
     }
-    if let Some(at) = want {
-        *slot = Some(Timer {
-            at,
-            id: scheduler.schedule(at, event),
-        });
-    }
+    *slot = Some(Timer {
+        at: want,
+        id: scheduler.schedule(want, event),
+    });
 }
 
 /// What a packet carries; only what the far end needs is kept (TFRC payload is zero padding).
@@ -233,6 +240,8 @@ pub struct Simulation {
     output_dir: Option<PathBuf>,
     bottleneck: Option<usize>,
     outbox: Vec<Outgoing>,
+    spare_outbox: Vec<Outgoing>,
+    delivered: Vec<PacketMeta>,
     data_buffer: Vec<u8>,
     events: u64,
     failed: Option<SimulationError>,
@@ -512,6 +521,8 @@ impl Simulation {
             output_dir: output_dir.map(Path::to_path_buf),
             bottleneck,
             outbox: Vec::new(),
+            spare_outbox: Vec::new(),
+            delivered: Vec::new(),
             data_buffer: vec![0; largest_packet.max(DATA_HEADER_LEN) + NS2_HEADER_ROOM],
             events: 0,
             failed: None,
@@ -665,10 +676,13 @@ impl Simulation {
 
     fn flush_outbox(&mut self) {
         while !self.outbox.is_empty() {
-            let batch = std::mem::take(&mut self.outbox);
-            for outgoing in batch {
+            // Swap in the spare buffer so neither allocates again.
+            let mut batch = std::mem::take(&mut self.spare_outbox);
+            std::mem::swap(&mut batch, &mut self.outbox);
+            for outgoing in batch.drain(..) {
                 self.inject(outgoing);
             }
+            self.spare_outbox = batch;
         }
     }
 
@@ -742,14 +756,15 @@ impl Simulation {
         let link = &mut self.links[index];
         link.direction.handle_timeout(now);
         let to = link.to;
-        let mut delivered = Vec::new();
+        let mut delivered = std::mem::take(&mut self.delivered);
         while let Some(meta) = link.direction.poll_delivery(now) {
             delivered.push(meta);
         }
         self.schedule_link(index);
-        for meta in delivered {
+        for meta in delivered.drain(..) {
             self.forward(to, meta);
         }
+        self.delivered = delivered;
     }
 
     fn deliver(&mut self, meta: PacketMeta) {
