@@ -162,18 +162,19 @@ pub struct LinkRow {
     pub utilization: Option<f64>,
     /// All drops.
     pub drops: u64,
-    /// Drops of packets no marker selected.
-    pub drops_unmarked: u64,
+    /// Drops of packets no marker selected. This and the colour and loss-model counts below
+    /// are `None` when the source cannot tell them apart (ns-2's converter).
+    pub drops_unmarked: Option<u64>,
     /// Drops of in-profile packets.
-    pub drops_in: u64,
+    pub drops_in: Option<u64>,
     /// Drops of out-of-profile packets.
-    pub drops_out: u64,
+    pub drops_out: Option<u64>,
     /// Drops by the loss model (included in `drops`).
-    pub drops_loss_model: u64,
+    pub drops_loss_model: Option<u64>,
     /// Packets marked in profile.
-    pub marked_in: u64,
+    pub marked_in: Option<u64>,
     /// Packets marked out of profile.
-    pub marked_out: u64,
+    pub marked_out: Option<u64>,
 }
 
 /// Per-flow totals of `summary.json`.

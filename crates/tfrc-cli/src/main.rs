@@ -4,6 +4,7 @@ use anyhow::{anyhow, bail, Result};
 use clap::{Args, Parser, Subcommand};
 use tfrc_proto::equation;
 
+mod reproduce;
 mod sim;
 
 /// TFRC (RFC 5348) toolkit: the throughput equation, the simulator and the papers' experiments.
@@ -18,8 +19,9 @@ struct Cli {
 enum Command {
     /// Allowed sending rate from the TCP throughput equation (RFC 5348 §3.1, b = 1, t_RTO = 4R).
     Equation(EquationArgs),
-    /// Reproduce the papers' experiments in the simulator and write a report (not available yet).
-    Reproduce(ReproduceArgs),
+    /// Reproduce every experiment of the papers in the simulator and write a report
+    /// (index.html, report.md) with the papers' numbers beside ours.
+    Reproduce(reproduce::ReproduceArgs),
     /// Send a TFRC (or --tcp: kernel TCP) flow to a `tfrc recv`, iperf3-style.
     Send(tfrc_udp::cli::SendArgs),
     /// Receive TFRC flows (or --tcp: TCP connections), iperf3-style.
@@ -29,13 +31,6 @@ enum Command {
     Sim(sim::SimArgs),
     /// Run a scenario in ns-2.35 and convert its output to flows.csv/state.csv/links.csv.
     Ns2(tfrc_ns2::cli::Ns2Args),
-}
-
-#[derive(Debug, Args)]
-struct ReproduceArgs {
-    /// Directory for the report.
-    #[arg(long, default_value = "report")]
-    out: std::path::PathBuf,
 }
 
 #[derive(Debug, Args)]
@@ -79,12 +74,7 @@ fn main() -> Result<()> {
         Command::Recv(args) => tfrc_udp::cli::run_recv(&args),
         Command::Sim(args) => sim::run(&args),
         Command::Ns2(args) => tfrc_ns2::cli::run(&args),
-        Command::Reproduce(args) => bail!(
-            "`tfrc reproduce --out {}` is not available yet: it needs the simulator and the \
-             experiment scenarios, which are still being built (see README, Status). \
-             Available today: `tfrc equation`.",
-            args.out.display()
-        ),
+        Command::Reproduce(args) => reproduce::run(&args),
     }
 }
 

@@ -56,7 +56,8 @@ pub fn run_all(jobs: Vec<Job>, threads: usize, quiet: bool) -> Vec<RunOutcome> {
     let total = jobs.len();
     // Longest first (simulated time × flows as a proxy), so the pool does not end on one long run.
     let mut order: Vec<usize> = (0..total).collect();
-    let weight = |job: &Job| job.scenario.duration.as_secs_f64() * (job.scenario.flows.len() as f64 + 1.0);
+    let weight =
+        |job: &Job| job.scenario.duration.as_secs_f64() * (job.scenario.flows.len() as f64 + 1.0);
     order.sort_by(|&a, &b| weight(&jobs[b]).total_cmp(&weight(&jobs[a])));
     let bar = ProgressBar::with_draw_target(
         Some(total as u64),
@@ -67,9 +68,11 @@ pub fn run_all(jobs: Vec<Job>, threads: usize, quiet: bool) -> Vec<RunOutcome> {
         },
     );
     bar.set_style(
-        ProgressStyle::with_template("{prefix} [{bar:30}] {pos}/{len} runs, {elapsed} elapsed, eta {eta} {msg}")
-            .unwrap_or_else(|_| ProgressStyle::default_bar())
-            .progress_chars("=> "),
+        ProgressStyle::with_template(
+            "{prefix} [{bar:30}] {pos}/{len} runs, {elapsed} elapsed, eta {eta} {msg}",
+        )
+        .unwrap_or_else(|_| ProgressStyle::default_bar())
+        .progress_chars("=> "),
     );
     bar.set_prefix("simulating");
     let next = AtomicUsize::new(0);

@@ -1,0 +1,658 @@
+//! The figures and tables of each experiment, in the papers' forms.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use tfrc_analysis::measure::{recovery_time, run_metrics};
+use tfrc_analysis::metrics::{self, RecoveryOptions};
+use tfrc_analysis::plot::{self, BarChart, LinePlot, Source};
+use tfrc_analysis::run::{Direction, Run};
+use tfrc_analysis::table::{loss_rate_ratio_table, LossRateEntry, Table};
+use tfrc_scenario::FlowKind;
+
+use super::claims::flow_names;
+use super::{disturbance, Experiment, LoadedRun};
+
+/// Most runs drawn as separate throughput figures.
+const MAX_TIME_FIGURES: usize = 6;
+
+fn label<'a>(run: &'a LoadedRun, key: &str) -> Option<&'a str> {
+    run.scenario
+        .variant
+        .iter()
+        .find(|(label, _)| label == key)
+        .map(|(_, value)| value.as_str())
+}
+
+/// The number at the end of a label value: `single-p0.01` → 0.01, `multi-16` → 16,
+/// `250ms-4` → 4.
+fn trailing_number(value: &str) -> Option<f64> {
+    let start = value
+        .char_indices()
+        .rev()
+        .take_while(|(_, c)| c.is_ascii_digit() || *c == '.')
+        .last()
+        .map(|(index, _)| index)?;
+    value[start..].parse().ok()
+}
+
+fn run_name(run: &LoadedRun) -> String {
+    let parts: Vec<String> = run
+        .scenario
+        .variant
+        .iter()
+        .map(|(label, value)| format!("{label}={value}"))
+        .collect();
+    if parts.is_empty() {
+        "run".into()
+    } else {
+        parts.join(", ")
+    }
+}
+
+fn file_stem(text: &str) -> String {
+    text.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '.' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+/// Draws `plot` as PNG and SVG under `figures/<id>/`; returns the PNG's path relative to `out`.
+fn save_line(plot: &LinePlot, out: &Path, id: &str, stem: &str) -> Result<PathBuf> {
+    let relative = PathBuf::from("figures")
+        .join(id)
+        .join(format!("{stem}.png"));
+    plot.draw(out.join(&relative))
+        .with_context(|| format!("cannot draw {}", relative.display()))?;
+    plot.draw(out.join("figures").join(id).join(format!("{stem}.svg")))
+        .with_context(|| format!("cannot draw {stem}.svg"))?;
+    Ok(relative)
+}
+
+fn save_bars(chart: &BarChart, out: &Path, id: &str, stem: &str) -> Result<PathBuf> {
+    let relative = PathBuf::from("figures")
+        .join(id)
+        .join(format!("{stem}.png"));
+    chart
+        .draw(out.join(&relative))
+        .with_context(|| format!("cannot draw {}", relative.display()))?;
+    chart
+        .draw(out.join("figures").join(id).join(format!("{stem}.svg")))
+        .with_context(|| format!("cannot draw {stem}.svg"))?;
+    Ok(relative)
+}
+
+fn goodput_kbps(run: &Run, flow: &str) -> Option<f64> {
+    run.flow_summary(flow)?.goodput_bps.map(|g| g / 1000.0)
+}
+
+fn total_goodput_kbps(run: &Run, flows: &[String]) -> Option<f64> {
+    flows.iter().map(|flow| goodput_kbps(run, flow)).sum()
+}
+
+fn mean_of(values: Vec<Option<f64>>) -> Option<f64> {
+    let defined: Option<Vec<f64>> = values.into_iter().collect();
+    defined.and_then(|values| metrics::mean(&values))
+}
+
+/// Groups of `(x, y)` points: one group per value of `group_label`.
+fn grouped(
+    runs: &[&LoadedRun],
+    group_label: &str,
+    x: impl Fn(&LoadedRun) -> Option<f64>,
+    y: impl Fn(&LoadedRun) -> Option<f64>,
+) -> Vec<(String, Vec<(f64, f64)>)> {
+    let mut groups: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
+    for run in runs {
+        let Some(group) = label(run, group_label) else {
+            continue;
+        };
+        let (Some(x), Some(y)) = (x(run), y(run)) else {
+            continue;
+        };
+        match groups.iter_mut().find(|(name, _)| name == group) {
+            Some((_, points)) => points.push((x, y)),
+            None => groups.push((group.to_owned(), vec![(x, y)])),
+        }
+    }
+    groups
+}
+
+fn target_rates_kbps(run: &LoadedRun) -> Vec<(String, f64)> {
+    run.scenario
+        .flows
+        .iter()
+        .filter_map(|flow| match &flow.kind {
+            FlowKind::Tfrc(tfrc) => tfrc
+                .target_rate
+                .map(|rate| (format!("target of {}", flow.name), rate.kbps())),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The default figure: throughput over time per flow, sender and receiver, one per run.
+fn time_series(experiment: &Experiment, out: &Path) -> Result<Vec<(PathBuf, String)>> {
+    let mut figures = Vec::new();
+    for run in experiment.runs.iter().take(MAX_TIME_FIGURES) {
+        let name = run_name(run);
+        let mut plot = plot::throughput_over_time(
+            &format!("{}: {name}", experiment.id),
+            &[Source {
+                name: "ours",
+                run: &run.run,
+            }],
+            &[],
+            &[Direction::Sent, Direction::Received],
+        );
+        for (label, rate) in target_rates_kbps(run) {
+            plot = plot.reference(label, rate);
+        }
+        let path = save_line(
+            &plot,
+            out,
+            &experiment.id,
+            &format!("throughput-{}", file_stem(&name)),
+        )?;
+        figures.push((
+            path,
+            format!(
+                "{name}: throughput per flow per interval, sender (dashed) and receiver (solid)"
+            ),
+        ));
+    }
+    if experiment.runs.len() > MAX_TIME_FIGURES {
+        figures.push((
+            PathBuf::new(),
+            format!(
+                "(throughput figures of the other {} runs: plot runs/{}/*/flows.csv)",
+                experiment.runs.len() - MAX_TIME_FIGURES,
+                experiment.id
+            ),
+        ));
+    }
+    Ok(figures)
+}
+
+/// The figures of one experiment (PNG paths relative to `out`, with captions).
+pub fn draw(experiment: &Experiment, out: &Path) -> Result<Vec<(PathBuf, String)>> {
+    if experiment.runs.is_empty() {
+        return Ok(Vec::new());
+    }
+    let id = experiment.id.as_str();
+    let runs: Vec<&LoadedRun> = experiment.runs.iter().collect();
+    let under_test = |run: &LoadedRun| flow_names(&run.run, Some(&["f".to_string()]));
+    let mut figures = Vec::new();
+    match id {
+        "e002-grid" => {
+            // p_N / p_1 per (flows, delay) row.
+            let mut lines = Vec::new();
+            for run in &runs {
+                let (Some(flows), Some(cell)) =
+                    (label(run, "flows"), label(run, "delay_feedbacks"))
+                else {
+                    continue;
+                };
+                let delay = cell.split('-').next().unwrap_or(cell);
+                let Some(base) = runs.iter().find(|other| {
+                    label(other, "flows") == Some(flows)
+                        && label(other, "delay_feedbacks") == Some(&format!("{delay}-1"))
+                }) else {
+                    continue;
+                };
+                let (Some(n), Some(p), Some(p1)) = (trailing_number(cell), p_of(run), p_of(base))
+                else {
+                    continue;
+                };
+                let name = format!("{flows} flows, delay {delay}");
+                if let Some(ratio) = metrics::loss_event_rate_ratio(p, p1) {
+                    match lines
+                        .iter_mut()
+                        .find(|(group, _): &&mut (String, Vec<(f64, f64)>)| *group == name)
+                    {
+                        Some((_, points)) => points.push((n, ratio)),
+                        None => lines.push((name, vec![(n, ratio)])),
+                    }
+                }
+            }
+            let plot = plot::grouped_xy(
+                "e002-grid: p_N / p_1 vs feedbacks per RTT",
+                "feedbacks per RTT N",
+                "p_N / p_1",
+                &lines,
+            )
+            .reference("paper: 0.84", 0.84)
+            .reference("paper: 1.14", 1.14);
+            figures.push((
+                save_line(&plot, out, id, "p-ratio")?,
+                "p_N / p_1 (mean of the flows' time-average p) against N, one line per number of flows and delay".into(),
+            ));
+        }
+        "e002-rtt" => {
+            let names: Vec<String> = runs.iter().map(|run| run_name(run)).collect();
+            let sources: Vec<Source<'_>> = runs
+                .iter()
+                .zip(&names)
+                .map(|(run, name)| Source {
+                    name,
+                    run: &run.run,
+                })
+                .collect();
+            let plot = plot::rtt_over_time("e002-rtt: senders' RTT estimate", &sources, &[]);
+            figures.push((
+                save_line(&plot, out, id, "rtt")?,
+                "the senders' RTT estimate over time, each feedback rate".into(),
+            ));
+            figures.extend(time_series(experiment, out)?);
+        }
+        "e003-single" => {
+            let groups = grouped(
+                &runs,
+                "protocol",
+                |run| label(run, "loss").and_then(trailing_number),
+                |run| total_goodput_kbps(&run.run, &under_test(run)),
+            );
+            let plot = plot::grouped_xy(
+                "e003-single: goodput vs wireless loss rate",
+                "wireless packet loss rate",
+                "goodput (kb/s)",
+                &groups,
+            )
+            .log_x();
+            figures.push((
+                save_line(&plot, out, id, "goodput-vs-loss")?,
+                "goodput of the single flow against the loss rate, TFRC and the Enhancement for each β".into(),
+            ));
+        }
+        "e003-multi" => {
+            let groups = grouped(
+                &runs,
+                "protocol",
+                |run| label(run, "flows").and_then(trailing_number),
+                |run| total_goodput_kbps(&run.run, &under_test(run)),
+            );
+            let plot = plot::grouped_xy(
+                "e003-multi: total goodput vs number of flows (loss 0.01)",
+                "flows",
+                "total goodput (kb/s)",
+                &groups,
+            );
+            figures.push((
+                save_line(&plot, out, id, "goodput-vs-flows")?,
+                "total goodput of the flows under test against their number".into(),
+            ));
+        }
+        "e003-ratio" => {
+            let ratio = |run: &LoadedRun| {
+                let flows = under_test(run);
+                let (sent, received) = flows.iter().fold((0u64, 0u64), |(s, r), flow| {
+                    let summary = run.run.flow_summary(flow);
+                    (
+                        s + summary.map_or(0, |x| x.sent_packets),
+                        r + summary.map_or(0, |x| x.recv_packets),
+                    )
+                });
+                metrics::receiving_ratio(received, sent)
+            };
+            for (prefix, x_label, log) in [("single", "loss rate", true), ("multi", "flows", false)]
+            {
+                let selected: Vec<&LoadedRun> = runs
+                    .iter()
+                    .copied()
+                    .filter(|run| label(run, "setup").is_some_and(|s| s.starts_with(prefix)))
+                    .collect();
+                let groups = grouped(
+                    &selected,
+                    "protocol",
+                    |run| label(run, "setup").and_then(trailing_number),
+                    ratio,
+                );
+                let mut plot = plot::grouped_xy(
+                    &format!("e003-ratio: receiving ratio, {prefix} flow(s)"),
+                    x_label,
+                    "packets received / sent",
+                    &groups,
+                );
+                plot.y_from_zero = false;
+                if log {
+                    plot = plot.log_x();
+                }
+                figures.push((
+                    save_line(&plot, out, id, &format!("ratio-{prefix}"))?,
+                    format!("receiving ratio against the {x_label}, TFRC and the Enhancement for each β"),
+                ));
+            }
+        }
+        "e003-cov" => {
+            let categories: Vec<String> = runs
+                .iter()
+                .map(|run| label(run, "protocol").unwrap_or("run").to_owned())
+                .collect();
+            let values: Vec<Option<f64>> = runs
+                .iter()
+                .map(|run| {
+                    mean_of(
+                        under_test(run)
+                            .iter()
+                            .map(|flow| run.run.flow_summary(flow).and_then(|f| f.cov_sent_100ms))
+                            .collect(),
+                    )
+                })
+                .collect();
+            let chart = BarChart::new(
+                "e003-cov: CoV of packets sent per 0.1 s (mean over the flows under test)",
+                "CoV",
+                categories,
+            )
+            .series("flows under test", values);
+            figures.push((
+                save_bars(&chart, out, id, "cov")?,
+                "coefficient of variation of the packets sent per 0.1 s".into(),
+            ));
+        }
+        "e003-fairness" => {
+            let mut betas: Vec<&str> = runs.iter().filter_map(|run| label(run, "beta")).collect();
+            betas.dedup();
+            for beta in betas {
+                let selected: Vec<&LoadedRun> = runs
+                    .iter()
+                    .copied()
+                    .filter(|run| label(run, "beta") == Some(beta))
+                    .collect();
+                let groups = grouped(
+                    &selected,
+                    "loss",
+                    |run| label(run, "flows").and_then(trailing_number),
+                    |run| {
+                        let goodputs: Option<Vec<f64>> = under_test(run)
+                            .iter()
+                            .map(|flow| goodput_kbps(&run.run, flow))
+                            .collect();
+                        goodputs.and_then(|g| metrics::jain_index(&g))
+                    },
+                );
+                let groups: Vec<(String, Vec<(f64, f64)>)> = groups
+                    .into_iter()
+                    .map(|(loss, points)| (format!("loss {loss}"), points))
+                    .collect();
+                let plot = plot::grouped_xy(
+                    &format!("e003-fairness: Jain index, {beta}"),
+                    "flows",
+                    "Jain index",
+                    &groups,
+                );
+                figures.push((
+                    save_line(&plot, out, id, &format!("jain-{beta}"))?,
+                    format!("Jain index among the Enhancement flows ({beta}) against their number, one line per loss rate"),
+                ));
+            }
+        }
+        "e003-friendliness" => {
+            let tcp_mean = |run: &LoadedRun| {
+                let flows = flow_names(&run.run, Some(&["tcp".to_string()]));
+                mean_of(
+                    flows
+                        .iter()
+                        .map(|flow| goodput_kbps(&run.run, flow))
+                        .collect(),
+                )
+            };
+            let mut groups: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
+            for run in &runs {
+                let (Some(mix), Some(n)) = (label(run, "mix"), label(run, "n")) else {
+                    continue;
+                };
+                if mix == "all-tcp" {
+                    continue;
+                }
+                let Some(base) = runs.iter().find(|other| {
+                    label(other, "n") == Some(n) && label(other, "mix") == Some("all-tcp")
+                }) else {
+                    continue;
+                };
+                let (Some(t2), Some(t1), Some(x)) =
+                    (tcp_mean(run), tcp_mean(base), trailing_number(n))
+                else {
+                    continue;
+                };
+                if t1 > 0.0 {
+                    match groups.iter_mut().find(|(name, _)| name == mix) {
+                        Some((_, points)) => points.push((x, t2 / t1)),
+                        None => groups.push((mix.to_owned(), vec![(x, t2 / t1)])),
+                    }
+                }
+            }
+            let plot = plot::grouped_xy(
+                "e003-friendliness: T2/T1 vs number of flows",
+                "flows n",
+                "T2 / T1",
+                &groups,
+            )
+            .reference("paper: β = 1 ≈ 0.85", 0.85);
+            figures.push((
+                save_line(&plot, out, id, "t2-t1")?,
+                "TCP-friendliness T2/T1: mean TCP goodput with half the flows replaced, over that with all TCP".into(),
+            ));
+        }
+        "e004-burstiness" => {
+            let categories: Vec<String> = runs
+                .iter()
+                .map(|run| label(run, "scenario").unwrap_or("run").to_owned())
+                .collect();
+            let measured: Vec<_> = runs.iter().map(|run| run_metrics(&run.run)).collect();
+            let by_kind =
+                |kind: &str, pick: &dyn Fn(&tfrc_analysis::measure::FlowMetrics) -> Option<f64>| {
+                    measured
+                        .iter()
+                        .map(|metrics| {
+                            mean_of(
+                                metrics
+                                    .flows
+                                    .iter()
+                                    .filter(|flow| flow.kind == kind && flow.name.starts_with(kind))
+                                    .map(pick)
+                                    .collect(),
+                            )
+                        })
+                        .collect::<Vec<_>>()
+                };
+            let burstiness = BarChart::new(
+                "e004-burstiness: burstiness index (std / mean of the received rate)",
+                "burstiness index",
+                categories.clone(),
+            )
+            .series("TCP", by_kind("tcp", &|flow| flow.burstiness_index))
+            .series("TFRC", by_kind("tfrc", &|flow| flow.burstiness_index));
+            figures.push((
+                save_bars(&burstiness, out, id, "burstiness")?,
+                "burstiness index of the downlink flows in each scenario".into(),
+            ));
+            let goodput = BarChart::new(
+                "e004-burstiness: mean goodput",
+                "goodput (kb/s)",
+                categories,
+            )
+            .series(
+                "TCP",
+                by_kind("tcp", &|flow| flow.goodput_bps.map(|g| g / 1000.0)),
+            )
+            .series(
+                "TFRC",
+                by_kind("tfrc", &|flow| flow.goodput_bps.map(|g| g / 1000.0)),
+            );
+            figures.push((
+                save_bars(&goodput, out, id, "goodput")?,
+                "mean goodput of the downlink flows in each scenario".into(),
+            ));
+        }
+        _ => figures.extend(time_series(experiment, out)?),
+    }
+    if let Some(Ok(ns2)) = &experiment.ns2 {
+        let names: Vec<String> = experiment
+            .runs
+            .iter()
+            .map(|run| format!("ours ({})", run_name(run)))
+            .collect();
+        let mut sources: Vec<Source<'_>> = experiment
+            .runs
+            .iter()
+            .zip(&names)
+            .map(|(run, name)| Source {
+                name,
+                run: &run.run,
+            })
+            .collect();
+        sources.push(Source {
+            name: "ns-2.35",
+            run: ns2,
+        });
+        let flows: Vec<&str> = ns2
+            .summary
+            .flows
+            .iter()
+            .filter(|flow| flow.kind == "tfrc")
+            .map(|flow| flow.name.as_str())
+            .collect();
+        let plot = plot::throughput_over_time(
+            &format!("{id}: receiver throughput, ns-2 and ours"),
+            &sources,
+            &flows,
+            &[Direction::Received],
+        );
+        figures.push((
+            save_line(&plot, out, id, "ns2-side-by-side")?,
+            "receiver throughput of the TFRC flow: ns-2.35 (reference) and our simulator with the RFC 5348 and the ns2 profiles, same axes".into(),
+        ));
+    }
+    Ok(figures
+        .into_iter()
+        .filter(|(path, _)| !path.as_os_str().is_empty())
+        .collect())
+}
+
+/// Mean over the flows under test of their time-average p.
+fn p_of(run: &LoadedRun) -> Option<f64> {
+    let flows = flow_names(&run.run, None);
+    mean_of(
+        flows
+            .iter()
+            .map(|flow| run.run.flow_summary(flow).and_then(|f| f.mean_p))
+            .collect(),
+    )
+}
+
+/// Table I of paper 002 for `e002-grid`.
+pub fn table(experiment: &Experiment) -> Option<Table> {
+    if experiment.id != "e002-grid" {
+        return None;
+    }
+    let entries: Vec<LossRateEntry> = experiment
+        .runs
+        .iter()
+        .filter_map(|run| {
+            let flows = label(run, "flows")?;
+            let cell = label(run, "delay_feedbacks")?;
+            let delay = cell.split('-').next()?;
+            let rtt_ms = tfrc_scenario::units::parse_duration(delay)
+                .ok()?
+                .as_millis()
+                * 2;
+            Some(LossRateEntry {
+                row: format!("{flows} flows, RTT {rtt_ms} ms"),
+                feedbacks_per_rtt: trailing_number(cell)? as u32,
+                p: p_of(run)?,
+            })
+        })
+        .collect();
+    (!entries.is_empty()).then(|| {
+        loss_rate_ratio_table(
+            "Table I (ours): p_N / p_1, mean over the flows of their time-average loss event rate",
+            &entries,
+            2,
+        )
+    })
+}
+
+/// ns-2 vs our runs: mean receiver throughput and recovery time of the TFRC flow.
+pub fn ns2_comparison(
+    experiment: &Experiment,
+    ns2: &std::result::Result<Run, String>,
+) -> Vec<(String, String, String)> {
+    let ns2 = match ns2 {
+        Ok(run) => run,
+        Err(reason) => {
+            return vec![(
+                "ns-2 side by side".into(),
+                "—".into(),
+                format!("not run: {reason}"),
+            )]
+        }
+    };
+    let tfrc = |run: &Run| {
+        run.summary
+            .flows
+            .iter()
+            .find(|flow| flow.kind == "tfrc")
+            .map(|flow| flow.name.clone())
+    };
+    let Some(ns2_flow) = tfrc(ns2) else {
+        return Vec::new();
+    };
+    let ns2_goodput = goodput_kbps(ns2, &ns2_flow);
+    let window = experiment
+        .runs
+        .first()
+        .and_then(|run| disturbance(&run.scenario));
+    let recovery = |run: &Run, flow: &str| {
+        window.and_then(|(start, end)| {
+            recovery_time(run, flow, start, end, RecoveryOptions::default())
+                .ok()
+                .flatten()
+        })
+    };
+    let ns2_recovery = recovery(ns2, &ns2_flow);
+    let mut rows = Vec::new();
+    for run in &experiment.runs {
+        let Some(flow) = tfrc(&run.run) else {
+            continue;
+        };
+        let ours = goodput_kbps(&run.run, &flow);
+        let difference = match (ours, ns2_goodput) {
+            (Some(ours), Some(reference)) if reference > 0.0 => {
+                format!(
+                    "{ours:.1} kb/s ({:+.1} %)",
+                    (ours / reference - 1.0) * 100.0
+                )
+            }
+            _ => "n/a".into(),
+        };
+        rows.push((
+            format!("mean receiver throughput, ours ({}) vs ns-2", run_name(run)),
+            ns2_goodput.map_or("n/a".into(), |g| format!("ns-2 {g:.1} kb/s")),
+            difference,
+        ));
+        if window.is_some() {
+            let ours = recovery(&run.run, &flow);
+            rows.push((
+                format!(
+                    "recovery time after the disturbance, ours ({}) vs ns-2",
+                    run_name(run)
+                ),
+                ns2_recovery.map_or("ns-2 n/a".into(), |r| format!("ns-2 {r:.0} s")),
+                match (ours, ns2_recovery) {
+                    (Some(ours), Some(reference)) => {
+                        format!("{ours:.0} s ({:+.0} s)", ours - reference)
+                    }
+                    (Some(ours), None) => format!("{ours:.0} s"),
+                    _ => "n/a".into(),
+                },
+            ));
+        }
+    }
+    rows
+}
