@@ -652,3 +652,130 @@ pub fn evaluate(
     };
     outcome(ours, status)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn claim(relation: &str, value: Option<f64>, tolerance: Option<f64>) -> Claim {
+        Claim {
+            text: "t".into(),
+            metric: "goodput".into(),
+            relation: relation.into(),
+            variant: BTreeMap::new(),
+            baseline: None,
+            baseline_id: None,
+            flows: None,
+            aggregate: None,
+            window: None,
+            statistic: None,
+            across: None,
+            value,
+            min: Some(0.84),
+            max: Some(1.14),
+            tolerance,
+            unit: Some("kb/s".into()),
+        }
+    }
+
+    #[test]
+    fn relations_compare_as_documented() {
+        // approx: within ± tolerance of the value (10 % when none is given).
+        assert_eq!(
+            satisfies(&claim("approx", Some(447.0), Some(0.15)), 390.0, None),
+            Some(true)
+        );
+        assert_eq!(
+            satisfies(&claim("approx", Some(447.0), Some(0.15)), 370.0, None),
+            Some(false)
+        );
+        assert_eq!(
+            satisfies(&claim("approx", Some(1.0), None), 1.09, None),
+            Some(true)
+        );
+        assert_eq!(
+            satisfies(&claim("approx", Some(1.0), None), 1.11, None),
+            Some(false)
+        );
+        // at_least allows the tolerance below the value; below/above are strict.
+        assert_eq!(
+            satisfies(&claim("at_least", Some(800.0), Some(0.05)), 761.0, None),
+            Some(true)
+        );
+        assert_eq!(
+            satisfies(&claim("at_least", Some(800.0), Some(0.05)), 759.0, None),
+            Some(false)
+        );
+        assert_eq!(
+            satisfies(&claim("below", Some(500.0), None), 500.0, None),
+            Some(false)
+        );
+        assert_eq!(
+            satisfies(&claim("above", Some(1.0), None), 1.01, None),
+            Some(true)
+        );
+        assert_eq!(
+            satisfies(&claim("range", None, None), 0.84, None),
+            Some(true)
+        );
+        assert_eq!(
+            satisfies(&claim("range", None, None), 1.2, None),
+            Some(false)
+        );
+        // below_capacity needs the capacity.
+        assert_eq!(
+            satisfies(&claim("below_capacity", Some(384.0), None), 300.0, None),
+            None
+        );
+        assert_eq!(
+            satisfies(
+                &claim("below_capacity", Some(384.0), None),
+                300.0,
+                Some(1380.0)
+            ),
+            Some(true)
+        );
+        assert_eq!(
+            satisfies(&claim("qualitative", None, None), 1.0, None),
+            None
+        );
+    }
+
+    #[test]
+    fn paper_numbers_are_written_with_their_relation() {
+        assert_eq!(
+            paper_text(&claim("approx", Some(447.0), Some(0.15))),
+            "≈ 447 kb/s (±15 %)"
+        );
+        assert_eq!(paper_text(&claim("range", None, None)), "0.840–1.14 kb/s");
+        assert_eq!(
+            paper_text(&claim("qualitative", None, None)),
+            "(qualitative)"
+        );
+    }
+
+    #[test]
+    fn variant_selectors_match_labels() {
+        let labels = vec![
+            ("flows".to_string(), "2".to_string()),
+            ("protocol".to_string(), "enh-b1".to_string()),
+        ];
+        let mut selector = BTreeMap::new();
+        selector.insert(
+            "protocol".to_string(),
+            OneOrMany::Many(vec!["enh-b1".into(), "enh-b2".into()]),
+        );
+        assert!(matches(&labels, &selector));
+        selector.insert("flows".to_string(), OneOrMany::One("4".into()));
+        assert!(!matches(&labels, &selector));
+        assert!(matches(&labels, &BTreeMap::new()));
+    }
+
+    #[test]
+    fn statistics_over_a_window() {
+        assert_eq!(statistic(&[1.0, 3.0, 2.0], None), Some(2.0));
+        assert_eq!(statistic(&[1.0, 3.0, 2.0, 10.0], Some("median")), Some(2.5));
+        assert_eq!(statistic(&[1.0, 3.0], Some("max")), Some(3.0));
+        assert_eq!(statistic(&[], Some("min")), None);
+    }
+}
