@@ -649,15 +649,28 @@ impl Connection {
         client_tag: u32,
         seed: u64,
         policy: Policy,
+        handshake_rtt: Option<Duration>,
     ) -> Result<Connection, String> {
         let mut connection =
             Connection::new(now, descriptor, connection_id, seed, false, policy)?;
         connection.client_tag = client_tag;
+        if let Some(rtt) = handshake_rtt {
+            connection.note_handshake_rtt(rtt);
+        }
         connection
             .control
             .push_back(encode(&Repr::CookieAck { connection_id }));
         connection.events.push_back(Event::Connected);
         Ok(connection)
+    }
+
+    /// A first RTT sample from the handshake: it arms the loss timers and the deadline mapping
+    /// before any data is acknowledged.
+    fn note_handshake_rtt(&mut self, rtt: Duration) {
+        let rtt = rtt.max(Duration::from_micros(1));
+        self.min_rtt = Some(rtt);
+        self.latest_rtt = Some(rtt);
+        self.smoothed_rtt = Some(rtt);
     }
 
     /// The connection id.
@@ -1360,7 +1373,12 @@ impl Connection {
         if sender_deadline == 0 {
             return None;
         }
-        let offset = self.clock_offset.unwrap_or(0) - (self.peer_min_rtt.as_nanos() / 2) as i128;
+        let min_rtt = if self.peer_min_rtt.is_zero() {
+            self.min_rtt.unwrap_or(Duration::ZERO)
+        } else {
+            self.peer_min_rtt
+        };
+        let offset = self.clock_offset.unwrap_or(0) - (min_rtt.as_nanos() / 2) as i128;
         let local = i128::from(sender_deadline) + offset;
         Some(Instant::from_nanos(local.clamp(0, u64::MAX as i128) as u64))
     }
@@ -1515,16 +1533,18 @@ impl Connection {
             self.stats.malformed_received += 1;
             return;
         };
-        domain.order.forward(forward);
+        // Incomplete messages below the forward point will never complete.
         let stale: Vec<u32> = domain.partials.range(..forward).map(|(n, _)| *n).collect();
         let mut freed = 0;
         let mut expired = Vec::new();
         for number in stale {
             if let Some(partial) = domain.partials.remove(&number) {
+                domain.order.skip(number);
                 freed += partial.data.len();
                 expired.push(partial.stream);
             }
         }
+        domain.order.forward(forward);
         self.reassembly_bytes = self.reassembly_bytes.saturating_sub(freed);
         for stream in expired {
             self.stream_stats(stream).messages_expired_incomplete += 1;
@@ -1757,6 +1777,13 @@ impl Connection {
         if self.state != State::Connecting || client_tag != self.client_tag {
             self.stats.malformed_received += 1;
             return;
+        }
+        if let Some(request) = &self.handshake {
+            // Only an unambiguous sample: the first INIT answered.
+            if request.attempts == 1 {
+                let sent_at = request.next_at - HANDSHAKE_INTERVAL;
+                self.note_handshake_rtt(now - sent_at);
+            }
         }
         let echo = encode(&Repr::CookieEcho {
             connection_id: self.connection_id,

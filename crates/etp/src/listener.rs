@@ -219,6 +219,7 @@ impl Listener {
                     client_tag,
                     seed_hasher.finish(),
                     self.config.policy.clone(),
+                    (now_ms > issued_at).then(|| Duration::from_millis(now_ms - issued_at)),
                 ) {
                     Ok(connection) => {
                         self.stats.accepted += 1;

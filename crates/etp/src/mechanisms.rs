@@ -211,6 +211,7 @@ pub trait OrderBuffer<M>: fmt::Debug + Send {
 #[derive(Debug)]
 pub struct Unordered<M> {
     floor: u32,
+    missing: u64,
     done: BTreeSet<u32>,
     ready: VecDeque<(u32, M)>,
 }
@@ -219,6 +220,7 @@ impl<M> Default for Unordered<M> {
     fn default() -> Self {
         Unordered {
             floor: 0,
+            missing: 0,
             done: BTreeSet::new(),
             ready: VecDeque::new(),
         }
@@ -246,6 +248,8 @@ impl<M: fmt::Debug + Send> OrderBuffer<M> for Unordered<M> {
 
     fn forward(&mut self, forward: u32) {
         if forward > self.floor {
+            let seen = self.done.range(self.floor..forward).count() as u64;
+            self.missing += u64::from(forward - self.floor) - seen;
             self.floor = forward;
             self.done = self.done.split_off(&forward);
         }
@@ -260,7 +264,7 @@ impl<M: fmt::Debug + Send> OrderBuffer<M> for Unordered<M> {
     }
 
     fn missing(&self) -> u64 {
-        0
+        self.missing
     }
 
     fn remove_held(&mut self, _number: u32) -> Option<M> {
@@ -419,6 +423,7 @@ mod tests {
         order.insert(5, 'y');
         order.forward(3);
         assert!(order.is_done(1));
+        assert_eq!(order.missing(), 3);
         assert_eq!(order.pop_ready(), Some((5, 'x')));
         assert_eq!(order.pop_ready(), None);
     }
