@@ -1675,6 +1675,21 @@ impl Connection {
         self.stats.packets_received += 1;
         self.stats.bytes_received += bytes.len() as u64;
         self.last_received_at = now;
+        let from_established_peer = matches!(
+            repr,
+            Repr::Data { .. } | Repr::Ack { .. } | Repr::Ping { .. } | Repr::Reconfigure { .. }
+        );
+        if from_established_peer && self.state == State::Connecting && self.handshake_cookie_sent()
+        {
+            // The COOKIE_ACK was lost but the peer is established.
+            self.establish();
+        }
+        if self.state == State::Connecting && !matches!(
+            repr,
+            Repr::InitAck { .. } | Repr::CookieAck { .. } | Repr::Error { .. }
+        ) {
+            return;
+        }
         match repr {
             Repr::InitAck { client_tag, cookie, .. } => {
                 self.on_init_ack(now, client_tag, cookie);
@@ -1695,10 +1710,6 @@ impl Connection {
                 tfrc,
                 ..
             } => {
-                if self.state == State::Connecting && self.handshake_cookie_sent() {
-                    // The COOKIE_ACK was lost but the peer is established.
-                    self.establish();
-                }
                 if matches!(self.state, State::Established | State::Closing) {
                     self.on_data(now, packet_number, epoch, min_rtt_micros, tfrc);
                 }
@@ -1710,9 +1721,6 @@ impl Connection {
                 ranges,
                 ..
             } => {
-                if self.state == State::Connecting && self.handshake_cookie_sent() {
-                    self.establish();
-                }
                 if let Some(feedback) = feedback {
                     if epoch == self.epoch {
                         self.rate.handle_feedback(now, feedback);
@@ -1895,7 +1903,10 @@ impl Connection {
         if let Some(request) = &self.close_request {
             times.push(request.next_at);
         }
-        if !self.control.is_empty() || self.ack_now || self.pending_feedback.is_some() {
+        if !self.control.is_empty()
+            || (self.state != State::Connecting
+                && (self.ack_now || self.pending_feedback.is_some()))
+        {
             times.push(self.created_at.min(self.last_sent_at));
         }
         times.extend(self.ack_timer);

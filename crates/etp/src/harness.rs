@@ -175,6 +175,7 @@ pub struct Harness {
     buffer: Vec<u8>,
     client_events: Vec<Event>,
     server_events: Vec<Event>,
+    stalls: u64,
 }
 
 impl Harness {
@@ -204,6 +205,7 @@ impl Harness {
             buffer: vec![0u8; 70_000],
             client_events: Vec::new(),
             server_events: Vec::new(),
+            stalls: 0,
         })
     }
 
@@ -240,6 +242,12 @@ impl Harness {
     /// Counters of the server → client link.
     pub fn to_client_stats(&self) -> LinkStats {
         self.to_client.stats()
+    }
+
+    /// How often an end kept asking to run at the same instant without progress and the harness
+    /// stepped over it (a bug indicator: tests expect 0).
+    pub fn stalls(&self) -> u64 {
+        self.stalls
     }
 
     /// Events seen so far at the client (drained from the connection as the harness runs).
@@ -328,6 +336,7 @@ impl Harness {
                 if same_time_steps > 1000 {
                     // A timer that keeps asking for "now" without progress: step over it.
                     self.now += Duration::from_micros(1);
+                    self.stalls += 1;
                     same_time_steps = 0;
                 }
             } else {
@@ -350,5 +359,39 @@ impl Harness {
     /// Runs for `duration` of virtual time.
     pub fn run_for(&mut self, duration: Duration) {
         self.run_until(self.now + duration);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::descriptor::{RateControlKind, RateValue, ReliabilityKind};
+    use crate::MessageOptions;
+
+    #[test]
+    fn an_idle_and_a_busy_run_take_few_steps() {
+        let mut descriptor = Descriptor::single_stream(RateControlKind::Fixed);
+        descriptor.fixed_rate = Some(RateValue::Text("8Mbps".into()));
+        descriptor.streams[0].reliability = ReliabilityKind::None;
+        let link = LinkConfig {
+            loss: 0.2,
+            reorder: 0.2,
+            reorder_delay: Duration::from_millis(15),
+            ..LinkConfig::delay(Duration::from_millis(10))
+        };
+        let mut harness =
+            Harness::new(descriptor, Policy::permissive(), link.clone(), link, 1).unwrap();
+        harness.run_for(Duration::from_secs(3));
+        let now = harness.now();
+        for _ in 0..20 {
+            harness
+                .client()
+                .send(now, 0, vec![1; 5000], MessageOptions::default())
+                .unwrap();
+        }
+        let started = std::time::Instant::now();
+        harness.run_for(Duration::from_secs(20));
+        assert!(started.elapsed() < Duration::from_secs(2), "{:?}", started.elapsed());
+        assert_eq!(harness.stalls(), 0);
     }
 }

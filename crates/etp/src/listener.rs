@@ -195,7 +195,9 @@ impl Listener {
                 let expected = self.mac(&peer, connection_id, client_tag, issued_at, descriptor);
                 let now_ms = now.as_nanos() / 1_000_000;
                 let lifetime = self.config.cookie_lifetime.as_millis() as u64;
+                let reserved_clear = cookie[8..16].iter().all(|byte| *byte == 0);
                 if u64::from_be_bytes(mac) != expected
+                    || !reserved_clear
                     || issued_at > now_ms
                     || now_ms - issued_at > lifetime
                 {
