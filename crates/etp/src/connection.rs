@@ -500,6 +500,7 @@ pub struct Connection {
     last_sent_at: Instant,
     last_received_at: Instant,
     events: VecDeque<Event>,
+    close_reason: Option<CloseReason>,
     stats: ConnectionStats,
 }
 
@@ -606,6 +607,7 @@ impl Connection {
             last_sent_at: now,
             last_received_at: now,
             events: VecDeque::new(),
+            close_reason: None,
             stats: ConnectionStats::default(),
         };
         connection.apply_streams(&descriptor);
@@ -686,6 +688,11 @@ impl Connection {
     /// True once closed.
     pub fn is_closed(&self) -> bool {
         self.state == State::Closed
+    }
+
+    /// How the connection ended, once closed.
+    pub fn close_reason(&self) -> Option<&CloseReason> {
+        self.close_reason.as_ref()
     }
 
     /// The descriptor in force.
@@ -862,6 +869,7 @@ impl Connection {
     fn finish(&mut self, reason: CloseReason) {
         if self.state != State::Closed {
             self.state = State::Closed;
+            self.close_reason = Some(reason.clone());
             self.events.push_back(Event::Closed(reason));
         }
     }

@@ -83,27 +83,30 @@ pub struct LinkStats {
     pub delivered: u64,
 }
 
-/// One direction of the path: queue, bottleneck, delay, loss.
+/// One direction of the path: queue, bottleneck, delay, loss. Carries items of type `T`
+/// (datagrams, or datagrams with their destination in the UDP driver).
 #[derive(Debug)]
-pub struct Link {
+pub struct Link<T = Vec<u8>> {
     config: LinkConfig,
     rng: ChaCha8Rng,
     busy_until: Instant,
     departures: VecDeque<Instant>,
-    in_flight: BinaryHeap<Reverse<(Instant, u64, Vec<u8>)>>,
+    in_flight: BinaryHeap<Reverse<(Instant, u64)>>,
+    items: std::collections::HashMap<u64, T>,
     order: u64,
     stats: LinkStats,
 }
 
-impl Link {
+impl<T> Link<T> {
     /// A link; `seed` drives its losses and reordering.
-    pub fn new(config: LinkConfig, seed: u64) -> Link {
+    pub fn new(config: LinkConfig, seed: u64) -> Link<T> {
         Link {
             config,
             rng: ChaCha8Rng::seed_from_u64(seed),
             busy_until: Instant::ZERO,
             departures: VecDeque::new(),
             in_flight: BinaryHeap::new(),
+            items: std::collections::HashMap::new(),
             order: 0,
             stats: LinkStats::default(),
         }
@@ -114,8 +117,8 @@ impl Link {
         self.stats
     }
 
-    /// Offers a datagram at `now`.
-    pub fn push(&mut self, now: Instant, bytes: Vec<u8>) {
+    /// Offers an item of `length` bytes at `now`.
+    pub fn push(&mut self, now: Instant, length: usize, item: T) {
         self.stats.offered += 1;
         if self.config.loss > 0.0 && self.rng.gen_bool(self.config.loss) {
             self.stats.lost += 1;
@@ -131,7 +134,7 @@ impl Link {
                     return;
                 }
                 let start = self.busy_until.max(now);
-                let done = start + transmission_time(bytes.len(), rate / 8.0);
+                let done = start + transmission_time(length, rate / 8.0);
                 self.busy_until = done;
                 self.departures.push_back(done);
                 done
@@ -143,22 +146,23 @@ impl Link {
             arrival += self.config.reorder_delay;
         }
         self.order += 1;
-        self.in_flight.push(Reverse((arrival, self.order, bytes)));
+        self.in_flight.push(Reverse((arrival, self.order)));
+        self.items.insert(self.order, item);
     }
 
     /// When the next datagram arrives.
     pub fn next_arrival(&self) -> Option<Instant> {
-        self.in_flight.peek().map(|Reverse((time, _, _))| *time)
+        self.in_flight.peek().map(|Reverse((time, _))| *time)
     }
 
-    /// The next datagram arrived by `now`.
-    pub fn pop_arrived(&mut self, now: Instant) -> Option<Vec<u8>> {
+    /// The next item arrived by `now`.
+    pub fn pop_arrived(&mut self, now: Instant) -> Option<T> {
         if self.next_arrival()? > now {
             return None;
         }
-        let Reverse((_, _, bytes)) = self.in_flight.pop()?;
+        let Reverse((_, order)) = self.in_flight.pop()?;
         self.stats.delivered += 1;
-        Some(bytes)
+        self.items.remove(&order)
     }
 }
 
@@ -263,11 +267,13 @@ impl Harness {
     fn flush(&mut self) {
         let now = self.now;
         while let Some(length) = self.client.poll_transmit(now, &mut self.buffer) {
-            self.to_server.push(now, self.buffer[..length].to_vec());
+            self.to_server
+                .push(now, length, self.buffer[..length].to_vec());
         }
         if let Some(server) = &mut self.server {
             while let Some(length) = server.poll_transmit(now, &mut self.buffer) {
-                self.to_client.push(now, self.buffer[..length].to_vec());
+                self.to_client
+                    .push(now, length, self.buffer[..length].to_vec());
             }
         }
         while let Some(event) = self.client.poll_event() {
@@ -302,7 +308,8 @@ impl Harness {
                 .handle_datagram(now, self.client_address, &bytes, &mut self.buffer)
             {
                 ListenerOutput::Reply(length) => {
-                    self.to_client.push(now, self.buffer[..length].to_vec());
+                    self.to_client
+                    .push(now, length, self.buffer[..length].to_vec());
                 }
                 ListenerOutput::Accept(connection) => self.server = Some(*connection),
                 ListenerOutput::Ignore(_) => {}
