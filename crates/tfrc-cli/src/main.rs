@@ -22,6 +22,8 @@ enum Command {
     Send(tfrc_udp::cli::SendArgs),
     /// Receive TFRC flows (or --tcp: TCP connections), iperf3-style.
     Recv(tfrc_udp::cli::RecvArgs),
+    /// Stream synthetic video over ETP and report frames on time / late / lost.
+    Stream(etp::stream_app::StreamArgs),
 }
 
 #[derive(Debug, Args)]
@@ -70,6 +72,7 @@ fn main() -> Result<()> {
         Command::Equation(args) => run_equation(&args),
         Command::Send(args) => tfrc_udp::cli::run_send(&args),
         Command::Recv(args) => tfrc_udp::cli::run_recv(&args),
+        Command::Stream(args) => etp::stream_app::run(&args),
         Command::Reproduce(args) => bail!(
             "`tfrc reproduce --out {}` is not available yet: it needs the simulator and the \
              experiment scenarios, which are still being built (see README, Status). \
