@@ -34,7 +34,7 @@ use tfrc_proto::Instant;
 use crate::descriptor::{Descriptor, RateControlKind, StreamDescriptor};
 use crate::mechanisms::{self, OrderBuffer, Scheduler, StreamMechanisms};
 use crate::rate::{self, RateControl};
-use crate::wire::{self, Frame, FragmentFrame, Frames, Repr, COOKIE_LEN};
+use crate::wire::{self, FragmentFrame, Frame, Frames, Repr, COOKIE_LEN};
 
 /// Packets acknowledged later than this many packets after a packet declare it lost.
 pub const PACKET_THRESHOLD: u64 = 3;
@@ -65,22 +65,14 @@ pub mod close_code {
     pub const PROTOCOL: u16 = 3;
 }
 
-/// What a listener (or a peer asked to reconfigure) accepts.
-#[derive(Debug, Clone, PartialEq)]
+/// What a listener (or a peer asked to reconfigure) accepts. The default refuses unpaced
+/// sessions and sets no rate limit.
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct Policy {
     /// Largest gTFRC target rate or fixed rate accepted, bits/s.
     pub max_rate_bits_per_second: Option<f64>,
     /// Accept the unpaced rate control `none` (only for tests on a private link).
     pub allow_unpaced: bool,
-}
-
-impl Default for Policy {
-    fn default() -> Self {
-        Policy {
-            max_rate_bits_per_second: None,
-            allow_unpaced: false,
-        }
-    }
 }
 
 impl Policy {
@@ -653,8 +645,7 @@ impl Connection {
         policy: Policy,
         handshake_rtt: Option<Duration>,
     ) -> Result<Connection, String> {
-        let mut connection =
-            Connection::new(now, descriptor, connection_id, seed, false, policy)?;
+        let mut connection = Connection::new(now, descriptor, connection_id, seed, false, policy)?;
         connection.client_tag = client_tag;
         if let Some(rtt) = handshake_rtt {
             connection.note_handshake_rtt(rtt);
@@ -1065,9 +1056,10 @@ impl Connection {
                 });
             }
         }
-        self.largest_acked = Some(self.largest_acked.map_or(largest_in_ack, |largest| {
-            largest.max(largest_in_ack)
-        }));
+        self.largest_acked = Some(
+            self.largest_acked
+                .map_or(largest_in_ack, |largest| largest.max(largest_in_ack)),
+        );
         for (_, packet) in newly_acked {
             for frame in packet.frames {
                 match frame {
@@ -1331,8 +1323,14 @@ impl Connection {
         let min_rtt = self.min_rtt.map_or(0, |rtt| {
             u32::try_from(rtt.as_micros()).unwrap_or(u32::MAX).max(1)
         });
-        wire::emit_data_header(buffer, self.connection_id, packet_number, self.epoch, min_rtt)
-            .ok()?;
+        wire::emit_data_header(
+            buffer,
+            self.connection_id,
+            packet_number,
+            self.epoch,
+            min_rtt,
+        )
+        .ok()?;
         self.sent.insert(
             packet_number,
             SentPacket {
@@ -1422,9 +1420,8 @@ impl Connection {
         self.clock_offset = Some(self.clock_offset.map_or(offset, |old| old.min(offset)));
         // TFRC receiver of the current rate-control epoch.
         let current = self.tfrc_receiver.as_ref().map(|(epoch, _)| *epoch);
-        let newer = current.is_none_or(|current| {
-            current != epoch && epoch.wrapping_sub(current) < 0x8000
-        });
+        let newer =
+            current.is_none_or(|current| current != epoch && epoch.wrapping_sub(current) < 0x8000);
         if newer {
             let config = tfrc_proto::Config {
                 packet_size: tfrc_packet_size(&self.descriptor),
@@ -1573,7 +1570,11 @@ impl Connection {
             let late = self
                 .local_deadline(complete.deadline)
                 .is_some_and(|deadline| now > deadline);
-            let stats = self.stats.streams.entry(complete.message.stream).or_default();
+            let stats = self
+                .stats
+                .streams
+                .entry(complete.message.stream)
+                .or_default();
             if late {
                 stats.messages_late_at_receiver += 1;
             } else {
@@ -1692,14 +1693,18 @@ impl Connection {
             // The COOKIE_ACK was lost but the peer is established.
             self.establish();
         }
-        if self.state == State::Connecting && !matches!(
-            repr,
-            Repr::InitAck { .. } | Repr::CookieAck { .. } | Repr::Error { .. }
-        ) {
+        if self.state == State::Connecting
+            && !matches!(
+                repr,
+                Repr::InitAck { .. } | Repr::CookieAck { .. } | Repr::Error { .. }
+            )
+        {
             return;
         }
         match repr {
-            Repr::InitAck { client_tag, cookie, .. } => {
+            Repr::InitAck {
+                client_tag, cookie, ..
+            } => {
                 self.on_init_ack(now, client_tag, cookie);
             }
             Repr::CookieAck { .. } => self.establish(),
@@ -1757,13 +1762,12 @@ impl Connection {
             }
             Repr::Error { code, reason, .. } => {
                 let text = String::from_utf8_lossy(reason).into_owned();
-                let error = if self.state == State::Connecting
-                    || code == close_code::DESCRIPTOR_REFUSED
-                {
-                    ConnectionError::Refused(text)
-                } else {
-                    ConnectionError::PeerError(text)
-                };
+                let error =
+                    if self.state == State::Connecting || code == close_code::DESCRIPTOR_REFUSED {
+                        ConnectionError::Refused(text)
+                    } else {
+                        ConnectionError::PeerError(text)
+                    };
                 self.finish(CloseReason::Error(error));
             }
             Repr::Reconfigure {
@@ -1992,13 +1996,16 @@ impl Connection {
     // ----- packets out -----
 
     fn request_interval(&self) -> Duration {
-        self.smoothed_rtt
-            .map_or(Duration::from_millis(500), |rtt| {
-                (rtt * 2).max(Duration::from_millis(200))
-            })
+        self.smoothed_rtt.map_or(Duration::from_millis(500), |rtt| {
+            (rtt * 2).max(Duration::from_millis(200))
+        })
     }
 
-    fn take_request(request: &mut Option<Request>, now: Instant, interval: Duration) -> Option<Vec<u8>> {
+    fn take_request(
+        request: &mut Option<Request>,
+        now: Instant,
+        interval: Duration,
+    ) -> Option<Vec<u8>> {
         let request = request.as_mut()?;
         if now < request.next_at {
             return None;
@@ -2035,10 +2042,7 @@ impl Connection {
             .largest_received
             .map_or(Duration::ZERO, |(_, at)| now - at);
         let feedback = self.pending_feedback.take();
-        let epoch = self
-            .tfrc_receiver
-            .as_ref()
-            .map_or(0, |(epoch, _)| *epoch);
+        let epoch = self.tfrc_receiver.as_ref().map_or(0, |(epoch, _)| *epoch);
         let repr = Repr::Ack {
             connection_id: self.connection_id,
             epoch,

@@ -96,8 +96,9 @@ impl RateValue {
             RateValue::BitsPerSecond(value) => {
                 Err(format!("{value} is not a positive number of bits/s"))
             }
-            RateValue::Text(text) => tfrc_udp::units::parse_rate_bits_per_second(text)
-                .map_err(|error| error.to_string()),
+            RateValue::Text(text) => {
+                tfrc_udp::units::parse_rate_bits_per_second(text).map_err(|error| error.to_string())
+            }
         }
     }
 }
@@ -183,7 +184,9 @@ impl StreamDescriptor {
 
     /// The deadline as a duration (valid descriptors only).
     pub fn deadline_duration(&self) -> Option<Duration> {
-        self.deadline.as_ref().and_then(|value| value.duration().ok())
+        self.deadline
+            .as_ref()
+            .and_then(|value| value.duration().ok())
     }
 }
 
@@ -326,10 +329,9 @@ impl Descriptor {
             Descriptor::from_toml(&text)
         };
         parsed.map_err(|error| match error {
-            DescriptorError::Syntax(problem) => DescriptorError::Syntax(format!(
-                "{}: {problem}",
-                path.display()
-            )),
+            DescriptorError::Syntax(problem) => {
+                DescriptorError::Syntax(format!("{}: {problem}", path.display()))
+            }
             other => other,
         })
     }
@@ -373,10 +375,14 @@ impl Descriptor {
             }
             _ => {}
         }
-        for (field, value) in [("keepalive", &self.keepalive), ("idle_timeout", &self.idle_timeout)]
-        {
+        for (field, value) in [
+            ("keepalive", &self.keepalive),
+            ("idle_timeout", &self.idle_timeout),
+        ] {
             if let Some(value) = value {
-                value.duration().map_err(|problem| invalid(field, problem))?;
+                value
+                    .duration()
+                    .map_err(|problem| invalid(field, problem))?;
             }
         }
         if self.keepalive_interval() >= self.idle_timeout_duration() {
@@ -573,7 +579,10 @@ priority = 0
         );
         let again = Descriptor::from_json(&descriptor.to_json()).unwrap();
         assert_eq!(again, descriptor);
-        assert_eq!(descriptor.ordering_domain(&descriptor.streams[0]), (0, true));
+        assert_eq!(
+            descriptor.ordering_domain(&descriptor.streams[0]),
+            (0, true)
+        );
         assert_eq!(
             descriptor.ordering_domain(&descriptor.streams[1]),
             (FULL_ORDER_DOMAIN, true)
@@ -583,16 +592,27 @@ priority = 0
     #[test]
     fn invalid_descriptors_name_the_field() {
         let cases = [
-            (EXAMPLE.replace("target_rate = \"1.5Mbps\"", ""), "target_rate"),
+            (
+                EXAMPLE.replace("target_rate = \"1.5Mbps\"", ""),
+                "target_rate",
+            ),
             (EXAMPLE.replace("1.5Mbps", "fast"), "target_rate"),
             (EXAMPLE.replace("300ms", "-3ms"), "stream[0].deadline"),
             (EXAMPLE.replace("id = 1", "id = 0"), "stream[1].id"),
-            (EXAMPLE.replace("packet_size = 1200", "packet_size = 20"), "packet_size"),
             (
-                EXAMPLE.replace("max_retransmissions = 1\n", "").replace("deadline = \"300ms\"", ""),
+                EXAMPLE.replace("packet_size = 1200", "packet_size = 20"),
+                "packet_size",
+            ),
+            (
+                EXAMPLE
+                    .replace("max_retransmissions = 1\n", "")
+                    .replace("deadline = \"300ms\"", ""),
                 "stream[0].reliability",
             ),
-            (EXAMPLE.replace("priority = 0", "priority = 0\ncolour = 3"), "colour"),
+            (
+                EXAMPLE.replace("priority = 0", "priority = 0\ncolour = 3"),
+                "colour",
+            ),
             (EXAMPLE.replace("\"strict\"", "\"fifo\""), "fifo"),
         ];
         for (text, needle) in cases {

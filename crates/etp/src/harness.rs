@@ -309,7 +309,7 @@ impl Harness {
             {
                 ListenerOutput::Reply(length) => {
                     self.to_client
-                    .push(now, length, self.buffer[..length].to_vec());
+                        .push(now, length, self.buffer[..length].to_vec());
                 }
                 ListenerOutput::Accept(connection) => self.server = Some(*connection),
                 ListenerOutput::Ignore(_) => {}
@@ -398,7 +398,11 @@ mod tests {
         }
         let started = std::time::Instant::now();
         harness.run_for(Duration::from_secs(20));
-        assert!(started.elapsed() < Duration::from_secs(2), "{:?}", started.elapsed());
+        assert!(
+            started.elapsed() < Duration::from_secs(2),
+            "{:?}",
+            started.elapsed()
+        );
         assert_eq!(harness.stalls(), 0);
     }
 }

@@ -14,8 +14,12 @@ use crate::descriptor::{ReliabilityKind, SchedulerKind, StreamDescriptor};
 pub trait Reliability: fmt::Debug + Send + Sync {
     /// `transmissions` is how many times the fragment was sent so far (1 after the first send);
     /// `deadline` is the message's deadline.
-    fn should_retransmit(&self, transmissions: u32, deadline: Option<Instant>, now: Instant)
-        -> bool;
+    fn should_retransmit(
+        &self,
+        transmissions: u32,
+        deadline: Option<Instant>,
+        now: Instant,
+    ) -> bool;
 }
 
 /// Nothing is retransmitted.
@@ -46,7 +50,12 @@ pub struct PartialReliability {
 }
 
 impl Reliability for PartialReliability {
-    fn should_retransmit(&self, transmissions: u32, deadline: Option<Instant>, now: Instant) -> bool {
+    fn should_retransmit(
+        &self,
+        transmissions: u32,
+        deadline: Option<Instant>,
+        now: Instant,
+    ) -> bool {
         let within_count = self
             .max_retransmissions
             .is_none_or(|max| transmissions.saturating_sub(1) < max);

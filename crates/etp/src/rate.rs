@@ -168,7 +168,12 @@ struct HeaderWriter {
 }
 
 impl HeaderWriter {
-    fn emit(&mut self, now: Instant, payload: &[u8], buffer: &mut [u8]) -> Result<usize, RateError> {
+    fn emit(
+        &mut self,
+        now: Instant,
+        payload: &[u8],
+        buffer: &mut [u8],
+    ) -> Result<usize, RateError> {
         let length = DATA_HEADER_LEN + payload.len();
         if buffer.len() < length {
             return Err(RateError::Size(format!(
@@ -355,24 +360,12 @@ mod tests {
         assert_eq!(length, 1000);
         assert!(!rate.can_send(now + Duration::from_micros(9_999)));
         assert!(rate.can_send(now + Duration::from_millis(10)));
-        assert_eq!(
-            rate.emit(now, &[], &mut buffer),
-            Err(RateError::TooEarly)
-        );
+        assert_eq!(rate.emit(now, &[], &mut buffer), Err(RateError::TooEarly));
     }
 
     #[test]
     fn gtfrc_floor_changes_in_place() {
-        let mut rate = build(
-            RateControlKind::Tfrc,
-            None,
-            None,
-            1000,
-            1,
-            2,
-            Instant::ZERO,
-        )
-        .unwrap();
+        let mut rate = build(RateControlKind::Tfrc, None, None, 1000, 1, 2, Instant::ZERO).unwrap();
         assert!(rate.sending_rate().unwrap() < 2000.0);
         assert!(rate.set_target_rate(Some(250_000.0)));
         assert_eq!(rate.kind(), RateControlKind::Gtfrc);

@@ -303,7 +303,9 @@ fn describe(descriptor: &Descriptor) -> String {
     };
     let deadline = stream
         .deadline_duration()
-        .map_or("no deadline".into(), |d| format!("deadline {}ms", d.as_millis()));
+        .map_or("no deadline".into(), |d| {
+            format!("deadline {}ms", d.as_millis())
+        });
     format!("{rate}, {reliability}, {deadline}")
 }
 
@@ -316,7 +318,7 @@ fn finish(
     receiver_late: u64,
 ) -> StreamReport {
     let iframes = (0..settings.frames)
-        .filter(|n| n % u64::from(args.iframe_every) == 0)
+        .filter(|n| n.is_multiple_of(u64::from(args.iframe_every)))
         .count() as u64;
     let sender_total = sender.total();
     // Late: dropped late at the sender, or wholly received (acknowledged) but not on time —
@@ -339,7 +341,8 @@ fn finish(
         .get(((delays.len() as f64 * 0.95) as usize).min(delays.len().saturating_sub(1)))
         .copied()
         .unwrap_or(0.0);
-    let per_cycle = args.iframe_size as f64 + (args.iframe_every - 1) as f64 * args.frame_size as f64;
+    let per_cycle =
+        args.iframe_size as f64 + (args.iframe_every - 1) as f64 * args.frame_size as f64;
     StreamReport {
         mode: mode.into(),
         descriptor: describe(&settings.descriptor),
@@ -357,8 +360,15 @@ fn finish(
 }
 
 fn frame_size(args: &StreamArgs, number: u64) -> (bool, usize) {
-    let iframe = number % u64::from(args.iframe_every) == 0;
-    (iframe, if iframe { args.iframe_size } else { args.frame_size })
+    let iframe = number.is_multiple_of(u64::from(args.iframe_every));
+    (
+        iframe,
+        if iframe {
+            args.iframe_size
+        } else {
+            args.frame_size
+        },
+    )
 }
 
 fn run_simulated(args: &StreamArgs, settings: &Settings) -> Result<StreamReport> {
@@ -376,7 +386,10 @@ fn run_simulated(args: &StreamArgs, settings: &Settings) -> Result<StreamReport>
     .map_err(anyhow::Error::msg)?;
     harness.run_for(Duration::from_secs(1));
     if harness.server().is_none() {
-        bail!("the simulated connection could not be set up: {:?}", harness.client_events());
+        bail!(
+            "the simulated connection could not be set up: {:?}",
+            harness.client_events()
+        );
     }
     let mut tally = Tally::new(settings.playout);
     let start = harness.now();
@@ -387,9 +400,12 @@ fn run_simulated(args: &StreamArgs, settings: &Settings) -> Result<StreamReport>
         harness.run_until(now);
         let (iframe, size) = frame_size(args, number);
         created.push(now);
-        let _ = harness
-            .client()
-            .send(now, 0, frame(number, now, iframe, size), MessageOptions::default());
+        let _ = harness.client().send(
+            now,
+            0,
+            frame(number, now, iframe, size),
+            MessageOptions::default(),
+        );
         harness.run_until(now + settings.frame_interval);
         while let Some(message) = harness.server().and_then(|server| server.recv()) {
             let number = decode(&message.data) as usize;
@@ -409,11 +425,21 @@ fn run_simulated(args: &StreamArgs, settings: &Settings) -> Result<StreamReport>
         .server()
         .map_or(0, |server| server.stats().total().messages_late_at_receiver);
     if std::env::var_os("ETP_STREAM_DEBUG").is_some() {
-        eprintln!("receiver {:?}", harness.server().map(|server| server.stats()));
+        eprintln!(
+            "receiver {:?}",
+            harness.server().map(|server| server.stats())
+        );
         eprintln!("sender {:?}", harness.client().stats());
     }
     let sender = harness.client().stats();
-    Ok(finish("simulated (virtual time, in-process link)", settings, args, tally, sender, receiver_late))
+    Ok(finish(
+        "simulated (virtual time, in-process link)",
+        settings,
+        args,
+        tally,
+        sender,
+        receiver_late,
+    ))
 }
 
 fn run_local(args: &StreamArgs, settings: &Settings) -> Result<StreamReport> {
@@ -455,7 +481,11 @@ fn run_local(args: &StreamArgs, settings: &Settings) -> Result<StreamReport> {
         std::thread::sleep(wait);
         let created = Instant::from_nanos(epoch.elapsed().as_nanos() as u64);
         let (iframe, size) = frame_size(args, number);
-        let _ = session.send(0, frame(number, created, iframe, size), MessageOptions::default());
+        let _ = session.send(
+            0,
+            frame(number, created, iframe, size),
+            MessageOptions::default(),
+        );
     }
     let (tally, receiver_late) = receiving
         .join()
@@ -496,7 +526,10 @@ fn print(report: &StreamReport, json: bool) {
         report.lost,
         percent(report.lost)
     );
-    println!("I-frames:    {} of {} on time", report.iframes_on_time, report.iframes);
+    println!(
+        "I-frames:    {} of {} on time",
+        report.iframes_on_time, report.iframes
+    );
     println!(
         "delay:       mean {:.1} ms, p95 {:.1} ms",
         report.mean_delay_ms, report.p95_delay_ms
@@ -533,7 +566,11 @@ pub fn run(args: &StreamArgs) -> Result<()> {
         return Ok(());
     }
     if let Some(address) = &args.connect {
-        let session = udp::connect(address, settings.descriptor.clone(), &DriverOptions::default())?;
+        let session = udp::connect(
+            address,
+            settings.descriptor.clone(),
+            &DriverOptions::default(),
+        )?;
         let epoch = std::time::Instant::now();
         for number in 0..settings.frames {
             std::thread::sleep(
@@ -542,7 +579,11 @@ pub fn run(args: &StreamArgs) -> Result<()> {
             );
             let created = Instant::from_nanos(epoch.elapsed().as_nanos() as u64);
             let (iframe, size) = frame_size(args, number);
-            let _ = session.send(0, frame(number, created, iframe, size), MessageOptions::default());
+            let _ = session.send(
+                0,
+                frame(number, created, iframe, size),
+                MessageOptions::default(),
+            );
         }
         session.close(settings.playout + Duration::from_secs(10))?;
         let stats = session.stats();
@@ -562,4 +603,69 @@ pub fn run(args: &StreamArgs) -> Result<()> {
     };
     print(&report, args.json);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Command {
+        #[command(flatten)]
+        stream: StreamArgs,
+    }
+
+    fn args(line: &[&str]) -> StreamArgs {
+        let mut full = vec!["stream"];
+        full.extend_from_slice(line);
+        Command::try_parse_from(full).unwrap().stream
+    }
+
+    #[test]
+    fn bad_flags_are_named() {
+        for (line, flag) in [
+            (&["--playout-deadline", "soon"][..], "--playout-deadline"),
+            (&["--fps", "0"][..], "--fps"),
+            (&["--emulate-loss", "2", "--simulate"][..], "loss"),
+            (&["--emulate-rate", "fast"][..], "--emulate-rate"),
+            (
+                &["--rate-control", "gtfrc", "--target-rate", "-1"][..],
+                "target_rate",
+            ),
+        ] {
+            let outcome = settings(&args(line));
+            assert!(outcome.is_err(), "{line:?} was accepted");
+            let error = format!("{:#}", outcome.err().unwrap());
+            assert!(error.contains(flag), "{error:?} should name {flag}");
+        }
+    }
+
+    #[test]
+    fn a_gtfrc_floor_above_the_video_rate_keeps_frames_on_time() {
+        let line = [
+            "--simulate",
+            "--duration",
+            "8s",
+            "--emulate-loss",
+            "0.01",
+            "--emulate-delay",
+            "50ms",
+            "--emulate-rate",
+            "2Mbps",
+        ];
+        let run = |extra: &[&str]| {
+            let mut all = line.to_vec();
+            all.extend_from_slice(extra);
+            let args = args(&all);
+            run_simulated(&args, &settings(&args).unwrap()).unwrap()
+        };
+        let tfrc = run(&["--rate-control", "tfrc"]);
+        let gtfrc = run(&["--rate-control", "gtfrc", "--target-rate", "1.5Mbps"]);
+        for report in [&tfrc, &gtfrc] {
+            assert_eq!(report.on_time + report.late + report.lost, report.frames);
+        }
+        assert!(gtfrc.on_time > tfrc.on_time, "{gtfrc:?} vs {tfrc:?}");
+        assert!(gtfrc.on_time as f64 > 0.95 * gtfrc.frames as f64);
+    }
 }

@@ -91,7 +91,9 @@ struct Endpoint {
 
 impl Endpoint {
     fn lock(&self) -> MutexGuard<'_, EndpointState> {
-        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     fn transmit(&self, state: &mut EndpointState, now: Instant, peer: SocketAddr, bytes: &[u8]) {
@@ -548,6 +550,11 @@ mod tests {
         let descriptor = Descriptor::single_stream(RateControlKind::None);
         let error = connect(&address, descriptor, &options).err().unwrap();
         assert!(error.to_string().contains("descriptor refused"), "{error}");
-        assert!(connect("no.such.host.invalid:1", Descriptor::single_stream(RateControlKind::Tfrc), &options).is_err());
+        assert!(connect(
+            "no.such.host.invalid:1",
+            Descriptor::single_stream(RateControlKind::Tfrc),
+            &options
+        )
+        .is_err());
     }
 }

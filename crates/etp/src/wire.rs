@@ -488,9 +488,7 @@ impl<'a> Repr<'a> {
                         let bytes = reader.take(tfrc_proto::wire::FEEDBACK_LEN, "feedback")?;
                         tfrc_proto::wire::Packet::new_checked(bytes)
                             .ok()
-                            .filter(|inner| {
-                                inner.kind() == tfrc_proto::wire::PacketKind::Feedback
-                            })
+                            .filter(|inner| inner.kind() == tfrc_proto::wire::PacketKind::Feedback)
                             .ok_or(WireError::Invalid("embedded TFRC feedback packet"))?;
                         Some(bytes)
                     }
@@ -976,7 +974,9 @@ mod tests {
         let parsed: Vec<_> = Frames::new(&buffer).collect();
         assert_eq!(
             parsed,
-            vec![Err(WireError::Invalid("fragment beyond the message length"))]
+            vec![Err(WireError::Invalid(
+                "fragment beyond the message length"
+            ))]
         );
     }
 

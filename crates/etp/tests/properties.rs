@@ -16,6 +16,9 @@ fn content(index: u32, length: usize) -> Vec<u8> {
         .collect()
 }
 
+/// Messages received (index, contents) and the sender's counters.
+type Outcome = (Vec<(u32, Vec<u8>)>, etp::ConnectionStats);
+
 fn run(
     reliability: ReliabilityKind,
     max_retransmissions: Option<u32>,
@@ -24,7 +27,7 @@ fn run(
     loss: f64,
     reorder: f64,
     seed: u64,
-) -> Option<(Vec<(u32, Vec<u8>)>, etp::ConnectionStats)> {
+) -> Option<Outcome> {
     let mut stream = StreamDescriptor::new(0);
     stream.reliability = reliability;
     stream.max_retransmissions = max_retransmissions;
@@ -51,7 +54,10 @@ fn run(
     for (index, size) in sizes.iter().enumerate() {
         let mut data = (index as u32).to_be_bytes().to_vec();
         data.extend(content(index as u32, *size));
-        harness.client().send(now, 0, data, MessageOptions::default()).unwrap();
+        harness
+            .client()
+            .send(now, 0, data, MessageOptions::default())
+            .unwrap();
     }
     harness.run_for(Duration::from_secs(20));
     let mut received = Vec::new();
@@ -66,7 +72,11 @@ fn run(
             received.push((index, message.data[4..].to_vec()));
         }
     }
-    assert_eq!(harness.stalls(), 0, "the ends must never spin at one instant");
+    assert_eq!(
+        harness.stalls(),
+        0,
+        "the ends must never spin at one instant"
+    );
     let stats = harness.client().stats();
     Some((received, stats))
 }

@@ -27,10 +27,20 @@ fn descriptor(rate: RateControlKind, streams: Vec<StreamDescriptor>) -> Descript
     descriptor
 }
 
-fn connected(descriptor: Descriptor, forward: LinkConfig, backward: LinkConfig, seed: u64) -> Harness {
-    let mut harness = Harness::new(descriptor, Policy::permissive(), forward, backward, seed).unwrap();
+fn connected(
+    descriptor: Descriptor,
+    forward: LinkConfig,
+    backward: LinkConfig,
+    seed: u64,
+) -> Harness {
+    let mut harness =
+        Harness::new(descriptor, Policy::permissive(), forward, backward, seed).unwrap();
     harness.run_for(Duration::from_millis(500));
-    assert!(harness.client_events().contains(&Event::Connected), "{:?}", harness.client_events());
+    assert!(
+        harness.client_events().contains(&Event::Connected),
+        "{:?}",
+        harness.client_events()
+    );
     assert!(harness.server().is_some());
     harness
 }
@@ -61,7 +71,10 @@ fn full_reliability_delivers_every_message_once_and_in_order() {
         // Sizes from one byte to several packets.
         let length = 1 + (index as usize * 997) % 5000;
         let now = harness.now();
-        harness.client().send(now, 0, message(index, length), MessageOptions::default()).unwrap();
+        harness
+            .client()
+            .send(now, 0, message(index, length), MessageOptions::default())
+            .unwrap();
         harness.run_for(Duration::from_millis(5));
         while let Some(message) = harness.server().unwrap().recv() {
             received.push(index_of(&message.data));
@@ -73,7 +86,10 @@ fn full_reliability_delivers_every_message_once_and_in_order() {
     }
     assert_eq!(received, (0..count).collect::<Vec<_>>());
     let stats = harness.client().stats();
-    assert!(stats.data_packets_lost > 0, "the link must have lost packets");
+    assert!(
+        stats.data_packets_lost > 0,
+        "the link must have lost packets"
+    );
     assert!(stats.total().fragments_retransmitted > 0);
     assert_eq!(harness.client().buffered_bytes(), 0);
 }
@@ -100,7 +116,10 @@ fn partial_reliability_with_zero_retransmissions_retransmits_nothing() {
     let mut received = Vec::new();
     for index in 0..count {
         let now = harness.now();
-        harness.client().send(now, 0, message(index, 600), MessageOptions::default()).unwrap();
+        harness
+            .client()
+            .send(now, 0, message(index, 600), MessageOptions::default())
+            .unwrap();
         harness.run_for(Duration::from_millis(4));
         drain(&mut harness, &mut received);
     }
@@ -115,7 +134,10 @@ fn partial_reliability_with_zero_retransmissions_retransmits_nothing() {
     assert!((indices.len() as u32) < count);
     let abandoned = client.total().messages_abandoned;
     assert_eq!(indices.len() as u64 + abandoned, u64::from(count));
-    assert_eq!(harness.server().unwrap().stats().messages_missing, abandoned);
+    assert_eq!(
+        harness.server().unwrap().stats().messages_missing,
+        abandoned
+    );
 }
 
 #[test]
@@ -139,7 +161,10 @@ fn deadlines_drop_what_is_late_and_nothing_else() {
         let now = harness.now();
         for stream in [0u16, 1] {
             let key = index * 2 + u32::from(stream);
-            harness.client().send(now, stream, message(key, 300), MessageOptions::default()).unwrap();
+            harness
+                .client()
+                .send(now, stream, message(key, 300), MessageOptions::default())
+                .unwrap();
             sent_at.insert(key, now);
         }
         harness.run_for(Duration::from_millis(10));
@@ -170,7 +195,10 @@ fn deadlines_drop_what_is_late_and_nothing_else() {
     let count = 300u32;
     for index in 0..count {
         let now = harness.now();
-        harness.client().send(now, 0, message(index, 2500), MessageOptions::default()).unwrap();
+        harness
+            .client()
+            .send(now, 0, message(index, 2500), MessageOptions::default())
+            .unwrap();
         sent_at.insert(index, now);
         harness.run_for(Duration::from_millis(8));
         drain(&mut harness, &mut received);
@@ -179,12 +207,18 @@ fn deadlines_drop_what_is_late_and_nothing_else() {
     drain(&mut harness, &mut received);
     for message in &received {
         let latency = message.completed_at - sent_at[&index_of(&message.data)];
-        assert!(latency <= Duration::from_millis(90), "delivered after {latency:?}");
+        assert!(
+            latency <= Duration::from_millis(90),
+            "delivered after {latency:?}"
+        );
     }
     let client = harness.client().stats().total();
     let server = harness.server().unwrap().stats().total();
     assert!(server.messages_late_at_receiver + client.messages_late_at_sender > 0);
-    assert_eq!(client.messages_abandoned, 0, "full reliability abandons nothing");
+    assert_eq!(
+        client.messages_abandoned, 0,
+        "full reliability abandons nothing"
+    );
     // At the receiver: delivered, complete but late, incomplete at the deadline, or never seen
     // (dropped late at the sender before any byte arrived).
     let missing = harness.server().unwrap().stats().messages_missing;
@@ -222,9 +256,13 @@ fn streams_keep_their_priorities_under_a_rate_limit() {
     for tick in 0..1000u32 {
         let now = harness.now();
         // Every 10 ms: 500 bytes urgent (0.4 Mb/s), 2500 bytes bulk (2 Mb/s).
-        let _ = harness.client().send(now, 0, message(tick, 500), MessageOptions::default());
+        let _ = harness
+            .client()
+            .send(now, 0, message(tick, 500), MessageOptions::default());
         sent_at.insert(tick, now);
-        let _ = harness.client().send(now, 1, message(tick, 2500), MessageOptions::default());
+        let _ = harness
+            .client()
+            .send(now, 1, message(tick, 2500), MessageOptions::default());
         harness.run_for(Duration::from_millis(10));
         drain(&mut harness, &mut received);
     }
@@ -238,7 +276,10 @@ fn streams_keep_their_priorities_under_a_rate_limit() {
     assert_eq!(server.streams[&0].messages_delivered, 1000);
     assert!((urgent_bytes * 8.0 / seconds - 400_000.0).abs() < 1.0);
     let bulk_rate = bulk_bytes * 8.0 / seconds;
-    assert!(bulk_rate > 450_000.0 && bulk_rate < 620_000.0, "bulk {bulk_rate}");
+    assert!(
+        bulk_rate > 450_000.0 && bulk_rate < 620_000.0,
+        "bulk {bulk_rate}"
+    );
     // And its messages do not wait behind the bulk ones.
     let worst = received
         .iter()
@@ -259,14 +300,22 @@ fn reconfiguring_tfrc_to_gtfrc_raises_the_rate_floor_without_reconnecting() {
         loss: 0.03,
         ..LinkConfig::delay(Duration::from_millis(50))
     };
-    let mut harness = connected(tfrc.clone(), link.clone(), LinkConfig::delay(Duration::from_millis(50)), 6);
+    let mut harness = connected(
+        tfrc.clone(),
+        link.clone(),
+        LinkConfig::delay(Duration::from_millis(50)),
+        6,
+    );
     let connection_id = harness.client().connection_id();
     let greedy = |harness: &mut Harness, seconds: u64| {
         let start = harness.server().unwrap().stats().total().bytes_delivered;
         for _ in 0..seconds * 100 {
             let now = harness.now();
             while harness.client().buffered_bytes() < 50_000 {
-                harness.client().send(now, 0, vec![7u8; 1000], MessageOptions::default()).unwrap();
+                harness
+                    .client()
+                    .send(now, 0, vec![7u8; 1000], MessageOptions::default())
+                    .unwrap();
             }
             harness.run_for(Duration::from_millis(10));
             while harness.server().unwrap().recv().is_some() {}
@@ -290,13 +339,23 @@ fn reconfiguring_tfrc_to_gtfrc_raises_the_rate_floor_without_reconnecting() {
     let stats = harness.client().stats();
     assert_eq!(stats.rate_control, Some(RateControlKind::Gtfrc));
     assert!(stats.sending_rate.unwrap() >= 1.5e6 / 8.0);
-    assert!(tfrc_rate < 1.2e6, "TFRC alone should be below the floor, got {tfrc_rate}");
+    assert!(
+        tfrc_rate < 1.2e6,
+        "TFRC alone should be below the floor, got {tfrc_rate}"
+    );
     // The floor counts headers; 3 % of the packets are lost on the way.
-    assert!(gtfrc_rate > 1.5e6 * 0.8, "gTFRC delivered {gtfrc_rate} bit/s");
+    assert!(
+        gtfrc_rate > 1.5e6 * 0.8,
+        "gTFRC delivered {gtfrc_rate} bit/s"
+    );
     assert!(gtfrc_rate > 2.0 * tfrc_rate);
     // Same connection, one handshake.
     assert_eq!(harness.client().connection_id(), connection_id);
     assert_eq!(stats.epoch, 0);
-    let connects = harness.client_events().iter().filter(|e| **e == Event::Connected).count();
+    let connects = harness
+        .client_events()
+        .iter()
+        .filter(|e| **e == Event::Connected)
+        .count();
     assert_eq!(connects, 1);
 }
