@@ -630,7 +630,7 @@ mod tests {
             (&["--emulate-loss", "2", "--simulate"][..], "loss"),
             (&["--emulate-rate", "fast"][..], "--emulate-rate"),
             (
-                &["--rate-control", "gtfrc", "--target-rate", "-1"][..],
+                &["--rate-control", "gtfrc", "--target-rate", "zero"][..],
                 "target_rate",
             ),
         ] {
