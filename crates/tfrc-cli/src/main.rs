@@ -31,6 +31,15 @@ enum Command {
     Sim(sim::SimArgs),
     /// Run a scenario in ns-2.35 and convert its output to flows.csv/state.csv/links.csv.
     Ns2(tfrc_ns2::cli::Ns2Args),
+    /// Stream synthetic video over ETP and report frames on time / late / lost.
+    Stream(etp::stream_app::StreamArgs),
+}
+
+#[derive(Debug, Args)]
+struct ReproduceArgs {
+    /// Directory for the report.
+    #[arg(long, default_value = "report")]
+    out: std::path::PathBuf,
 }
 
 #[derive(Debug, Args)]
@@ -75,6 +84,7 @@ fn main() -> Result<()> {
         Command::Sim(args) => sim::run(&args),
         Command::Ns2(args) => tfrc_ns2::cli::run(&args),
         Command::Reproduce(args) => reproduce::run(&args),
+        Command::Stream(args) => etp::stream_app::run(&args),
     }
 }
 

@@ -1,0 +1,37 @@
+//! ETP: a connection-oriented, message-oriented transport whose service is composed of
+//! micro-mechanisms chosen by a QoS session descriptor, after the gTFRC paper's ETP.
+//!
+//! - [`descriptor`]: the QoS session descriptor (TOML or JSON) and its validation.
+//! - [`rate`]: rate control — TFRC, gTFRC (target rate floor), fixed rate, none.
+//! - [`mechanisms`]: reliability (none, full, partial), time control (deadlines), multiplexing
+//!   (strict or weighted priorities) and ordering (none, per stream/group, full).
+//! - [`connection`]: the sans-IO [`Connection`] state machine (`handle_datagram`,
+//!   `handle_timeout`, `poll_transmit`, `poll_timeout`, integer [`tfrc_proto::Instant`] time).
+//! - [`listener`]: stateless connection set-up with a cookie.
+//! - [`wire`]: packet and frame formats, parsed with bounds checks.
+//! - [`harness`]: a deterministic in-process lossy link driving two connections in virtual
+//!   time (tests, `tfrc stream --simulate`).
+//! - [`udp`]: the UDP driver: `connect` / `listen` → [`udp::Session`], with an optional link
+//!   emulation (delay, rate, loss) on the sending path.
+//! - [`stream_app`]: `tfrc stream`, a synthetic video source over ETP.
+//!
+//! See `docs/etp.md` for the descriptor schema and the API.
+
+#![warn(missing_docs)]
+
+pub mod connection;
+pub mod descriptor;
+pub mod harness;
+pub mod listener;
+pub mod mechanisms;
+pub mod rate;
+pub mod stream_app;
+pub mod udp;
+pub mod wire;
+
+pub use connection::{
+    CloseReason, Connection, ConnectionError, ConnectionStats, Event, Message, MessageOptions,
+    Policy, State, StreamStats,
+};
+pub use descriptor::{Descriptor, DescriptorError, StreamDescriptor};
+pub use listener::{Listener, ListenerConfig, ListenerOutput};

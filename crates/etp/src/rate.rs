@@ -1,0 +1,375 @@
+//! Rate-control micro-mechanisms: when may the next data packet leave.
+//!
+//! Every implementation writes the same TFRC data header (so the receiver's TFRC feedback and
+//! RTT echo work whatever the sender's rate control) and decides the schedule:
+//! - [`TfrcRate`]: `tfrc_proto::Sender`, plain TFRC or gTFRC (`target_rate` = the floor g);
+//! - [`FixedRate`]: a constant rate, not congestion controlled;
+//! - [`Unlimited`]: no pacing (tests).
+
+use core::fmt;
+use core::time::Duration;
+
+use tfrc_proto::time::duration_from_secs;
+use tfrc_proto::wire::{DataRepr, DATA_HEADER_LEN};
+use tfrc_proto::{Config, Instant, Sender, SenderState};
+
+use crate::descriptor::RateControlKind;
+
+/// Why a packet could not be built.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RateError {
+    /// Not allowed to send yet.
+    #[error("rate control does not allow a packet yet")]
+    TooEarly,
+    /// Buffer or payload size problem.
+    #[error("packet does not fit: {0}")]
+    Size(String),
+}
+
+/// A rate-control mechanism.
+pub trait RateControl: fmt::Debug + Send {
+    /// Which mechanism this is.
+    fn kind(&self) -> RateControlKind;
+    /// True if a packet may leave at `now`.
+    fn can_send(&self, now: Instant) -> bool;
+    /// Builds a TFRC data packet (header then `payload`) into `buffer`; returns its length.
+    fn emit(&mut self, now: Instant, payload: &[u8], buffer: &mut [u8])
+        -> Result<usize, RateError>;
+    /// The application had nothing to send at a send opportunity.
+    fn note_data_limited(&mut self, now: Instant);
+    /// A TFRC feedback packet from the peer.
+    fn handle_feedback(&mut self, now: Instant, feedback: &[u8]);
+    /// When the mechanism's own timer (e.g. TFRC's no-feedback timer) is due.
+    fn timer(&self) -> Option<Instant>;
+    /// Earliest time the next packet may leave (`None` = any time).
+    fn next_send_time(&self) -> Option<Instant>;
+    /// Fires due timers.
+    fn handle_timeout(&mut self, now: Instant);
+    /// Current allowed sending rate in bytes/s (`None` = unlimited).
+    fn sending_rate(&self) -> Option<f64>;
+    /// Changes the gTFRC target rate in place; false if this mechanism has none.
+    fn set_target_rate(&mut self, target_rate: Option<f64>) -> bool;
+    /// TFRC state, for statistics.
+    fn tfrc_state(&self) -> Option<SenderState>;
+}
+
+/// Builds the rate control a descriptor asks for. `packet_size` is the size of the embedded TFRC
+/// packet (header included).
+pub fn build(
+    kind: RateControlKind,
+    target_rate: Option<f64>,
+    fixed_rate: Option<f64>,
+    packet_size: u32,
+    session_id: u32,
+    nonce: u32,
+    now: Instant,
+) -> Result<Box<dyn RateControl>, String> {
+    Ok(match kind {
+        RateControlKind::Tfrc | RateControlKind::Gtfrc => {
+            let config = Config {
+                packet_size,
+                target_rate: if kind == RateControlKind::Gtfrc {
+                    target_rate
+                } else {
+                    None
+                },
+                ..Config::default()
+            };
+            let sender = Sender::new(config, session_id, nonce, now).map_err(|e| e.to_string())?;
+            Box::new(TfrcRate { sender, kind })
+        }
+        RateControlKind::Fixed => Box::new(FixedRate::new(
+            fixed_rate.ok_or("fixed rate control needs a fixed_rate")?,
+            session_id,
+            nonce,
+        )),
+        RateControlKind::None => Box::new(Unlimited::new(session_id, nonce)),
+    })
+}
+
+/// TFRC or gTFRC, driven through `tfrc_proto::Sender`.
+#[derive(Debug)]
+pub struct TfrcRate {
+    sender: Sender,
+    kind: RateControlKind,
+}
+
+impl RateControl for TfrcRate {
+    fn kind(&self) -> RateControlKind {
+        self.kind
+    }
+
+    fn can_send(&self, now: Instant) -> bool {
+        self.sender.can_send(now)
+    }
+
+    fn emit(
+        &mut self,
+        now: Instant,
+        payload: &[u8],
+        buffer: &mut [u8],
+    ) -> Result<usize, RateError> {
+        self.sender
+            .send_packet(now, payload, buffer)
+            .map_err(|error| match error {
+                tfrc_proto::SendError::TooEarly(_) => RateError::TooEarly,
+                other => RateError::Size(other.to_string()),
+            })
+    }
+
+    fn note_data_limited(&mut self, now: Instant) {
+        self.sender.note_data_limited(now);
+    }
+
+    fn handle_feedback(&mut self, now: Instant, feedback: &[u8]) {
+        // Stale or foreign feedback is counted by the sender and otherwise ignored.
+        let _ = self.sender.handle_packet(now, feedback);
+    }
+
+    fn timer(&self) -> Option<Instant> {
+        Some(self.sender.no_feedback_deadline())
+    }
+
+    fn next_send_time(&self) -> Option<Instant> {
+        Some(self.sender.next_send_time())
+    }
+
+    fn handle_timeout(&mut self, now: Instant) {
+        self.sender.handle_timeout(now);
+    }
+
+    fn sending_rate(&self) -> Option<f64> {
+        Some(self.sender.sending_rate())
+    }
+
+    fn set_target_rate(&mut self, target_rate: Option<f64>) -> bool {
+        if self.sender.set_target_rate(target_rate).is_err() {
+            return false;
+        }
+        self.kind = if target_rate.is_some() {
+            RateControlKind::Gtfrc
+        } else {
+            RateControlKind::Tfrc
+        };
+        true
+    }
+
+    fn tfrc_state(&self) -> Option<SenderState> {
+        Some(self.sender.state())
+    }
+}
+
+/// Header fields shared by the non-TFRC mechanisms.
+#[derive(Debug, Clone, Copy)]
+struct HeaderWriter {
+    session_id: u32,
+    nonce: u32,
+    sequence: u32,
+}
+
+impl HeaderWriter {
+    fn emit(
+        &mut self,
+        now: Instant,
+        payload: &[u8],
+        buffer: &mut [u8],
+    ) -> Result<usize, RateError> {
+        let length = DATA_HEADER_LEN + payload.len();
+        if buffer.len() < length {
+            return Err(RateError::Size(format!(
+                "buffer of {} bytes, packet of {length}",
+                buffer.len()
+            )));
+        }
+        DataRepr {
+            session_id: self.session_id,
+            sequence: self.sequence,
+            timestamp: now.as_nanos(),
+            rtt_micros: 0,
+            veno_backlog_millipackets: 0,
+            nonce: self.nonce,
+        }
+        .emit(buffer)
+        .map_err(|error| RateError::Size(error.to_string()))?;
+        buffer[DATA_HEADER_LEN..length].copy_from_slice(payload);
+        self.sequence = self.sequence.wrapping_add(1);
+        Ok(length)
+    }
+}
+
+/// A constant rate in bytes/s: each packet of `n` bytes delays the next by `n / rate`.
+#[derive(Debug)]
+pub struct FixedRate {
+    rate: f64,
+    next_send: Instant,
+    header: HeaderWriter,
+}
+
+impl FixedRate {
+    /// A fixed rate of `rate` bytes/s.
+    pub fn new(rate: f64, session_id: u32, nonce: u32) -> FixedRate {
+        FixedRate {
+            rate,
+            next_send: Instant::ZERO,
+            header: HeaderWriter {
+                session_id,
+                nonce,
+                sequence: 0,
+            },
+        }
+    }
+}
+
+impl RateControl for FixedRate {
+    fn kind(&self) -> RateControlKind {
+        RateControlKind::Fixed
+    }
+
+    fn can_send(&self, now: Instant) -> bool {
+        now >= self.next_send
+    }
+
+    fn emit(
+        &mut self,
+        now: Instant,
+        payload: &[u8],
+        buffer: &mut [u8],
+    ) -> Result<usize, RateError> {
+        if !self.can_send(now) {
+            return Err(RateError::TooEarly);
+        }
+        let length = self.header.emit(now, payload, buffer)?;
+        // No catch-up burst after an idle period: the schedule restarts from now when behind by
+        // more than one packet.
+        let interval = duration_from_secs(length as f64 / self.rate);
+        let nominal = if self.next_send + interval < now {
+            now
+        } else {
+            self.next_send.max(now.saturating_sub(interval))
+        };
+        self.next_send = nominal + interval;
+        Ok(length)
+    }
+
+    fn note_data_limited(&mut self, _now: Instant) {}
+
+    fn handle_feedback(&mut self, _now: Instant, _feedback: &[u8]) {}
+
+    fn timer(&self) -> Option<Instant> {
+        None
+    }
+
+    fn next_send_time(&self) -> Option<Instant> {
+        Some(self.next_send)
+    }
+
+    fn handle_timeout(&mut self, _now: Instant) {}
+
+    fn sending_rate(&self) -> Option<f64> {
+        Some(self.rate)
+    }
+
+    fn set_target_rate(&mut self, _target_rate: Option<f64>) -> bool {
+        false
+    }
+
+    fn tfrc_state(&self) -> Option<SenderState> {
+        None
+    }
+}
+
+/// No pacing: a packet may always leave.
+#[derive(Debug)]
+pub struct Unlimited {
+    header: HeaderWriter,
+}
+
+impl Unlimited {
+    /// An unpaced sender.
+    pub fn new(session_id: u32, nonce: u32) -> Unlimited {
+        Unlimited {
+            header: HeaderWriter {
+                session_id,
+                nonce,
+                sequence: 0,
+            },
+        }
+    }
+}
+
+impl RateControl for Unlimited {
+    fn kind(&self) -> RateControlKind {
+        RateControlKind::None
+    }
+
+    fn can_send(&self, _now: Instant) -> bool {
+        true
+    }
+
+    fn emit(
+        &mut self,
+        now: Instant,
+        payload: &[u8],
+        buffer: &mut [u8],
+    ) -> Result<usize, RateError> {
+        self.header.emit(now, payload, buffer)
+    }
+
+    fn note_data_limited(&mut self, _now: Instant) {}
+
+    fn handle_feedback(&mut self, _now: Instant, _feedback: &[u8]) {}
+
+    fn timer(&self) -> Option<Instant> {
+        None
+    }
+
+    fn next_send_time(&self) -> Option<Instant> {
+        None
+    }
+
+    fn handle_timeout(&mut self, _now: Instant) {}
+
+    fn sending_rate(&self) -> Option<f64> {
+        None
+    }
+
+    fn set_target_rate(&mut self, _target_rate: Option<f64>) -> bool {
+        false
+    }
+
+    fn tfrc_state(&self) -> Option<SenderState> {
+        None
+    }
+}
+
+/// Time for `bytes` at `rate` bytes/s.
+pub fn transmission_time(bytes: usize, rate: f64) -> Duration {
+    duration_from_secs(bytes as f64 / rate.max(1e-9))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fixed_rate_spaces_packets_by_size_over_rate() {
+        let mut rate = FixedRate::new(100_000.0, 1, 2);
+        let mut buffer = [0u8; 2000];
+        let now = Instant::from_secs(1);
+        let length = rate.emit(now, &[0u8; 968], &mut buffer).unwrap();
+        assert_eq!(length, 1000);
+        assert!(!rate.can_send(now + Duration::from_micros(9_999)));
+        assert!(rate.can_send(now + Duration::from_millis(10)));
+        assert_eq!(rate.emit(now, &[], &mut buffer), Err(RateError::TooEarly));
+    }
+
+    #[test]
+    fn gtfrc_floor_changes_in_place() {
+        let mut rate = build(RateControlKind::Tfrc, None, None, 1000, 1, 2, Instant::ZERO).unwrap();
+        assert!(rate.sending_rate().unwrap() < 2000.0);
+        assert!(rate.set_target_rate(Some(250_000.0)));
+        assert_eq!(rate.kind(), RateControlKind::Gtfrc);
+        assert_eq!(rate.sending_rate(), Some(250_000.0));
+        assert!(!rate.set_target_rate(Some(-1.0)));
+    }
+}
