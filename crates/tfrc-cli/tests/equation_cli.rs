@@ -98,14 +98,3 @@ fn bad_values_give_a_clear_error() {
         assert!(stderr.contains(needle), "{args:?}: {stderr}");
     }
 }
-
-#[test]
-fn reproduce_says_it_is_not_available_yet() {
-    let output = tfrc()
-        .args(["reproduce", "--out", "somewhere"])
-        .output()
-        .unwrap();
-    assert!(!output.status.success());
-    let stderr = String::from_utf8(output.stderr).unwrap();
-    assert!(stderr.contains("not available yet"), "{stderr}");
-}
