@@ -124,11 +124,11 @@ pub fn summary_table(summary: &Summary) -> String {
     };
     for flow in &summary.flows {
         text += &format!(
-            "{:<16} {:<9} {:>12.1} {:>12.1} {:>9} {:>9} {:>9}\n",
+            "{:<16} {:<9} {:>12} {:>12} {:>9} {:>9} {:>9}\n",
             flow.name,
             flow.kind,
-            flow.send_rate_bps / 1000.0,
-            flow.goodput_bps / 1000.0,
+            optional(flow.send_rate_bps, 0.001, 1),
+            optional(flow.goodput_bps, 0.001, 1),
             optional(flow.receiving_ratio, 1.0, 4),
             optional(flow.mean_p, 1.0, 5),
             optional(flow.mean_rtt_s, 1000.0, 1),

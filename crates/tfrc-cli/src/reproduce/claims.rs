@@ -6,8 +6,8 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 use serde::Deserialize;
-use tfrc_analysis::measure::run_metrics;
-use tfrc_analysis::metrics::{self, ConvergenceOptions, FlowRates, RecoveryOptions};
+use tfrc_analysis::measure::{convergence_times, run_metrics};
+use tfrc_analysis::metrics::{self, ConvergenceOptions, RecoveryOptions};
 use tfrc_analysis::run::{Direction, Run};
 
 /// The whole claims file.
@@ -231,8 +231,8 @@ fn transient(run: &Run, flow: &str) -> Option<f64> {
         .map(|((t, _), _)| t - summary.start_s)
 }
 
-/// Convergence time after `flow` arrives, on the receivers' rates of all TFRC/TCP flows; a flow
-/// alone uses [`transient`].
+/// Convergence time after `flow` arrives ([`convergence_times`]: receivers' rates of all TFRC/TCP
+/// flows); a flow alone on the network uses [`transient`].
 fn convergence(run: &Run, flow: &str) -> Option<f64> {
     let controlled: Vec<_> = run
         .summary
@@ -248,27 +248,11 @@ fn convergence(run: &Run, flow: &str) -> Option<f64> {
     if overlapping == 0 {
         return transient(run, flow);
     }
-    let series: Vec<Vec<(f64, f64)>> = controlled
-        .iter()
-        .map(|f| run.throughput_series(&f.name, Direction::Received))
-        .collect();
-    let times: Vec<f64> = series.first()?.iter().map(|(t, _)| *t).collect();
-    let rates: Vec<Vec<f64>> = series
-        .iter()
-        .map(|s| s.iter().map(|(_, r)| *r).collect())
-        .collect();
-    let flows: Vec<FlowRates<'_>> = controlled
-        .iter()
-        .zip(&rates)
-        .map(|(f, rates)| FlowRates {
-            start_s: f.start_s,
-            stop_s: f.stop_s,
-            rates,
-        })
-        .collect();
-    metrics::convergence_time(&times, &flows, arrival, ConvergenceOptions::default())
-        .ok()
-        .flatten()
+    convergence_times(run, ConvergenceOptions::default())
+        .ok()?
+        .into_iter()
+        .find(|convergence| convergence.flow == flow)?
+        .time_s
 }
 
 /// Per-flow values of a metric in one run, or one run-wide value.

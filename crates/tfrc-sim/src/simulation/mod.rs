@@ -35,7 +35,7 @@
 //! )?;
 //! let summary = Simulation::new(&scenario, None)?.finish()?;
 //! let flow = &summary.flows[0];
-//! assert!(flow.goodput_bps > 800_000.0, "{flow:?}"); // fills most of the 1 Mb/s link
+//! assert!(flow.goodput_bps.unwrap() > 800_000.0, "{flow:?}"); // fills most of the 1 Mb/s link
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
@@ -601,10 +601,13 @@ impl Simulation {
             .iter()
             .zip(&flows)
             .filter(|(flow, _)| flow.record.is_protocol)
-            .map(|(_, summary)| summary.goodput_bps)
+            .map(|(_, summary)| summary.goodput_bps.unwrap_or(0.0))
             .collect();
         let goodputs = if protocol_goodputs.is_empty() {
-            flows.iter().map(|summary| summary.goodput_bps).collect()
+            flows
+                .iter()
+                .map(|summary| summary.goodput_bps.unwrap_or(0.0))
+                .collect()
         } else {
             protocol_goodputs
         };
@@ -631,7 +634,7 @@ impl Simulation {
                 BottleneckSummary {
                     from: node(link.from),
                     to: node(link.to),
-                    capacity_bps: link.capacity_bps,
+                    capacity_bps: link.capacity_bps.map(|capacity| capacity as f64),
                     utilization: utilization(link),
                 }
             }),

@@ -306,7 +306,8 @@ impl CsvFiles {
     }
 }
 
-/// `summary.json`: one object per run (see `docs/output-format.md`).
+/// `summary.json`: one object per run (see `docs/output-format.md`). These types are the one
+/// definition of the file's schema: the simulator writes them, `tfrc-analysis` reads them.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Summary {
     /// Output schema version ([`SCHEMA_VERSION`]).
@@ -327,7 +328,8 @@ pub struct Summary {
     pub jain_index: Option<f64>,
     /// The bottleneck link direction.
     pub bottleneck: Option<BottleneckSummary>,
-    /// Every link direction over the whole run.
+    /// Every link direction over the whole run (absent in files written before it existed).
+    #[serde(default)]
     pub links: Vec<LinkSummary>,
 }
 
@@ -354,10 +356,10 @@ pub struct FlowSummary {
     pub sent_packets: u64,
     /// Data packets delivered.
     pub recv_packets: u64,
-    /// `sent_bytes · 8 / active time`.
-    pub send_rate_bps: f64,
-    /// `recv_bytes · 8 / active time`.
-    pub goodput_bps: f64,
+    /// `sent_bytes · 8 / active time` (`None` for a flow with no active time).
+    pub send_rate_bps: Option<f64>,
+    /// `recv_bytes · 8 / active time` (`None` for a flow with no active time).
+    pub goodput_bps: Option<f64>,
     /// `recv_packets / sent_packets`.
     pub receiving_ratio: Option<f64>,
     /// TFRC: mean reported p over the state samples of the active time.
@@ -376,7 +378,7 @@ pub struct BottleneckSummary {
     /// Link direction destination node.
     pub to: String,
     /// Capacity in bits/s (`None` for a trace-driven direction).
-    pub capacity_bps: Option<u64>,
+    pub capacity_bps: Option<f64>,
     /// Bytes transmitted · 8 / (capacity · duration).
     pub utilization: Option<f64>,
 }
@@ -427,13 +429,7 @@ impl FlowRecord {
             .stop
             .saturating_duration_since(self.start)
             .as_secs_f64();
-        let per_second = |bytes: u64| {
-            if active > 0.0 {
-                bytes as f64 * 8.0 / active
-            } else {
-                0.0
-            }
-        };
+        let per_second = |bytes: u64| (active > 0.0).then(|| bytes as f64 * 8.0 / active);
         FlowSummary {
             name: self.name.clone(),
             kind: self.kind.to_owned(),
