@@ -1,0 +1,1 @@
+//! Scenario support (filled in below).

@@ -1,0 +1,1 @@
+//! Testbed mode (filled in below).
