@@ -87,6 +87,10 @@ pub struct EmulateArgs {
     /// Print the end report as JSON.
     #[arg(long)]
     pub json: bool,
+    /// Run the relay thread as SCHED_FIFO 10 (root or CAP_SYS_NICE): steadier timing on a
+    /// busy machine.
+    #[arg(long)]
+    pub realtime: bool,
 }
 
 /// Parses a duration flag with the scenario syntax (`10s`, `250ms`).
@@ -104,6 +108,7 @@ pub fn run_emulate(args: &EmulateArgs) -> Result<()> {
     config.links_csv = args.links_csv.clone().map(|path| (path, args.log_interval));
     config.pcap = args.pcap.clone();
     config.duration = args.time;
+    config.realtime_priority = args.realtime.then_some(10);
     let stop = Arc::new(AtomicBool::new(false));
     for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(signal, stop.clone())

@@ -90,14 +90,24 @@ impl Waiter {
 
 /// `ppoll` on `fds` for readability, at most `timeout`; true when one is readable.
 pub fn poll(fds: &[RawFd], timeout: Duration) -> bool {
-    let mut poll_fds: Vec<libc::pollfd> = fds
-        .iter()
-        .map(|&fd| libc::pollfd {
-            fd,
-            events: libc::POLLIN,
-            revents: 0,
-        })
-        .collect();
+    const EMPTY: libc::pollfd = libc::pollfd {
+        fd: -1,
+        events: 0,
+        revents: 0,
+    };
+    // On the stack for the usual few descriptors: this runs in the spin loop.
+    let mut on_stack = [EMPTY; 16];
+    let mut on_heap = Vec::new();
+    let poll_fds: &mut [libc::pollfd] = if fds.len() <= on_stack.len() {
+        &mut on_stack[..fds.len()]
+    } else {
+        on_heap.resize(fds.len(), EMPTY);
+        &mut on_heap
+    };
+    for (poll_fd, &fd) in poll_fds.iter_mut().zip(fds) {
+        poll_fd.fd = fd;
+        poll_fd.events = libc::POLLIN;
+    }
     let timespec = libc::timespec {
         tv_sec: timeout.as_secs().min(i64::MAX as u64) as libc::time_t,
         tv_nsec: timeout.subsec_nanos() as libc::c_long,

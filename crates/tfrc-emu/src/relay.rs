@@ -56,6 +56,9 @@ pub struct RelayConfig {
     pub spin_margin: Duration,
     /// Stop after this long (`None`: until stopped).
     pub duration: Option<Duration>,
+    /// Run the relay thread as `SCHED_FIFO` at this priority (root or `CAP_SYS_NICE`), so that
+    /// a busy machine does not delay its wake-ups.
+    pub realtime_priority: Option<i32>,
 }
 
 impl RelayConfig {
@@ -72,6 +75,7 @@ impl RelayConfig {
             pcap: None,
             spin_margin: DEFAULT_SPIN_MARGIN,
             duration: None,
+            realtime_priority: None,
         }
     }
 }
@@ -172,6 +176,10 @@ impl Relay {
 
     /// Relays until `stop` is set (or the configured duration ends).
     pub fn run(mut self, stop: &AtomicBool) -> Result<RelayReport> {
+        if let Some(priority) = self.config.realtime_priority {
+            tfrc_udp::pacing::set_realtime_priority(priority)
+                .context("cannot use real-time scheduling (needs root or CAP_SYS_NICE)")?;
+        }
         let waiter = Waiter::new(self.clock, self.config.spin_margin);
         let mut report = RelayReport::default();
         let mut link_log = match &self.config.links_csv {
