@@ -22,6 +22,10 @@ enum Command {
     Send(tfrc_udp::cli::SendArgs),
     /// Receive TFRC flows (or --tcp: TCP connections), iperf3-style.
     Recv(tfrc_udp::cli::RecvArgs),
+    /// UDP relay through an emulated link (rate, delay, loss, queue, trace, marker).
+    Emulate(tfrc_emu::cli::EmulateArgs),
+    /// Network namespaces joined through an emulated topology (root): up, down, exec, list, run.
+    Testbed(tfrc_emu::cli::TestbedArgs),
 }
 
 #[derive(Debug, Args)]
@@ -70,6 +74,8 @@ fn main() -> Result<()> {
         Command::Equation(args) => run_equation(&args),
         Command::Send(args) => tfrc_udp::cli::run_send(&args),
         Command::Recv(args) => tfrc_udp::cli::run_recv(&args),
+        Command::Emulate(args) => tfrc_emu::cli::run_emulate(&args),
+        Command::Testbed(args) => tfrc_emu::cli::run_testbed(&args),
         Command::Reproduce(args) => bail!(
             "`tfrc reproduce --out {}` is not available yet: it needs the simulator and the \
              experiment scenarios, which are still being built (see README, Status). \

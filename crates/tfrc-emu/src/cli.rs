@@ -196,3 +196,256 @@ pub fn counters_json(counters: &tfrc_sim::LinkCounters) -> serde_json::Value {
         "marked_out": counters.marked_out,
     })
 }
+
+/// `tfrc testbed`: network namespaces joined through an emulated topology (root).
+#[derive(Debug, Clone, Args)]
+pub struct TestbedArgs {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: TestbedCommand,
+}
+
+/// The `tfrc testbed` subcommands.
+#[derive(Debug, Clone, clap::Subcommand)]
+pub enum TestbedCommand {
+    /// Create the namespaces and serve them until SIGINT/SIGTERM or `tfrc testbed down`.
+    Up(UpArgs),
+    /// Stop running testbeds and remove their namespaces (and leftovers of crashed ones).
+    Down(DownArgs),
+    /// Run a command inside a host's namespace: `tfrc testbed exec s1 -- tfrc send --to 10.200.0.3:5201`.
+    Exec(ExecArgs),
+    /// List running testbeds and their hosts.
+    List,
+    /// Run a scenario's flows for real through the emulated topology and write flows.csv,
+    /// state.csv, links.csv and summary.json like `tfrc sim`.
+    Run(crate::scenario::RunArgs),
+}
+
+/// `tfrc testbed up`.
+#[derive(Debug, Clone, Args)]
+pub struct UpArgs {
+    /// Sender hosts s1…sN (at the left end of the link).
+    #[arg(long, default_value_t = 1)]
+    pub senders: usize,
+    /// Receiver hosts r1…rM (at the right end).
+    #[arg(long, default_value_t = 1)]
+    pub receivers: usize,
+    /// The link between senders and receivers (forward: senders → receivers).
+    #[command(flatten)]
+    pub link: LinkArgs,
+    /// Take links, queues, markers and loss from a scenario file instead (hosts are the flows'
+    /// endpoints and the leaf nodes; each flow gets a port, printed).
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["senders", "receivers", "rate", "delay", "loss", "queue", "trace", "marker"])]
+    pub scenario: Option<PathBuf>,
+    /// Namespace prefix (must start with `tfrcemu`; default `tfrcemu<pid>`).
+    #[arg(long)]
+    pub prefix: Option<String>,
+    /// Seed of the links' random elements.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Write `links.csv` rows of every link direction to this file.
+    #[arg(long, value_name = "FILE")]
+    pub links_csv: Option<PathBuf>,
+    /// Interval of the `links.csv` rows.
+    #[arg(long, default_value = "1s", value_parser = parse_duration_flag)]
+    pub log_interval: Duration,
+    /// Write a pcap capture (raw IP) of every packet leaving the emulated topology.
+    #[arg(long, value_name = "FILE")]
+    pub pcap: Option<PathBuf>,
+    /// Run the emulator thread as SCHED_FIFO 10.
+    #[arg(long)]
+    pub realtime: bool,
+    /// Serve for this long, then remove everything (default: until stopped).
+    #[arg(long, value_parser = parse_duration_flag)]
+    pub time: Option<Duration>,
+}
+
+/// `tfrc testbed down`.
+#[derive(Debug, Clone, Args)]
+pub struct DownArgs {
+    /// Only this testbed (default: every testbed on the machine).
+    #[arg(long)]
+    pub prefix: Option<String>,
+}
+
+/// `tfrc testbed exec`.
+#[derive(Debug, Clone, Args)]
+pub struct ExecArgs {
+    /// Host name (`s1`, `r1`, or a scenario node).
+    pub host: String,
+    /// Which testbed (default: the only one running).
+    #[arg(long)]
+    pub prefix: Option<String>,
+    /// The command and its arguments.
+    #[arg(last = true, required = true)]
+    pub command: Vec<String>,
+}
+
+/// Runs `tfrc testbed …`.
+pub fn run_testbed(args: &TestbedArgs) -> Result<()> {
+    match &args.command {
+        TestbedCommand::Up(up) => run_up(up),
+        TestbedCommand::Down(down) => run_down(down),
+        TestbedCommand::Exec(exec) => run_exec(exec),
+        TestbedCommand::List => {
+            let running = crate::testbed::running_testbeds();
+            if running.is_empty() {
+                println!("no testbed running");
+            }
+            for (_, state) in running {
+                println!("{} (pid {})", state.prefix, state.pid);
+                for host in state.hosts {
+                    println!("  {:<12} {:<15} netns {}", host.name, host.address, host.namespace);
+                }
+            }
+            Ok(())
+        }
+        TestbedCommand::Run(run) => crate::scenario::run(run),
+    }
+}
+
+fn run_up(args: &UpArgs) -> Result<()> {
+    use crate::testbed::{print_flush, Testbed, TestbedConfig, Topology};
+    let (topology, ports) = match &args.scenario {
+        Some(path) => {
+            let scenario = tfrc_scenario::Scenario::from_path(path)?;
+            let plan = crate::scenario::Plan::new(&scenario.expand_counts())?;
+            (plan.topology.clone(), plan.flow_ports())
+        }
+        None => {
+            anyhow::ensure!(
+                args.senders >= 1 && args.receivers >= 1 && args.senders + args.receivers <= 250,
+                "--senders and --receivers must be at least 1, 250 hosts in all"
+            );
+            (
+                Topology::dumbbell(args.senders, args.receivers, &args.link.to_spec()?),
+                Vec::new(),
+            )
+        }
+    };
+    let mut config = TestbedConfig::new(topology);
+    if let Some(prefix) = &args.prefix {
+        config.prefix = prefix.clone();
+    }
+    config.seed = args.seed;
+    config.links_csv = args.links_csv.clone().map(|path| (path, args.log_interval));
+    config.pcap = args.pcap.clone();
+    config.realtime_priority = args.realtime.then_some(10);
+    let stop = Arc::new(AtomicBool::new(false));
+    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(signal, stop.clone())
+            .context("cannot install the signal handler")?;
+    }
+    let testbed = Testbed::up(config)?;
+    print_flush(&format!("testbed {} is up:", testbed.prefix()));
+    for host in testbed.hosts() {
+        print_flush(&format!(
+            "  {:<12} {:<15} netns {}",
+            host.name, host.address, host.namespace
+        ));
+    }
+    for (flow, port) in ports {
+        print_flush(&format!("  flow {flow}: port {port}"));
+    }
+    print_flush(&format!(
+        "run commands with `tfrc testbed exec HOST -- CMD`; stop with Ctrl-C or `tfrc testbed down --prefix {}`",
+        testbed.prefix()
+    ));
+    let started = std::time::Instant::now();
+    while !stop.load(std::sync::atomic::Ordering::Relaxed)
+        && testbed.is_serving()
+        && args.time.is_none_or(|time| started.elapsed() < time)
+    {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let report = testbed.shutdown()?;
+    eprintln!(
+        "testbed down after {:.1} s: {} packets in, {} out, {} foreign, {} unroutable",
+        report.seconds,
+        report.packets_in,
+        report.packets_out,
+        report.foreign_packets,
+        report.unroutable_packets
+    );
+    Ok(())
+}
+
+fn run_down(args: &DownArgs) -> Result<()> {
+    let mut stopped = 0;
+    for (path, state) in crate::testbed::running_testbeds() {
+        if args.prefix.as_ref().is_some_and(|prefix| *prefix != state.prefix) {
+            continue;
+        }
+        // SAFETY: signalling a pid read from our own state file.
+        unsafe {
+            libc::kill(state.pid as libc::pid_t, libc::SIGTERM);
+        }
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while path.exists() && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        for host in &state.hosts {
+            crate::testbed::remove_namespace(&host.namespace);
+        }
+        let _ = std::fs::remove_file(&path);
+        println!("removed testbed {} (pid {})", state.prefix, state.pid);
+        stopped += 1;
+    }
+    let stale = crate::testbed::remove_stale();
+    if !stale.is_empty() {
+        println!("removed leftovers: {}", stale.join(" "));
+    }
+    if stopped == 0 && stale.is_empty() {
+        match &args.prefix {
+            Some(prefix) => anyhow::bail!("no testbed {prefix} is running"),
+            None => println!("no testbed running"),
+        }
+    }
+    Ok(())
+}
+
+fn run_exec(args: &ExecArgs) -> Result<()> {
+    let running = crate::testbed::running_testbeds();
+    let state = match &args.prefix {
+        Some(prefix) => running
+            .iter()
+            .find(|(_, state)| state.prefix == *prefix)
+            .map(|(_, state)| state)
+            .ok_or_else(|| anyhow::anyhow!("no testbed {prefix} is running"))?,
+        None => match running.as_slice() {
+            [(_, state)] => state,
+            [] => anyhow::bail!("no testbed is running; start one with `tfrc testbed up`"),
+            _ => anyhow::bail!(
+                "several testbeds are running ({}); choose one with --prefix",
+                running
+                    .iter()
+                    .map(|(_, state)| state.prefix.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        },
+    };
+    let host = state
+        .hosts
+        .iter()
+        .find(|host| host.name == args.host)
+        .ok_or_else(|| {
+            anyhow::anyhow!(
+                "no host {:?} in testbed {}; hosts: {}",
+                args.host,
+                state.prefix,
+                state
+                    .hosts
+                    .iter()
+                    .map(|host| host.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        })?;
+    let status = std::process::Command::new("ip")
+        .args(["netns", "exec", &host.namespace])
+        .args(&args.command)
+        .status()
+        .context("cannot run `ip netns exec`")?;
+    std::process::exit(status.code().unwrap_or(1));
+}

@@ -1,6 +1,6 @@
 //! Wall-clock time for the network elements, and precise waits.
 //!
-//! The emulator's time origin ([`tfrc_udp::clock::Clock`]) is its start: element time
+//! The emulator's time origin ([`Clock`]) is its start: element time
 //! `Instant::ZERO` is that moment, so loss windows (`start=30s`) and traces count from it.
 //!
 //! [`Waiter::wait`] sleeps in `ppoll` on the emulator's file descriptors until `spin_margin`
@@ -11,7 +11,35 @@ use core::time::Duration;
 use std::os::fd::RawFd;
 
 use tfrc_proto::Instant;
-pub use tfrc_udp::clock::Clock;
+
+/// The monotonic clock as element time: nanoseconds since an origin.
+#[derive(Debug, Clone, Copy)]
+pub struct Clock {
+    origin: std::time::Instant,
+}
+
+impl Clock {
+    /// A clock whose origin is now.
+    pub fn new() -> Self {
+        Clock::from_origin(std::time::Instant::now())
+    }
+
+    /// A clock with the given origin (element time zero).
+    pub fn from_origin(origin: std::time::Instant) -> Self {
+        Clock { origin }
+    }
+
+    /// Element time now.
+    pub fn now(&self) -> Instant {
+        Instant::from_nanos(u64::try_from(self.origin.elapsed().as_nanos()).unwrap_or(u64::MAX))
+    }
+}
+
+impl Default for Clock {
+    fn default() -> Self {
+        Clock::new()
+    }
+}
 
 /// Default time spun before a deadline instead of sleeping.
 pub const DEFAULT_SPIN_MARGIN: Duration = Duration::from_micros(60);

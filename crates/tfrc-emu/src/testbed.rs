@@ -189,6 +189,57 @@ pub struct TestbedConfig {
     pub pcap: Option<PathBuf>,
     /// Run the emulator thread as `SCHED_FIFO` at this priority.
     pub realtime_priority: Option<i32>,
+    /// Flows whose data packets the emulator counts (for `flows.csv`), and the interval of
+    /// the counts.
+    pub tracked_flows: Vec<TrackedFlow>,
+    /// Interval of the tracked flows' counts.
+    pub flow_interval: Duration,
+}
+
+/// A flow counted by the emulator: packets of flow id `flow` going from host `from` to host
+/// `to` (indices in the topology) are its data packets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TrackedFlow {
+    /// Flow id (its port).
+    pub flow: FlowId,
+    /// Sending host index.
+    pub from: usize,
+    /// Receiving host index.
+    pub to: usize,
+}
+
+/// Cumulative counts of one tracked flow.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FlowTotals {
+    /// Bytes (IP packets) entering the first link of the route.
+    pub sent_bytes: u64,
+    /// Packets entering the first link.
+    pub sent_packets: u64,
+    /// Bytes delivered to the destination host.
+    pub recv_bytes: u64,
+    /// Packets delivered to the destination host.
+    pub recv_packets: u64,
+}
+
+/// What the emulator counted for the tracked flows, on its own clock.
+#[derive(Debug, Clone, Default)]
+pub struct FlowLog {
+    /// Cumulative totals at the end of each interval: `intervals[i][flow]`.
+    pub intervals: Vec<Vec<FlowTotals>>,
+    /// Data packets sent per 100 ms bin: `sent_per_100ms[flow][bin]`.
+    pub sent_per_100ms: Vec<Vec<u32>>,
+    /// Cumulative totals now.
+    pub totals: Vec<FlowTotals>,
+}
+
+impl FlowLog {
+    fn new(flows: usize) -> Self {
+        FlowLog {
+            intervals: Vec::new(),
+            sent_per_100ms: vec![Vec::new(); flows],
+            totals: vec![FlowTotals::default(); flows],
+        }
+    }
 }
 
 impl TestbedConfig {
@@ -209,6 +260,8 @@ impl TestbedConfig {
             links_csv: None,
             pcap: None,
             realtime_priority: None,
+            tracked_flows: Vec::new(),
+            flow_interval: Duration::from_secs(1),
         }
     }
 }
@@ -459,6 +512,8 @@ pub struct Testbed {
     stop: Arc<AtomicBool>,
     emulator: Option<JoinHandle<Result<TestbedReport>>>,
     torn_down: bool,
+    flow_log: Arc<std::sync::Mutex<FlowLog>>,
+    started: Arc<std::sync::OnceLock<std::time::Instant>>,
 }
 
 impl Testbed {
@@ -523,6 +578,8 @@ impl Testbed {
             stop: Arc::new(AtomicBool::new(false)),
             emulator: None,
             torn_down: false,
+            flow_log: Arc::new(std::sync::Mutex::new(FlowLog::new(config.tracked_flows.len()))),
+            started: Arc::new(std::sync::OnceLock::new()),
         };
         testbed.watchdog = Some(testbed.start_watchdog()?);
         let mut tuns = Vec::new();
@@ -555,6 +612,10 @@ impl Testbed {
             .collect();
         let emulator = Emulator {
             tuns,
+            tracked: config.tracked_flows.clone(),
+            flow_interval: config.flow_interval,
+            flow_log: testbed.flow_log.clone(),
+            started: testbed.started.clone(),
             routes,
             network: Network::new(links),
             names,
@@ -568,6 +629,9 @@ impl Testbed {
                 .name("tfrc-emu-testbed".into())
                 .spawn(move || emulator.serve(&stop))?,
         );
+        while testbed.started.get().is_none() && testbed.is_serving() {
+            std::thread::sleep(Duration::from_millis(1));
+        }
         Ok(testbed)
     }
 
@@ -631,6 +695,20 @@ impl Testbed {
         Ok(command)
     }
 
+    /// The moment of the emulator's time zero (loss windows, traces, `links.csv` and the flow
+    /// counts are relative to it).
+    pub fn origin(&self) -> Option<std::time::Instant> {
+        self.started.get().copied()
+    }
+
+    /// What the emulator counted for the tracked flows so far.
+    pub fn flow_log(&self) -> FlowLog {
+        self.flow_log
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
+            .clone()
+    }
+
     /// Whether the emulator thread is still serving.
     pub fn is_serving(&self) -> bool {
         self.emulator
@@ -676,8 +754,13 @@ impl Drop for Testbed {
 /// The emulator loop of a testbed.
 struct Emulator {
     tuns: Vec<OwnedFd>,
+    tracked: Vec<TrackedFlow>,
+    flow_interval: Duration,
+    flow_log: Arc<std::sync::Mutex<FlowLog>>,
+    started: Arc<std::sync::OnceLock<std::time::Instant>>,
     routes: Vec<Vec<Option<Arc<[usize]>>>>,
-    network: Network<usize>,
+    /// Destination: (source host, destination host, flow id).
+    network: Network<(usize, usize, FlowId)>,
     names: Vec<LinkName>,
     links_csv: Option<(PathBuf, Duration)>,
     pcap: Option<PathBuf>,
@@ -719,8 +802,17 @@ impl Emulator {
             tfrc_udp::pacing::set_realtime_priority(priority)
                 .context("cannot use real-time scheduling (needs root or CAP_SYS_NICE)")?;
         }
-        let clock = Clock::new();
+        let origin = std::time::Instant::now();
+        let clock = Clock::from_origin(origin);
+        let _ = self.started.set(origin);
         let waiter = Waiter::new(clock, DEFAULT_SPIN_MARGIN);
+        let tracked_index = |source: usize, destination: usize, flow: FlowId| {
+            self.tracked.iter().position(|tracked| {
+                tracked.flow == flow && tracked.from == source && tracked.to == destination
+            })
+        };
+        let mut totals = vec![FlowTotals::default(); self.tracked.len()];
+        let mut next_flow_row = Instant::ZERO + self.flow_interval;
         let fds: Vec<RawFd> = self.tuns.iter().map(AsRawFd::as_raw_fd).collect();
         let mut report = TestbedReport::default();
         let mut link_log = match &self.links_csv {
@@ -732,11 +824,14 @@ impl Emulator {
             None => None,
         };
         let mut buffer = vec![0u8; 65_536];
-        let mut delivered: Vec<Delivered<usize>> = Vec::new();
+        let mut delivered: Vec<Delivered<(usize, usize, FlowId)>> = Vec::new();
         while !stop.load(Ordering::Relaxed) {
             let mut deadline = self.network.poll_timeout();
             if let Some(log) = &link_log {
                 deadline = Some(deadline.map_or(log.next_due(), |at| at.min(log.next_due())));
+            }
+            if !self.tracked.is_empty() {
+                deadline = Some(deadline.map_or(next_flow_row, |at| at.min(next_flow_row)));
             }
             let _ = waiter.wait(&fds, deadline);
             for (source, &fd) in fds.iter().enumerate() {
@@ -763,20 +858,36 @@ impl Emulator {
                         report.unroutable_packets += 1;
                         continue;
                     };
+                    if let Some(index) = tracked_index(source, destination, flow) {
+                        totals[index].sent_bytes += length as u64;
+                        totals[index].sent_packets += 1;
+                        let bin = (now.as_nanos() / 100_000_000) as usize;
+                        let mut log = self.flow_log.lock().unwrap_or_else(|p| p.into_inner());
+                        let bins = &mut log.sent_per_100ms[index];
+                        if bins.len() <= bin {
+                            bins.resize(bin + 1, 0);
+                        }
+                        bins[bin] += 1;
+                    }
                     let _ = self.network.send(
                         now,
                         flow,
                         length as u32,
                         packet.to_vec(),
                         route,
-                        destination,
+                        (source, destination, flow),
                     );
                 }
             }
             let now = clock.now();
             self.network.deliver_due(now, &mut delivered);
             for packet in delivered.drain(..) {
-                let fd = fds[packet.destination];
+                let (source, destination, flow) = packet.destination;
+                if let Some(index) = tracked_index(source, destination, flow) {
+                    totals[index].recv_bytes += packet.body.len() as u64;
+                    totals[index].recv_packets += 1;
+                }
+                let fd = fds[destination];
                 // SAFETY: writing a buffer we own, of its length, to an open fd.
                 let written =
                     unsafe { libc::write(fd, packet.body.as_ptr().cast(), packet.body.len()) };
@@ -789,6 +900,14 @@ impl Emulator {
             }
             if let Some(log) = &mut link_log {
                 log.write_due(now, &self.network.samples())?;
+            }
+            if !self.tracked.is_empty() {
+                let mut log = self.flow_log.lock().unwrap_or_else(|p| p.into_inner());
+                while next_flow_row <= now {
+                    log.intervals.push(totals.clone());
+                    next_flow_row = next_flow_row + self.flow_interval;
+                }
+                log.totals.clone_from(&totals);
             }
         }
         if let Some(log) = &mut link_log {
