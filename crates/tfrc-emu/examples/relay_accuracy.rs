@@ -23,7 +23,11 @@ const DELAY_MS: u64 = 10;
 
 type RelayHandle = std::thread::JoinHandle<anyhow::Result<relay::RelayReport>>;
 
-fn relay_for(rate_bps: u64, sink: SocketAddr, realtime: bool) -> (SocketAddr, Arc<AtomicBool>, RelayHandle) {
+fn relay_for(
+    rate_bps: u64,
+    sink: SocketAddr,
+    realtime: bool,
+) -> (SocketAddr, Arc<AtomicBool>, RelayHandle) {
     let rate = vec![format!("{rate_bps}")];
     let delay = vec![format!("{DELAY_MS}ms")];
     let queue = vec!["droptail:1000".to_string()];
@@ -45,7 +49,12 @@ fn relay_for(rate_bps: u64, sink: SocketAddr, realtime: bool) -> (SocketAddr, Ar
 /// the source leaves the CPUs to the relay); each payload carries its send time (ns since
 /// `origin`). Late sends bunch packets: the error computation accounts for the queueing
 /// that causes.
-fn paced_source(target: SocketAddr, origin: Instant, interval: Duration, count: u64) -> std::thread::JoinHandle<()> {
+fn paced_source(
+    target: SocketAddr,
+    origin: Instant,
+    interval: Duration,
+    count: u64,
+) -> std::thread::JoinHandle<()> {
     std::thread::spawn(move || {
         let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
         socket.connect(target).unwrap();
@@ -85,7 +94,8 @@ struct DelayResult {
 /// probes and queues them, is not counted against the emulator).
 fn delay_error(rate_bps: u64, seconds: f64, realtime: bool) -> DelayResult {
     let sink = UdpSocket::bind("127.0.0.1:0").unwrap();
-    sink.set_read_timeout(Some(Duration::from_millis(500))).unwrap();
+    sink.set_read_timeout(Some(Duration::from_millis(500)))
+        .unwrap();
     let (relay_address, stop, handle) = relay_for(rate_bps, sink.local_addr().unwrap(), realtime);
     let serialization_ns = WIRE_BYTES * 8 * 1_000_000_000 / rate_bps;
     let interval = Duration::from_nanos(serialization_ns * 2);
@@ -126,7 +136,8 @@ fn delay_error(rate_bps: u64, seconds: f64, realtime: bool) -> DelayResult {
 /// Delivered wire rate under a 150 % load, over the middle 60 % of the run.
 fn delivered_rate(rate_bps: u64, seconds: f64, realtime: bool) -> f64 {
     let sink = UdpSocket::bind("127.0.0.1:0").unwrap();
-    sink.set_read_timeout(Some(Duration::from_millis(500))).unwrap();
+    sink.set_read_timeout(Some(Duration::from_millis(500)))
+        .unwrap();
     let (relay_address, stop, handle) = relay_for(rate_bps, sink.local_addr().unwrap(), realtime);
     let serialization_ns = WIRE_BYTES * 8 * 1_000_000_000 / rate_bps;
     let interval = Duration::from_nanos(serialization_ns * 2 / 3);
@@ -149,7 +160,10 @@ fn delivered_rate(rate_bps: u64, seconds: f64, realtime: bool) -> f64 {
 fn main() {
     let realtime = std::env::var_os("REALTIME").is_some();
     let mut arguments = std::env::args().skip(1);
-    let seconds: f64 = arguments.next().and_then(|text| text.parse().ok()).unwrap_or(3.0);
+    let seconds: f64 = arguments
+        .next()
+        .and_then(|text| text.parse().ok())
+        .unwrap_or(3.0);
     let rates: Vec<u64> = {
         let given: Vec<u64> = arguments.filter_map(|text| text.parse().ok()).collect();
         if given.is_empty() {
@@ -158,7 +172,14 @@ fn main() {
             given
         }
     };
-    println!("relay thread: {}", if realtime { "SCHED_FIFO 10" } else { "normal priority" });
+    println!(
+        "relay thread: {}",
+        if realtime {
+            "SCHED_FIFO 10"
+        } else {
+            "normal priority"
+        }
+    );
     println!();
     println!("| link rate | probes received | delay error p50 (µs) | p99 (µs) | max (µs) | delivered rate at 150 % load | error |");
     println!("|---|---|---|---|---|---|---|");

@@ -150,7 +150,10 @@ pub fn run_emulate(args: &EmulateArgs) -> Result<()> {
         }
         println!(
             "{:.1} s, {} clients, wake-up lateness p50 {:.1} µs, p99 {:.1} µs",
-            report.seconds, report.clients, report.wake_lateness_p50_us, report.wake_lateness_p99_us
+            report.seconds,
+            report.clients,
+            report.wake_lateness_p50_us,
+            report.wake_lateness_p99_us
         );
     }
     Ok(())
@@ -295,7 +298,10 @@ pub fn run_testbed(args: &TestbedArgs) -> Result<()> {
             for (_, state) in running {
                 println!("{} (pid {})", state.prefix, state.pid);
                 for host in state.hosts {
-                    println!("  {:<12} {:<15} netns {}", host.name, host.address, host.namespace);
+                    println!(
+                        "  {:<12} {:<15} netns {}",
+                        host.name, host.address, host.namespace
+                    );
                 }
             }
             Ok(())
@@ -373,7 +379,11 @@ fn run_up(args: &UpArgs) -> Result<()> {
 fn run_down(args: &DownArgs) -> Result<()> {
     let mut stopped = 0;
     for (path, state) in crate::testbed::running_testbeds() {
-        if args.prefix.as_ref().is_some_and(|prefix| *prefix != state.prefix) {
+        if args
+            .prefix
+            .as_ref()
+            .is_some_and(|prefix| *prefix != state.prefix)
+        {
             continue;
         }
         // SAFETY: signalling a pid read from our own state file.

@@ -102,7 +102,10 @@ impl LinkLog {
     /// Creates `path` with the header; one row per entry of `names` per `interval`, the first
     /// interval ending at `Instant::ZERO + interval`.
     pub fn create(path: &Path, names: Vec<LinkName>, interval: Duration) -> anyhow::Result<Self> {
-        anyhow::ensure!(!interval.is_zero(), "the links.csv interval must be above 0");
+        anyhow::ensure!(
+            !interval.is_zero(),
+            "the links.csv interval must be above 0"
+        );
         let file = File::create(path)
             .map_err(|error| anyhow::anyhow!("cannot create {}: {error}", path.display()))?;
         let mut writer = BufWriter::new(file);
@@ -130,14 +133,13 @@ impl LinkLog {
         while self.next <= now {
             self.intervals_written += 1;
             let time_s = self.interval.as_secs_f64() * self.intervals_written as f64;
-            for ((name, previous), sample) in
-                self.names.iter().zip(&mut self.previous).zip(samples)
+            for ((name, previous), sample) in self.names.iter().zip(&mut self.previous).zip(samples)
             {
                 let row = format_row(time_s, self.interval, name, previous, sample);
                 writeln!(self.writer, "{row}")?;
                 *previous = sample.counters;
             }
-            self.next = self.next + self.interval;
+            self.next += self.interval;
         }
         Ok(())
     }
@@ -183,7 +185,10 @@ mod tests {
             average_queue: None,
         };
         let row = format_row(2.0, Duration::from_secs(1), &name, &previous, &sample);
-        assert_eq!(row, "2,router,receiver,3,3000,,125,125,125000,1.000000,2,0,2,0,2,4,0");
+        assert_eq!(
+            row,
+            "2,router,receiver,3,3000,,125,125,125000,1.000000,2,0,2,0,2,4,0"
+        );
         assert_eq!(row.split(',').count(), HEADER.split(',').count());
     }
 }

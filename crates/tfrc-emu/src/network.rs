@@ -130,7 +130,10 @@ impl<D> Network<D> {
         if !self.immediate.is_empty() {
             return Some(Instant::ZERO);
         }
-        self.links.iter().filter_map(LinkDirection::poll_timeout).min()
+        self.links
+            .iter()
+            .filter_map(LinkDirection::poll_timeout)
+            .min()
     }
 
     /// Moves every packet due by `now` to its next hop, and appends to `out` those that left

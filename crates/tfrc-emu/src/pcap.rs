@@ -125,13 +125,21 @@ mod tests {
         let directory = tempfile::tempdir().unwrap();
         let path = directory.path().join("capture.pcap");
         let mut writer = PcapWriter::create(&path).unwrap();
-        writer.write_packet(1_500_000_000_123_456_789, &packet).unwrap();
+        writer
+            .write_packet(1_500_000_000_123_456_789, &packet)
+            .unwrap();
         writer.flush().unwrap();
         let bytes = std::fs::read(&path).unwrap();
         assert_eq!(bytes.len(), 24 + 16 + 33);
         assert_eq!(&bytes[0..4], &MAGIC_NANOSECONDS.to_le_bytes());
         assert_eq!(&bytes[20..24], &LINKTYPE_RAW.to_le_bytes());
-        assert_eq!(u32::from_le_bytes(bytes[24..28].try_into().unwrap()), 1_500_000_000);
-        assert_eq!(u32::from_le_bytes(bytes[28..32].try_into().unwrap()), 123_456_789);
+        assert_eq!(
+            u32::from_le_bytes(bytes[24..28].try_into().unwrap()),
+            1_500_000_000
+        );
+        assert_eq!(
+            u32::from_le_bytes(bytes[28..32].try_into().unwrap()),
+            123_456_789
+        );
     }
 }

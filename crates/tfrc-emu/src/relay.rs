@@ -155,8 +155,10 @@ impl Relay {
             .map(|&direction| {
                 let spec = config.link.direction(direction);
                 let link_config = spec.to_config(Instant::ZERO)?;
-                let link: LinkDirection = link_config
-                    .build(derive_seed(config.seed, &format!("relay:{}", direction.name())))?;
+                let link: LinkDirection = link_config.build(derive_seed(
+                    config.seed,
+                    &format!("relay:{}", direction.name()),
+                ))?;
                 Ok(link)
             })
             .collect::<Result<Vec<_>>>()?;
@@ -215,7 +217,10 @@ impl Relay {
         };
         let forward_route: Arc<[usize]> = Arc::from(vec![0]);
         let reverse_route: Arc<[usize]> = Arc::from(vec![1]);
-        let end = self.config.duration.map(|duration| Instant::ZERO + duration);
+        let end = self
+            .config
+            .duration
+            .map(|duration| Instant::ZERO + duration);
         let mut buffer = vec![0u8; MAX_DATAGRAM];
         let mut delivered: Vec<Delivered<Target>> = Vec::new();
         let mut lateness: Vec<u64> = Vec::new();
@@ -318,7 +323,10 @@ impl Relay {
                 if let (Some(writer), Some(SocketAddr::V4(source)), Some(SocketAddr::V4(dest))) =
                     (&mut pcap, source, destination)
                 {
-                    writer.write_packet(unix_nanos_now(), &ipv4_udp_packet(source, dest, &packet.body))?;
+                    writer.write_packet(
+                        unix_nanos_now(),
+                        &ipv4_udp_packet(source, dest, &packet.body),
+                    )?;
                 }
             }
             if let Some(log) = &mut link_log {

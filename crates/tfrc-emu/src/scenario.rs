@@ -174,9 +174,12 @@ impl Plan {
                             .flows
                             .iter()
                             .map(|name| {
-                                port_of.get(name.as_str()).map(|p| FlowId::from(*p)).ok_or_else(
-                                    || anyhow!("marker on {from}->{to}: no flow named {name}"),
-                                )
+                                port_of
+                                    .get(name.as_str())
+                                    .map(|p| FlowId::from(*p))
+                                    .ok_or_else(|| {
+                                        anyhow!("marker on {from}->{to}: no flow named {name}")
+                                    })
                             })
                             .collect::<Result<_>>()?;
                         marked.sort_unstable();
@@ -570,7 +573,10 @@ fn connect_tcp(address: SocketAddr, congestion: &str, packet_size: u32) -> Resul
         }
         attempts += 1;
         if attempts > 50 {
-            bail!("cannot connect to {address}: {}", std::io::Error::last_os_error());
+            bail!(
+                "cannot connect to {address}: {}",
+                std::io::Error::last_os_error()
+            );
         }
         std::thread::sleep(Duration::from_millis(20));
     }
@@ -634,7 +640,10 @@ fn run_udp_source(
         }
         let now = Instant::from_nanos(start.elapsed().as_nanos() as u64);
         let burst = source.handle_timeout(now);
-        payload.resize(burst.size_bytes.saturating_sub(UDP_OVERHEAD).max(1) as usize, 0);
+        payload.resize(
+            burst.size_bytes.saturating_sub(UDP_OVERHEAD).max(1) as usize,
+            0,
+        );
         for _ in 0..burst.packets {
             let _ = socket.send(&payload);
         }
@@ -717,7 +726,9 @@ fn write_outputs(
             option_cell(row.p),
             option_cell(row.rtt_s),
             option_cell(row.target_bps),
-            row.feedbacks_per_rtt.map(|n| n.to_string()).unwrap_or_default(),
+            row.feedbacks_per_rtt
+                .map(|n| n.to_string())
+                .unwrap_or_default(),
         ));
     }
     std::fs::write(args.out.join("state.csv"), state_csv)?;
@@ -745,7 +756,11 @@ fn write_outputs(
             .then(|| mean(flow_states.iter().filter_map(|row| row.p).collect()))
             .flatten();
         let mean_rtt = mean(flow_states.iter().filter_map(|row| row.rtt_s).collect());
-        let bins = flow_log.sent_per_100ms.get(index).cloned().unwrap_or_default();
+        let bins = flow_log
+            .sent_per_100ms
+            .get(index)
+            .cloned()
+            .unwrap_or_default();
         let (first_bin, last_bin) = ((start * 10.0) as usize, (stop * 10.0) as usize);
         let counts: Vec<f64> = (first_bin..last_bin)
             .map(|bin| f64::from(bins.get(bin).copied().unwrap_or(0)))

@@ -195,8 +195,7 @@ impl LinkSpec {
                 return Err(SpecError::new("--rate", value, "the rate must be above 0"));
             }
             for direction in directions {
-                link.direction_mut(direction).capacity =
-                    CapacitySpec::Rate(rate.bits_per_second());
+                link.direction_mut(direction).capacity = CapacitySpec::Rate(rate.bits_per_second());
             }
         }
         for value in flags.trace {
@@ -219,14 +218,16 @@ impl LinkSpec {
         }
         for value in flags.queue {
             let (directions, text) = split_direction("--queue", value)?;
-            let queue = parse_queue(text).map_err(|reason| SpecError::new("--queue", value, reason))?;
+            let queue =
+                parse_queue(text).map_err(|reason| SpecError::new("--queue", value, reason))?;
             for direction in directions {
                 link.direction_mut(direction).queue = queue.clone();
             }
         }
         for value in flags.loss {
             let (directions, text) = split_direction("--loss", value)?;
-            let loss = parse_loss(text).map_err(|reason| SpecError::new("--loss", value, reason))?;
+            let loss =
+                parse_loss(text).map_err(|reason| SpecError::new("--loss", value, reason))?;
             for direction in directions {
                 link.direction_mut(direction).loss = loss;
             }
@@ -271,7 +272,11 @@ fn split_direction<'a>(flag: &str, value: &'a str) -> Result<(Vec<Direction>, &'
         };
         if let Some(directions) = directions {
             if rest.trim().is_empty() {
-                return Err(SpecError::new(flag, value, "nothing after the direction prefix"));
+                return Err(SpecError::new(
+                    flag,
+                    value,
+                    "nothing after the direction prefix",
+                ));
             }
             return Ok((directions, rest.trim()));
         }
@@ -365,9 +370,8 @@ pub fn parse_loss(text: &str) -> Result<Option<LossConfig>, String> {
         if let Some(value) = last.strip_prefix("start=") {
             start = parse_duration(value).map_err(|error| format!("start: {}", error.message()))?;
         } else if let Some(value) = last.strip_prefix("stop=") {
-            stop = Some(
-                parse_duration(value).map_err(|error| format!("stop: {}", error.message()))?,
-            );
+            stop =
+                Some(parse_duration(value).map_err(|error| format!("stop: {}", error.message()))?);
         } else {
             break;
         }
@@ -547,7 +551,10 @@ mod tests {
         else {
             panic!("not RED");
         };
-        assert_eq!((red.min_threshold, red.max_threshold, red.gentle), (3.0, 9.0, true));
+        assert_eq!(
+            (red.min_threshold, red.max_threshold, red.gentle),
+            (3.0, 9.0, true)
+        );
         assert_eq!(red.weight, RedParams::default().weight);
         let QueueConfig::Rio(rio) = parse_queue("rio:min_out=5,max_out=15,p_in=0.05").unwrap()
         else {

@@ -113,7 +113,10 @@ impl Topology {
     /// Checks names and sizes.
     pub fn validate(&self) -> Result<()> {
         if self.hosts.len() < 2 {
-            bail!("a testbed needs at least two hosts, got {}", self.hosts.len());
+            bail!(
+                "a testbed needs at least two hosts, got {}",
+                self.hosts.len()
+            );
         }
         if self.hosts.len() > 250 {
             bail!("a testbed has at most 250 hosts, got {}", self.hosts.len());
@@ -150,9 +153,7 @@ impl Topology {
         let mut queue = VecDeque::from([from]);
         while let Some(node) = queue.pop_front() {
             for (index, link) in self.links.iter().enumerate() {
-                if link.from == node
-                    && link.to != from
-                    && !previous.contains_key(link.to.as_str())
+                if link.from == node && link.to != from && !previous.contains_key(link.to.as_str())
                 {
                     previous.insert(&link.to, (index, node));
                     if link.to == to {
@@ -334,7 +335,10 @@ pub fn list_namespaces() -> Vec<String> {
 
 /// Kills every process inside `namespace`, then deletes it. Errors are ignored (it may be gone).
 pub fn remove_namespace(namespace: &str) {
-    if let Ok(output) = Command::new("ip").args(["netns", "pids", namespace]).output() {
+    if let Ok(output) = Command::new("ip")
+        .args(["netns", "pids", namespace])
+        .output()
+    {
         for pid in String::from_utf8_lossy(&output.stdout).split_whitespace() {
             if let Ok(pid) = pid.parse::<i32>() {
                 // SAFETY: kill with a pid read from the kernel; at worst the process is gone.
@@ -578,7 +582,9 @@ impl Testbed {
             stop: Arc::new(AtomicBool::new(false)),
             emulator: None,
             torn_down: false,
-            flow_log: Arc::new(std::sync::Mutex::new(FlowLog::new(config.tracked_flows.len()))),
+            flow_log: Arc::new(std::sync::Mutex::new(FlowLog::new(
+                config.tracked_flows.len(),
+            ))),
             started: Arc::new(std::sync::OnceLock::new()),
         };
         testbed.watchdog = Some(testbed.start_watchdog()?);
@@ -588,7 +594,15 @@ impl Testbed {
             ip(&["-n", &host.namespace, "link", "set", "lo", "up"])?;
             let tun = create_tun(&host.namespace)?;
             let address = format!("{}/24", host.address);
-            ip(&["-n", &host.namespace, "addr", "add", &address, "dev", TUN_NAME])?;
+            ip(&[
+                "-n",
+                &host.namespace,
+                "addr",
+                "add",
+                &address,
+                "dev",
+                TUN_NAME,
+            ])?;
             ip(&[
                 "-n",
                 &host.namespace,
@@ -905,7 +919,7 @@ impl Emulator {
                 let mut log = self.flow_log.lock().unwrap_or_else(|p| p.into_inner());
                 while next_flow_row <= now {
                     log.intervals.push(totals.clone());
-                    next_flow_row = next_flow_row + self.flow_interval;
+                    next_flow_row += self.flow_interval;
                 }
                 log.totals.clone_from(&totals);
             }
@@ -980,7 +994,11 @@ mod tests {
     fn bad_host_names_are_refused() {
         let mut topology = Topology::dumbbell(1, 1, &LinkSpec::default());
         topology.hosts[0] = "bad name".into();
-        assert!(topology.validate().unwrap_err().to_string().contains("bad name"));
+        assert!(topology
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("bad name"));
         assert_eq!(pid_of_namespace("tfrcemu1234-s1"), Some(1234));
         assert_eq!(pid_of_namespace("other"), None);
     }

@@ -94,12 +94,18 @@ fn tfrc_through_a_1_mbps_50_ms_rtt_relay_fills_the_link() {
         report.mean_p
     );
     // The link cannot carry more than its rate: 1 Mb/s over the run, plus the queue.
-    assert!(wire_rate <= 1.02e6, "{wire_rate:.0} bit/s through a 1 Mb/s link");
+    assert!(
+        wire_rate <= 1.02e6,
+        "{wire_rate:.0} bit/s through a 1 Mb/s link"
+    );
     assert_eq!(relay_report.clients, 1);
     // Every data packet the receiver got crossed the link; the rest are END datagrams.
     let delivered = relay_report.forward.deliveries;
     let data = flow.packets + flow.duplicates;
-    assert!(delivered >= data && delivered <= data + 10, "{delivered} vs {data}");
+    assert!(
+        delivered >= data && delivered <= data + 10,
+        "{delivered} vs {data}"
+    );
     // links.csv: a header and two rows (forward, reverse) per second.
     let text = std::fs::read_to_string(&links_csv).unwrap();
     let rows: Vec<&str> = text.lines().skip(1).collect();
@@ -110,7 +116,10 @@ fn tfrc_through_a_1_mbps_50_ms_rtt_relay_fills_the_link() {
         .filter_map(|row| row.split(',').nth(9)?.parse::<f64>().ok())
         .filter(|utilization| *utilization > 0.9)
         .count();
-    assert!(busy >= 4, "forward utilization above 90 % in {busy} rows:\n{text}");
+    assert!(
+        busy >= 4,
+        "forward utilization above 90 % in {busy} rows:\n{text}"
+    );
 }
 
 /// Timestamped probes at a quarter of the link rate: no queueing, so each probe's one-way delay
@@ -162,8 +171,16 @@ fn probes_see_the_configured_delay() {
     errors.sort_unstable();
     let median = errors[errors.len() / 2];
     // Never early (beyond clock noise), and the median within 1 ms even on a busy machine.
-    assert!(errors[0] > -50_000, "a probe arrived {} µs early", -errors[0] / 1000);
-    assert!(median < 1_000_000, "median delay error {} µs", median / 1000);
+    assert!(
+        errors[0] > -50_000,
+        "a probe arrived {} µs early",
+        -errors[0] / 1000
+    );
+    assert!(
+        median < 1_000_000,
+        "median delay error {} µs",
+        median / 1000
+    );
 }
 
 /// Bernoulli loss of 10 % on the forward direction: about 10 % of probes vanish, none in the
@@ -171,11 +188,17 @@ fn probes_see_the_configured_delay() {
 #[test]
 fn loss_model_drops_the_configured_fraction() {
     let sink = UdpSocket::bind(loopback()).unwrap();
-    sink.set_read_timeout(Some(Duration::from_millis(500))).unwrap();
+    sink.set_read_timeout(Some(Duration::from_millis(500)))
+        .unwrap();
     let config = RelayConfig::new(
         loopback(),
         sink.local_addr().unwrap(),
-        link("100Mbps", "1ms", Some("droptail:1000"), Some("forward=bernoulli:0.1")),
+        link(
+            "100Mbps",
+            "1ms",
+            Some("droptail:1000"),
+            Some("forward=bernoulli:0.1"),
+        ),
     );
     let stop = Arc::new(AtomicBool::new(false));
     let (relay_address, relay_thread) = relay::spawn(config, stop.clone()).unwrap();

@@ -176,7 +176,10 @@ fn kernel_tcp_and_tfrc_share_the_bottleneck() {
     );
     assert!(tcp_rate > 0.1 * 4e6, "TCP got {tcp_rate:.0} bit/s");
     assert!(tfrc_rate > 0.1 * 4e6, "TFRC got {tfrc_rate:.0} bit/s");
-    assert!(link_rate >= 0.9 * 4e6, "the link carried {link_rate:.0} bit/s of 4 Mb/s:\n{text}");
+    assert!(
+        link_rate >= 0.9 * 4e6,
+        "the link carried {link_rate:.0} bit/s of 4 Mb/s:\n{text}"
+    );
 }
 
 /// A paced UDP source of `payload`-byte datagrams at `rate_bps` (wire: payload + 28).
@@ -270,9 +273,15 @@ fn token_bucket_and_rio_protect_the_in_profile_flow() {
         "in-profile flow: {in_received}/{in_sent} (loss {in_loss:.3}); other: {out_received}/{out_sent} (loss {out_loss:.3}); marked in {} out {}",
         report.links[0].marked_in, report.links[0].marked_out
     );
-    assert!(report.links[0].marked_in > in_sent * 9 / 10, "the marker coloured the flow in profile");
+    assert!(
+        report.links[0].marked_in > in_sent * 9 / 10,
+        "the marker coloured the flow in profile"
+    );
     assert!(in_loss < 0.02, "the in-profile flow lost {in_loss:.3}");
-    assert!(out_loss > 0.3, "out-of-profile traffic lost only {out_loss:.3}");
+    assert!(
+        out_loss > 0.3,
+        "out-of-profile traffic lost only {out_loss:.3}"
+    );
 }
 
 /// Namespaces are removed by `shutdown`, and by the watchdog when the process that made them is
@@ -312,9 +321,14 @@ fn namespaces_are_removed_after_shutdown_and_after_a_crash() {
     let target: SocketAddr = format!("{}:7000", r1.address).parse().unwrap();
     let sink = in_namespace(&r1.namespace, move || {
         let socket = UdpSocket::bind(target).unwrap();
-        socket.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+        socket
+            .set_read_timeout(Some(Duration::from_secs(2)))
+            .unwrap();
         let mut buffer = [0u8; 16];
-        socket.recv(&mut buffer).map(|length| buffer[..length].to_vec()).ok()
+        socket
+            .recv(&mut buffer)
+            .map(|length| buffer[..length].to_vec())
+            .ok()
     })
     .unwrap();
     std::thread::sleep(Duration::from_millis(100));
@@ -352,7 +366,9 @@ fn namespaces_are_removed_after_shutdown_and_after_a_crash() {
             }
         }
     });
-    let prefix = found.recv_timeout(Duration::from_secs(30)).unwrap_or_default();
+    let prefix = found
+        .recv_timeout(Duration::from_secs(30))
+        .unwrap_or_default();
     if prefix.is_empty() {
         let _ = child.kill();
     }
