@@ -386,3 +386,80 @@ fn namespaces_are_removed_after_shutdown_and_after_a_crash() {
     }
     assert_gone(&prefix);
 }
+
+/// `tfrc testbed run`: a scenario's flows run for real and the simulator's four files come out,
+/// with the schema of docs/output-format.md and numbers that add up.
+#[test]
+fn scenario_run_writes_the_simulator_outputs() {
+    if !available("scenario_run_writes_the_simulator_outputs") {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|poison| poison.into_inner());
+    let directory = tempfile::tempdir().unwrap();
+    let out = directory.path().join("run");
+    let args = tfrc_emu::scenario::RunArgs {
+        scenario: std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/short-af.toml"),
+        out: out.clone(),
+        set: Vec::new(),
+        variant: None,
+        tcp_congestion: "reno".into(),
+        realtime: false,
+    };
+    tfrc_emu::scenario::run(&args).unwrap();
+    let flows = std::fs::read_to_string(out.join("flows.csv")).unwrap();
+    let mut lines = flows.lines();
+    assert_eq!(
+        lines.next(),
+        Some(
+            "time_s,flow,kind,sent_bytes,recv_bytes,sent_packets,recv_packets,send_kbps,recv_kbps"
+        )
+    );
+    // 8 intervals × 3 flows.
+    assert_eq!(lines.clone().count(), 24, "{flows}");
+    // The CBR flow sends only during [4 s, 6 s): 200 kb/s of 1000-byte packets = 25 packets/s.
+    let cbr_sent: Vec<u64> = lines
+        .clone()
+        .filter(|row| row.split(',').nth(1) == Some("u"))
+        .map(|row| row.split(',').nth(5).unwrap().parse().unwrap())
+        .collect();
+    assert_eq!(cbr_sent[..3], [0, 0, 0], "{flows}");
+    assert!(
+        (45..=55).contains(&(cbr_sent[4] + cbr_sent[5])),
+        "{cbr_sent:?}"
+    );
+    assert_eq!(cbr_sent[7], 0);
+    let links = std::fs::read_to_string(out.join("links.csv")).unwrap();
+    assert!(links.starts_with(tfrc_emu::linklog::HEADER));
+    assert!(links.contains(",edge,dst,"));
+    let state = std::fs::read_to_string(out.join("state.csv")).unwrap();
+    assert!(
+        state.lines().filter(|row| row.contains(",a,tfrc,")).count() >= 5,
+        "{state}"
+    );
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(summary["schema_version"], 1);
+    assert_eq!(summary["bottleneck"]["from"], "edge");
+    assert_eq!(summary["bottleneck"]["to"], "dst");
+    let utilization = summary["bottleneck"]["utilization"].as_f64().unwrap();
+    assert!(
+        utilization > 0.7 && utilization <= 1.01,
+        "utilization {utilization}"
+    );
+    let goodput = |name: &str| {
+        summary["flows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|flow| flow["name"] == name)
+            .unwrap()["goodput_bps"]
+            .as_f64()
+            .unwrap()
+    };
+    // The marked gTFRC flow holds most of its 600 kb/s target; both TFRC flows get throughput.
+    assert!(goodput("a") > 450_000.0, "a got {}", goodput("a"));
+    assert!(goodput("b") > 50_000.0, "b got {}", goodput("b"));
+    assert!(std::fs::read_to_string(out.join("scenario.toml"))
+        .unwrap()
+        .contains("short-af"));
+}
