@@ -33,6 +33,10 @@ enum Command {
     Ns2(tfrc_ns2::cli::Ns2Args),
     /// Stream synthetic video over ETP and report frames on time / late / lost.
     Stream(etp::stream_app::StreamArgs),
+    /// UDP relay through an emulated link (rate, delay, loss, queue, trace, marker).
+    Emulate(tfrc_emu::cli::EmulateArgs),
+    /// Network namespaces joined through an emulated topology (root): up, down, exec, list, run.
+    Testbed(tfrc_emu::cli::TestbedArgs),
 }
 
 #[derive(Debug, Args)]
@@ -85,6 +89,8 @@ fn main() -> Result<()> {
         Command::Ns2(args) => tfrc_ns2::cli::run(&args),
         Command::Reproduce(args) => reproduce::run(&args),
         Command::Stream(args) => etp::stream_app::run(&args),
+        Command::Emulate(args) => tfrc_emu::cli::run_emulate(&args),
+        Command::Testbed(args) => tfrc_emu::cli::run_testbed(&args),
     }
 }
 

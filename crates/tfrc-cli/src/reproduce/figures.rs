@@ -529,10 +529,81 @@ pub fn draw(experiment: &Experiment, out: &Path) -> Result<Vec<(PathBuf, String)
             "receiver throughput of the TFRC flow: ns-2.35 (reference) and our simulator with the RFC 5348 and the ns2 profiles, same axes".into(),
         ));
     }
+    for real in &experiment.testbed {
+        let Some(simulated) = experiment
+            .runs
+            .iter()
+            .find(|run| run.scenario.name == real.summary.scenario)
+        else {
+            continue;
+        };
+        let name = run_name(simulated);
+        let sources = [
+            Source {
+                name: "simulator",
+                run: &simulated.run,
+            },
+            Source {
+                name: "testbed (real)",
+                run: real,
+            },
+        ];
+        let plot = plot::throughput_over_time(
+            &format!("{id} ({name}): simulated and real"),
+            &sources,
+            &[],
+            &[Direction::Received],
+        );
+        figures.push((
+            save_line(&plot, out, id, &format!("testbed-{}", file_stem(&name)))?,
+            format!(
+                "{name}: receiver throughput in the simulator and in the real implementation over \
+                 the emulated link (tfrc testbed run, recorded in results/testbed)"
+            ),
+        ));
+    }
     Ok(figures
         .into_iter()
         .filter(|(path, _)| !path.as_os_str().is_empty())
         .collect())
+}
+
+/// Recorded real runs vs our simulated runs of the same variant: mean receiver throughput per
+/// flow.
+pub fn testbed_comparison(experiment: &Experiment) -> Vec<(String, String, String)> {
+    let mut rows = Vec::new();
+    for real in &experiment.testbed {
+        let Some(simulated) = experiment
+            .runs
+            .iter()
+            .find(|run| run.scenario.name == real.summary.scenario)
+        else {
+            continue;
+        };
+        for flow in &real.summary.flows {
+            let (Some(real_rate), Some(simulated_rate)) = (
+                goodput_kbps(real, &flow.name),
+                goodput_kbps(&simulated.run, &flow.name),
+            ) else {
+                continue;
+            };
+            let difference = if simulated_rate > 0.0 {
+                format!(" ({:+.1} %)", (real_rate / simulated_rate - 1.0) * 100.0)
+            } else {
+                String::new()
+            };
+            rows.push((
+                format!(
+                    "mean receiver throughput of {}, real (testbed) vs simulated ({})",
+                    flow.name,
+                    run_name(simulated)
+                ),
+                format!("simulated {simulated_rate:.1} kb/s"),
+                format!("real {real_rate:.1} kb/s{difference}"),
+            ));
+        }
+    }
+    rows
 }
 
 /// Mean over the flows under test of their time-average p.

@@ -46,6 +46,10 @@ pub struct ReproduceArgs {
     /// Skip the ns-2 side-by-side runs of the conformance experiments.
     #[arg(long)]
     pub no_ns2: bool,
+    /// Recorded real runs (`tfrc testbed run` output directories) to put beside the simulated
+    /// runs of the same scenario variant (default: results/testbed in the source tree).
+    #[arg(long)]
+    pub testbed: Option<PathBuf>,
     /// Embed the figures in index.html (one self-contained file) instead of linking them.
     #[arg(long)]
     pub embed_images: bool,
@@ -153,6 +157,28 @@ pub struct Experiment {
     pub failures: Vec<String>,
     /// ns-2's run of the same scenario (conformance experiments), or why there is none.
     pub ns2: Option<std::result::Result<Run, String>>,
+    /// Recorded real runs (testbed) of this experiment's variants.
+    pub testbed: Vec<Run>,
+}
+
+/// The recorded testbed runs of experiment `id`: run directories under `dir` whose summary names
+/// the scenario `id` or one of its variants `id[...]`.
+fn testbed_runs(dir: &Path, id: &str) -> Vec<Run> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut paths: Vec<PathBuf> = entries
+        .filter_map(|entry| entry.ok().map(|entry| entry.path()))
+        .filter(|path| path.join("summary.json").is_file())
+        .collect();
+    paths.sort();
+    paths
+        .into_iter()
+        .filter_map(|path| Run::load(&path).ok())
+        .filter(|run| {
+            run.summary.scenario == id || run.summary.scenario.starts_with(&format!("{id}["))
+        })
+        .collect()
 }
 
 /// `tfrc reproduce`.
@@ -230,6 +256,10 @@ pub fn run(args: &ReproduceArgs) -> Result<()> {
     // ns-2 side by side for the conformance experiments.
     let ns_path = PathBuf::from(tfrc_ns2::DEFAULT_NS_PATH);
     let ns_available = tfrc_ns2::find_ns(&ns_path).is_ok();
+    let testbed_dir = args
+        .testbed
+        .clone()
+        .unwrap_or_else(|| dir.join("../results/testbed"));
 
     let mut experiments = Vec::new();
     for ((id, scenario), runs) in ids.iter().zip(scenarios).zip(runs_of) {
@@ -268,6 +298,7 @@ pub fn run(args: &ReproduceArgs) -> Result<()> {
             runs: loaded,
             failures,
             ns2,
+            testbed: testbed_runs(&testbed_dir, id),
         });
     }
 
@@ -577,6 +608,9 @@ fn build_report(
             for (quantity, paper, ours) in figures::ns2_comparison(experiment, ns2) {
                 section = section.measurement(quantity, paper, ours);
             }
+        }
+        for (quantity, simulated, real) in figures::testbed_comparison(experiment) {
+            section = section.measurement(quantity, simulated, real);
         }
         for outcome in &outcomes {
             section = section.measurement(

@@ -1,0 +1,201 @@
+//! Accuracy benchmark of the relay (run by `bench/emu/run.sh`).
+//!
+//! For each link rate: (1) timestamped probes at half the link rate (no queueing), whose
+//! one-way delay is compared with the ideal `delay + serialization time` — the added-delay
+//! error; (2) a saturating load (150 % of the rate) whose delivered rate, measured at the
+//! receiver over the middle of the run, is compared with the configured rate. Prints one
+//! Markdown row per rate.
+//!
+//! Usage: `relay_accuracy [SECONDS_PER_RUN] [RATE_MBPS …]`
+
+use core::time::Duration;
+use std::net::{SocketAddr, UdpSocket};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use tfrc_emu::relay::{self, RelayConfig};
+use tfrc_emu::spec::{LinkFlags, LinkSpec};
+
+const WIRE_BYTES: u64 = 1000;
+const PAYLOAD: usize = 972;
+const DELAY_MS: u64 = 10;
+
+type RelayHandle = std::thread::JoinHandle<anyhow::Result<relay::RelayReport>>;
+
+fn relay_for(
+    rate_bps: u64,
+    sink: SocketAddr,
+    realtime: bool,
+) -> (SocketAddr, Arc<AtomicBool>, RelayHandle) {
+    let rate = vec![format!("{rate_bps}")];
+    let delay = vec![format!("{DELAY_MS}ms")];
+    let queue = vec!["droptail:1000".to_string()];
+    let link = LinkSpec::from_flags(&LinkFlags {
+        rate: &rate,
+        delay: &delay,
+        queue: &queue,
+        ..LinkFlags::default()
+    })
+    .expect("valid link");
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut config = RelayConfig::new("127.0.0.1:0".parse().unwrap(), sink, link);
+    config.realtime_priority = realtime.then_some(10);
+    let (address, handle) = relay::spawn(config, stop.clone()).expect("relay");
+    (address, stop, handle)
+}
+
+/// Sends `count` payloads to `target`, one every `interval` (kernel sleeps, no spinning, so
+/// the source leaves the CPUs to the relay); each payload carries its send time (ns since
+/// `origin`). Late sends bunch packets: the error computation accounts for the queueing
+/// that causes.
+fn paced_source(
+    target: SocketAddr,
+    origin: Instant,
+    interval: Duration,
+    count: u64,
+) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
+        socket.connect(target).unwrap();
+        let mut payload = vec![0u8; PAYLOAD];
+        let start = Instant::now();
+        tfrc_udp::pacing::lower_timer_slack();
+        for index in 0..count {
+            let due = start + interval.mul_f64(index as f64);
+            let now = Instant::now();
+            if due > now {
+                std::thread::sleep(due - now);
+            }
+            let sent = origin.elapsed().as_nanos() as u64;
+            payload[..8].copy_from_slice(&sent.to_le_bytes());
+            let _ = socket.send(&payload);
+        }
+    })
+}
+
+fn percentile(sorted: &[i64], fraction: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    sorted[((sorted.len() - 1) as f64 * fraction).round() as usize] as f64
+}
+
+struct DelayResult {
+    p50_us: f64,
+    p99_us: f64,
+    max_us: f64,
+    received: usize,
+    sent: u64,
+}
+
+/// Added-delay error: each probe's measured one-way delay minus the ideal one of a FIFO link of
+/// this rate and delay fed with the probes' actual send times (so a late source, which bunches
+/// probes and queues them, is not counted against the emulator).
+fn delay_error(rate_bps: u64, seconds: f64, realtime: bool) -> DelayResult {
+    let sink = UdpSocket::bind("127.0.0.1:0").unwrap();
+    sink.set_read_timeout(Some(Duration::from_millis(500)))
+        .unwrap();
+    let (relay_address, stop, handle) = relay_for(rate_bps, sink.local_addr().unwrap(), realtime);
+    let serialization_ns = WIRE_BYTES * 8 * 1_000_000_000 / rate_bps;
+    let interval = Duration::from_nanos(serialization_ns * 2);
+    let count = ((seconds / interval.as_secs_f64()) as u64).clamp(50, 200_000);
+    let origin = Instant::now();
+    let source = paced_source(relay_address, origin, interval, count);
+    let mut probes: Vec<(i64, i64)> = Vec::with_capacity(count as usize);
+    let mut buffer = [0u8; 2048];
+    while let Ok(length) = sink.recv(&mut buffer) {
+        let received = origin.elapsed().as_nanos() as i64;
+        if length >= 8 {
+            let sent = u64::from_le_bytes(buffer[..8].try_into().unwrap()) as i64;
+            probes.push((sent, received));
+        }
+    }
+    source.join().unwrap();
+    stop.store(true, Ordering::Relaxed);
+    let _ = handle.join();
+    probes.sort_unstable();
+    let mut finish = i64::MIN;
+    let mut errors: Vec<i64> = probes
+        .iter()
+        .map(|&(sent, received)| {
+            finish = finish.max(sent) + serialization_ns as i64;
+            received - (finish + (DELAY_MS * 1_000_000) as i64)
+        })
+        .collect();
+    errors.sort_unstable();
+    DelayResult {
+        p50_us: percentile(&errors, 0.5) / 1000.0,
+        p99_us: percentile(&errors, 0.99) / 1000.0,
+        max_us: errors.last().copied().unwrap_or(0) as f64 / 1000.0,
+        received: errors.len(),
+        sent: count,
+    }
+}
+
+/// Delivered wire rate under a 150 % load, over the middle 60 % of the run.
+fn delivered_rate(rate_bps: u64, seconds: f64, realtime: bool) -> f64 {
+    let sink = UdpSocket::bind("127.0.0.1:0").unwrap();
+    sink.set_read_timeout(Some(Duration::from_millis(500)))
+        .unwrap();
+    let (relay_address, stop, handle) = relay_for(rate_bps, sink.local_addr().unwrap(), realtime);
+    let serialization_ns = WIRE_BYTES * 8 * 1_000_000_000 / rate_bps;
+    let interval = Duration::from_nanos(serialization_ns * 2 / 3);
+    let count = (seconds / interval.as_secs_f64()) as u64;
+    let origin = Instant::now();
+    let source = paced_source(relay_address, origin, interval, count);
+    let mut arrivals = Vec::with_capacity(count as usize);
+    let mut buffer = [0u8; 2048];
+    while sink.recv(&mut buffer).is_ok() {
+        arrivals.push(origin.elapsed().as_secs_f64());
+    }
+    source.join().unwrap();
+    stop.store(true, Ordering::Relaxed);
+    let _ = handle.join();
+    let (from, to) = (seconds * 0.2, seconds * 0.8);
+    let inside = arrivals.iter().filter(|&&at| at >= from && at < to).count();
+    inside as f64 * WIRE_BYTES as f64 * 8.0 / (to - from)
+}
+
+fn main() {
+    let realtime = std::env::var_os("REALTIME").is_some();
+    let mut arguments = std::env::args().skip(1);
+    let seconds: f64 = arguments
+        .next()
+        .and_then(|text| text.parse().ok())
+        .unwrap_or(3.0);
+    let rates: Vec<u64> = {
+        let given: Vec<u64> = arguments.filter_map(|text| text.parse().ok()).collect();
+        if given.is_empty() {
+            vec![1, 10, 100, 200, 400]
+        } else {
+            given
+        }
+    };
+    println!(
+        "relay thread: {}",
+        if realtime {
+            "SCHED_FIFO 10"
+        } else {
+            "normal priority"
+        }
+    );
+    println!();
+    println!("| link rate | probes received | delay error p50 (µs) | p99 (µs) | max (µs) | delivered rate at 150 % load | error |");
+    println!("|---|---|---|---|---|---|---|");
+    for mbps in rates {
+        let rate_bps = mbps * 1_000_000;
+        let delay = delay_error(rate_bps, seconds, realtime);
+        let delivered = delivered_rate(rate_bps, seconds, realtime);
+        println!(
+            "| {mbps} Mb/s | {}/{} | {:.1} | {:.1} | {:.1} | {:.3} Mb/s | {:+.2} % |",
+            delay.received,
+            delay.sent,
+            delay.p50_us,
+            delay.p99_us,
+            delay.max_us,
+            delivered / 1e6,
+            (delivered / rate_bps as f64 - 1.0) * 100.0
+        );
+    }
+}

@@ -1,0 +1,154 @@
+//! Wall-clock time for the network elements, and precise waits.
+//!
+//! The emulator's time origin ([`Clock`]) is its start: element time
+//! `Instant::ZERO` is that moment, so loss windows (`start=30s`) and traces count from it.
+//!
+//! [`Waiter::wait`] sleeps in `ppoll` on the emulator's file descriptors until `spin_margin`
+//! before the deadline (a packet arriving wakes it at once), then spins until the deadline: the
+//! kernel's sleep is late by tens of microseconds, spinning is not.
+
+use core::time::Duration;
+use std::os::fd::RawFd;
+
+use tfrc_proto::Instant;
+
+/// The monotonic clock as element time: nanoseconds since an origin.
+#[derive(Debug, Clone, Copy)]
+pub struct Clock {
+    origin: std::time::Instant,
+}
+
+impl Clock {
+    /// A clock whose origin is now.
+    pub fn new() -> Self {
+        Clock::from_origin(std::time::Instant::now())
+    }
+
+    /// A clock with the given origin (element time zero).
+    pub fn from_origin(origin: std::time::Instant) -> Self {
+        Clock { origin }
+    }
+
+    /// Element time now.
+    pub fn now(&self) -> Instant {
+        Instant::from_nanos(u64::try_from(self.origin.elapsed().as_nanos()).unwrap_or(u64::MAX))
+    }
+}
+
+impl Default for Clock {
+    fn default() -> Self {
+        Clock::new()
+    }
+}
+
+/// Default time spun before a deadline instead of sleeping.
+pub const DEFAULT_SPIN_MARGIN: Duration = Duration::from_micros(60);
+
+/// Why a wait ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wake {
+    /// A file descriptor is readable.
+    Readable,
+    /// The deadline passed (or there was none and the timeout elapsed).
+    Deadline,
+}
+
+/// Sleeps and spins until deadlines, watching several file descriptors.
+#[derive(Debug, Clone)]
+pub struct Waiter {
+    clock: Clock,
+    spin_margin: Duration,
+    /// Upper bound of one sleep, so the caller can check its stop flag.
+    max_sleep: Duration,
+}
+
+impl Waiter {
+    /// A waiter on `clock`, spinning the last `spin_margin` before each deadline. Lowers the
+    /// calling thread's timer slack.
+    pub fn new(clock: Clock, spin_margin: Duration) -> Self {
+        tfrc_udp::pacing::lower_timer_slack();
+        Waiter {
+            clock,
+            spin_margin,
+            max_sleep: Duration::from_millis(50),
+        }
+    }
+
+    /// The clock.
+    pub fn clock(&self) -> Clock {
+        self.clock
+    }
+
+    /// Waits until `deadline` or until one of `fds` is readable, whichever is first; without a
+    /// deadline, waits at most 50 ms (so stop flags are seen).
+    pub fn wait(&self, fds: &[RawFd], deadline: Option<Instant>) -> Wake {
+        let now = self.clock.now();
+        let remaining = match deadline {
+            Some(deadline) if deadline <= now => return Wake::Deadline,
+            Some(deadline) => deadline - now,
+            None => self.max_sleep,
+        };
+        if remaining > self.spin_margin || deadline.is_none() {
+            let sleep = remaining
+                .saturating_sub(if deadline.is_some() {
+                    self.spin_margin
+                } else {
+                    Duration::ZERO
+                })
+                .min(self.max_sleep);
+            if poll(fds, sleep) {
+                return Wake::Readable;
+            }
+        }
+        if let Some(deadline) = deadline {
+            if self.clock.now() < deadline {
+                // Spin, still noticing arrivals: a packet read late would be timestamped late.
+                while self.clock.now() < deadline {
+                    if poll(fds, Duration::ZERO) {
+                        return Wake::Readable;
+                    }
+                    std::hint::spin_loop();
+                }
+            }
+            return Wake::Deadline;
+        }
+        Wake::Deadline
+    }
+}
+
+/// `ppoll` on `fds` for readability, at most `timeout`; true when one is readable.
+pub fn poll(fds: &[RawFd], timeout: Duration) -> bool {
+    const EMPTY: libc::pollfd = libc::pollfd {
+        fd: -1,
+        events: 0,
+        revents: 0,
+    };
+    // On the stack for the usual few descriptors: this runs in the spin loop.
+    let mut on_stack = [EMPTY; 16];
+    let mut on_heap = Vec::new();
+    let poll_fds: &mut [libc::pollfd] = if fds.len() <= on_stack.len() {
+        &mut on_stack[..fds.len()]
+    } else {
+        on_heap.resize(fds.len(), EMPTY);
+        &mut on_heap
+    };
+    for (poll_fd, &fd) in poll_fds.iter_mut().zip(fds) {
+        poll_fd.fd = fd;
+        poll_fd.events = libc::POLLIN;
+    }
+    let timespec = libc::timespec {
+        tv_sec: timeout.as_secs().min(i64::MAX as u64) as libc::time_t,
+        tv_nsec: timeout.subsec_nanos() as libc::c_long,
+    };
+    // SAFETY: `poll_fds` is a valid array of `len` pollfd structures, the timespec is valid for
+    // the call, and a null signal mask keeps the thread's mask.
+    let result = unsafe {
+        libc::ppoll(
+            poll_fds.as_mut_ptr(),
+            poll_fds.len() as libc::nfds_t,
+            &timespec,
+            core::ptr::null(),
+        )
+    };
+    result > 0 && poll_fds.iter().any(|poll_fd| poll_fd.revents != 0)
+}

@@ -1,0 +1,406 @@
+//! Relay mode: a UDP relay between senders and a receiver, through one emulated duplex link.
+//!
+//! Senders send to the relay's `listen` address. For each sender address (a *client*) the relay
+//! opens its own socket connected to the `forward` address, so the receiver sees one peer per
+//! sender and its answers find their way back. Datagrams from a client cross the **forward**
+//! direction of the link; the receiver's answers cross the **reverse** direction. No privileges
+//! are needed.
+//!
+//! Packets are counted by the link as UDP payload plus `header_overhead` bytes (28 by default:
+//! IPv4 + UDP), so that a 1 Mb/s emulated link carries what a 1 Mb/s wire would. The flow id
+//! the markers see is the client's source port.
+
+use core::time::Duration;
+use std::net::{SocketAddr, UdpSocket};
+use std::os::fd::AsRawFd;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use anyhow::{bail, Context, Result};
+use tfrc_proto::Instant;
+use tfrc_sim::rng::derive_seed;
+use tfrc_sim::{LinkCounters, LinkDirection};
+
+use crate::linklog::{LinkLog, LinkName};
+use crate::network::{Delivered, Network, SendOutcome};
+use crate::pcap::{ipv4_udp_packet, unix_nanos_now, PcapWriter};
+use crate::realtime::{Clock, Waiter, Wake, DEFAULT_SPIN_MARGIN};
+use crate::spec::{Direction, LinkSpec};
+
+/// Largest datagram relayed.
+const MAX_DATAGRAM: usize = 65_536;
+/// Datagrams read from one socket before looking at the clock again.
+const MAX_READS_PER_ROUND: usize = 64;
+
+/// What a relay does.
+#[derive(Debug, Clone)]
+pub struct RelayConfig {
+    /// Where senders send to.
+    pub listen: SocketAddr,
+    /// The receiver.
+    pub forward: SocketAddr,
+    /// The emulated link.
+    pub link: LinkSpec,
+    /// Seed of the link's random elements (loss, RED/RIO).
+    pub seed: u64,
+    /// Bytes added to each UDP payload when the link counts it (IPv4 + UDP: 28).
+    pub header_overhead: u32,
+    /// Most clients served at once (datagrams from more are dropped and counted).
+    pub max_clients: usize,
+    /// `links.csv` of both directions and its interval.
+    pub links_csv: Option<(PathBuf, Duration)>,
+    /// A pcap file of the packets leaving the emulated link (both directions; IPv4 only).
+    pub pcap: Option<PathBuf>,
+    /// Time spun before each deadline.
+    pub spin_margin: Duration,
+    /// Stop after this long (`None`: until stopped).
+    pub duration: Option<Duration>,
+    /// Run the relay thread as `SCHED_FIFO` at this priority (root or `CAP_SYS_NICE`), so that
+    /// a busy machine does not delay its wake-ups.
+    pub realtime_priority: Option<i32>,
+}
+
+impl RelayConfig {
+    /// A relay with the default options.
+    pub fn new(listen: SocketAddr, forward: SocketAddr, link: LinkSpec) -> Self {
+        RelayConfig {
+            listen,
+            forward,
+            link,
+            seed: 1,
+            header_overhead: 28,
+            max_clients: 64,
+            links_csv: None,
+            pcap: None,
+            spin_margin: DEFAULT_SPIN_MARGIN,
+            duration: None,
+            realtime_priority: None,
+        }
+    }
+}
+
+/// Totals of a relay run.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct RelayReport {
+    /// Seconds the relay ran.
+    pub seconds: f64,
+    /// Clients seen.
+    pub clients: usize,
+    /// Datagrams refused because `max_clients` were already served.
+    pub refused_datagrams: u64,
+    /// Datagrams the sockets refused to send.
+    pub send_errors: u64,
+    /// Counters of the forward direction.
+    #[serde(skip)]
+    pub forward: LinkCounters,
+    /// Counters of the reverse direction.
+    #[serde(skip)]
+    pub reverse: LinkCounters,
+    /// How late the relay woke after the earliest due event of the link, when that wake-up
+    /// delivered packets: 50th percentile, microseconds.
+    pub wake_lateness_p50_us: f64,
+    /// Same, 99th percentile.
+    pub wake_lateness_p99_us: f64,
+}
+
+/// Where a packet goes once it leaves the link.
+#[derive(Debug, Clone, Copy)]
+enum Target {
+    /// To the receiver, through client `i`'s socket.
+    Receiver(usize),
+    /// Back to client `i`.
+    Client(usize),
+}
+
+struct Client {
+    address: SocketAddr,
+    upstream: UdpSocket,
+}
+
+/// A bound relay, ready to [`Relay::run`].
+pub struct Relay {
+    config: RelayConfig,
+    listen: UdpSocket,
+    clients: Vec<Client>,
+    network: Network<Target>,
+    clock: Clock,
+}
+
+impl std::fmt::Debug for Relay {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("Relay")
+            .field("listen", &self.listen.local_addr().ok())
+            .field("forward", &self.config.forward)
+            .field("clients", &self.clients.len())
+            .finish()
+    }
+}
+
+impl Relay {
+    /// Binds the listening socket and builds the link. The clock (and so loss windows and
+    /// traces) starts here.
+    pub fn bind(config: RelayConfig) -> Result<Relay> {
+        if config.max_clients == 0 {
+            bail!("--max-clients must be at least 1");
+        }
+        let listen = UdpSocket::bind(config.listen)
+            .with_context(|| format!("cannot listen on {}", config.listen))?;
+        listen.set_nonblocking(true)?;
+        set_buffers(&listen);
+        let clock = Clock::new();
+        let links = Direction::BOTH
+            .iter()
+            .map(|&direction| {
+                let spec = config.link.direction(direction);
+                let link_config = spec.to_config(Instant::ZERO)?;
+                let link: LinkDirection = link_config.build(derive_seed(
+                    config.seed,
+                    &format!("relay:{}", direction.name()),
+                ))?;
+                Ok(link)
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Relay {
+            config,
+            listen,
+            clients: Vec::new(),
+            network: Network::new(links),
+            clock,
+        })
+    }
+
+    /// The address senders send to.
+    pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
+        self.listen.local_addr()
+    }
+
+    /// Relays until `stop` is set (or the configured duration ends).
+    pub fn run(mut self, stop: &AtomicBool) -> Result<RelayReport> {
+        if let Some(priority) = self.config.realtime_priority {
+            tfrc_udp::pacing::set_realtime_priority(priority)
+                .context("cannot use real-time scheduling (needs root or CAP_SYS_NICE)")?;
+        }
+        let waiter = Waiter::new(self.clock, self.config.spin_margin);
+        let mut report = RelayReport::default();
+        let mut link_log = match &self.config.links_csv {
+            Some((path, interval)) => Some(LinkLog::create(
+                path,
+                Direction::BOTH
+                    .iter()
+                    .map(|&direction| LinkName {
+                        from: if direction == Direction::Forward {
+                            "sender".into()
+                        } else {
+                            "receiver".into()
+                        },
+                        to: if direction == Direction::Forward {
+                            "receiver".into()
+                        } else {
+                            "sender".into()
+                        },
+                        capacity_bits_per_second: self
+                            .config
+                            .link
+                            .direction(direction)
+                            .rate_bits_per_second(),
+                    })
+                    .collect(),
+                *interval,
+            )?),
+            None => None,
+        };
+        let mut pcap = match &self.config.pcap {
+            Some(path) => Some(PcapWriter::create(path)?),
+            None => None,
+        };
+        let forward_route: Arc<[usize]> = Arc::from(vec![0]);
+        let reverse_route: Arc<[usize]> = Arc::from(vec![1]);
+        let end = self
+            .config
+            .duration
+            .map(|duration| Instant::ZERO + duration);
+        let mut buffer = vec![0u8; MAX_DATAGRAM];
+        let mut delivered: Vec<Delivered<Target>> = Vec::new();
+        let mut lateness: Vec<u64> = Vec::new();
+        let mut fds = vec![self.listen.as_raw_fd()];
+        loop {
+            if stop.load(Ordering::Relaxed) {
+                break;
+            }
+            let now = self.clock.now();
+            if end.is_some_and(|end| now >= end) {
+                break;
+            }
+            let mut deadline = self.network.poll_timeout();
+            if let Some(log) = &link_log {
+                deadline = Some(deadline.map_or(log.next_due(), |at| at.min(log.next_due())));
+            }
+            if let Some(end) = end {
+                deadline = Some(deadline.map_or(end, |at| at.min(end)));
+            }
+            if waiter.wait(&fds, deadline) == Wake::Readable {
+                // Datagrams from senders.
+                for _ in 0..MAX_READS_PER_ROUND {
+                    let Ok((length, from)) = self.listen.recv_from(&mut buffer) else {
+                        break;
+                    };
+                    let arrived = self.clock.now();
+                    let client = match self.clients.iter().position(|c| c.address == from) {
+                        Some(index) => index,
+                        None => {
+                            if self.clients.len() >= self.config.max_clients {
+                                report.refused_datagrams += 1;
+                                continue;
+                            }
+                            let upstream = connect_upstream(self.config.forward)?;
+                            fds.push(upstream.as_raw_fd());
+                            self.clients.push(Client {
+                                address: from,
+                                upstream,
+                            });
+                            self.clients.len() - 1
+                        }
+                    };
+                    let size = length as u32 + self.config.header_overhead;
+                    let _: SendOutcome = self.network.send(
+                        arrived,
+                        u32::from(from.port()),
+                        size,
+                        buffer[..length].to_vec(),
+                        forward_route.clone(),
+                        Target::Receiver(client),
+                    );
+                }
+                // Answers from the receiver.
+                for (index, client) in self.clients.iter().enumerate() {
+                    for _ in 0..MAX_READS_PER_ROUND {
+                        let Ok(length) = client.upstream.recv(&mut buffer) else {
+                            break;
+                        };
+                        let arrived = self.clock.now();
+                        let size = length as u32 + self.config.header_overhead;
+                        let _: SendOutcome = self.network.send(
+                            arrived,
+                            u32::from(client.address.port()),
+                            size,
+                            buffer[..length].to_vec(),
+                            reverse_route.clone(),
+                            Target::Client(index),
+                        );
+                    }
+                }
+            }
+            let now = self.clock.now();
+            let due_before = self.network.poll_timeout();
+            self.network.deliver_due(now, &mut delivered);
+            if let (Some(due), false) = (due_before, delivered.is_empty()) {
+                lateness.push((now - due).as_nanos() as u64);
+            }
+            for packet in delivered.drain(..) {
+                let (result, source, destination) = match packet.destination {
+                    Target::Receiver(index) => {
+                        let client = &self.clients[index];
+                        (
+                            client.upstream.send(&packet.body),
+                            client.upstream.local_addr().ok(),
+                            Some(self.config.forward),
+                        )
+                    }
+                    Target::Client(index) => {
+                        let client = &self.clients[index];
+                        (
+                            self.listen.send_to(&packet.body, client.address),
+                            Some(self.config.forward),
+                            Some(client.address),
+                        )
+                    }
+                };
+                if result.is_err() {
+                    report.send_errors += 1;
+                }
+                if let (Some(writer), Some(SocketAddr::V4(source)), Some(SocketAddr::V4(dest))) =
+                    (&mut pcap, source, destination)
+                {
+                    writer.write_packet(
+                        unix_nanos_now(),
+                        &ipv4_udp_packet(source, dest, &packet.body),
+                    )?;
+                }
+            }
+            if let Some(log) = &mut link_log {
+                log.write_due(now, &self.network.samples())?;
+            }
+        }
+        if let Some(log) = &mut link_log {
+            log.flush()?;
+        }
+        if let Some(writer) = &mut pcap {
+            writer.flush()?;
+        }
+        lateness.sort_unstable();
+        let percentile = |fraction: f64| -> f64 {
+            if lateness.is_empty() {
+                return 0.0;
+            }
+            let index = ((lateness.len() - 1) as f64 * fraction).round() as usize;
+            lateness[index] as f64 / 1000.0
+        };
+        report.wake_lateness_p50_us = percentile(0.5);
+        report.wake_lateness_p99_us = percentile(0.99);
+        report.seconds = self.clock.now().as_nanos() as f64 / 1e9;
+        report.clients = self.clients.len();
+        let samples = self.network.samples();
+        report.forward = samples[0].counters;
+        report.reverse = samples[1].counters;
+        Ok(report)
+    }
+}
+
+fn connect_upstream(forward: SocketAddr) -> Result<UdpSocket> {
+    let any: SocketAddr = if forward.is_ipv4() {
+        "0.0.0.0:0".parse()?
+    } else {
+        "[::]:0".parse()?
+    };
+    let socket = UdpSocket::bind(any).context("cannot open a socket towards --forward")?;
+    socket
+        .connect(forward)
+        .with_context(|| format!("cannot connect to {forward}"))?;
+    socket.set_nonblocking(true)?;
+    set_buffers(&socket);
+    Ok(socket)
+}
+
+/// Asks for 4 MiB socket buffers (the kernel may cap them); a relay must not lose datagrams
+/// in its own sockets during bursts.
+fn set_buffers(socket: &UdpSocket) {
+    let size: libc::c_int = 4 << 20;
+    for option in [libc::SO_RCVBUF, libc::SO_SNDBUF] {
+        // SAFETY: a valid socket descriptor and a pointer to an int of the given length.
+        unsafe {
+            libc::setsockopt(
+                socket.as_raw_fd(),
+                libc::SOL_SOCKET,
+                option,
+                (&size as *const libc::c_int).cast(),
+                core::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            );
+        }
+    }
+}
+
+/// Starts a relay on its own thread; returns its listening address and the thread's handle.
+/// Setting `stop` ends it.
+pub fn spawn(
+    config: RelayConfig,
+    stop: Arc<AtomicBool>,
+) -> Result<(SocketAddr, std::thread::JoinHandle<Result<RelayReport>>)> {
+    let relay = Relay::bind(config)?;
+    let address = relay.local_addr()?;
+    let handle = std::thread::Builder::new()
+        .name("tfrc-emu-relay".into())
+        .spawn(move || relay.run(&stop))?;
+    Ok((address, handle))
+}

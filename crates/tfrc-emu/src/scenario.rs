@@ -1,0 +1,850 @@
+//! Scenario files in the testbed: the simulator's topology built from namespaces, and
+//! `tfrc testbed run SCENARIO`, which runs the flows for real and writes the simulator's output
+//! files (docs/output-format.md).
+//!
+//! - Hosts (namespaces) are the nodes that send or receive a flow, and the leaf nodes; the
+//!   other nodes are routers inside the emulator. Every link direction is emulated with its
+//!   queue, loss model and markers; packets follow a shortest path.
+//! - Flow `i` (in file order, after `count` expansion) uses port `5201 + i`; markers select the
+//!   ports of their flows.
+//! - Sizes: the scenario's `packet_size` counts headers, so TFRC, CBR and on/off flows send UDP
+//!   payloads of `packet_size − 28` bytes (an IP packet of `packet_size`), and TCP flows use
+//!   an MSS of `packet_size − 40`.
+//! - `flows.csv` counts are taken by the emulator on its clock (time zero = when the emulator
+//!   started, just before the flows): bytes are IP packet sizes; `sent` counts data packets
+//!   entering the first link, `recv` those delivered to the destination host.
+//! - TCP flows are the kernel's: `variant` reno/newreno/sack all run the kernel's `reno`
+//!   congestion control (with SACK as the kernel negotiates it), or `--tcp-congestion`.
+
+use core::time::Duration;
+use std::collections::HashMap;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
+use std::os::fd::AsRawFd;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use anyhow::{anyhow, bail, Context, Result};
+use clap::Args;
+use tfrc_proto::Instant;
+use tfrc_scenario::{
+    Capacity, FlowKind, FlowSpec, LinkDirectionSpec, LossModel, QueueSpec, Scenario,
+};
+use tfrc_sim::{
+    CbrParams, CbrSource, FlowId, GilbertElliottParams, LossConfig, LossKind, OnOffDistribution,
+    OnOffParams, OnOffSource, QueueConfig, RedParams, RioParams, RioThresholds, TimeWindow,
+    TrafficSource,
+};
+
+use crate::linklog::format_seconds;
+use crate::spec::{CapacitySpec, DirectionSpec, MarkerSpec};
+use crate::testbed::{
+    in_namespace, FlowLog, Testbed, TestbedConfig, Topology, TopologyLink, TrackedFlow,
+};
+
+/// First port given to a flow.
+pub const FIRST_PORT: u16 = 5201;
+/// IPv4 + UDP header bytes.
+const UDP_OVERHEAD: u32 = 28;
+
+/// The testbed form of a scenario.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// Hosts and link directions.
+    pub topology: Topology,
+    /// The flows (counts expanded), in file order.
+    pub flows: Vec<FlowSpec>,
+    /// Each flow's port.
+    pub ports: Vec<u16>,
+}
+
+/// The simulator's queue for a scenario queue.
+pub fn queue_config(queue: &QueueSpec) -> QueueConfig {
+    match queue {
+        QueueSpec::DropTail { limit } => QueueConfig::DropTail {
+            limit: *limit as usize,
+        },
+        QueueSpec::Red(red) => QueueConfig::Red(RedParams {
+            limit: red.limit as usize,
+            min_threshold: red.min_th,
+            max_threshold: red.max_th,
+            max_probability: red.max_p,
+            weight: red.weight,
+            gentle: red.gentle,
+            ..RedParams::default()
+        }),
+        QueueSpec::Rio(rio) => QueueConfig::Rio(RioParams {
+            limit: rio.limit as usize,
+            in_profile: RioThresholds {
+                min_threshold: rio.min_in,
+                max_threshold: rio.max_in,
+                max_probability: rio.p_in,
+            },
+            out_profile: RioThresholds {
+                min_threshold: rio.min_out,
+                max_threshold: rio.max_out,
+                max_probability: rio.p_out,
+            },
+            weight: rio.weight,
+            ..RioParams::default()
+        }),
+    }
+}
+
+fn direction_spec(spec: &LinkDirectionSpec) -> DirectionSpec {
+    DirectionSpec {
+        capacity: match &spec.capacity {
+            Capacity::Rate(rate) => CapacitySpec::Rate(rate.bits_per_second()),
+            Capacity::Trace(path) => CapacitySpec::Trace(path.clone()),
+        },
+        delay: spec.delay,
+        queue: queue_config(&spec.queue),
+        loss: spec.loss.as_ref().map(|loss| LossConfig {
+            kind: match loss.model {
+                LossModel::Bernoulli { rate } => LossKind::Bernoulli { probability: rate },
+                LossModel::Exponential { mean_gap } => LossKind::ExponentialGaps { mean_gap },
+                LossModel::GilbertElliott {
+                    p_good_to_bad,
+                    p_bad_to_good,
+                    loss_good,
+                    loss_bad,
+                } => LossKind::GilbertElliott(GilbertElliottParams {
+                    good_to_bad: p_good_to_bad,
+                    bad_to_good: p_bad_to_good,
+                    loss_in_good: loss_good,
+                    loss_in_bad: loss_bad,
+                }),
+            },
+            window: (loss.start > Duration::ZERO || loss.stop.is_some()).then(|| TimeWindow {
+                start: Instant::ZERO + loss.start,
+                stop: loss.stop.map(|stop| Instant::ZERO + stop),
+            }),
+        }),
+        markers: Vec::new(),
+    }
+}
+
+impl Plan {
+    /// Builds the plan of a scenario whose counts are expanded.
+    pub fn new(scenario: &Scenario) -> Result<Plan> {
+        let flows = scenario.flows.clone();
+        if flows.len() > usize::from(u16::MAX - FIRST_PORT) {
+            bail!("too many flows for one testbed: {}", flows.len());
+        }
+        let ports: Vec<u16> = (0..flows.len()).map(|i| FIRST_PORT + i as u16).collect();
+        let port_of: HashMap<&str, u16> = flows
+            .iter()
+            .zip(&ports)
+            .map(|(flow, port)| (flow.name.as_str(), *port))
+            .collect();
+        let nodes: Vec<String> = scenario.nodes().iter().map(|n| n.to_string()).collect();
+        let degree = |node: &str| {
+            scenario
+                .links
+                .iter()
+                .filter(|link| link.between.iter().any(|end| end == node))
+                .count()
+        };
+        let hosts: Vec<String> = nodes
+            .iter()
+            .filter(|node| {
+                degree(node) == 1
+                    || flows
+                        .iter()
+                        .any(|flow| flow.from == **node || flow.to == **node)
+            })
+            .cloned()
+            .collect();
+        let mut topology = Topology {
+            attachment: hosts.clone(),
+            hosts,
+            links: Vec::new(),
+        };
+        for link in &scenario.links {
+            let [first, second] = &link.between;
+            for (from, to, spec) in [
+                (first, second, &link.forward),
+                (second, first, &link.reverse),
+            ] {
+                let mut direction = direction_spec(spec);
+                for marker in &scenario.markers {
+                    if marker.link[0] == *from && marker.link[1] == *to {
+                        let mut marked: Vec<FlowId> = marker
+                            .flows
+                            .iter()
+                            .map(|name| {
+                                port_of
+                                    .get(name.as_str())
+                                    .map(|p| FlowId::from(*p))
+                                    .ok_or_else(|| {
+                                        anyhow!("marker on {from}->{to}: no flow named {name}")
+                                    })
+                            })
+                            .collect::<Result<_>>()?;
+                        marked.sort_unstable();
+                        direction.markers.push(MarkerSpec {
+                            rate_bits_per_second: marker.rate.bits_per_second(),
+                            bucket_bytes: marker.bucket,
+                            flows: Some(marked),
+                        });
+                    }
+                }
+                topology.links.push(TopologyLink {
+                    from: from.clone(),
+                    to: to.clone(),
+                    spec: direction,
+                });
+            }
+        }
+        topology.validate()?;
+        Ok(Plan {
+            topology,
+            flows,
+            ports,
+        })
+    }
+
+    /// `(flow name, port)` pairs.
+    pub fn flow_ports(&self) -> Vec<(String, u16)> {
+        self.flows
+            .iter()
+            .zip(&self.ports)
+            .map(|(flow, port)| (flow.name.clone(), *port))
+            .collect()
+    }
+
+    fn host_index(&self, name: &str) -> Result<usize> {
+        self.topology
+            .hosts
+            .iter()
+            .position(|host| host == name)
+            .ok_or_else(|| anyhow!("node {name} has no namespace"))
+    }
+}
+
+/// `tfrc testbed run`.
+#[derive(Debug, Clone, Args)]
+pub struct RunArgs {
+    /// The scenario file (the simulator's format).
+    pub scenario: PathBuf,
+    /// Output directory (flows.csv, state.csv, links.csv, summary.json, scenario.toml).
+    #[arg(long, default_value = "out/testbed")]
+    pub out: PathBuf,
+    /// Override a key, as `tfrc sim --set` (e.g. `--set duration=30s`).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub set: Vec<String>,
+    /// With a `[sweep]`: run the variant whose name contains this text (e.g. `profile=rfc5348`).
+    #[arg(long)]
+    pub variant: Option<String>,
+    /// Kernel congestion control of the TCP flows.
+    #[arg(long, default_value = "reno")]
+    pub tcp_congestion: String,
+    /// Run the emulator thread as SCHED_FIFO 10.
+    #[arg(long)]
+    pub realtime: bool,
+}
+
+/// One state.csv row.
+#[derive(Debug, Clone)]
+struct StateRow {
+    time_s: f64,
+    flow: usize,
+    x_bps: Option<f64>,
+    x_recv_bps: Option<f64>,
+    p: Option<f64>,
+    rtt_s: Option<f64>,
+    target_bps: Option<f64>,
+    feedbacks_per_rtt: Option<u64>,
+}
+
+/// Runs `tfrc testbed run`.
+pub fn run(args: &RunArgs) -> Result<()> {
+    let mut scenario = Scenario::from_path(&args.scenario)?;
+    scenario.apply_sets(&args.set)?;
+    let mut variants = scenario.expand()?;
+    if let Some(wanted) = &args.variant {
+        variants.retain(|variant| variant.name.contains(wanted.as_str()));
+    }
+    if variants.len() != 1 {
+        bail!(
+            "{} gives {} variants{}; choose one with --variant TEXT (names: {})",
+            args.scenario.display(),
+            variants.len(),
+            args.variant
+                .as_ref()
+                .map(|wanted| format!(" matching {wanted:?}"))
+                .unwrap_or_default(),
+            scenario
+                .expand()?
+                .iter()
+                .map(|variant| variant.name.clone())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    let scenario = variants.remove(0);
+    std::fs::create_dir_all(&args.out)
+        .with_context(|| format!("cannot create {}", args.out.display()))?;
+    let plan = Plan::new(&scenario)?;
+    let interval = scenario.output.interval;
+    let state_interval = scenario.output.state_sampling_interval();
+    let duration = scenario.duration;
+
+    let mut config = TestbedConfig::new(plan.topology.clone());
+    config.seed = scenario.seed;
+    config.links_csv = Some((args.out.join("links.csv"), interval));
+    config.realtime_priority = args.realtime.then_some(10);
+    config.flow_interval = interval;
+    config.tracked_flows = plan
+        .flows
+        .iter()
+        .zip(&plan.ports)
+        .map(|(flow, port)| {
+            Ok(TrackedFlow {
+                flow: FlowId::from(*port),
+                from: plan.host_index(&flow.from)?,
+                to: plan.host_index(&flow.to)?,
+            })
+        })
+        .collect::<Result<_>>()?;
+    let interrupted = Arc::new(AtomicBool::new(false));
+    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(signal, interrupted.clone())?;
+    }
+    let testbed = Testbed::up(config)?;
+    let origin = testbed
+        .origin()
+        .ok_or_else(|| anyhow!("the emulator did not start"))?;
+    eprintln!(
+        "testbed {}: {} hosts, {} flows, {} s",
+        testbed.prefix(),
+        plan.topology.hosts.len(),
+        plan.flows.len(),
+        duration.as_secs_f64()
+    );
+    let states: Arc<Mutex<Vec<StateRow>>> = Arc::default();
+    let mut workers = Vec::new();
+    let stop = Arc::new(AtomicBool::new(false));
+    for (index, (flow, port)) in plan.flows.iter().zip(&plan.ports).enumerate() {
+        let to = testbed.host(&flow.to)?.clone();
+        let from = testbed.host(&flow.from)?.clone();
+        let address: SocketAddr = format!("{}:{port}", to.address).parse()?;
+        let start = origin + flow.start;
+        let stop_at = origin + flow.stop_time(duration).min(duration);
+        let packet_size = flow.packet_size;
+        match &flow.kind {
+            FlowKind::Tfrc(tfrc) => {
+                let receiver_stop = stop.clone();
+                workers.push(in_namespace(&to.namespace, move || -> Result<()> {
+                    let receiver = tfrc_udp::UdpReceiver::bind(tfrc_udp::ReceiverOptions {
+                        report_interval: None,
+                        ..tfrc_udp::ReceiverOptions::new(address)
+                    })?;
+                    receiver.run(&receiver_stop, &mut |_| {})?;
+                    Ok(())
+                })?);
+                let config = tfrc_proto::Config {
+                    packet_size: packet_size.saturating_sub(UDP_OVERHEAD).max(64),
+                    target_rate: tfrc.target_rate.map(|rate| rate.bytes_per_second()),
+                    rtt_ref: tfrc.rtt_ref,
+                    veno: tfrc.veno.map(|veno| tfrc_proto::config::Veno {
+                        beta: veno.beta,
+                        alpha: veno.alpha,
+                    }),
+                    history_discounting: tfrc.history_discounting,
+                    oscillation_damping: tfrc.oscillation_damping,
+                    ..tfrc_proto::Config::default()
+                };
+                let target_bps = tfrc.target_rate.map(|rate| rate.bits_per_second() as f64);
+                let states = states.clone();
+                let sender_stop = stop.clone();
+                workers.push(in_namespace(&from.namespace, move || -> Result<()> {
+                    sleep_until(start, &sender_stop);
+                    let mut options = tfrc_udp::SenderOptions::new(address);
+                    options.duration = stop_at.saturating_duration_since(start);
+                    options.report_interval = Some(state_interval);
+                    let rtt_ref = config.rtt_ref;
+                    options.config = config;
+                    let sender = tfrc_udp::UdpSender::new(options)?;
+                    sender.run(&sender_stop, &mut |interval| {
+                        let elapsed = origin.elapsed().as_secs_f64();
+                        let step = state_interval.as_secs_f64();
+                        let rtt = interval.rtt_ms.map(|ms| ms / 1000.0);
+                        let feedbacks = match (rtt, rtt_ref) {
+                            (Some(rtt), Some(reference)) => {
+                                Some(((rtt / reference.as_secs_f64()) as u64).max(1))
+                            }
+                            _ => Some(1),
+                        };
+                        let mut rows = states.lock().unwrap_or_else(|p| p.into_inner());
+                        rows.push(StateRow {
+                            time_s: (elapsed / step).round() * step,
+                            flow: index,
+                            x_bps: Some(interval.sending_rate_bits_per_second),
+                            x_recv_bps: Some(interval.x_recv_bits_per_second),
+                            p: Some(interval.p),
+                            rtt_s: rtt,
+                            target_bps,
+                            feedbacks_per_rtt: feedbacks,
+                        });
+                    })?;
+                    Ok(())
+                })?);
+            }
+            FlowKind::Tcp(_) => {
+                let listener_stop = stop.clone();
+                workers.push(in_namespace(&to.namespace, move || -> Result<()> {
+                    let listener = TcpListener::bind(address)?;
+                    listener.set_nonblocking(true)?;
+                    let mut stream = loop {
+                        match listener.accept() {
+                            Ok((stream, _)) => break stream,
+                            Err(_) if listener_stop.load(Ordering::Relaxed) => return Ok(()),
+                            Err(_) => std::thread::sleep(Duration::from_millis(5)),
+                        }
+                    };
+                    stream.set_nonblocking(false)?;
+                    stream.set_read_timeout(Some(Duration::from_millis(200)))?;
+                    let mut buffer = vec![0u8; 1 << 16];
+                    while !listener_stop.load(Ordering::Relaxed) {
+                        match stream.read(&mut buffer) {
+                            Ok(0) => break,
+                            Ok(_) => {}
+                            Err(error)
+                                if matches!(
+                                    error.kind(),
+                                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                                ) => {}
+                            Err(_) => break,
+                        }
+                    }
+                    Ok(())
+                })?);
+                let congestion = args.tcp_congestion.clone();
+                let sender_stop = stop.clone();
+                workers.push(in_namespace(&from.namespace, move || -> Result<()> {
+                    sleep_until(start, &sender_stop);
+                    let stream = connect_tcp(address, &congestion, packet_size)?;
+                    let mut stream = stream;
+                    stream.set_write_timeout(Some(Duration::from_millis(100)))?;
+                    let chunk = vec![0x5a; 1 << 16];
+                    while std::time::Instant::now() < stop_at
+                        && !sender_stop.load(Ordering::Relaxed)
+                    {
+                        match stream.write(&chunk) {
+                            Ok(_) => {}
+                            Err(error)
+                                if matches!(
+                                    error.kind(),
+                                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                                ) => {}
+                            Err(_) => break,
+                        }
+                    }
+                    // Abort: data still queued would otherwise be counted after the stop.
+                    let linger = libc::linger {
+                        l_onoff: 1,
+                        l_linger: 0,
+                    };
+                    // SAFETY: valid socket and a linger struct of the given size.
+                    unsafe {
+                        libc::setsockopt(
+                            stream.as_raw_fd(),
+                            libc::SOL_SOCKET,
+                            libc::SO_LINGER,
+                            (&linger as *const libc::linger).cast(),
+                            core::mem::size_of::<libc::linger>() as libc::socklen_t,
+                        );
+                    }
+                    Ok(())
+                })?);
+            }
+            FlowKind::Cbr { .. } | FlowKind::Pareto(_) | FlowKind::ExponentialOnOff(_) => {
+                let sink_stop = stop.clone();
+                workers.push(in_namespace(&to.namespace, move || -> Result<()> {
+                    let socket = UdpSocket::bind(address)?;
+                    socket.set_read_timeout(Some(Duration::from_millis(100)))?;
+                    let mut buffer = vec![0u8; 65_536];
+                    while !sink_stop.load(Ordering::Relaxed) {
+                        let _ = socket.recv(&mut buffer);
+                    }
+                    Ok(())
+                })?);
+                let source = udp_source(flow, scenario.seed, index, stop_at - start)?;
+                let sender_stop = stop.clone();
+                workers.push(in_namespace(&from.namespace, move || -> Result<()> {
+                    sleep_until(start, &sender_stop);
+                    run_udp_source(source, address, start, &sender_stop)
+                })?);
+            }
+        }
+    }
+    // Run for the scenario's duration (plus a little for the last packets in flight).
+    let end = origin + duration;
+    while std::time::Instant::now() < end && !interrupted.load(Ordering::Relaxed) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let flow_log = testbed.flow_log();
+    stop.store(true, Ordering::Relaxed);
+    let mut errors = Vec::new();
+    for worker in workers {
+        match worker.join() {
+            Ok(Ok(())) => {}
+            Ok(Err(error)) => errors.push(format!("{error:#}")),
+            Err(_) => errors.push("a flow thread panicked".into()),
+        }
+    }
+    let report = testbed.shutdown()?;
+    let states = std::mem::take(&mut *states.lock().unwrap_or_else(|p| p.into_inner()));
+    write_outputs(args, &scenario, &plan, &flow_log, &states, &report)?;
+    for error in &errors {
+        eprintln!("warning: {error}");
+    }
+    eprintln!("wrote {}", args.out.display());
+    Ok(())
+}
+
+fn sleep_until(at: std::time::Instant, stop: &AtomicBool) {
+    while !stop.load(Ordering::Relaxed) {
+        let now = std::time::Instant::now();
+        if now >= at {
+            return;
+        }
+        std::thread::sleep((at - now).min(Duration::from_millis(20)));
+    }
+}
+
+fn connect_tcp(address: SocketAddr, congestion: &str, packet_size: u32) -> Result<TcpStream> {
+    // SAFETY: creating a socket with constant arguments.
+    let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error().into());
+    }
+    // SAFETY: fd is a new socket owned by nobody else.
+    let socket = unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) };
+    let mss: libc::c_int = packet_size.saturating_sub(40).clamp(88, 1460) as libc::c_int;
+    // SAFETY: valid socket, option values of the given lengths.
+    unsafe {
+        libc::setsockopt(
+            fd,
+            libc::IPPROTO_TCP,
+            libc::TCP_MAXSEG,
+            (&mss as *const libc::c_int).cast(),
+            core::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        );
+        if libc::setsockopt(
+            fd,
+            libc::IPPROTO_TCP,
+            libc::TCP_CONGESTION,
+            congestion.as_ptr().cast(),
+            congestion.len() as libc::socklen_t,
+        ) != 0
+        {
+            bail!(
+                "TCP congestion control {congestion:?} is not available: {}",
+                std::io::Error::last_os_error()
+            );
+        }
+    }
+    let SocketAddr::V4(v4) = address else {
+        bail!("the testbed uses IPv4");
+    };
+    let sockaddr = libc::sockaddr_in {
+        sin_family: libc::AF_INET as libc::sa_family_t,
+        sin_port: v4.port().to_be(),
+        sin_addr: libc::in_addr {
+            s_addr: u32::from(*v4.ip()).to_be(),
+        },
+        sin_zero: [0; 8],
+    };
+    let mut attempts = 0;
+    loop {
+        // SAFETY: valid socket and sockaddr_in of the given length.
+        let result = unsafe {
+            libc::connect(
+                fd,
+                (&sockaddr as *const libc::sockaddr_in).cast(),
+                core::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
+            )
+        };
+        if result == 0 {
+            break;
+        }
+        attempts += 1;
+        if attempts > 50 {
+            bail!(
+                "cannot connect to {address}: {}",
+                std::io::Error::last_os_error()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Ok(TcpStream::from(socket))
+}
+
+/// The simulator's traffic source of a UDP flow, with time zero at the flow's start.
+fn udp_source(
+    flow: &FlowSpec,
+    seed: u64,
+    index: usize,
+    length: Duration,
+) -> Result<Box<dyn TrafficSource + Send>> {
+    let seed = tfrc_sim::rng::derive_seed(seed, &format!("testbed-flow:{index}"));
+    let stop = Some(Instant::ZERO + length);
+    Ok(match &flow.kind {
+        FlowKind::Cbr { rate } => Box::new(CbrSource::new(
+            CbrParams {
+                rate_bits_per_second: rate.bits_per_second(),
+                packet_size: flow.packet_size,
+                start: Instant::ZERO,
+                stop,
+                jitter: false,
+            },
+            seed,
+        )?),
+        FlowKind::Pareto(spec) | FlowKind::ExponentialOnOff(spec) => Box::new(OnOffSource::new(
+            OnOffParams {
+                rate_bits_per_second: spec.rate.bits_per_second(),
+                packet_size: flow.packet_size,
+                mean_burst_time: spec.burst,
+                mean_idle_time: spec.idle,
+                distribution: match spec.shape {
+                    Some(shape) => OnOffDistribution::Pareto { shape },
+                    None => OnOffDistribution::Exponential,
+                },
+                start: Instant::ZERO,
+                stop,
+            },
+            seed,
+        )?),
+        _ => bail!("flow {} is not a UDP source", flow.name),
+    })
+}
+
+fn run_udp_source(
+    mut source: Box<dyn TrafficSource + Send>,
+    address: SocketAddr,
+    start: std::time::Instant,
+    stop: &AtomicBool,
+) -> Result<()> {
+    tfrc_udp::pacing::lower_timer_slack();
+    let socket = UdpSocket::bind("0.0.0.0:0")?;
+    socket.connect(address)?;
+    let mut payload = Vec::new();
+    while let Some(due) = source.poll_timeout() {
+        let at = start + Duration::from_nanos(due.as_nanos());
+        sleep_until(at, stop);
+        if stop.load(Ordering::Relaxed) {
+            break;
+        }
+        let now = Instant::from_nanos(start.elapsed().as_nanos() as u64);
+        let burst = source.handle_timeout(now);
+        payload.resize(
+            burst.size_bytes.saturating_sub(UDP_OVERHEAD).max(1) as usize,
+            0,
+        );
+        for _ in 0..burst.packets {
+            let _ = socket.send(&payload);
+        }
+    }
+    Ok(())
+}
+
+fn option_cell(value: Option<f64>) -> String {
+    value
+        .filter(|value| value.is_finite())
+        .map(|value| format!("{value}"))
+        .unwrap_or_default()
+}
+
+fn write_outputs(
+    args: &RunArgs,
+    scenario: &Scenario,
+    plan: &Plan,
+    flow_log: &FlowLog,
+    states: &[StateRow],
+    report: &crate::testbed::TestbedReport,
+) -> Result<()> {
+    let interval = scenario.output.interval;
+    let duration = scenario.duration;
+    let intervals = (duration.as_nanos() / interval.as_nanos().max(1)) as usize;
+    let kind_name = |flow: &FlowSpec| match flow.kind {
+        FlowKind::ExponentialOnOff(_) => "exponential",
+        _ => flow.kind_name(),
+    };
+    // flows.csv
+    let mut flows_csv = String::from(
+        "time_s,flow,kind,sent_bytes,recv_bytes,sent_packets,recv_packets,send_kbps,recv_kbps\n",
+    );
+    let zero = vec![Default::default(); plan.flows.len()];
+    for row in 0..intervals {
+        let now: &Vec<crate::testbed::FlowTotals> = flow_log.intervals.get(row).unwrap_or(&zero);
+        let before = if row == 0 {
+            &zero
+        } else {
+            flow_log.intervals.get(row - 1).unwrap_or(&zero)
+        };
+        let time_s = interval.as_secs_f64() * (row + 1) as f64;
+        for (index, flow) in plan.flows.iter().enumerate() {
+            let (now, before) = (now.get(index).copied().unwrap_or_default(), before[index]);
+            let sent = now.sent_bytes.saturating_sub(before.sent_bytes);
+            let received = now.recv_bytes.saturating_sub(before.recv_bytes);
+            flows_csv.push_str(&format!(
+                "{},{},{},{},{},{},{},{},{}\n",
+                format_seconds(time_s),
+                flow.name,
+                kind_name(flow),
+                sent,
+                received,
+                now.sent_packets.saturating_sub(before.sent_packets),
+                now.recv_packets.saturating_sub(before.recv_packets),
+                sent as f64 * 8.0 / interval.as_secs_f64() / 1000.0,
+                received as f64 * 8.0 / interval.as_secs_f64() / 1000.0,
+            ));
+        }
+    }
+    std::fs::write(args.out.join("flows.csv"), flows_csv)?;
+    // state.csv
+    let mut sorted: Vec<&StateRow> = states
+        .iter()
+        .filter(|row| row.time_s <= duration.as_secs_f64() + 1e-9)
+        .collect();
+    sorted.sort_by(|a, b| a.time_s.total_cmp(&b.time_s).then(a.flow.cmp(&b.flow)));
+    let mut state_csv = String::from(
+        "time_s,flow,kind,x_bps,x_recv_bps,p,rtt_s,rto_s,target_bps,feedbacks_per_rtt,veno_n,cwnd,ssthresh,srtt_s\n",
+    );
+    for row in &sorted {
+        let flow = &plan.flows[row.flow];
+        state_csv.push_str(&format!(
+            "{},{},{},{},{},{},{},,{},{},,,,\n",
+            format_seconds(row.time_s),
+            flow.name,
+            kind_name(flow),
+            option_cell(row.x_bps),
+            option_cell(row.x_recv_bps),
+            option_cell(row.p),
+            option_cell(row.rtt_s),
+            option_cell(row.target_bps),
+            row.feedbacks_per_rtt
+                .map(|n| n.to_string())
+                .unwrap_or_default(),
+        ));
+    }
+    std::fs::write(args.out.join("state.csv"), state_csv)?;
+    // summary.json
+    let last = flow_log
+        .intervals
+        .get(intervals.saturating_sub(1))
+        .cloned()
+        .unwrap_or_else(|| flow_log.totals.clone());
+    let mut goodputs = Vec::new();
+    let mut flows_json = Vec::new();
+    for (index, flow) in plan.flows.iter().enumerate() {
+        let totals = last.get(index).copied().unwrap_or_default();
+        let start = flow.start.as_secs_f64();
+        let stop = flow.stop_time(duration).min(duration).as_secs_f64();
+        let active = (stop - start).max(1e-9);
+        let flow_states: Vec<&&StateRow> = sorted
+            .iter()
+            .filter(|row| row.flow == index && row.time_s >= start && row.time_s <= stop)
+            .collect();
+        let mean = |values: Vec<f64>| -> Option<f64> {
+            (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64)
+        };
+        let mean_p = matches!(flow.kind, FlowKind::Tfrc(_))
+            .then(|| mean(flow_states.iter().filter_map(|row| row.p).collect()))
+            .flatten();
+        let mean_rtt = mean(flow_states.iter().filter_map(|row| row.rtt_s).collect());
+        let bins = flow_log
+            .sent_per_100ms
+            .get(index)
+            .cloned()
+            .unwrap_or_default();
+        let (first_bin, last_bin) = ((start * 10.0) as usize, (stop * 10.0) as usize);
+        let counts: Vec<f64> = (first_bin..last_bin)
+            .map(|bin| f64::from(bins.get(bin).copied().unwrap_or(0)))
+            .collect();
+        let cov = mean(counts.clone()).filter(|m| *m > 0.0).map(|m| {
+            let variance =
+                counts.iter().map(|c| (c - m).powi(2)).sum::<f64>() / counts.len() as f64;
+            variance.sqrt() / m
+        });
+        let goodput = totals.recv_bytes as f64 * 8.0 / active;
+        if matches!(flow.kind, FlowKind::Tfrc(_) | FlowKind::Tcp(_)) {
+            goodputs.push(goodput);
+        }
+        flows_json.push(serde_json::json!({
+            "name": flow.name, "kind": kind_name(flow), "from": flow.from, "to": flow.to,
+            "start_s": start, "stop_s": stop,
+            "sent_bytes": totals.sent_bytes, "recv_bytes": totals.recv_bytes,
+            "sent_packets": totals.sent_packets, "recv_packets": totals.recv_packets,
+            "send_rate_bps": totals.sent_bytes as f64 * 8.0 / active,
+            "goodput_bps": goodput,
+            "receiving_ratio": (totals.sent_packets > 0)
+                .then(|| totals.recv_packets as f64 / totals.sent_packets as f64),
+            "mean_p": mean_p, "mean_rtt_s": mean_rtt, "cov_sent_100ms": cov,
+        }));
+    }
+    if goodputs.is_empty() {
+        goodputs = flows_json
+            .iter()
+            .filter_map(|flow| flow["goodput_bps"].as_f64())
+            .collect();
+    }
+    let sum: f64 = goodputs.iter().sum();
+    let squares: f64 = goodputs.iter().map(|g| g * g).sum();
+    let jain = (squares > 0.0).then(|| sum * sum / (goodputs.len() as f64 * squares));
+    let seconds = duration.as_secs_f64();
+    let links_json: Vec<serde_json::Value> = plan
+        .topology
+        .links
+        .iter()
+        .zip(&report.links)
+        .map(|(link, counters)| {
+            serde_json::json!({
+                "from": link.from, "to": link.to,
+                "utilization": link.spec.rate_bits_per_second()
+                    .map(|rate| counters.departure_bytes as f64 * 8.0 / (rate as f64 * seconds)),
+                "drops": counters.total_drops(), "departures": counters.departures,
+            })
+        })
+        .collect();
+    // The bottleneck: the lowest-capacity direction on some flow's data path.
+    let mut bottleneck = serde_json::Value::Null;
+    let mut lowest = u64::MAX;
+    for flow in &plan.flows {
+        if let Some(route) = plan.topology.route(&flow.from, &flow.to) {
+            for index in route {
+                let link = &plan.topology.links[index];
+                let capacity = link.spec.rate_bits_per_second();
+                if bottleneck.is_null() || capacity.is_some_and(|c| c < lowest) {
+                    lowest = capacity.unwrap_or(u64::MAX);
+                    let counters = report.links.get(index).copied().unwrap_or_default();
+                    bottleneck = serde_json::json!({
+                        "from": link.from, "to": link.to, "capacity_bps": capacity,
+                        "utilization": capacity.map(|c| counters.departure_bytes as f64 * 8.0 / (c as f64 * seconds)),
+                    });
+                }
+            }
+        }
+    }
+    let summary = serde_json::json!({
+        "schema_version": 1,
+        "tool": format!("tfrc {} (testbed)", env!("CARGO_PKG_VERSION")),
+        "scenario": scenario.name,
+        "seed": scenario.seed,
+        "duration_s": seconds,
+        "interval_s": interval.as_secs_f64(),
+        "flows": flows_json,
+        "jain_index": jain,
+        "bottleneck": bottleneck,
+        "links": links_json,
+    });
+    std::fs::write(
+        args.out.join("summary.json"),
+        serde_json::to_string_pretty(&summary)? + "\n",
+    )?;
+    std::fs::write(args.out.join("scenario.toml"), scenario.to_toml_string())?;
+    Ok(())
+}

@@ -1,0 +1,230 @@
+//! Relay mode over loopback: real TFRC flows and timestamped probes through an emulated link.
+
+use core::time::Duration;
+use std::net::{SocketAddr, UdpSocket};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use tfrc_emu::relay::{self, RelayConfig};
+use tfrc_emu::spec::{LinkFlags, LinkSpec};
+use tfrc_proto::Config;
+use tfrc_udp::receiver::{ReceiverEvent, ReceiverOptions, UdpReceiver};
+use tfrc_udp::sender::{SenderOptions, UdpSender};
+
+fn loopback() -> SocketAddr {
+    "127.0.0.1:0".parse().unwrap()
+}
+
+fn link(rate: &str, delay: &str, extra_queue: Option<&str>, loss: Option<&str>) -> LinkSpec {
+    let rate = vec![rate.to_string()];
+    let delay = vec![delay.to_string()];
+    let queue: Vec<String> = extra_queue.into_iter().map(str::to_string).collect();
+    let loss: Vec<String> = loss.into_iter().map(str::to_string).collect();
+    LinkSpec::from_flags(&LinkFlags {
+        rate: &rate,
+        delay: &delay,
+        queue: &queue,
+        loss: &loss,
+        ..LinkFlags::default()
+    })
+    .unwrap()
+}
+
+/// The check: a TFRC flow through a 1 Mb/s, 50 ms RTT relay reaches at least 90 % of
+/// the link (counted as the link counts: UDP payload + 28 bytes of IPv4/UDP header), once past
+/// the loss burst that ends its slow start (TFRC needs a few seconds to climb back, as in ns-2):
+/// measured from 6 s to 11 s.
+#[test]
+fn tfrc_through_a_1_mbps_50_ms_rtt_relay_fills_the_link() {
+    let receiver = UdpReceiver::bind(ReceiverOptions {
+        report_interval: Some(Duration::from_secs(1)),
+        once: true,
+        ..ReceiverOptions::new(loopback())
+    })
+    .unwrap();
+    let mut config = RelayConfig::new(
+        loopback(),
+        receiver.local_addr().unwrap(),
+        link("1Mbps", "25ms", None, None),
+    );
+    let directory = tempfile::tempdir().unwrap();
+    let links_csv = directory.path().join("links.csv");
+    config.links_csv = Some((links_csv.clone(), Duration::from_secs(1)));
+    let stop = Arc::new(AtomicBool::new(false));
+    let (relay_address, relay_thread) = relay::spawn(config, stop.clone()).unwrap();
+    let receiver_thread = std::thread::spawn(move || {
+        let mut steady = (0u64, 0u64, 0.0f64);
+        let report = receiver
+            .run(&AtomicBool::new(false), &mut |event| {
+                if let ReceiverEvent::Interval(interval) = event {
+                    if interval.start >= 5.9 && interval.end <= 11.1 {
+                        steady.0 += interval.sum.bytes;
+                        steady.1 += interval.sum.packets;
+                        steady.2 += interval.seconds;
+                    }
+                }
+            })
+            .unwrap();
+        (report, steady)
+    });
+    let mut options = SenderOptions::new(relay_address);
+    options.bind = Some(loopback());
+    options.duration = Duration::from_secs(12);
+    options.report_interval = None;
+    options.config = Config {
+        packet_size: 1000,
+        ..Config::default()
+    };
+    let report = UdpSender::new(options)
+        .unwrap()
+        .run(&AtomicBool::new(false), &mut |_| {})
+        .unwrap();
+    let (received, (bytes, packets, seconds)) = receiver_thread.join().unwrap();
+    stop.store(true, Ordering::Relaxed);
+    let relay_report = relay_thread.join().unwrap().unwrap();
+
+    let flow = &received.streams[0];
+    assert!(seconds >= 4.0, "only {seconds} s of steady state");
+    // Wire rate of what reached the receiver in the steady state.
+    let wire_rate = (bytes + 28 * packets) as f64 * 8.0 / seconds;
+    assert!(
+        wire_rate >= 0.9e6,
+        "TFRC got {wire_rate:.0} bit/s of 1 Mb/s (sent {} packets, p = {})",
+        report.packets,
+        report.mean_p
+    );
+    // The link cannot carry more than its rate: 1 Mb/s over the run, plus the queue.
+    assert!(
+        wire_rate <= 1.02e6,
+        "{wire_rate:.0} bit/s through a 1 Mb/s link"
+    );
+    assert_eq!(relay_report.clients, 1);
+    // Every data packet the receiver got crossed the link; the rest are END datagrams.
+    let delivered = relay_report.forward.deliveries;
+    let data = flow.packets + flow.duplicates;
+    assert!(
+        delivered >= data && delivered <= data + 10,
+        "{delivered} vs {data}"
+    );
+    // links.csv: a header and two rows (forward, reverse) per second.
+    let text = std::fs::read_to_string(&links_csv).unwrap();
+    let rows: Vec<&str> = text.lines().skip(1).collect();
+    assert!(rows.len() >= 14, "{} rows", rows.len());
+    let busy = rows
+        .iter()
+        .filter(|row| row.contains(",sender,receiver,"))
+        .filter_map(|row| row.split(',').nth(9)?.parse::<f64>().ok())
+        .filter(|utilization| *utilization > 0.9)
+        .count();
+    assert!(
+        busy >= 4,
+        "forward utilization above 90 % in {busy} rows:\n{text}"
+    );
+}
+
+/// Timestamped probes at a quarter of the link rate: no queueing, so each probe's one-way delay
+/// is the propagation delay plus its serialization time, and the emulator's error is small.
+#[test]
+fn probes_see_the_configured_delay() {
+    let sink = UdpSocket::bind(loopback()).unwrap();
+    sink.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+    let config = RelayConfig::new(
+        loopback(),
+        sink.local_addr().unwrap(),
+        link("10Mbps", "20ms", None, None),
+    );
+    let stop = Arc::new(AtomicBool::new(false));
+    let (relay_address, relay_thread) = relay::spawn(config, stop.clone()).unwrap();
+    let source = UdpSocket::bind(loopback()).unwrap();
+    source.connect(relay_address).unwrap();
+    let origin = std::time::Instant::now();
+    let count = 200u64;
+    // 972-byte payloads: 1000 bytes on the link, 0.8 ms at 10 Mb/s; one every 3.2 ms.
+    let sender = std::thread::spawn(move || {
+        for index in 0..count {
+            let due = origin + Duration::from_micros(3200 * index);
+            while std::time::Instant::now() < due {
+                std::hint::spin_loop();
+            }
+            let mut payload = vec![0u8; 972];
+            let sent = origin.elapsed().as_nanos() as u64;
+            payload[..8].copy_from_slice(&sent.to_le_bytes());
+            source.send(&payload).unwrap();
+        }
+    });
+    let mut errors = Vec::new();
+    let mut buffer = [0u8; 2048];
+    for _ in 0..count {
+        let Ok(length) = sink.recv(&mut buffer) else {
+            break;
+        };
+        assert_eq!(length, 972);
+        let received = origin.elapsed().as_nanos() as i64;
+        let sent = u64::from_le_bytes(buffer[..8].try_into().unwrap()) as i64;
+        let expected = 20_000_000 + 800_000;
+        errors.push(received - sent - expected);
+    }
+    sender.join().unwrap();
+    stop.store(true, Ordering::Relaxed);
+    relay_thread.join().unwrap().unwrap();
+    assert_eq!(errors.len() as u64, count, "every probe arrives");
+    errors.sort_unstable();
+    let median = errors[errors.len() / 2];
+    // Never early (beyond clock noise), and the median within 1 ms even on a busy machine.
+    assert!(
+        errors[0] > -50_000,
+        "a probe arrived {} µs early",
+        -errors[0] / 1000
+    );
+    assert!(
+        median < 1_000_000,
+        "median delay error {} µs",
+        median / 1000
+    );
+}
+
+/// Bernoulli loss of 10 % on the forward direction: about 10 % of probes vanish, none in the
+/// reverse direction.
+#[test]
+fn loss_model_drops_the_configured_fraction() {
+    let sink = UdpSocket::bind(loopback()).unwrap();
+    sink.set_read_timeout(Some(Duration::from_millis(500)))
+        .unwrap();
+    let config = RelayConfig::new(
+        loopback(),
+        sink.local_addr().unwrap(),
+        link(
+            "100Mbps",
+            "1ms",
+            Some("droptail:1000"),
+            Some("forward=bernoulli:0.1"),
+        ),
+    );
+    let stop = Arc::new(AtomicBool::new(false));
+    let (relay_address, relay_thread) = relay::spawn(config, stop.clone()).unwrap();
+    let source = UdpSocket::bind(loopback()).unwrap();
+    source.connect(relay_address).unwrap();
+    let count = 3000;
+    let reader = std::thread::spawn(move || {
+        let mut received = 0u32;
+        let mut buffer = [0u8; 64];
+        while sink.recv(&mut buffer).is_ok() {
+            received += 1;
+        }
+        received
+    });
+    for index in 0u32..count {
+        source.send(&index.to_le_bytes()).unwrap();
+        if index % 50 == 49 {
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+    let received = reader.join().unwrap();
+    stop.store(true, Ordering::Relaxed);
+    let report = relay_thread.join().unwrap().unwrap();
+    let lost = count - received;
+    assert_eq!(u64::from(lost), report.forward.total_drops());
+    let fraction = f64::from(lost) / f64::from(count);
+    // 3000 Bernoulli(0.1) trials: standard deviation 0.55 %; ±2 % is over 3.5 sigma.
+    assert!((fraction - 0.1).abs() < 0.02, "lost {fraction}");
+}
