@@ -28,13 +28,10 @@ use std::sync::{Arc, Mutex};
 use anyhow::{anyhow, bail, Context, Result};
 use clap::Args;
 use tfrc_proto::Instant;
-use tfrc_scenario::{
-    Capacity, FlowKind, FlowSpec, LinkDirectionSpec, LossModel, QueueSpec, Scenario,
-};
+use tfrc_scenario::{Capacity, FlowKind, FlowSpec, LinkDirectionSpec, Scenario};
 use tfrc_sim::{
-    CbrParams, CbrSource, FlowId, GilbertElliottParams, LossConfig, LossKind, OnOffDistribution,
-    OnOffParams, OnOffSource, QueueConfig, RedParams, RioParams, RioThresholds, TimeWindow,
-    TrafficSource,
+    CbrParams, CbrSource, FlowId, LossConfig, OnOffDistribution, OnOffParams, OnOffSource,
+    TimeWindow, TrafficSource,
 };
 
 use crate::linklog::format_seconds;
@@ -59,38 +56,8 @@ pub struct Plan {
     pub ports: Vec<u16>,
 }
 
-/// The simulator's queue for a scenario queue.
-pub fn queue_config(queue: &QueueSpec) -> QueueConfig {
-    match queue {
-        QueueSpec::DropTail { limit } => QueueConfig::DropTail {
-            limit: *limit as usize,
-        },
-        QueueSpec::Red(red) => QueueConfig::Red(RedParams {
-            limit: red.limit as usize,
-            min_threshold: red.min_th,
-            max_threshold: red.max_th,
-            max_probability: red.max_p,
-            weight: red.weight,
-            gentle: red.gentle,
-            ..RedParams::default()
-        }),
-        QueueSpec::Rio(rio) => QueueConfig::Rio(RioParams {
-            limit: rio.limit as usize,
-            in_profile: RioThresholds {
-                min_threshold: rio.min_in,
-                max_threshold: rio.max_in,
-                max_probability: rio.p_in,
-            },
-            out_profile: RioThresholds {
-                min_threshold: rio.min_out,
-                max_threshold: rio.max_out,
-                max_probability: rio.p_out,
-            },
-            weight: rio.weight,
-            ..RioParams::default()
-        }),
-    }
-}
+/// The simulator's queue for a scenario queue (the one conversion the simulator uses too).
+pub use tfrc_sim::simulation::queue_config;
 
 fn direction_spec(spec: &LinkDirectionSpec) -> DirectionSpec {
     DirectionSpec {
@@ -101,21 +68,7 @@ fn direction_spec(spec: &LinkDirectionSpec) -> DirectionSpec {
         delay: spec.delay,
         queue: queue_config(&spec.queue),
         loss: spec.loss.as_ref().map(|loss| LossConfig {
-            kind: match loss.model {
-                LossModel::Bernoulli { rate } => LossKind::Bernoulli { probability: rate },
-                LossModel::Exponential { mean_gap } => LossKind::ExponentialGaps { mean_gap },
-                LossModel::GilbertElliott {
-                    p_good_to_bad,
-                    p_bad_to_good,
-                    loss_good,
-                    loss_bad,
-                } => LossKind::GilbertElliott(GilbertElliottParams {
-                    good_to_bad: p_good_to_bad,
-                    bad_to_good: p_bad_to_good,
-                    loss_in_good: loss_good,
-                    loss_in_bad: loss_bad,
-                }),
-            },
+            kind: tfrc_sim::simulation::loss_kind(&loss.model),
             window: (loss.start > Duration::ZERO || loss.stop.is_some()).then(|| TimeWindow {
                 start: Instant::ZERO + loss.start,
                 stop: loss.stop.map(|stop| Instant::ZERO + stop),
