@@ -4,6 +4,7 @@ use anyhow::{anyhow, bail, Result};
 use clap::{Args, Parser, Subcommand};
 use tfrc_proto::equation;
 
+mod ns2_compare;
 mod reproduce;
 mod sim;
 
@@ -29,8 +30,9 @@ enum Command {
     /// Run a scenario file in the simulator and write flows.csv, state.csv, links.csv and
     /// summary.json.
     Sim(sim::SimArgs),
-    /// Run a scenario in ns-2.35 and convert its output to flows.csv/state.csv/links.csv.
-    Ns2(tfrc_ns2::cli::Ns2Args),
+    /// Run a scenario in ns-2.35 (output converted to our flows.csv/state.csv/links.csv), then
+    /// in our simulator, and plot both on one figure.
+    Ns2(ns2_compare::Ns2CompareArgs),
     /// Stream synthetic video over ETP and report frames on time / late / lost.
     Stream(etp::stream_app::StreamArgs),
     /// UDP relay through an emulated link (rate, delay, loss, queue, trace, marker).
@@ -86,7 +88,7 @@ fn main() -> Result<()> {
         Command::Send(args) => tfrc_udp::cli::run_send(&args),
         Command::Recv(args) => tfrc_udp::cli::run_recv(&args),
         Command::Sim(args) => sim::run(&args),
-        Command::Ns2(args) => tfrc_ns2::cli::run(&args),
+        Command::Ns2(args) => ns2_compare::run(&args),
         Command::Reproduce(args) => reproduce::run(&args),
         Command::Stream(args) => etp::stream_app::run(&args),
         Command::Emulate(args) => tfrc_emu::cli::run_emulate(&args),

@@ -41,6 +41,12 @@ pub struct Ns2Args {
 /// Runs `tfrc ns2`: loads the scenario, applies the overrides, runs ns-2 (or only writes the
 /// scripts with `--dry-run`) and prints what could not be expressed and the wall time.
 pub fn run(args: &Ns2Args) -> Result<()> {
+    run_outcomes(args).map(|_| ())
+}
+
+/// [`run`], returning what each variant's run produced (for a caller that compares with the
+/// simulator).
+pub fn run_outcomes(args: &Ns2Args) -> Result<Vec<crate::RunOutcome>> {
     let mut scenario = Scenario::from_path(&args.scenario)?;
     let mut sets = args.sets.clone();
     if let Some(seed) = args.seed {
@@ -76,5 +82,5 @@ pub fn run(args: &Ns2Args) -> Result<()> {
             ),
         }
     }
-    Ok(())
+    Ok(outcomes)
 }
