@@ -19,12 +19,30 @@ pub struct EventId {
     generation: u64,
 }
 
-/// Heap key: earliest time first, then earliest scheduled.
+/// Bits of a [`Key`] holding the slot index: at most 2^24 (16.7 million) events pending at once.
+const SLOT_BITS: u32 = 24;
+/// Most events pending at once.
+pub const MAX_PENDING_EVENTS: usize = 1 << SLOT_BITS;
+
+/// Heap key packed in one integer so that the heap compares and moves 16 bytes: the time in
+/// the high 64 bits, then the insertion sequence (40 bits, 10^12 events per run), then the slot.
+/// Ordering the integers orders by time, then by insertion.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-struct Key {
-    time: Instant,
-    sequence: u64,
-    slot: u32,
+struct Key(u128);
+
+impl Key {
+    fn new(time: Instant, sequence: u64, slot: u32) -> Key {
+        let low = (u128::from(sequence) << SLOT_BITS) | u128::from(slot);
+        Key((u128::from(time.as_nanos()) << 64) | (low & u128::from(u64::MAX)))
+    }
+
+    fn time(self) -> Instant {
+        Instant::from_nanos((self.0 >> 64) as u64)
+    }
+
+    fn slot(self) -> u32 {
+        (self.0 as u32) & ((1 << SLOT_BITS) - 1)
+    }
 }
 
 /// Storage of one event; `event` is `None` for a cancelled event (a tombstone).
@@ -82,8 +100,13 @@ impl<E> Scheduler<E> {
         let slot = match self.free_slots.pop() {
             Some(slot) => slot,
             None => {
-                // More than 4 billion simultaneously pending events cannot fit in memory anyway.
-                let slot = u32::try_from(self.slots.len()).expect("too many pending events");
+                // A capacity limit like running out of memory: a simulation has a few pending
+                // events per flow and link, far below it.
+                assert!(
+                    self.slots.len() < MAX_PENDING_EVENTS,
+                    "more than {MAX_PENDING_EVENTS} events pending at once"
+                );
+                let slot = self.slots.len() as u32;
                 self.slots.push(Slot {
                     generation: 0,
                     event: None,
@@ -97,11 +120,8 @@ impl<E> Scheduler<E> {
             slot,
             generation: storage.generation,
         };
-        self.heap.push(Reverse(Key {
-            time: at,
-            sequence: self.next_sequence,
-            slot,
-        }));
+        self.heap
+            .push(Reverse(Key::new(at, self.next_sequence, slot)));
         self.next_sequence += 1;
         self.pending += 1;
         id
@@ -124,11 +144,11 @@ impl<E> Scheduler<E> {
     /// Removes and returns the earliest pending event with its time.
     pub fn pop(&mut self) -> Option<(Instant, E)> {
         while let Some(Reverse(key)) = self.heap.pop() {
-            let event = self.release(key.slot);
+            let event = self.release(key.slot());
             if let Some(event) = event {
                 self.pending -= 1;
                 self.discard_cancelled_front();
-                return Some((key.time, event));
+                return Some((key.time(), event));
             }
         }
         None
@@ -145,7 +165,7 @@ impl<E> Scheduler<E> {
     /// Time of the earliest pending event.
     pub fn peek_time(&self) -> Option<Instant> {
         // Invariant: the front of the heap is never a tombstone.
-        self.heap.peek().map(|Reverse(key)| key.time)
+        self.heap.peek().map(|Reverse(key)| key.time())
     }
 
     /// Number of pending (not cancelled) events.
@@ -169,10 +189,10 @@ impl<E> Scheduler<E> {
     /// Drops tombstones from the front so that `peek_time` sees a live event.
     fn discard_cancelled_front(&mut self) {
         while let Some(Reverse(key)) = self.heap.peek() {
-            if self.slots[key.slot as usize].event.is_some() {
+            if self.slots[key.slot() as usize].event.is_some() {
                 break;
             }
-            let slot = key.slot;
+            let slot = key.slot();
             self.heap.pop();
             self.release(slot);
         }
