@@ -529,14 +529,7 @@ pub fn draw(experiment: &Experiment, out: &Path) -> Result<Vec<(PathBuf, String)
             "receiver throughput of the TFRC flow: ns-2.35 (reference) and our simulator with the RFC 5348 and the ns2 profiles, same axes".into(),
         ));
     }
-    for real in &experiment.testbed {
-        let Some(simulated) = experiment
-            .runs
-            .iter()
-            .find(|run| run.scenario.name == real.summary.scenario)
-        else {
-            continue;
-        };
+    for (real, simulated) in testbed_pairs(experiment) {
         let name = run_name(simulated);
         let sources = [
             Source {
@@ -568,18 +561,26 @@ pub fn draw(experiment: &Experiment, out: &Path) -> Result<Vec<(PathBuf, String)
         .collect())
 }
 
+/// Each recorded real run with our simulated run of the same variant (same scenario name).
+fn testbed_pairs(experiment: &Experiment) -> Vec<(&Run, &LoadedRun)> {
+    experiment
+        .testbed
+        .iter()
+        .filter_map(|real| {
+            let simulated = experiment
+                .runs
+                .iter()
+                .find(|run| run.scenario.name == real.summary.scenario)?;
+            Some((real, simulated))
+        })
+        .collect()
+}
+
 /// Recorded real runs vs our simulated runs of the same variant: mean receiver throughput per
 /// flow.
 pub fn testbed_comparison(experiment: &Experiment) -> Vec<(String, String, String)> {
     let mut rows = Vec::new();
-    for real in &experiment.testbed {
-        let Some(simulated) = experiment
-            .runs
-            .iter()
-            .find(|run| run.scenario.name == real.summary.scenario)
-        else {
-            continue;
-        };
+    for (real, simulated) in testbed_pairs(experiment) {
         for flow in &real.summary.flows {
             let (Some(real_rate), Some(simulated_rate)) = (
                 goodput_kbps(real, &flow.name),
