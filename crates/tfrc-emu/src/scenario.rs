@@ -611,6 +611,36 @@ fn option_cell(value: Option<f64>) -> String {
         .unwrap_or_default()
 }
 
+/// Sum of `departure_bytes` of the `links.csv` rows of `from → to` with `time_s ≤ until`;
+/// `None` if the text has no such column or no such rows.
+fn departed_bytes_until(links_csv: &str, from: &str, to: &str, until: f64) -> Option<u64> {
+    let mut lines = links_csv.lines();
+    let header: Vec<&str> = lines.next()?.split(',').collect();
+    let column = |name: &str| header.iter().position(|cell| *cell == name);
+    let (time, source, destination, bytes) = (
+        column("time_s")?,
+        column("from")?,
+        column("to")?,
+        column("departure_bytes")?,
+    );
+    let mut total = None;
+    for line in lines {
+        let cells: Vec<&str> = line.split(',').collect();
+        let (Some(t), Some(f), Some(d), Some(b)) = (
+            cells.get(time).and_then(|v| v.parse::<f64>().ok()),
+            cells.get(source),
+            cells.get(destination),
+            cells.get(bytes).and_then(|v| v.parse::<u64>().ok()),
+        ) else {
+            continue;
+        };
+        if *f == from && *d == to && t <= until + 1e-9 {
+            total = Some(total.unwrap_or(0) + b);
+        }
+    }
+    total
+}
+
 fn write_outputs(
     args: &RunArgs,
     scenario: &Scenario,
@@ -749,6 +779,13 @@ fn write_outputs(
     let squares: f64 = goodputs.iter().map(|g| g * g).sum();
     let jain = (squares > 0.0).then(|| sum * sum / (goodputs.len() as f64 * squares));
     let seconds = duration.as_secs_f64();
+    // Bytes each direction sent during the run: the links.csv rows up to its end. The counters at
+    // shutdown also hold what drained after the last flow stopped, which would put utilization
+    // above 1.
+    let links_csv = std::fs::read_to_string(args.out.join("links.csv")).unwrap_or_default();
+    let departed = |from: &str, to: &str, at_shutdown: u64| -> u64 {
+        departed_bytes_until(&links_csv, from, to, seconds).unwrap_or(at_shutdown)
+    };
     let links_json: Vec<serde_json::Value> = plan
         .topology
         .links
@@ -757,8 +794,10 @@ fn write_outputs(
         .map(|(link, counters)| {
             serde_json::json!({
                 "from": link.from, "to": link.to,
-                "utilization": link.spec.rate_bits_per_second()
-                    .map(|rate| counters.departure_bytes as f64 * 8.0 / (rate as f64 * seconds)),
+                "utilization": link.spec.rate_bits_per_second().map(|rate| {
+                    departed(&link.from, &link.to, counters.departure_bytes) as f64 * 8.0
+                        / (rate as f64 * seconds)
+                }),
                 "drops": counters.total_drops(), "departures": counters.departures,
             })
         })
@@ -776,7 +815,10 @@ fn write_outputs(
                     let counters = report.links.get(index).copied().unwrap_or_default();
                     bottleneck = serde_json::json!({
                         "from": link.from, "to": link.to, "capacity_bps": capacity,
-                        "utilization": capacity.map(|c| counters.departure_bytes as f64 * 8.0 / (c as f64 * seconds)),
+                        "utilization": capacity.map(|c| {
+                            departed(&link.from, &link.to, counters.departure_bytes) as f64 * 8.0
+                                / (c as f64 * seconds)
+                        }),
                     });
                 }
             }
