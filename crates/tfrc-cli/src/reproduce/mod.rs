@@ -550,7 +550,7 @@ fn build_report(
             claims_file
                 .metrics
                 .iter()
-                .map(|(name, definition)| format!("**{name}**: {definition}"))
+                .map(|(name, definition)| format!("{name}: {definition}"))
                 .collect::<Vec<_>>()
                 .join("; ")
         ));
@@ -585,10 +585,7 @@ fn build_report(
             })
             .unwrap_or_default();
         let title = match paper {
-            Some(paper) => format!(
-                "{} — paper {}, {}",
-                experiment.id, paper.paper, paper.location
-            ),
+            Some(paper) => format!("paper {}, {}", paper.paper, paper.location),
             None => experiment.id.clone(),
         };
         let mut section = Section::new(&experiment.id, title)
