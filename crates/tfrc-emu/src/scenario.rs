@@ -29,6 +29,10 @@ use anyhow::{anyhow, bail, Context, Result};
 use clap::Args;
 use tfrc_proto::Instant;
 use tfrc_scenario::{Capacity, FlowKind, FlowSpec, LinkDirectionSpec, Scenario};
+use tfrc_sim::simulation::{
+    coefficient_of_variation, jain_index, BottleneckSummary, FlowSummary, LinkSummary, Summary,
+    SCHEMA_VERSION,
+};
 use tfrc_sim::{
     CbrParams, CbrSource, FlowId, LossConfig, OnOffDistribution, OnOffParams, OnOffSource,
     TimeWindow, TrafficSource,
@@ -694,9 +698,7 @@ fn write_outputs(
         .filter(|row| row.time_s <= duration.as_secs_f64() + 1e-9)
         .collect();
     sorted.sort_by(|a, b| a.time_s.total_cmp(&b.time_s).then(a.flow.cmp(&b.flow)));
-    let mut state_csv = String::from(
-        "time_s,flow,kind,x_bps,x_recv_bps,p,rtt_s,rto_s,target_bps,feedbacks_per_rtt,veno_n,cwnd,ssthresh,srtt_s\n",
-    );
+    let mut state_csv = format!("{}\n", tfrc_sim::simulation::STATE_HEADER);
     for row in &sorted {
         let flow = &plan.flows[row.flow];
         state_csv.push_str(&format!(
@@ -745,39 +747,41 @@ fn write_outputs(
             .cloned()
             .unwrap_or_default();
         let (first_bin, last_bin) = ((start * 10.0) as usize, (stop * 10.0) as usize);
-        let counts: Vec<f64> = (first_bin..last_bin)
-            .map(|bin| f64::from(bins.get(bin).copied().unwrap_or(0)))
+        let counts: Vec<u32> = (first_bin..last_bin)
+            .map(|bin| bins.get(bin).copied().unwrap_or(0))
             .collect();
-        let cov = mean(counts.clone()).filter(|m| *m > 0.0).map(|m| {
-            let variance =
-                counts.iter().map(|c| (c - m).powi(2)).sum::<f64>() / counts.len() as f64;
-            variance.sqrt() / m
-        });
+        let cov = coefficient_of_variation(&counts);
         let goodput = totals.recv_bytes as f64 * 8.0 / active;
         if matches!(flow.kind, FlowKind::Tfrc(_) | FlowKind::Tcp(_)) {
             goodputs.push(goodput);
         }
-        flows_json.push(serde_json::json!({
-            "name": flow.name, "kind": kind_name(flow), "from": flow.from, "to": flow.to,
-            "start_s": start, "stop_s": stop,
-            "sent_bytes": totals.sent_bytes, "recv_bytes": totals.recv_bytes,
-            "sent_packets": totals.sent_packets, "recv_packets": totals.recv_packets,
-            "send_rate_bps": totals.sent_bytes as f64 * 8.0 / active,
-            "goodput_bps": goodput,
-            "receiving_ratio": (totals.sent_packets > 0)
+        flows_json.push(FlowSummary {
+            name: flow.name.clone(),
+            kind: kind_name(flow).to_owned(),
+            from: flow.from.clone(),
+            to: flow.to.clone(),
+            start_s: start,
+            stop_s: stop,
+            sent_bytes: totals.sent_bytes,
+            recv_bytes: totals.recv_bytes,
+            sent_packets: totals.sent_packets,
+            recv_packets: totals.recv_packets,
+            send_rate_bps: Some(totals.sent_bytes as f64 * 8.0 / active),
+            goodput_bps: Some(goodput),
+            receiving_ratio: (totals.sent_packets > 0)
                 .then(|| totals.recv_packets as f64 / totals.sent_packets as f64),
-            "mean_p": mean_p, "mean_rtt_s": mean_rtt, "cov_sent_100ms": cov,
-        }));
+            mean_p,
+            mean_rtt_s: mean_rtt,
+            cov_sent_100ms: cov,
+        });
     }
     if goodputs.is_empty() {
         goodputs = flows_json
             .iter()
-            .filter_map(|flow| flow["goodput_bps"].as_f64())
+            .filter_map(|flow| flow.goodput_bps)
             .collect();
     }
-    let sum: f64 = goodputs.iter().sum();
-    let squares: f64 = goodputs.iter().map(|g| g * g).sum();
-    let jain = (squares > 0.0).then(|| sum * sum / (goodputs.len() as f64 * squares));
+    let jain = jain_index(&goodputs);
     let seconds = duration.as_secs_f64();
     // Bytes each direction sent during the run: the links.csv rows up to its end. The counters at
     // shutdown also hold what drained after the last flow stopped, which would put utilization
@@ -786,36 +790,38 @@ fn write_outputs(
     let departed = |from: &str, to: &str, at_shutdown: u64| -> u64 {
         departed_bytes_until(&links_csv, from, to, seconds).unwrap_or(at_shutdown)
     };
-    let links_json: Vec<serde_json::Value> = plan
+    let links_json: Vec<LinkSummary> = plan
         .topology
         .links
         .iter()
         .zip(&report.links)
-        .map(|(link, counters)| {
-            serde_json::json!({
-                "from": link.from, "to": link.to,
-                "utilization": link.spec.rate_bits_per_second().map(|rate| {
-                    departed(&link.from, &link.to, counters.departure_bytes) as f64 * 8.0
-                        / (rate as f64 * seconds)
-                }),
-                "drops": counters.total_drops(), "departures": counters.departures,
-            })
+        .map(|(link, counters)| LinkSummary {
+            from: link.from.clone(),
+            to: link.to.clone(),
+            utilization: link.spec.rate_bits_per_second().map(|rate| {
+                departed(&link.from, &link.to, counters.departure_bytes) as f64 * 8.0
+                    / (rate as f64 * seconds)
+            }),
+            drops: counters.total_drops(),
+            departures: counters.departures,
         })
         .collect();
     // The bottleneck: the lowest-capacity direction on some flow's data path.
-    let mut bottleneck = serde_json::Value::Null;
+    let mut bottleneck: Option<BottleneckSummary> = None;
     let mut lowest = u64::MAX;
     for flow in &plan.flows {
         if let Some(route) = plan.topology.route(&flow.from, &flow.to) {
             for index in route {
                 let link = &plan.topology.links[index];
                 let capacity = link.spec.rate_bits_per_second();
-                if bottleneck.is_null() || capacity.is_some_and(|c| c < lowest) {
+                if bottleneck.is_none() || capacity.is_some_and(|c| c < lowest) {
                     lowest = capacity.unwrap_or(u64::MAX);
                     let counters = report.links.get(index).copied().unwrap_or_default();
-                    bottleneck = serde_json::json!({
-                        "from": link.from, "to": link.to, "capacity_bps": capacity,
-                        "utilization": capacity.map(|c| {
+                    bottleneck = Some(BottleneckSummary {
+                        from: link.from.clone(),
+                        to: link.to.clone(),
+                        capacity_bps: capacity.map(|c| c as f64),
+                        utilization: capacity.map(|c| {
                             departed(&link.from, &link.to, counters.departure_bytes) as f64 * 8.0
                                 / (c as f64 * seconds)
                         }),
@@ -824,18 +830,18 @@ fn write_outputs(
             }
         }
     }
-    let summary = serde_json::json!({
-        "schema_version": 1,
-        "tool": format!("tfrc {} (testbed)", env!("CARGO_PKG_VERSION")),
-        "scenario": scenario.name,
-        "seed": scenario.seed,
-        "duration_s": seconds,
-        "interval_s": interval.as_secs_f64(),
-        "flows": flows_json,
-        "jain_index": jain,
-        "bottleneck": bottleneck,
-        "links": links_json,
-    });
+    let summary = Summary {
+        schema_version: SCHEMA_VERSION,
+        tool: format!("tfrc {} (testbed)", env!("CARGO_PKG_VERSION")),
+        scenario: scenario.name.clone(),
+        seed: scenario.seed,
+        duration_s: seconds,
+        interval_s: interval.as_secs_f64(),
+        flows: flows_json,
+        jain_index: jain,
+        bottleneck,
+        links: links_json,
+    };
     std::fs::write(
         args.out.join("summary.json"),
         serde_json::to_string_pretty(&summary)? + "\n",
