@@ -438,7 +438,7 @@ impl Simulation {
             };
             let record = FlowRecord::new(
                 spec.name.clone(),
-                kind_name(&spec.kind),
+                spec.kind.name(),
                 (spec.from.clone(), spec.to.clone()),
                 (start, stop.max(start)),
                 is_protocol(&spec.kind),
@@ -859,18 +859,14 @@ impl Simulation {
         let now = self.now;
         let flow = &mut self.flows[index];
         flow.active = false;
-        match &mut flow.protocol {
-            Protocol::Tcp {
-                sender: Some(sender),
-                ..
-            } => sender.stop(now),
-            Protocol::Tfrc { .. } => {
-                if let Some(timer) = flow.sender_timer.take() {
-                    self.scheduler.cancel(timer.id);
-                }
-            }
-            _ => {}
+        if let Protocol::Tcp {
+            sender: Some(sender),
+            ..
+        } = &mut flow.protocol
+        {
+            sender.stop(now);
         }
+        // An inactive TFRC sender asks for no wake-up, which cancels its pending timer.
         self.sender_event(index);
     }
 
@@ -1068,12 +1064,12 @@ impl Simulation {
     fn state_sample(&mut self) {
         let now = self.now;
         for flow in &mut self.flows {
-            let Some(row) = state_row(&flow.protocol) else {
-                continue;
-            };
             if now < flow.record.start || now > flow.record.stop {
                 continue;
             }
+            let Some(row) = state_row(&flow.protocol) else {
+                continue;
+            };
             if let Some(p) = row.p {
                 flow.record.p_sum += p;
                 flow.record.p_samples += 1;
@@ -1094,10 +1090,6 @@ impl Simulation {
             self.scheduler.schedule(next, Event::StateSample);
         }
     }
-}
-
-fn kind_name(kind: &FlowKind) -> &'static str {
-    kind.name()
 }
 
 /// The state of a flow's sender, if it has one.
