@@ -60,12 +60,23 @@ pub fn variant_directory(scenario: &Scenario) -> String {
         .collect()
 }
 
+/// A finished run.
+pub struct Finished {
+    /// Its summary (also in `summary.json`).
+    pub summary: Summary,
+    /// Wall time it took.
+    pub wall_time: Duration,
+    /// Events the simulator processed.
+    pub events: u64,
+}
+
 /// Runs one concrete scenario into `directory`, with a progress bar (after two seconds of
-/// wall time, on a terminal) unless `quiet`. Returns the summary and the wall time.
-pub fn run_one(scenario: &Scenario, directory: &Path, quiet: bool) -> Result<(Summary, Duration)> {
+/// wall time, on a terminal) and a timing line unless `quiet`.
+pub fn run_one(scenario: &Scenario, directory: &Path, quiet: bool) -> Result<Finished> {
     let started = WallInstant::now();
+    let which = format!("{} ({})", scenario.file(), scenario.name);
     let mut simulation = Simulation::new(scenario, Some(directory))
-        .with_context(|| format!("{}: cannot build the simulation", scenario.file()))?;
+        .with_context(|| format!("{which}: cannot build the simulation"))?;
     let end = simulation.end();
     let bar = ProgressBar::with_draw_target(
         Some(end.as_nanos() / 1_000_000),
@@ -85,7 +96,7 @@ pub fn run_one(scenario: &Scenario, directory: &Path, quiet: bool) -> Result<(Su
         let next = (simulation.now() + step).min(end);
         simulation
             .run_until(next)
-            .with_context(|| format!("{}: simulation failed", scenario.file()))?;
+            .with_context(|| format!("{which}: simulation failed"))?;
         if !quiet && !shown && started.elapsed() > Duration::from_secs(2) {
             bar.set_draw_target(ProgressDrawTarget::stderr());
             shown = true;
@@ -96,7 +107,7 @@ pub fn run_one(scenario: &Scenario, directory: &Path, quiet: bool) -> Result<(Su
     let events = simulation.events_processed();
     let summary = simulation
         .finish()
-        .with_context(|| format!("{}: cannot finish the run", scenario.file()))?;
+        .with_context(|| format!("{which}: cannot finish the run"))?;
     let elapsed = started.elapsed();
     if !quiet {
         eprintln!(
@@ -108,7 +119,11 @@ pub fn run_one(scenario: &Scenario, directory: &Path, quiet: bool) -> Result<(Su
             summary.seed
         );
     }
-    Ok((summary, elapsed))
+    Ok(Finished {
+        summary,
+        wall_time: elapsed,
+        events,
+    })
 }
 
 /// The end-of-run table: one line per flow, then the run-wide figures.
@@ -162,7 +177,7 @@ pub fn run(args: &SimArgs) -> Result<()> {
         } else {
             args.out.clone()
         };
-        let (summary, _) = run_one(scenario, &directory, args.quiet)?;
+        let summary = run_one(scenario, &directory, args.quiet)?.summary;
         if !args.quiet {
             if several {
                 println!("== {} → {}", summary.scenario, directory.display());

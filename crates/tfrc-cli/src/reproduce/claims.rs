@@ -174,6 +174,29 @@ pub(crate) fn flow_names(run: &Run, flows: Option<&[String]>) -> Vec<String> {
     }
 }
 
+/// Mean goodput of one flow over its active time, in kb/s.
+pub(crate) fn goodput_kbps(run: &Run, flow: &str) -> Option<f64> {
+    run.flow_summary(flow)?.goodput_bps.map(|g| g / 1000.0)
+}
+
+/// Packets received / packets sent over several flows together.
+pub(crate) fn total_receiving_ratio(run: &Run, flows: &[String]) -> Option<f64> {
+    let (sent, received) = flows.iter().fold((0u64, 0u64), |(s, r), flow| {
+        let summary = run.flow_summary(flow);
+        (
+            s + summary.map_or(0, |x| x.sent_packets),
+            r + summary.map_or(0, |x| x.recv_packets),
+        )
+    });
+    metrics::receiving_ratio(received, sent)
+}
+
+/// The mean of values that must all be defined (`None` if one is not, or there are none).
+pub(crate) fn mean_of_all(values: impl IntoIterator<Item = Option<f64>>) -> Option<f64> {
+    let defined: Option<Vec<f64>> = values.into_iter().collect();
+    defined.and_then(|values| metrics::mean(&values))
+}
+
 fn window_rows<'a>(
     run: &'a Run,
     flow: &'a str,
@@ -274,7 +297,7 @@ fn measure(view: &RunView<'_>, claim: &Claim, flows: &[String]) -> Vec<Option<f6
                 let bytes: u64 = window_rows(run, flow, window).map(|r| r.recv_bytes).sum();
                 (end > start).then(|| bytes as f64 * 8.0 / (end - start) / 1000.0)
             }
-            None => run.flow_summary(flow)?.goodput_bps.map(|g| g / 1000.0),
+            None => goodput_kbps(run, flow),
         }
     };
     let state_mean = |flow: &str, column: fn(&tfrc_analysis::run::StateRow) -> Option<f64>| {
@@ -305,14 +328,7 @@ fn measure(view: &RunView<'_>, claim: &Claim, flows: &[String]) -> Vec<Option<f6
         "experienced RTT" => per_flow(&|flow| state_mean(flow, |row| row.rtt_s)),
         "receiving ratio" => {
             if claim.aggregate.as_deref() == Some("sum") {
-                let (sent, received) = flows.iter().fold((0u64, 0u64), |(s, r), flow| {
-                    let summary = run.flow_summary(flow);
-                    (
-                        s + summary.map_or(0, |x| x.sent_packets),
-                        r + summary.map_or(0, |x| x.recv_packets),
-                    )
-                });
-                vec![metrics::receiving_ratio(received, sent)]
+                vec![total_receiving_ratio(run, flows)]
             } else {
                 per_flow(&|flow| run.flow_summary(flow)?.receiving_ratio)
             }
@@ -362,10 +378,7 @@ fn aggregate(values: Vec<Option<f64>>, claim: &Claim) -> Vec<Option<f64>> {
     }
     match claim.aggregate.as_deref() {
         Some("sum") => vec![values.iter().copied().sum::<Option<f64>>()],
-        Some("mean") => {
-            let defined: Option<Vec<f64>> = values.iter().copied().collect();
-            vec![defined.and_then(|v| metrics::mean(&v))]
-        }
+        Some("mean") => vec![mean_of_all(values)],
         _ => values,
     }
 }

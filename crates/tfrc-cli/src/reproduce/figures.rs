@@ -10,7 +10,7 @@ use tfrc_analysis::run::{Direction, Run};
 use tfrc_analysis::table::{loss_rate_ratio_table, LossRateEntry, Table};
 use tfrc_scenario::FlowKind;
 
-use super::claims::flow_names;
+use super::claims::{flow_names, goodput_kbps, mean_of_all, total_receiving_ratio};
 use super::{disturbance, Experiment, LoadedRun};
 
 /// Most runs drawn as separate throughput figures.
@@ -87,17 +87,8 @@ fn save_bars(chart: &BarChart, out: &Path, id: &str, stem: &str) -> Result<PathB
     Ok(relative)
 }
 
-fn goodput_kbps(run: &Run, flow: &str) -> Option<f64> {
-    run.flow_summary(flow)?.goodput_bps.map(|g| g / 1000.0)
-}
-
 fn total_goodput_kbps(run: &Run, flows: &[String]) -> Option<f64> {
     flows.iter().map(|flow| goodput_kbps(run, flow)).sum()
-}
-
-fn mean_of(values: Vec<Option<f64>>) -> Option<f64> {
-    let defined: Option<Vec<f64>> = values.into_iter().collect();
-    defined.and_then(|values| metrics::mean(&values))
 }
 
 /// Groups of `(x, y)` points: one group per value of `group_label`.
@@ -288,17 +279,7 @@ pub fn draw(experiment: &Experiment, out: &Path) -> Result<Vec<(PathBuf, String)
             ));
         }
         "e003-ratio" => {
-            let ratio = |run: &LoadedRun| {
-                let flows = under_test(run);
-                let (sent, received) = flows.iter().fold((0u64, 0u64), |(s, r), flow| {
-                    let summary = run.run.flow_summary(flow);
-                    (
-                        s + summary.map_or(0, |x| x.sent_packets),
-                        r + summary.map_or(0, |x| x.recv_packets),
-                    )
-                });
-                metrics::receiving_ratio(received, sent)
-            };
+            let ratio = |run: &LoadedRun| total_receiving_ratio(&run.run, &under_test(run));
             for (prefix, x_label, log) in [("single", "loss rate", true), ("multi", "flows", false)]
             {
                 let selected: Vec<&LoadedRun> = runs
@@ -336,11 +317,10 @@ pub fn draw(experiment: &Experiment, out: &Path) -> Result<Vec<(PathBuf, String)
             let values: Vec<Option<f64>> = runs
                 .iter()
                 .map(|run| {
-                    mean_of(
+                    mean_of_all(
                         under_test(run)
                             .iter()
-                            .map(|flow| run.run.flow_summary(flow).and_then(|f| f.cov_sent_100ms))
-                            .collect(),
+                            .map(|flow| run.run.flow_summary(flow).and_then(|f| f.cov_sent_100ms)),
                     )
                 })
                 .collect();
@@ -395,12 +375,7 @@ pub fn draw(experiment: &Experiment, out: &Path) -> Result<Vec<(PathBuf, String)
         "e003-friendliness" => {
             let tcp_mean = |run: &LoadedRun| {
                 let flows = flow_names(&run.run, Some(&["tcp".to_string()]));
-                mean_of(
-                    flows
-                        .iter()
-                        .map(|flow| goodput_kbps(&run.run, flow))
-                        .collect(),
-                )
+                mean_of_all(flows.iter().map(|flow| goodput_kbps(&run.run, flow)))
             };
             let mut groups: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
             for run in &runs {
@@ -450,13 +425,12 @@ pub fn draw(experiment: &Experiment, out: &Path) -> Result<Vec<(PathBuf, String)
                     measured
                         .iter()
                         .map(|metrics| {
-                            mean_of(
+                            mean_of_all(
                                 metrics
                                     .flows
                                     .iter()
                                     .filter(|flow| flow.kind == kind && flow.name.starts_with(kind))
-                                    .map(pick)
-                                    .collect(),
+                                    .map(pick),
                             )
                         })
                         .collect::<Vec<_>>()
@@ -610,11 +584,10 @@ pub fn testbed_comparison(experiment: &Experiment) -> Vec<(String, String, Strin
 /// Mean over the flows under test of their time-average p.
 fn p_of(run: &LoadedRun) -> Option<f64> {
     let flows = flow_names(&run.run, None);
-    mean_of(
+    mean_of_all(
         flows
             .iter()
-            .map(|flow| run.run.flow_summary(flow).and_then(|f| f.mean_p))
-            .collect(),
+            .map(|flow| run.run.flow_summary(flow).and_then(|f| f.mean_p)),
     )
 }
 

@@ -7,7 +7,9 @@ use std::time::{Duration, Instant as WallInstant};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use tfrc_scenario::Scenario;
-use tfrc_sim::simulation::{Simulation, Summary};
+use tfrc_sim::simulation::Summary;
+
+use crate::sim::run_one;
 
 /// One simulation to run.
 #[derive(Debug, Clone)]
@@ -31,23 +33,6 @@ pub struct RunOutcome {
     pub wall_time: Duration,
     /// Events the simulator processed.
     pub events: u64,
-}
-
-fn run_job(job: &Job) -> (Result<Summary, String>, u64) {
-    let mut simulation = match Simulation::new(&job.scenario, Some(&job.directory)) {
-        Ok(simulation) => simulation,
-        Err(error) => return (Err(format!("{}: {error}", job.scenario.name)), 0),
-    };
-    if let Err(error) = simulation.run_until(simulation.end()) {
-        return (Err(format!("{}: {error}", job.scenario.name)), 0);
-    }
-    let events = simulation.events_processed();
-    (
-        simulation
-            .finish()
-            .map_err(|error| format!("{}: {error}", job.scenario.name)),
-        events,
-    )
 }
 
 /// Runs `jobs` on `threads` threads, longest first, with a progress bar on stderr (unless
@@ -86,12 +71,19 @@ pub fn run_all(jobs: Vec<Job>, threads: usize, quiet: bool) -> Vec<RunOutcome> {
                 };
                 let job = &jobs[index];
                 let started = WallInstant::now();
-                let (result, events) = run_job(job);
-                let outcome = RunOutcome {
-                    job: job.clone(),
-                    result,
-                    wall_time: started.elapsed(),
-                    events,
+                let outcome = match run_one(&job.scenario, &job.directory, true) {
+                    Ok(done) => RunOutcome {
+                        job: job.clone(),
+                        result: Ok(done.summary),
+                        wall_time: done.wall_time,
+                        events: done.events,
+                    },
+                    Err(error) => RunOutcome {
+                        job: job.clone(),
+                        result: Err(format!("{error:#}")),
+                        wall_time: started.elapsed(),
+                        events: 0,
+                    },
                 };
                 bar.set_message(job.scenario.name.clone());
                 bar.inc(1);
