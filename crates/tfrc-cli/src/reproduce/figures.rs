@@ -241,43 +241,34 @@ pub fn draw(experiment: &Experiment, out: &Path) -> Result<Vec<(PathBuf, String)
             ));
             figures.extend(time_series(experiment, out)?);
         }
-        "e003-single" => {
-            let groups = grouped(
-                &runs,
-                "protocol",
-                |run| label(run, "loss").and_then(trailing_number),
-                |run| total_goodput_kbps(&run.run, &under_test(run)),
-            );
-            let plot = plot::grouped_xy(
-                "e003-single: goodput vs wireless loss rate",
-                "wireless packet loss rate",
-                "goodput (kb/s)",
-                &groups,
-            )
-            .log_x();
-            figures.push((
-                save_line(&plot, out, id, "goodput-vs-loss")?,
-                "goodput of the single flow against the loss rate, TFRC and the Enhancement for each β".into(),
-            ));
-        }
-        "e003-multi" => {
-            let groups = grouped(
-                &runs,
-                "protocol",
-                |run| label(run, "flows").and_then(trailing_number),
-                |run| total_goodput_kbps(&run.run, &under_test(run)),
-            );
-            let plot = plot::grouped_xy(
-                "e003-multi: total goodput vs number of flows (loss 0.01)",
-                "flows",
-                "total goodput (kb/s)",
-                &groups,
-            );
-            figures.push((
-                save_line(&plot, out, id, "goodput-vs-flows")?,
-                "total goodput of the flows under test against their number".into(),
-            ));
-        }
+        "e003-single" => figures.push(goodput_against(
+            &runs,
+            out,
+            id,
+            &GoodputFigure {
+                x_key: "loss",
+                x_label: "wireless packet loss rate",
+                log_x: true,
+                title: "e003-single: goodput vs wireless loss rate",
+                y_label: "goodput (kb/s)",
+                caption: "goodput of the single flow against the loss rate, TFRC and the Enhancement for each β",
+                stem: "goodput-vs-loss",
+            },
+        )?),
+        "e003-multi" => figures.push(goodput_against(
+            &runs,
+            out,
+            id,
+            &GoodputFigure {
+                x_key: "flows",
+                x_label: "flows",
+                log_x: false,
+                title: "e003-multi: total goodput vs number of flows (loss 0.01)",
+                y_label: "total goodput (kb/s)",
+                caption: "total goodput of the flows under test against their number",
+                stem: "goodput-vs-flows",
+            },
+        )?),
         "e003-ratio" => {
             let ratio = |run: &LoadedRun| total_receiving_ratio(&run.run, &under_test(run));
             for (prefix, x_label, log) in [("single", "loss rate", true), ("multi", "flows", false)]
@@ -579,6 +570,42 @@ pub fn testbed_comparison(experiment: &Experiment) -> Vec<(String, String, Strin
         }
     }
     rows
+}
+
+/// What a goodput-against-a-label figure shows.
+struct GoodputFigure {
+    /// The sweep label whose trailing number is x.
+    x_key: &'static str,
+    x_label: &'static str,
+    log_x: bool,
+    title: &'static str,
+    y_label: &'static str,
+    caption: &'static str,
+    stem: &'static str,
+}
+
+/// Total goodput of the flows under test (`f`) against the number in a sweep label, one line
+/// per protocol (paper 003's Fig. 4).
+fn goodput_against(
+    runs: &[&LoadedRun],
+    out: &Path,
+    id: &str,
+    figure: &GoodputFigure,
+) -> Result<(PathBuf, String)> {
+    let groups = grouped(
+        runs,
+        "protocol",
+        |run| label(run, figure.x_key).and_then(trailing_number),
+        |run| total_goodput_kbps(&run.run, &flow_names(&run.run, Some(&["f".to_string()]))),
+    );
+    let mut plot = plot::grouped_xy(figure.title, figure.x_label, figure.y_label, &groups);
+    if figure.log_x {
+        plot = plot.log_x();
+    }
+    Ok((
+        save_line(&plot, out, id, figure.stem)?,
+        figure.caption.to_owned(),
+    ))
 }
 
 /// Mean over the flows under test of their time-average p.
