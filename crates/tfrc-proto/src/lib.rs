@@ -52,6 +52,7 @@ pub mod config;
 pub mod equation;
 pub mod loss_history;
 pub mod ns2;
+pub mod receive_rate;
 pub mod receiver;
 pub mod sender;
 pub mod time;

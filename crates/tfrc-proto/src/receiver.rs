@@ -20,6 +20,7 @@ use crate::config::{Config, ConfigError};
 use crate::equation;
 use crate::loss_history::LossHistory;
 use crate::ns2::Ns2ReceiverState;
+use crate::receive_rate::ArrivalWindow;
 use crate::time::{duration_from_secs, secs, Instant};
 use crate::wire::{self, DataRepr, FeedbackRepr, Packet, PacketKind};
 
@@ -156,6 +157,8 @@ pub struct Receiver {
     latest: Option<(u32, u64, Instant)>,
     bytes_since_feedback: u64,
     packets_since_feedback: u64,
+    /// Arrival times and bytes of recent data packets, for X_recv over the last R_m (§6.2).
+    arrivals: ArrivalWindow,
     last_feedback: Option<Instant>,
     x_recv: f64,
     reported_p: f64,
@@ -190,6 +193,7 @@ impl Receiver {
             latest: None,
             bytes_since_feedback: 0,
             packets_since_feedback: 0,
+            arrivals: ArrivalWindow::new(),
             last_feedback: None,
             x_recv: 0.0,
             reported_p: 0.0,
@@ -357,6 +361,11 @@ impl Receiver {
         self.stats.payload_bytes += payload;
         self.bytes_since_feedback += length;
         self.packets_since_feedback += 1;
+        if self.ns2.is_none() {
+            // Twice R_m is kept so that a growing R_m still finds a full window.
+            let keep = self.rtt.map(|rtt| rtt * 2);
+            self.arrivals.record(now, length, keep);
+        }
         if self.latest.is_none_or(|(_, _, arrival)| arrival <= now) {
             self.latest = Some((data.sequence, data.timestamp, now));
         }
@@ -365,7 +374,7 @@ impl Receiver {
         self.detect_losses(now);
         if ce {
             self.stats.ecn_marked += 1;
-            self.register_loss(sequence, loss_clock);
+            self.register_loss(sequence, loss_clock, now);
         }
         let new_event = self.history.loss_events() > events_before;
 
@@ -495,8 +504,9 @@ impl Receiver {
         true
     }
 
-    /// Declares lost every gap that has seen NDUPACK later packets, oldest first.
-    fn detect_losses(&mut self, _now: Instant) {
+    /// Declares lost every gap that has seen NDUPACK later packets, oldest first. `now` is the
+    /// arrival time of the packet that revealed the losses.
+    fn detect_losses(&mut self, now: Instant) {
         let threshold = self.loss_threshold();
         while let Some(gap) = self.gaps.front().copied() {
             if gap.later_packets < threshold {
@@ -504,12 +514,12 @@ impl Receiver {
             }
             self.gaps.pop_front();
             self.stats.lost += gap.end - gap.first;
-            self.register_gap_losses(&gap);
+            self.register_gap_losses(&gap, now);
         }
     }
 
     /// Turns the lost packets of one gap into loss events (RFC 5348 §5.2).
-    fn register_gap_losses(&mut self, gap: &Gap) {
+    fn register_gap_losses(&mut self, gap: &Gap, now: Instant) {
         let rtt = self.rtt.unwrap_or(Duration::ZERO);
         let mut sequence = gap.first;
         let mut events = 0;
@@ -521,7 +531,7 @@ impl Receiver {
                     // can start an event (ns-2 `new_loss()` with `PreciseLoss_ 1`).
                     break;
                 }
-                self.start_event(sequence, time);
+                self.start_event(sequence, time, now);
                 events += 1;
             }
             let Some((_, start)) = self.history.event_start() else {
@@ -534,11 +544,11 @@ impl Receiver {
         }
     }
 
-    /// A single loss (a CE mark) at a known time.
-    fn register_loss(&mut self, sequence: u64, time: Instant) {
+    /// A single loss (a CE mark) at a known time, revealed at `now`.
+    fn register_loss(&mut self, sequence: u64, time: Instant, now: Instant) {
         let rtt = self.rtt.unwrap_or(Duration::ZERO);
         if self.history.starts_new_event(time, rtt) && self.ns2_round_allows_event() {
-            self.start_event(sequence, time);
+            self.start_event(sequence, time, now);
         }
     }
 
@@ -553,7 +563,8 @@ impl Receiver {
         })
     }
 
-    fn start_event(&mut self, sequence: u64, time: Instant) {
+    /// Starts a loss event at `sequence` (nominal loss time `time`), revealed at `now`.
+    fn start_event(&mut self, sequence: u64, time: Instant, now: Instant) {
         let highest = self.highest.map_or(sequence, |(highest, _)| highest);
         self.stats.loss_events += 1;
         if self.ns2.is_some() {
@@ -561,7 +572,7 @@ impl Receiver {
             return;
         }
         if self.history.loss_events() == 0 {
-            let interval = self.synthetic_first_interval(time);
+            let interval = self.synthetic_first_interval(now);
             self.history.first_event(sequence, time, interval);
             return;
         }
@@ -608,26 +619,44 @@ impl Receiver {
         self.history.first_event(start, state.loss_clock, interval);
     }
 
-    /// RFC 5348 §6.3.1: the first loss interval is the one that would give the rate at which data
-    /// was arriving: the p with X(s, R, p) = X_target, interval = 1/p.
+    /// RFC 5348 §6.3.1: "TFRC approximates this target rate by X_recv, the receive rate over the
+    /// most recent round-trip time. After the first loss is detected, the receiver calculates the
+    /// loss interval that would be required to produce the data rate X_recv": the p with
+    /// X(s, R, p) = X_target, interval = 1/p.
     ///
-    /// X_target is the receive rate since the last feedback (bytes over elapsed time), or the last
-    /// reported X_recv if that is not measurable; without any rate, s per RTT. R is R_m, or 1 s if
-    /// the receiver has no RTT yet.
+    /// X_target is the rate of the packets that arrived in the R before `now` (the arrival of the
+    /// packet that revealed the loss): bytes and time cover the same span, so a loss revealed just
+    /// after a feedback is not divided by a few milliseconds. If nothing arrived in that span, the
+    /// last reported X_recv; without any rate, s per R. R is R_m, or 1 s if the receiver has no RTT
+    /// yet.
     fn synthetic_first_interval(&self, now: Instant) -> f64 {
         let s = self.config.s();
-        let rtt = self.rtt.map_or(1.0, secs).max(1e-6);
-        let measured = self.last_feedback.and_then(|last| {
-            let elapsed = secs(now - last);
-            (elapsed > 0.0 && self.bytes_since_feedback > 0)
-                .then(|| self.bytes_since_feedback as f64 / elapsed)
-        });
-        let target = measured
+        let span = self.rtt.unwrap_or(Duration::from_secs(1));
+        let rtt = secs(span).max(1e-6);
+        let measured = self.arrivals.rate(now, span);
+        let target = Some(measured)
             .filter(|rate| *rate > 0.0)
             .or((self.x_recv > 0.0).then_some(self.x_recv))
             .unwrap_or(s / rtt);
         let p = equation::loss_event_rate_for(s, rtt, target).unwrap_or(1.0);
         1.0 / p
+    }
+
+    /// X_recv for a feedback sent at `now` (RFC 5348 §6.2 step 2): the bytes of the data packets
+    /// (headers included, as the sender counts s) that arrived in the previous R_m seconds,
+    /// divided by R_m, whether the feedback is on time or early because of a loss. The first
+    /// report carries 0 (§6.3). Without R_m (the sender has no RTT sample yet, so it sends about
+    /// one packet per second and every packet is answered) there is no window to use: the bytes
+    /// since the last feedback over the time since it.
+    fn measured_receive_rate(&self, now: Instant) -> f64 {
+        let Some(last) = self.last_feedback else {
+            return 0.0;
+        };
+        match self.rtt.filter(|rtt| !rtt.is_zero()) {
+            Some(rtt) => self.arrivals.rate(now, rtt),
+            None if now > last => self.bytes_since_feedback as f64 / secs(now - last),
+            None => 0.0,
+        }
     }
 
     /// When [`Receiver::handle_timeout`] should next be called.
@@ -676,8 +705,7 @@ impl Receiver {
         let (echo_sequence, echo_timestamp, arrival) = self.latest?;
         self.feedback_pending = false;
 
-        // X_recv: bytes received since the last feedback over the time since then (RFC 5348 §6.2);
-        // the very first report carries X_recv = 0 (§6.3). ns-2: `est_thput()`·s.
+        // X_recv: RFC 5348 §6.2 step 2 (`measured_receive_rate`); ns-2: `est_thput()`·s.
         let mut p = self.loss_event_rate();
         if let Some(state) = &mut self.ns2 {
             let packets = state.receive_rate_packets(
@@ -692,10 +720,7 @@ impl Receiver {
             }
             state.highest_at_report = self.highest.map(|(highest, _)| highest);
         } else {
-            self.x_recv = match self.last_feedback {
-                Some(last) if now > last => self.bytes_since_feedback as f64 / secs(now - last),
-                _ => 0.0,
-            };
+            self.x_recv = self.measured_receive_rate(now);
         }
         self.reported_p = p;
         let elapsed = u32::try_from((now - arrival).as_micros()).unwrap_or(u32::MAX);

@@ -103,7 +103,8 @@ pub struct SenderState {
     pub sending_rate: f64,
     /// X_Bps from the equation (infinite while p = 0), bytes/s.
     pub x_calc: f64,
-    /// X_recv from the latest feedback, bytes/s.
+    /// The sender's cached X_recv, bytes/s: the latest feedback's, halved by every expiry of the
+    /// no-feedback timer that found it limiting (RFC 5348 §4.4).
     pub x_recv: f64,
     /// recv_limit of §4.3 step 4 (infinite until limited), bytes/s.
     pub recv_limit: f64,
@@ -802,7 +803,8 @@ impl Sender {
             }
         } else if idle_since_set
             && self.initial_rate().is_some_and(|recover_rate| {
-                (self.p == 0.0 && self.x_recv < 2.0 * recover_rate)
+                // §4.4: "(p > 0 && X_recv < recover_rate) or (p == 0 && X < 2 * recover_rate)".
+                (self.p == 0.0 && self.x < 2.0 * recover_rate)
                     || (self.p > 0.0 && self.x_recv < recover_rate)
             })
         {
@@ -823,8 +825,13 @@ impl Sender {
 
     /// Update_Limits(timer_limit) of RFC 5348 §4.4: X_recv_set := {timer_limit/2}, then X is
     /// recomputed as in §4.3 step 4 with recv_limit = timer_limit.
+    ///
+    /// The halving is done "by modifying the sender's cached copy of X_recv" (§4.4), so the
+    /// cached X_recv becomes timer_limit/2 as well: the next expiry then finds
+    /// X_calc > 2·X_recv and halves again, every expiry, down to s/t_mbi.
     fn update_limits(&mut self, now: Instant, timer_limit: f64) {
         let timer_limit = timer_limit.max(self.minimum_rate());
+        self.x_recv = timer_limit / 2.0;
         self.x_recv_set = vec![(now, timer_limit / 2.0)];
         self.recv_limit = timer_limit;
         self.x = self.x_calc.min(self.recv_limit).max(self.minimum_rate());

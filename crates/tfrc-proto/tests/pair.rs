@@ -151,5 +151,45 @@ fn feedbacks_per_rtt_on_a_long_delay_path() {
         (per_rtt - expected).abs() <= 0.15 * expected,
         "{per_rtt} vs {expected}"
     );
-    assert!(utilization >= 0.85, "utilization {utilization}");
+    // The first loss interval comes from the rate of the last R = 1 s of arrivals during slow start
+    // (§6.3.1), about 0.73 Mb/s here, and X stays at X(p) until the open interval outgrows it:
+    // measured 0.79 over 100-200 s (0.997 when X_recv was measured since the last feedback).
+    assert!(utilization >= 0.7, "utilization {utilization}");
+}
+
+/// RFC 5348 §6.2 step 2: X_recv is the rate over the previous R_m seconds, so it never exceeds the
+/// bottleneck by more than one packet per R, with one feedback per RTT or four; and X, bounded by
+/// 2·X_recv, never exceeds twice that (after the first loss, or throughout with four feedbacks
+/// per RTT, slow start included).
+#[test]
+fn receive_rate_never_exceeds_the_bottleneck_by_more_than_a_packet_per_rtt() {
+    let link = LinkSpec {
+        rate_bps: 1e6,
+        one_way_delay: Duration::from_millis(50),
+        queue_limit: 20,
+        loss: 0.0,
+        seed: 3,
+    };
+    let capacity = link.rate_bps / 8.0;
+    let base_rtt = 2.0 * link.one_way_delay.as_secs_f64();
+    for rtt_ref in [None, Some(Duration::from_millis(25))] {
+        let config = Config {
+            rtt_ref,
+            ..Config::default()
+        };
+        let mut pair = Pair::new(config, link.clone());
+        pair.run_until(Instant::from_secs(120), 20_000_000);
+        let samples = &pair.trace.feedback_samples;
+        assert!(samples.len() > 500, "{} feedbacks", samples.len());
+        let bound = capacity + 1000.0 / base_rtt;
+        let max_x_recv = samples.iter().map(|s| s.1).fold(0.0, f64::max);
+        let after_loss = samples.iter().filter(|s| s.3 > 0.0 || rtt_ref.is_some());
+        let max_x = after_loss.map(|s| s.2).fold(0.0, f64::max);
+        println!(
+            "rtt_ref {rtt_ref:?}: max X_recv {:.0} B/s (bound {bound:.0}), max X {max_x:.0}",
+            max_x_recv
+        );
+        assert!(max_x_recv <= bound, "X_recv {max_x_recv} > {bound}");
+        assert!(max_x <= 2.0 * bound, "X {max_x} > {}", 2.0 * bound);
+    }
 }

@@ -92,12 +92,11 @@ fn feedback_once_per_rtt() {
         "{} feedbacks",
         feedbacks.len()
     );
-    // X_recv = 1000 bytes per 10 ms = 100 kB/s.
+    // X_recv = 1000 bytes per 10 ms = 100 kB/s, counted over the previous R (§6.2 step 2): the
+    // timer fires just before the packet due at the same instant, so the window (t − R, t] holds
+    // 9 or 10 packets — within one packet per R.
     let x_recv = feedbacks.last().unwrap().x_recv as f64;
-    assert!(
-        (x_recv - 100_000.0).abs() / 100_000.0 < 0.02,
-        "X_recv {x_recv}"
-    );
+    assert!((90_000.0..=100_000.0).contains(&x_recv), "X_recv {x_recv}");
     // Silence: the timer fires once more at most, then stops.
     let mut quiet = 0;
     let mut now = end;
@@ -253,6 +252,69 @@ fn first_loss_interval_is_synthesised_from_receive_rate() {
     );
     let x = equation::throughput(1000.0, 0.1, 1.0 / first);
     assert!((x - 100_000.0).abs() / 100_000.0 < 0.05);
+}
+
+// RFC 5348 §6.3.1 with §6.2's window: whatever the offset of the first loss after a feedback,
+// X(p) of the synthetic first interval is the arrival rate (1 MB/s here) within 20 %: the rate's
+// bytes and time cover the same span (the R before the packet that revealed the loss).
+#[test]
+fn first_loss_interval_matches_the_arrival_rate_at_any_offset_after_a_feedback() {
+    for offset_ms in [1u32, 2, 5, 20, 50, 99] {
+        let mut receiver = Receiver::new(Config::default()).unwrap();
+        // One 1000-byte packet per ms; feedbacks at 0 and every 100 ms after.
+        let lost = 300 + offset_ms;
+        let sequences = (0..lost + 50).filter(|s| *s != lost);
+        let (feedbacks, _) = feed(
+            &mut receiver,
+            sequences,
+            Instant::ZERO,
+            Duration::from_millis(1),
+            RTT,
+            0.0,
+        );
+        // A feedback went out at 300 ms, `offset_ms` before the loss.
+        assert!(feedbacks.len() >= 4);
+        let first = receiver
+            .loss_history()
+            .closed_intervals()
+            .next()
+            .unwrap()
+            .length;
+        let x = equation::throughput(1000.0, 0.1, 1.0 / first);
+        assert!(
+            (x / 1e6 - 1.0).abs() <= 0.2,
+            "loss {offset_ms} ms after a feedback: interval {first}, X(p) {x:.0} B/s"
+        );
+    }
+}
+
+// RFC 5348 §6.2 step 2: X_recv is the rate of the packets received in the previous R_m seconds,
+// also when a new loss sends the feedback early: a burst just before an early feedback is
+// divided by R_m, not by the few milliseconds since the previous feedback.
+#[test]
+fn x_recv_covers_the_previous_rtt_even_for_an_early_feedback() {
+    let mut receiver = Receiver::new(Config::default()).unwrap();
+    // 100 kB/s (one packet per 10 ms) for 1 s: regular feedbacks report 100 kB/s.
+    let (feedbacks, now) = feed(&mut receiver, 0..100, Instant::ZERO, SPACING, RTT, 0.0);
+    let regular = feedbacks.last().unwrap().x_recv as f64;
+    assert!((regular - 100_000.0).abs() <= 10_000.0, "{regular}");
+    // The regular feedback is due at 1.0 s; then a burst of 5 packets 1 ms apart with packet 105
+    // lost: 106..=108 reveal it 6-8 ms after the regular feedback.
+    let (regular_now, _) = feed(&mut receiver, [100], now, SPACING, RTT, 0.0);
+    assert_eq!(regular_now.len(), 1);
+    let (early, _) = feed(
+        &mut receiver,
+        [101, 102, 103, 104, 106, 107, 108],
+        now + Duration::from_millis(1),
+        Duration::from_millis(1),
+        RTT,
+        0.0,
+    );
+    assert_eq!(early.len(), 1, "a new loss event is reported at once");
+    // Bytes in the previous 100 ms: 9 packets at 10 ms spacing (≤ 1.0 s) + 7 in the burst.
+    let x_recv = early[0].x_recv as f64;
+    assert!(x_recv <= 170_000.0, "early X_recv {x_recv}");
+    assert!(x_recv >= 150_000.0, "early X_recv {x_recv}");
 }
 
 // RFC 5348 §6.1: a new loss event that raises p is reported at once.

@@ -241,6 +241,95 @@ fn no_feedback_with_loss_halves_via_update_limits() {
     assert!(after.recv_limit <= before.x_calc / 2.0 + 1e-6);
 }
 
+/// Lets the no-feedback timer expire `expiries` times, sending one packet after each expiry so
+/// the sender is never idle; returns X after each expiry.
+fn expire_busy(sender: &mut Sender, from: Instant, expiries: usize) -> Vec<f64> {
+    let mut t = from;
+    let mut rates = Vec::new();
+    for _ in 0..expiries {
+        send_forced(sender, t);
+        let deadline = sender.no_feedback_deadline();
+        sender.handle_timeout(deadline);
+        rates.push(sender.state().x);
+        t = deadline;
+    }
+    rates
+}
+
+// RFC 5348 §4.4: every expiry halves the allowed rate, "by modifying the sender's cached copy of
+// X_recv", down to s/t_mbi; both the X_calc-limited and the X_recv-limited branch.
+#[test]
+fn no_feedback_halves_at_every_expiry_down_to_the_floor() {
+    let floor = 1000.0 / 64.0;
+    for (x_recv, p) in [(1e6, 0.02), (20_000.0, 0.0001)] {
+        let mut sender = sender(Config::default());
+        let rtt = Duration::from_millis(100);
+        let mut t = round_trip(&mut sender, Instant::ZERO, rtt, 0.0, 0.0);
+        t = round_trip(&mut sender, t, rtt, x_recv, 0.0);
+        t = round_trip(&mut sender, t, rtt, x_recv, p);
+        let start = sender.state().x;
+        let rates = expire_busy(&mut sender, t, 24);
+        let mut expected = start;
+        for (expiry, &rate) in rates.iter().enumerate() {
+            expected = (expected / 2.0).max(floor);
+            assert!(
+                (rate - expected).abs() <= 1e-6 * expected,
+                "x_recv {x_recv}, p {p}: expiry {}: X {rate}, expected {expected} (rates {rates:?})",
+                expiry + 1
+            );
+        }
+        assert_eq!(*rates.last().unwrap(), floor);
+        // The cached X_recv was halved with X.
+        assert!(sender.state().x_recv <= floor);
+    }
+}
+
+// RFC 5348 §4.4: "(p == 0 && X < 2 * recover_rate)": an idle sender with p = 0 keeps X only when
+// X itself is below twice recover_rate (recover_rate = W_init/R = 40 000 B/s at R = 100 ms); the
+// X_recv it last heard does not matter.
+#[test]
+fn idle_sender_without_loss_tests_x_against_recover_rate() {
+    let rtt = Duration::from_millis(100);
+    let idle_expiries = |sender: &mut Sender, t: Instant, count: usize| -> Vec<f64> {
+        sender.note_data_limited(t);
+        (0..count)
+            .map(|_| {
+                let deadline = sender.no_feedback_deadline();
+                sender.handle_timeout(deadline);
+                sender.state().x
+            })
+            .collect()
+    };
+
+    // X = 320 000 B/s after three doublings, then a feedback (before the next doubling is due)
+    // reports X_recv = 30 000: X is halved while X ≥ 2·recover_rate, then held.
+    let mut sender = sender(Config::default());
+    let mut t = round_trip(&mut sender, Instant::ZERO, rtt, 1e6, 0.0);
+    for _ in 0..3 {
+        t = round_trip(&mut sender, t, rtt, 1e6, 0.0);
+    }
+    assert_eq!(sender.state().x, 320_000.0);
+    t = round_trip(&mut sender, t, Duration::from_millis(50), 30_000.0, 0.0);
+    assert_eq!(sender.state().x, 320_000.0);
+    assert_eq!(sender.state().x_recv, 30_000.0);
+    // The 50 ms sample made R = 95 ms: recover_rate = 4000/0.095 = 42 105 B/s, so 80 000 is
+    // already below 2·recover_rate.
+    let r = sender.state().rtt.unwrap().as_secs_f64();
+    assert!((r - 0.095).abs() < 1e-9, "R {r}");
+    assert!(80_000.0 < 2.0 * 4000.0 / r && 160_000.0 >= 2.0 * 4000.0 / r);
+    assert_eq!(
+        idle_expiries(&mut sender, t, 4),
+        [160_000.0, 80_000.0, 80_000.0, 80_000.0]
+    );
+
+    // X = W_init/R = 40 000 B/s with a reported X_recv of 120 000: X < 2·recover_rate, so the
+    // idle sender keeps X at every expiry.
+    let mut other = self::sender(Config::default());
+    let t = round_trip(&mut other, Instant::ZERO, rtt, 120_000.0, 0.0);
+    assert_eq!(other.state().x, 40_000.0);
+    assert_eq!(idle_expiries(&mut other, t, 4), [40_000.0; 4]);
+}
+
 // RFC 5348 §4.4: a sender idle since the timer was set, with X_recv below recover_rate, keeps its
 // rate.
 #[test]

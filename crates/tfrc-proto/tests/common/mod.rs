@@ -47,6 +47,8 @@ pub struct Trace {
     pub arrivals: Vec<(Instant, usize)>,
     /// Times at which the receiver emitted feedback.
     pub feedback_times: Vec<Instant>,
+    /// (time, X_recv the feedback carried, X after it, p) at each feedback the sender took, bytes/s.
+    pub feedback_samples: Vec<(Instant, f64, f64, f64)>,
     /// Largest queue occupancy seen, packets.
     pub max_queue: usize,
     /// Queue occupancy sampled at every data packet arrival to the queue.
@@ -195,6 +197,9 @@ impl Pair {
                     let packet = std::mem::take(&mut self.packets[index]);
                     self.sender.handle_packet(at, &packet).unwrap();
                     let state = self.sender.state();
+                    self.trace
+                        .feedback_samples
+                        .push((at, state.x_recv, state.x, state.p));
                     self.trace.sender_samples.push((
                         at,
                         state.sending_rate,
