@@ -99,18 +99,25 @@ pub fn run_metrics(run: &Run) -> RunMetrics {
     } else {
         controlled
     };
-    let bottleneck_utilization = run.summary.bottleneck.as_ref().and_then(|b| {
-        let bytes = run
-            .link_rows(&b.from, &b.to)
-            .map(|r| r.departure_bytes)
-            .sum();
-        metrics::link_utilization(bytes, b.capacity_bps?, run.summary.duration_s)
-    });
+    let bottleneck_utilization = bottleneck_utilization(run, None);
     RunMetrics {
         flows,
         jain_index: metrics::jain_index(&goodputs),
         bottleneck_utilization,
     }
+}
+
+/// Bytes through the run's bottleneck (as named in `summary.json`) · 8 / (capacity · duration),
+/// with the bottleneck's constant capacity, or `capacity_bps` when given (a trace-driven link's
+/// mean delivery rate, which the summary does not hold). `None` without a bottleneck or capacity.
+pub fn bottleneck_utilization(run: &Run, capacity_bps: Option<f64>) -> Option<f64> {
+    let bottleneck = run.summary.bottleneck.as_ref()?;
+    let bytes = run
+        .link_rows(&bottleneck.from, &bottleneck.to)
+        .map(|r| r.departure_bytes)
+        .sum();
+    let capacity = capacity_bps.or(bottleneck.capacity_bps)?;
+    metrics::link_utilization(bytes, capacity, run.summary.duration_s)
 }
 
 /// The convergence time after one flow's arrival.

@@ -66,6 +66,115 @@ pub fn standard_deviation(values: &[f64]) -> Option<f64> {
     Some(variance.sqrt())
 }
 
+/// The `q`-quantile (0 ≤ q ≤ 1) with linear interpolation between order statistics (numpy's
+/// default, "type 7"); `None` if empty, non-finite, or `q` outside [0, 1].
+pub fn quantile(values: &[f64], q: f64) -> Option<f64> {
+    if values.is_empty() || !all_finite(values) || !(0.0..=1.0).contains(&q) {
+        return None;
+    }
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let position = q * (sorted.len() - 1) as f64;
+    let below = position.floor() as usize;
+    let above = position.ceil() as usize;
+    let fraction = position - below as f64;
+    Some(sorted[below] + (sorted[above] - sorted[below]) * fraction)
+}
+
+/// Two-sided 97.5 % quantile of Student's t distribution with `df` degrees of freedom (the
+/// factor of a 95 % confidence interval). Exact table values for df ≤ 30; above, the
+/// Cornish-Fisher expansion z + (z³ + z)/(4·df) + (5z⁵ + 16z³ + 3z)/(96·df²), within 1e-3 of the
+/// exact value. `None` for df = 0.
+pub fn student_t_975(df: usize) -> Option<f64> {
+    const TABLE: [f64; 30] = [
+        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
+        2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
+        2.052, 2.048, 2.045, 2.042,
+    ];
+    match df {
+        0 => None,
+        1..=30 => Some(TABLE[df - 1]),
+        _ => {
+            let z: f64 = 1.959_964;
+            let n = df as f64;
+            Some(
+                z + (z.powi(3) + z) / (4.0 * n)
+                    + (5.0 * z.powi(5) + 16.0 * z.powi(3) + 3.0 * z) / (96.0 * n * n),
+            )
+        }
+    }
+}
+
+/// A mean with its 95 % confidence interval over independent replications.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MeanInterval {
+    /// Number of values.
+    pub n: usize,
+    /// Their mean.
+    pub mean: f64,
+    /// Lower end of the interval.
+    pub low: f64,
+    /// Upper end.
+    pub high: f64,
+}
+
+/// Mean and Student-t 95 % confidence interval `mean ± t(0.975, n−1)·s/√n` (s the sample
+/// standard deviation). One value gives a zero-width interval at the value (no spread can be
+/// estimated; callers say so). `None` if empty or non-finite.
+pub fn confidence_interval_95(values: &[f64]) -> Option<MeanInterval> {
+    let m = mean(values)?;
+    let n = values.len();
+    let half = match student_t_975(n - 1) {
+        Some(t) => {
+            let variance = values.iter().map(|v| (v - m) * (v - m)).sum::<f64>() / (n - 1) as f64;
+            t * (variance / n as f64).sqrt()
+        }
+        None => 0.0,
+    };
+    Some(MeanInterval {
+        n,
+        mean: m,
+        low: m - half,
+        high: m + half,
+    })
+}
+
+/// Spearman's rank correlation of `xs` and `ys` (Pearson's correlation of their ranks, ties
+/// sharing the mean rank), in [−1, 1]. `None` with fewer than two pairs, different lengths,
+/// non-finite values, or when either side is constant.
+pub fn spearman(xs: &[f64], ys: &[f64]) -> Option<f64> {
+    if xs.len() != ys.len() || xs.len() < 2 || !all_finite(xs) || !all_finite(ys) {
+        return None;
+    }
+    fn ranks(values: &[f64]) -> Vec<f64> {
+        let mut order: Vec<usize> = (0..values.len()).collect();
+        order.sort_by(|&a, &b| values[a].total_cmp(&values[b]));
+        let mut ranks = vec![0.0; values.len()];
+        let mut start = 0;
+        while start < order.len() {
+            let mut end = start;
+            while end + 1 < order.len() && values[order[end + 1]] == values[order[start]] {
+                end += 1;
+            }
+            let shared = (start + end) as f64 / 2.0 + 1.0;
+            for &index in &order[start..=end] {
+                ranks[index] = shared;
+            }
+            start = end + 1;
+        }
+        ranks
+    }
+    let (rx, ry) = (ranks(xs), ranks(ys));
+    let (mx, my) = (mean(&rx)?, mean(&ry)?);
+    let covariance: f64 = rx.iter().zip(&ry).map(|(a, b)| (a - mx) * (b - my)).sum();
+    let vx: f64 = rx.iter().map(|a| (a - mx) * (a - mx)).sum();
+    let vy: f64 = ry.iter().map(|b| (b - my) * (b - my)).sum();
+    if vx == 0.0 || vy == 0.0 {
+        return None;
+    }
+    Some(covariance / (vx * vy).sqrt())
+}
+
 /// Coefficient of variation `std / mean` (population std). `None` if empty, non-finite, or the
 /// mean is 0 (nothing was sent: the smoothness of nothing is undefined).
 ///
@@ -557,6 +666,49 @@ pub fn recovery_time(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn quantiles_interpolate_like_numpy() {
+        let values = [3.0, 1.0, 4.0, 1.0, 5.0];
+        assert_eq!(quantile(&values, 0.5), Some(3.0));
+        assert_eq!(quantile(&values, 0.0), Some(1.0));
+        assert_eq!(quantile(&values, 1.0), Some(5.0));
+        // numpy.percentile([1, 1, 3, 4, 5], 90) = 4.6
+        assert!((quantile(&values, 0.9).unwrap() - 4.6).abs() < 1e-12);
+        assert_eq!(quantile(&[], 0.5), None);
+        assert_eq!(quantile(&values, 1.5), None);
+    }
+
+    #[test]
+    fn confidence_intervals_use_student_t() {
+        assert_eq!(student_t_975(0), None);
+        assert_eq!(student_t_975(9), Some(2.262));
+        // Above the table the expansion is within 1e-3 of the exact quantiles
+        // (t(0.975, 40) = 2.0211, t(0.975, 120) = 1.9799).
+        assert!((student_t_975(40).unwrap() - 2.0211).abs() < 1e-3);
+        assert!((student_t_975(120).unwrap() - 1.9799).abs() < 1e-3);
+        // 10 values 1..=10: mean 5.5, s = 3.02765, half-width 2.262·s/√10 = 2.16585.
+        let values: Vec<f64> = (1..=10).map(f64::from).collect();
+        let interval = confidence_interval_95(&values).unwrap();
+        assert_eq!(interval.n, 10);
+        assert!((interval.mean - 5.5).abs() < 1e-12);
+        assert!((interval.high - 5.5 - 2.16585).abs() < 1e-4, "{interval:?}");
+        assert!((interval.mean - interval.low - 2.16585).abs() < 1e-4);
+        let single = confidence_interval_95(&[2.0]).unwrap();
+        assert_eq!((single.low, single.high), (2.0, 2.0));
+        assert_eq!(confidence_interval_95(&[]), None);
+    }
+
+    #[test]
+    fn spearman_ranks_with_ties() {
+        assert_eq!(spearman(&[1.0, 2.0, 3.0], &[10.0, 20.0, 30.0]), Some(1.0));
+        assert_eq!(spearman(&[1.0, 2.0, 3.0], &[3.0, 2.0, 1.0]), Some(-1.0));
+        // scipy.stats.spearmanr([1, 2, 3, 4], [1, 3, 2, 2]) = 0.3162...
+        let rho = spearman(&[1.0, 2.0, 3.0, 4.0], &[1.0, 3.0, 2.0, 2.0]).unwrap();
+        assert!((rho - 0.316_227_766).abs() < 1e-6, "{rho}");
+        assert_eq!(spearman(&[1.0, 2.0], &[5.0, 5.0]), None);
+        assert_eq!(spearman(&[1.0], &[5.0]), None);
+    }
 
     fn close(a: f64, b: f64) -> bool {
         (a - b).abs() < 1e-9

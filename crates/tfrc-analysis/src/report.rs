@@ -73,16 +73,20 @@ pub enum Verdict {
     Holds,
     /// They do not; the text says how they differ.
     Differs(String),
+    /// The replications' confidence intervals straddle a claim's threshold: our runs can tell
+    /// neither way; the text says which claims.
+    Inconclusive(String),
     /// The experiment was not run; the text says why.
     NotRun(String),
 }
 
 impl Verdict {
-    /// Short name: `holds`, `differs`, `not run`.
+    /// Short name: `holds`, `differs`, `inconclusive`, `not run`.
     pub fn name(&self) -> &'static str {
         match self {
             Verdict::Holds => "holds",
             Verdict::Differs(_) => "differs",
+            Verdict::Inconclusive(_) => "inconclusive",
             Verdict::NotRun(_) => "not run",
         }
     }
@@ -91,7 +95,7 @@ impl Verdict {
     pub fn explanation(&self) -> &str {
         match self {
             Verdict::Holds => "",
-            Verdict::Differs(text) | Verdict::NotRun(text) => text,
+            Verdict::Differs(text) | Verdict::Inconclusive(text) | Verdict::NotRun(text) => text,
         }
     }
 
@@ -99,6 +103,7 @@ impl Verdict {
         match self {
             Verdict::Holds => "holds",
             Verdict::Differs(_) => "differs",
+            Verdict::Inconclusive(_) => "inconclusive",
             Verdict::NotRun(_) => "not-run",
         }
     }
@@ -316,6 +321,7 @@ figcaption { font-size: .9em; color: #555; }
 .verdict { font-weight: bold; padding: .4em .7em; border-radius: 4px; display: inline-block; }
 .holds { background: #dff3e6; color: #0a5a2a; }
 .differs { background: #fbe9dc; color: #8a3a00; }
+.inconclusive { background: #fdf6d8; color: #6a5300; }
 .not-run { background: #eee; color: #555; }
 ";
 

@@ -364,9 +364,11 @@ impl<'a> Generator<'a> {
                 }
             }
             let feedbacks_per_rtt = match &flow.kind {
-                FlowKind::Tfrc(tfrc) => Some(match tfrc.rtt_ref {
-                    None => 1,
-                    Some(rtt_ref) => {
+                FlowKind::Tfrc(tfrc) => Some(match (tfrc.feedbacks_per_rtt, tfrc.rtt_ref) {
+                    // ns-2's NumFeedback_ itself.
+                    (Some(count), _) => count,
+                    (None, None) => 1,
+                    (None, Some(rtt_ref)) => {
                         let base_rtt = self.base_rtt(&data_path, &path, flow);
                         let ratio = base_rtt.as_secs_f64() / rtt_ref.as_secs_f64();
                         let count = (ratio.floor() as u32).max(1);

@@ -101,6 +101,9 @@ pub struct Config {
     /// Feedbacks per RTT: the receiver sends N_fb = max(int(RTT/RTT_ref), 1) reports per RTT,
     /// evenly spread. `None` = standard TFRC (one per RTT).
     pub rtt_ref: Option<Duration>,
+    /// A fixed number of feedbacks per RTT, whatever the RTT (ns-2's `NumFeedback_`, as paper
+    /// 002 ran it in ns-2.33); takes precedence over `rtt_ref`. `None` = `rtt_ref`'s rule.
+    pub feedbacks_per_rtt: Option<u32>,
     /// Veno loss differentiation at the receiver. `None` = standard TFRC. The sender always
     /// reports N; only the receiver acts on it.
     pub veno: Option<Veno>,
@@ -132,6 +135,7 @@ impl Default for Config {
             packet_size: 1000,
             target_rate: None,
             rtt_ref: None,
+            feedbacks_per_rtt: None,
             veno: None,
             history_discounting: false,
             oscillation_damping: false,
@@ -161,6 +165,8 @@ pub enum ConfigError {
     #[error("target_rate must be a positive finite number of bytes/s, got {0}")]
     TargetRate(f64),
     /// A zero RTT_ref.
+    #[error("feedbacks_per_rtt must be at least 1")]
+    ZeroFeedbacksPerRtt,
     #[error("rtt_ref must be positive")]
     RttRef,
     /// Veno parameters out of range.
@@ -208,6 +214,9 @@ impl Config {
             if !(g.is_finite() && g > 0.0) {
                 return Err(ConfigError::TargetRate(g));
             }
+        }
+        if self.feedbacks_per_rtt == Some(0) {
+            return Err(ConfigError::ZeroFeedbacksPerRtt);
         }
         if self.rtt_ref == Some(Duration::ZERO) {
             return Err(ConfigError::RttRef);

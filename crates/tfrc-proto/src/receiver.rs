@@ -246,8 +246,12 @@ impl Receiver {
         self.session.map(|(id, _)| id)
     }
 
-    /// Feedbacks per RTT: N_fb = max(int(RTT/RTT_ref), 1), or 1 without RTT_ref.
+    /// Feedbacks per RTT: the fixed `feedbacks_per_rtt` if configured, else
+    /// N_fb = max(int(RTT/RTT_ref), 1), or 1 without RTT_ref.
     pub fn feedbacks_per_rtt(&self) -> u32 {
+        if let Some(count) = self.config.feedbacks_per_rtt {
+            return count.max(1);
+        }
         match (self.config.rtt_ref, self.rtt) {
             (Some(reference), Some(rtt)) => {
                 let ratio = rtt.as_nanos() / reference.as_nanos().max(1);

@@ -56,6 +56,7 @@ mod error;
 mod model;
 mod overrides;
 mod raw;
+mod replicate;
 mod resolve;
 mod scenario;
 mod sweep;
@@ -67,6 +68,7 @@ pub use model::{
     MarkerSpec, OnOffSpec, Output, QueueSpec, RedSpec, RioSpec, SweepAxis, SweepChoice, SweepForm,
     TcpSpec, TcpVariant, TfrcProfile, TfrcSpec, VenoSpec,
 };
+pub use replicate::replication_seed;
 pub use resolve::{MAX_FLOW_COUNT, MAX_PACKET_SIZE, MAX_TOML_INTEGER, MAX_TOTAL_FLOWS};
 pub use scenario::Scenario;
 pub use sweep::MAX_VARIANTS;

@@ -366,6 +366,9 @@ pub struct TfrcSpec {
     pub target_rate: Option<Rate>,
     /// RTT_ref: the receiver sends max(int(RTT / RTT_ref), 1) feedbacks per RTT.
     pub rtt_ref: Option<Duration>,
+    /// A fixed number of feedbacks per RTT whatever the RTT, as ns-2's `NumFeedback_`
+    /// (key `feedbacks_per_rtt`; excludes `rtt_ref`).
+    pub feedbacks_per_rtt: Option<u32>,
     /// Veno loss differentiation.
     pub veno: Option<VenoSpec>,
     /// Which reading of TFRC to follow (default RFC 5348).

@@ -386,6 +386,8 @@ pub(crate) struct RawFlow {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) rtt_ref: Option<NoneOr<DurationText>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) feedbacks_per_rtt: Option<NoneOr<u32>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) veno_beta: Option<NoneOr<f64>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) veno_alpha: Option<NoneOr<f64>>,
@@ -428,6 +430,7 @@ impl RawFlow {
             enabled: None,
             target_rate: None,
             rtt_ref: None,
+            feedbacks_per_rtt: None,
             veno_beta: None,
             veno_alpha: None,
             profile: None,
@@ -449,6 +452,7 @@ impl RawFlow {
         for (present, key) in [
             (self.target_rate.is_some(), "target_rate"),
             (self.rtt_ref.is_some(), "rtt_ref"),
+            (self.feedbacks_per_rtt.is_some(), "feedbacks_per_rtt"),
             (self.veno_beta.is_some(), "veno_beta"),
             (self.veno_alpha.is_some(), "veno_alpha"),
             (self.profile.is_some(), "profile"),
@@ -489,6 +493,7 @@ pub(crate) const FLOW_KIND_KEYS: &[(&str, &[&str])] = &[
         &[
             "target_rate",
             "rtt_ref",
+            "feedbacks_per_rtt",
             "veno_beta",
             "veno_alpha",
             "profile",

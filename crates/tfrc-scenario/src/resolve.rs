@@ -21,6 +21,8 @@ use crate::Scenario;
 pub const MAX_FLOW_COUNT: u32 = 100_000;
 /// Most flows a scenario may have after `count` expansion.
 pub const MAX_TOTAL_FLOWS: u64 = 1_000_000;
+/// Most feedbacks per RTT a flow may ask for (`feedbacks_per_rtt`).
+pub const MAX_FEEDBACKS_PER_RTT: u32 = 1000;
 /// Largest integer a TOML file can hold (seeds and bucket sizes stay within it).
 pub const MAX_TOML_INTEGER: u64 = i64::MAX as u64;
 /// Largest packet size in bytes (the largest UDP payload).
@@ -647,6 +649,24 @@ fn resolve_flow(
                 Some(rtt) => Some(r.positive_duration(&key("rtt_ref"), rtt.0)?),
                 None => None,
             };
+            let feedbacks_per_rtt = flatten(raw.feedbacks_per_rtt.clone());
+            match feedbacks_per_rtt {
+                Some(count) if count == 0 || count > MAX_FEEDBACKS_PER_RTT => {
+                    return Err(r.error(
+                        key("feedbacks_per_rtt"),
+                        format!(
+                            "expected a number of feedbacks per RTT from 1 to {MAX_FEEDBACKS_PER_RTT}, got {count}"
+                        ),
+                    ))
+                }
+                Some(_) if rtt_ref.is_some() => {
+                    return Err(r.error(
+                        key("feedbacks_per_rtt"),
+                        "give either rtt_ref (N = int(RTT/RTT_ref)) or feedbacks_per_rtt (a fixed N), not both",
+                    ))
+                }
+                _ => {}
+            }
             let veno = match (
                 flatten(raw.veno_beta.clone()),
                 flatten(raw.veno_alpha.clone()),
@@ -680,6 +700,7 @@ fn resolve_flow(
             FlowKind::Tfrc(TfrcSpec {
                 target_rate,
                 rtt_ref,
+                feedbacks_per_rtt,
                 veno,
                 profile,
                 history_discounting: raw.history_discounting.unwrap_or(ns2_default),
@@ -1117,6 +1138,7 @@ fn unresolve_flow(flow: &FlowSpec) -> RawFlow {
         FlowKind::Tfrc(tfrc) => {
             raw.target_rate = tfrc.target_rate.map(NoneOr::Some);
             raw.rtt_ref = tfrc.rtt_ref.map(|d| NoneOr::Some(DurationText(d)));
+            raw.feedbacks_per_rtt = tfrc.feedbacks_per_rtt.map(NoneOr::Some);
             if let Some(veno) = tfrc.veno {
                 raw.veno_beta = Some(NoneOr::Some(veno.beta));
                 raw.veno_alpha = Some(NoneOr::Some(veno.alpha));

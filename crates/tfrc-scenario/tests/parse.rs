@@ -136,6 +136,7 @@ fn the_shared_example_parses_to_the_expected_structs() {
         FlowKind::Tfrc(TfrcSpec {
             target_rate: Some(Rate::from_kbps(800)),
             rtt_ref: None,
+            feedbacks_per_rtt: None,
             veno: None,
             profile: TfrcProfile::Rfc5348,
             history_discounting: false,
@@ -339,6 +340,7 @@ state_interval = "10ms"
         FlowKind::Tfrc(TfrcSpec {
             target_rate: None,
             rtt_ref: Some(ms(100)),
+            feedbacks_per_rtt: None,
             veno: Some(VenoSpec {
                 beta: 2.0,
                 alpha: 3.0
@@ -710,4 +712,37 @@ history_discounting = false
     assert!(a.history_discounting && a.oscillation_damping);
     let b = spec("b");
     assert!(!b.history_discounting && b.oscillation_damping);
+}
+
+/// `feedbacks_per_rtt` (ns-2's NumFeedback_): a fixed count from 1 to 1000, not with rtt_ref.
+#[test]
+fn fixed_feedbacks_per_rtt() {
+    let text = |extra: &str| {
+        format!(
+            "name = \"f\"\nduration = \"10s\"\n[[link]]\nbetween = [\"a\", \"b\"]\nrate = \"1Mbps\"\ndelay = \"10ms\"\n[[flow]]\nname = \"x\"\nkind = \"tfrc\"\nfrom = \"a\"\nto = \"b\"\n{extra}\n"
+        )
+    };
+    let scenario = Scenario::from_str_named(&text("feedbacks_per_rtt = 4"), "f.toml").unwrap();
+    let FlowKind::Tfrc(spec) = &scenario.flow("x").unwrap().kind else {
+        panic!("not tfrc");
+    };
+    assert_eq!(spec.feedbacks_per_rtt, Some(4));
+    // Written back and read again.
+    let again = Scenario::from_str_named(&scenario.to_toml_string(), "g.toml").unwrap();
+    assert_eq!(again, scenario);
+    for (extra, needle) in [
+        ("feedbacks_per_rtt = 0", "from 1 to 1000"),
+        ("feedbacks_per_rtt = 1001", "from 1 to 1000"),
+        ("feedbacks_per_rtt = 2\nrtt_ref = \"100ms\"", "not both"),
+        ("feedbacks_per_rtt = \"four\"", "feedbacks_per_rtt"),
+    ] {
+        let error = Scenario::from_str_named(&text(extra), "f.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains(needle), "{extra}: {error}");
+        assert!(
+            error.contains("feedbacks_per_rtt") || error.contains("flow"),
+            "{error}"
+        );
+    }
 }

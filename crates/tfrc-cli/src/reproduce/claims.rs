@@ -6,7 +6,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 use serde::Deserialize;
-use tfrc_analysis::measure::{convergence_times, run_metrics};
+use tfrc_analysis::measure::{bottleneck_utilization, convergence_times, run_metrics};
 use tfrc_analysis::metrics::{self, ConvergenceOptions, RecoveryOptions};
 use tfrc_analysis::run::{Direction, Run};
 
@@ -63,30 +63,179 @@ impl OneOrMany {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Claim {
+    /// The claim in short.
     pub text: String,
+    /// The paper's own sentence(s), verbatim.
+    pub quote: Option<String>,
+    /// Where in the paper (section, figure, table).
+    pub source: Option<String>,
+    /// `"paper"` when the number or bound is the paper's own, `"ours"` when the paper gives none.
+    pub threshold: Option<String>,
+    /// Our decision on the independent reading of this claim.
+    pub reading: Option<String>,
+    /// Why our runs do not show the claim, with the evidence (a sensitivity run, a figure, a
+    /// measured cause): printed beside a `differs` or `inconclusive` verdict.
+    pub explanation: Option<String>,
+    /// Metric name (a key of the `[metrics]` table).
     pub metric: String,
+    /// How our figure is compared with the paper's (`approx`, `range`, `at_least`, …).
     pub relation: String,
+    /// Runs the claim is about, by sweep label.
     #[serde(default)]
     pub variant: BTreeMap<String, OneOrMany>,
+    /// Divide by the same metric in the run that differs in these labels.
     pub baseline: Option<BTreeMap<String, OneOrMany>>,
+    /// The baseline run is in this other experiment.
     pub baseline_id: Option<String>,
+    /// Flow names (or name prefixes of counted flows).
     pub flows: Option<Vec<String>>,
+    /// The flows of the ratio's denominator: in the `baseline` run, or in the same run when
+    /// there is no `baseline` (default: `flows`).
+    pub baseline_flows: Option<Vec<String>>,
+    /// `sum` / `mean` over the flows of a run.
     pub aggregate: Option<String>,
+    /// `[start, end]` in seconds.
     pub window: Option<[f64; 2]>,
+    /// Divide by the same metric of the same run and flows over this window.
+    pub baseline_window: Option<[f64; 2]>,
+    /// `mean`, `median`, `min`, `max` or `pNN` of a time series.
     pub statistic: Option<String>,
+    /// Reduces the values of all selected runs to one figure.
     pub across: Option<String>,
+    /// The cut of `across = "share_below"`.
+    pub cut: Option<f64>,
+    /// The sweep label ordering the runs for `last_over_first` and `spearman`.
+    pub along: Option<String>,
+    /// The paper's number.
     pub value: Option<f64>,
+    /// Lower end of a `range`.
     pub min: Option<f64>,
+    /// Upper end of a `range`.
     pub max: Option<f64>,
+    /// Relative slack of `approx`, `at_least`, `at_most`.
     pub tolerance: Option<f64>,
+    /// Unit of the numbers.
     pub unit: Option<String>,
+}
+
+/// Relations a claim may use.
+pub const RELATIONS: [&str; 9] = [
+    "approx",
+    "range",
+    "at_least",
+    "at_most",
+    "below",
+    "above",
+    "below_capacity",
+    "reference",
+    "qualitative",
+];
+
+/// Reductions `across` may name.
+pub const ACROSS: [&str; 6] = [
+    "mean",
+    "min",
+    "max",
+    "share_below",
+    "last_over_first",
+    "spearman",
+];
+
+/// Checks what serde cannot: known names, the numbers each relation needs, no tolerance where it
+/// would be ignored. Errors name the experiment and the claim.
+pub fn validate(file: &ClaimsFile) -> Result<()> {
+    for (id, experiment) in &file.experiment {
+        for claim in &experiment.claim {
+            let fail = |message: String| -> Result<()> {
+                anyhow::bail!(
+                    "claims.toml: [experiment.{id}] claim “{}”: {message}",
+                    claim.text
+                )
+            };
+            for (field, value) in [
+                ("quote", &claim.quote),
+                ("source", &claim.source),
+                ("threshold", &claim.threshold),
+                ("reading", &claim.reading),
+            ] {
+                if value.as_deref().is_none_or(|text| text.trim().is_empty()) {
+                    fail(format!(
+                        "no `{field}`: every claim quotes its paper (`quote`, `source`), says \
+                         whether its threshold is the paper's or ours (`threshold`) and records \
+                         our reading of it (`reading`)"
+                    ))?;
+                }
+            }
+            if !file.metrics.contains_key(&claim.metric) {
+                fail(format!(
+                    "unknown metric {:?} (known: {})",
+                    claim.metric,
+                    file.metrics.keys().cloned().collect::<Vec<_>>().join(", ")
+                ))?;
+            }
+            if !RELATIONS.contains(&claim.relation.as_str()) {
+                fail(format!(
+                    "unknown relation {:?} (known: {})",
+                    claim.relation,
+                    RELATIONS.join(", ")
+                ))?;
+            }
+            let needs_value = ["approx", "at_least", "at_most", "below", "above"];
+            if needs_value.contains(&claim.relation.as_str()) && claim.value.is_none() {
+                fail(format!("relation {} needs `value`", claim.relation))?;
+            }
+            if claim.relation == "range" && (claim.min.is_none() || claim.max.is_none()) {
+                fail("relation range needs `min` and `max`".into())?;
+            }
+            if matches!(claim.relation.as_str(), "below" | "above") && claim.tolerance.is_some() {
+                fail(format!(
+                    "relation {} is strict and takes no tolerance (use at_most / at_least)",
+                    claim.relation
+                ))?;
+            }
+            if let Some(name) = &claim.statistic {
+                if parse_statistic(name).is_none() {
+                    fail(format!(
+                        "unknown statistic {name:?} (mean, median, min, max or pNN)"
+                    ))?;
+                }
+            }
+            if let Some(across) = &claim.across {
+                if !ACROSS.contains(&across.as_str()) {
+                    fail(format!(
+                        "unknown across {across:?} (known: {})",
+                        ACROSS.join(", ")
+                    ))?;
+                }
+                if across == "share_below" && claim.cut.is_none() {
+                    fail("across = \"share_below\" needs `cut`".into())?;
+                }
+                if matches!(across.as_str(), "last_over_first" | "spearman")
+                    && claim.along.is_none()
+                {
+                    fail(format!("across = {across:?} needs `along` (a sweep label)"))?;
+                }
+            }
+            if let Some(threshold) = &claim.threshold {
+                if threshold != "paper" && threshold != "ours" {
+                    fail(format!(
+                        "threshold must be \"paper\" or \"ours\", got {threshold:?}"
+                    ))?;
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Reads `claims.toml`.
 pub fn load(path: &Path) -> Result<ClaimsFile> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-    toml::from_str(&text).with_context(|| format!("{}: invalid claims file", path.display()))
+    let file: ClaimsFile = toml::from_str(&text)
+        .with_context(|| format!("{}: invalid claims file", path.display()))?;
+    validate(&file)?;
+    Ok(file)
 }
 
 /// One finished run, as the claims see it.
@@ -104,10 +253,12 @@ pub struct RunView<'a> {
 /// How a claim came out.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Status {
-    /// The measured value satisfies the relation.
+    /// The confidence interval of our figure lies on the paper's side of the threshold.
     Holds,
-    /// It does not.
+    /// It lies wholly on the other side.
     Differs,
+    /// It straddles the threshold.
+    Inconclusive,
     /// A number printed beside ours, not a criterion.
     Reference,
     /// No number: see the figure.
@@ -116,7 +267,21 @@ pub enum Status {
     NotMeasured(String),
 }
 
-/// A claim with our measurement.
+impl Status {
+    /// The word written in the report and in `claims.csv`.
+    pub fn text(&self) -> String {
+        match self {
+            Status::Holds => "holds".into(),
+            Status::Differs => "differs".into(),
+            Status::Inconclusive => "inconclusive".into(),
+            Status::Reference => "reference".into(),
+            Status::Qualitative => "see figure".into(),
+            Status::NotMeasured(reason) => format!("not measured: {reason}"),
+        }
+    }
+}
+
+/// A claim with our measurement over the replications.
 #[derive(Debug, Clone)]
 pub struct Outcome {
     /// The claim.
@@ -127,6 +292,9 @@ pub struct Outcome {
     pub ours: String,
     /// Verdict.
     pub status: Status,
+    /// The figure that decides the verdict (the item that differs, else the one closest to the
+    /// threshold): mean and 95 % interval over the replications in which it was defined.
+    pub interval: Option<metrics::MeanInterval>,
 }
 
 fn matches(labels: &[(String, String)], selector: &BTreeMap<String, OneOrMany>) -> bool {
@@ -138,6 +306,15 @@ fn matches(labels: &[(String, String)], selector: &BTreeMap<String, OneOrMany>) 
     })
 }
 
+/// Whether the claim's flow name `selector` names `flow`: the flow itself, or an instance
+/// `selector.N` of a counted flow.
+fn flow_selected(selector: &str, flow: &str) -> bool {
+    flow == selector
+        || flow
+            .strip_prefix(selector)
+            .is_some_and(|rest| rest.starts_with('.'))
+}
+
 /// The flows a claim is about in one run.
 pub(crate) fn flow_names(run: &Run, flows: Option<&[String]>) -> Vec<String> {
     let all = &run.summary.flows;
@@ -145,11 +322,8 @@ pub(crate) fn flow_names(run: &Run, flows: Option<&[String]>) -> Vec<String> {
         Some(names) => {
             let mut selected = Vec::new();
             for name in names {
-                let prefix = format!("{name}.");
                 for flow in all {
-                    if (&flow.name == name || flow.name.starts_with(&prefix))
-                        && !selected.contains(&flow.name)
-                    {
+                    if flow_selected(name, &flow.name) && !selected.contains(&flow.name) {
                         selected.push(flow.name.clone());
                     }
                 }
@@ -208,24 +382,27 @@ fn window_rows<'a>(
     })
 }
 
-fn statistic(values: &[f64], name: Option<&str>) -> Option<f64> {
-    if values.is_empty() {
-        return None;
-    }
-    match name.unwrap_or("mean") {
-        "min" => values.iter().cloned().reduce(f64::min),
-        "max" => values.iter().cloned().reduce(f64::max),
-        "median" => {
-            let mut sorted = values.to_vec();
-            sorted.sort_by(f64::total_cmp);
-            let middle = sorted.len() / 2;
-            Some(if sorted.len().is_multiple_of(2) {
-                (sorted[middle - 1] + sorted[middle]) / 2.0
-            } else {
-                sorted[middle]
-            })
+/// A statistic of a time series: `mean`, `median`, `min`, `max`, or `pNN` (the NN-th
+/// percentile, e.g. `p90`), as a quantile in [0, 1] (`None` = mean).
+fn parse_statistic(name: &str) -> Option<Option<f64>> {
+    match name {
+        "mean" => Some(None),
+        "median" => Some(Some(0.5)),
+        "min" => Some(Some(0.0)),
+        "max" => Some(Some(1.0)),
+        _ => {
+            let percent: f64 = name.strip_prefix('p')?.parse().ok()?;
+            (0.0..=100.0)
+                .contains(&percent)
+                .then_some(Some(percent / 100.0))
         }
-        _ => metrics::mean(values),
+    }
+}
+
+fn statistic(values: &[f64], name: Option<&str>) -> Option<f64> {
+    match parse_statistic(name.unwrap_or("mean"))? {
+        None => metrics::mean(values),
+        Some(q) => metrics::quantile(values, q),
     }
 }
 
@@ -247,11 +424,13 @@ fn transient(run: &Run, flow: &str) -> Option<f64> {
         .collect();
     let rates: Vec<f64> = active.iter().map(|(_, r)| *r).collect();
     let smoothed = metrics::trailing_mean(&rates, 5);
-    active
+    let reached = active
         .iter()
         .zip(smoothed)
         .find(|(_, rate)| *rate >= target)
-        .map(|((t, _), _)| t - summary.start_s)
+        .map(|((t, _), _)| t - summary.start_s);
+    // Never reached: the flow's whole active time, a lower bound (so a claim can fail on it).
+    Some(reached.unwrap_or(summary.stop_s - summary.start_s))
 }
 
 /// Convergence time after `flow` arrives ([`convergence_times`]: receivers' rates of all TFRC/TCP
@@ -271,19 +450,26 @@ fn convergence(run: &Run, flow: &str) -> Option<f64> {
     if overlapping == 0 {
         return transient(run, flow);
     }
-    convergence_times(run, ConvergenceOptions::default())
+    let converged = convergence_times(run, ConvergenceOptions::default())
         .ok()?
         .into_iter()
         .find(|convergence| convergence.flow == flow)?
-        .time_s
+        .time_s;
+    // Never converged: the time left in the run after the arrival, a lower bound.
+    Some(converged.unwrap_or(run.summary.duration_s - arrival))
 }
 
-/// Per-flow values of a metric in one run, or one run-wide value.
-fn measure(view: &RunView<'_>, claim: &Claim, flows: &[String]) -> Vec<Option<f64>> {
+/// Per-flow values of a metric in one run over `window`, or one run-wide value.
+fn measure(
+    view: &RunView<'_>,
+    claim: &Claim,
+    flows: &[String],
+    window: Option<[f64; 2]>,
+) -> Vec<Option<f64>> {
     let run = view.run;
     // A window reaching past the end of a (shortened) run covers what the run has.
     let duration = run.summary.duration_s;
-    let window = match claim.window {
+    let window = match window {
         Some([start, _]) if start >= duration => return vec![None; flows.len().max(1)],
         Some([start, end]) => Some([start, end.min(duration)]),
         None => None,
@@ -300,7 +486,7 @@ fn measure(view: &RunView<'_>, claim: &Claim, flows: &[String]) -> Vec<Option<f6
             None => goodput_kbps(run, flow),
         }
     };
-    let state_mean = |flow: &str, column: fn(&tfrc_analysis::run::StateRow) -> Option<f64>| {
+    let state_statistic = |flow: &str, column: fn(&tfrc_analysis::run::StateRow) -> Option<f64>| {
         let values: Vec<f64> = run
             .states
             .iter()
@@ -314,7 +500,7 @@ fn measure(view: &RunView<'_>, claim: &Claim, flows: &[String]) -> Vec<Option<f6
             })
             .filter_map(column)
             .collect();
-        metrics::mean(&values)
+        statistic(&values, claim.statistic.as_deref())
     };
     match claim.metric.as_str() {
         "goodput" => per_flow(&goodput_kbps),
@@ -324,8 +510,8 @@ fn measure(view: &RunView<'_>, claim: &Claim, flows: &[String]) -> Vec<Option<f6
                 .collect();
             statistic(&rates, claim.statistic.as_deref())
         }),
-        "loss event rate p" => per_flow(&|flow| state_mean(flow, |row| row.p)),
-        "experienced RTT" => per_flow(&|flow| state_mean(flow, |row| row.rtt_s)),
+        "loss event rate p" => per_flow(&|flow| state_statistic(flow, |row| row.p)),
+        "experienced RTT" => per_flow(&|flow| state_statistic(flow, |row| row.rtt_s)),
         "receiving ratio" => {
             if claim.aggregate.as_deref() == Some("sum") {
                 vec![total_receiving_ratio(run, flows)]
@@ -349,9 +535,11 @@ fn measure(view: &RunView<'_>, claim: &Claim, flows: &[String]) -> Vec<Option<f6
             let (start, end) = view.disturbance?;
             let series = run.throughput_series(flow, Direction::Received);
             let (times, rates): (Vec<f64>, Vec<f64>) = series.into_iter().unzip();
-            metrics::recovery_time(&times, &rates, start, end, RecoveryOptions::default())
-                .ok()
-                .flatten()
+            let recovered =
+                metrics::recovery_time(&times, &rates, start, end, RecoveryOptions::default())
+                    .ok()?;
+            // Never recovered: the time left in the run after the disturbance, a lower bound.
+            Some(recovered.unwrap_or(run.summary.duration_s - end))
         }),
         "Jain index" => {
             let goodputs: Option<Vec<f64>> = flows.iter().map(|f| goodput_kbps(f)).collect();
@@ -361,7 +549,11 @@ fn measure(view: &RunView<'_>, claim: &Claim, flows: &[String]) -> Vec<Option<f6
             let goodputs: Option<Vec<f64>> = flows.iter().map(|f| goodput_kbps(f)).collect();
             vec![goodputs.and_then(|g| metrics::mean(&g))]
         }
-        "link utilization" => vec![run_metrics(run).bottleneck_utilization],
+        // A trace-driven bottleneck counts against its mean delivery rate.
+        "link utilization" => vec![bottleneck_utilization(
+            run,
+            view.capacity_kbps.map(|kbps| kbps * 1000.0),
+        )],
         _ => vec![None],
     }
 }
@@ -383,8 +575,8 @@ fn aggregate(values: Vec<Option<f64>>, claim: &Claim) -> Vec<Option<f64>> {
     }
 }
 
-fn run_values(view: &RunView<'_>, claim: &Claim) -> Vec<Option<f64>> {
-    let flows = flow_names(view.run, claim.flows.as_deref());
+fn run_values(view: &RunView<'_>, claim: &Claim, flows: Option<&[String]>) -> Vec<Option<f64>> {
+    let flows = flow_names(view.run, flows);
     let flows = if flows.is_empty() {
         flow_names(view.run, None)
     } else {
@@ -393,7 +585,19 @@ fn run_values(view: &RunView<'_>, claim: &Claim) -> Vec<Option<f64>> {
     if flows.is_empty() {
         return vec![None];
     }
-    aggregate(measure(view, claim, &flows), claim)
+    let measured = aggregate(measure(view, claim, &flows, claim.window), claim);
+    let Some(base_window) = claim.baseline_window else {
+        return measured;
+    };
+    let base = aggregate(measure(view, claim, &flows, Some(base_window)), claim);
+    measured
+        .iter()
+        .zip(base.iter().chain(std::iter::repeat(&None)))
+        .map(|(m, b)| match (m, b) {
+            (Some(m), Some(b)) if *b != 0.0 => Some(m / b),
+            _ => None,
+        })
+        .collect()
 }
 
 /// The baseline run of `run` for `claim`: same labels except those the baseline sets.
@@ -496,64 +700,197 @@ fn paper_text(claim: &Claim) -> String {
     }
 }
 
-fn satisfies(claim: &Claim, value: f64, capacity_kbps: Option<f64>) -> Option<bool> {
+/// The values a claim accepts: from `low` to `high`, each end included unless `strict`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Accepted {
+    low: f64,
+    high: f64,
+    strict: bool,
+}
+
+impl Accepted {
+    fn contains(&self, value: f64) -> bool {
+        if self.strict {
+            value > self.low && value < self.high
+        } else {
+            value >= self.low - 1e-12 && value <= self.high + 1e-12
+        }
+    }
+}
+
+/// What `relation` accepts, `None` for relations that are not criteria or lack their numbers.
+fn accepted(claim: &Claim, capacity_kbps: Option<f64>) -> Option<Accepted> {
     let tolerance = claim.tolerance.unwrap_or(0.0);
+    let closed = |low: f64, high: f64| Accepted {
+        low,
+        high,
+        strict: false,
+    };
+    let open = |low: f64, high: f64| Accepted {
+        low,
+        high,
+        strict: true,
+    };
     Some(match claim.relation.as_str() {
         "approx" => {
             let target = claim.value?;
-            let tolerance = claim.tolerance.unwrap_or(0.1);
-            (value - target).abs() <= tolerance * target.abs() + 1e-12
+            let slack = claim.tolerance.unwrap_or(0.1) * target.abs();
+            closed(target - slack, target + slack)
         }
-        "range" => value >= claim.min? - 1e-12 && value <= claim.max? + 1e-12,
-        "at_least" => value >= claim.value? * (1.0 - tolerance) - 1e-12,
-        "at_most" => value <= claim.value? * (1.0 + tolerance) + 1e-12,
-        "below" => value < claim.value?,
-        "above" => value > claim.value?,
-        "below_capacity" => value < capacity_kbps?,
+        "range" => closed(claim.min?, claim.max?),
+        "at_least" => closed(claim.value? * (1.0 - tolerance), f64::INFINITY),
+        "at_most" => closed(f64::NEG_INFINITY, claim.value? * (1.0 + tolerance)),
+        "below" => open(f64::NEG_INFINITY, claim.value?),
+        "above" => open(claim.value?, f64::INFINITY),
+        "below_capacity" => open(f64::NEG_INFINITY, capacity_kbps?),
         _ => return None,
     })
 }
 
-/// Checks one claim against the runs of its experiment (`runs`) and of every experiment
-/// (`all`, by id, for `baseline_id`).
-pub fn evaluate(
+/// The verdict on an interval [low, high] of our figure: holds when every value of it is
+/// accepted, differs when none is, inconclusive otherwise. `None` when the relation is not a
+/// criterion or its numbers are missing.
+fn judge_interval(
+    claim: &Claim,
+    low: f64,
+    high: f64,
+    capacity_kbps: Option<f64>,
+) -> Option<Status> {
+    let accepted = accepted(claim, capacity_kbps)?;
+    let (inside_low, inside_high) = (accepted.contains(low), accepted.contains(high));
+    Some(if inside_low && inside_high {
+        Status::Holds
+    } else if (high < accepted.low || (accepted.strict && high <= accepted.low))
+        || (low > accepted.high || (accepted.strict && low >= accepted.high))
+    {
+        Status::Differs
+    } else {
+        Status::Inconclusive
+    })
+}
+
+/// One value judged alone (an interval of zero width).
+#[cfg(test)]
+fn satisfies(claim: &Claim, value: f64, capacity_kbps: Option<f64>) -> Option<bool> {
+    judge_interval(claim, value, value, capacity_kbps).map(|status| status == Status::Holds)
+}
+
+/// The last number in a label value (`enh-b2` → 2, `single-p0.01` → 0.01, `500ms-4` → 4), which
+/// orders runs for `along`; `None` when it has none.
+fn label_number(value: &str) -> Option<f64> {
+    let mut numbers = Vec::new();
+    let mut current = String::new();
+    for character in value.chars().chain(core::iter::once(' ')) {
+        if character.is_ascii_digit() || (character == '.' && !current.is_empty()) {
+            current.push(character);
+        } else if !current.is_empty() {
+            numbers.push(current.trim_end_matches('.').to_string());
+            current.clear();
+        }
+    }
+    numbers.last()?.parse().ok()
+}
+
+/// What one replication gave for a claim: one value per item (a run's flow, or the one figure
+/// of `across`), in a fixed order, with the bottleneck capacity; or why nothing could be
+/// measured.
+pub type Sample = std::result::Result<(Vec<Option<f64>>, Option<f64>), String>;
+
+/// Reduces the per-run values of the selected runs to one figure (`across`), or keeps them all.
+fn reduce_across(
+    claim: &Claim,
+    per_run: &[(Vec<(String, String)>, Vec<Option<f64>>)],
+) -> Vec<Option<f64>> {
+    let flat = || {
+        per_run
+            .iter()
+            .flat_map(|(_, values)| values.iter().copied())
+    };
+    let Some(across) = claim.across.as_deref() else {
+        return flat().collect();
+    };
+    let all: Option<Vec<f64>> = flat().collect();
+    let along = |label: &str| -> Vec<(f64, f64)> {
+        per_run
+            .iter()
+            .filter_map(|(labels, values)| {
+                let x = labels
+                    .iter()
+                    .find(|(name, _)| name == label)
+                    .and_then(|(_, value)| label_number(value))?;
+                let y = mean_of_all(values.iter().copied())?;
+                Some((x, y))
+            })
+            .collect()
+    };
+    let figure = match across {
+        "mean" => all.and_then(|values| metrics::mean(&values)),
+        "min" => all.and_then(|values| values.into_iter().reduce(f64::min)),
+        "max" => all.and_then(|values| values.into_iter().reduce(f64::max)),
+        "share_below" => {
+            let defined: Vec<f64> = flat().flatten().collect();
+            let cut = claim.cut.unwrap_or(f64::NAN);
+            (!defined.is_empty())
+                .then(|| defined.iter().filter(|v| **v < cut).count() as f64 / defined.len() as f64)
+        }
+        "last_over_first" => {
+            let points = along(claim.along.as_deref().unwrap_or_default());
+            let at = |pick: fn(f64, f64) -> f64| -> Option<f64> {
+                let x = points.iter().map(|p| p.0).reduce(pick)?;
+                let ys: Vec<f64> = points.iter().filter(|p| p.0 == x).map(|p| p.1).collect();
+                metrics::mean(&ys)
+            };
+            match (at(f64::max), at(f64::min)) {
+                (Some(last), Some(first)) if first != 0.0 && points.len() >= 2 => {
+                    Some(last / first)
+                }
+                _ => None,
+            }
+        }
+        "spearman" => {
+            let points = along(claim.along.as_deref().unwrap_or_default());
+            let (xs, ys): (Vec<f64>, Vec<f64>) = points.into_iter().unzip();
+            metrics::spearman(&xs, &ys)
+        }
+        _ => None,
+    };
+    vec![figure]
+}
+
+/// Measures one claim in one replication: its runs (`runs`) and every experiment's runs of the
+/// same replication (`all`, by id, for `baseline_id`).
+pub fn sample(
     claim: &Claim,
     runs: &[RunView<'_>],
     all: &BTreeMap<String, Vec<RunView<'_>>>,
-) -> Outcome {
-    let outcome = |ours: String, status: Status| Outcome {
-        claim: claim.clone(),
-        paper: paper_text(claim),
-        ours,
-        status,
-    };
+) -> Sample {
     let selected: Vec<&RunView<'_>> = runs
         .iter()
         .filter(|view| matches(view.labels, &claim.variant))
         .collect();
     if selected.is_empty() {
-        return outcome(
-            "—".into(),
-            Status::NotMeasured("no run matches the claim's variant".into()),
-        );
+        return Err("no run matches the claim's variant".into());
     }
     let baseline_runs = match &claim.baseline_id {
         Some(id) => all.get(id).map(Vec::as_slice).unwrap_or(&[]),
         None => runs,
     };
-    let mut values: Vec<f64> = Vec::new();
     let mut capacity = None;
+    let mut per_run = Vec::new();
     for view in &selected {
         capacity = capacity.or(view.capacity_kbps);
-        let mut measured = run_values(view, claim);
-        if let Some(baseline) = &claim.baseline {
-            let Some(base) = find_baseline(claim, baseline, view.labels, baseline_runs) else {
-                return outcome(
-                    "—".into(),
-                    Status::NotMeasured("no baseline run for the claim".into()),
-                );
-            };
-            let base_values = run_values(base, claim);
+        let mut measured = run_values(view, claim, claim.flows.as_deref());
+        let base_flows = claim.baseline_flows.as_deref().or(claim.flows.as_deref());
+        let base = match &claim.baseline {
+            Some(baseline) => match find_baseline(claim, baseline, view.labels, baseline_runs) {
+                Some(base) => Some(base),
+                None => return Err("no baseline run for the claim".into()),
+            },
+            // Other flows of the same run.
+            None => claim.baseline_flows.is_some().then_some(*view),
+        };
+        if let Some(base) = base {
+            let base_values = run_values(base, claim, base_flows);
             let base_mean = {
                 let defined: Vec<f64> = base_values.iter().flatten().copied().collect();
                 metrics::mean(&defined)
@@ -577,77 +914,144 @@ pub fn evaluate(
                     .collect()
             };
         }
-        for value in measured {
-            match value {
-                Some(value) if value.is_finite() => values.push(value),
-                _ => {
-                    if claim.relation != "qualitative" {
-                        return outcome(
-                            "n/a".into(),
-                            Status::NotMeasured(format!(
-                                "{} is undefined in run {}",
-                                claim.metric, view.run.summary.scenario
-                            )),
-                        );
-                    }
-                }
+        let measured = measured
+            .into_iter()
+            .map(|value| value.filter(|v| v.is_finite()))
+            .collect();
+        per_run.push((view.labels.to_vec(), measured));
+    }
+    Ok((reduce_across(claim, &per_run), capacity))
+}
+
+/// How close an interval is to the edge of what the claim accepts (larger: further inside).
+fn margin(claim: &Claim, interval: &metrics::MeanInterval, capacity_kbps: Option<f64>) -> f64 {
+    match accepted(claim, capacity_kbps) {
+        Some(accepted) => (interval.low - accepted.low).min(accepted.high - interval.high),
+        None => 0.0,
+    }
+}
+
+fn interval_text(interval: &metrics::MeanInterval) -> String {
+    if interval.n < 2 {
+        format!(
+            "{} (1 replication, no interval)",
+            format_number(interval.mean)
+        )
+    } else {
+        format!(
+            "{} [{}, {}]",
+            format_number(interval.mean),
+            format_number(interval.low),
+            format_number(interval.high)
+        )
+    }
+}
+
+/// The verdict on a claim from its samples over the replications: each item's mean and 95 %
+/// interval over the replications in which it is defined, judged against the paper's
+/// threshold; the claim differs if one item differs, is inconclusive if one straddles, holds if
+/// all hold.
+pub fn judge(claim: &Claim, samples: &[Sample]) -> Outcome {
+    let outcome = |ours: String, status: Status, interval| Outcome {
+        claim: claim.clone(),
+        paper: paper_text(claim),
+        ours,
+        status,
+        interval,
+    };
+    let measured: Vec<&(Vec<Option<f64>>, Option<f64>)> = samples.iter().flatten().collect();
+    if measured.is_empty() {
+        let reason = samples
+            .iter()
+            .find_map(|sample| sample.as_ref().err().cloned())
+            .unwrap_or_else(|| "no replication ran".into());
+        return outcome("—".into(), Status::NotMeasured(reason), None);
+    }
+    let capacity = measured.iter().find_map(|(_, capacity)| *capacity);
+    let items = measured
+        .iter()
+        .map(|(values, _)| values.len())
+        .max()
+        .unwrap_or(0);
+    let mut intervals = Vec::new();
+    for item in 0..items {
+        let values: Vec<f64> = measured
+            .iter()
+            .filter_map(|(values, _)| values.get(item).copied().flatten())
+            .collect();
+        match metrics::confidence_interval_95(&values) {
+            Some(interval) => intervals.push(interval),
+            None => {
+                return outcome(
+                    "n/a".into(),
+                    Status::NotMeasured(format!(
+                        "{} is undefined in every replication (item {} of {items})",
+                        claim.metric,
+                        item + 1
+                    )),
+                    None,
+                )
             }
         }
     }
-    let reduced: Vec<f64> = match claim.across.as_deref() {
-        Some("mean") => metrics::mean(&values).into_iter().collect(),
-        Some("min") => values
-            .iter()
-            .cloned()
-            .reduce(f64::min)
-            .into_iter()
-            .collect(),
-        Some("max") => values
-            .iter()
-            .cloned()
-            .reduce(f64::max)
-            .into_iter()
-            .collect(),
-        _ => values,
+    if intervals.is_empty() {
+        return outcome(
+            "n/a".into(),
+            Status::NotMeasured("nothing to measure".into()),
+            None,
+        );
+    }
+    let statuses: Vec<Option<Status>> = intervals
+        .iter()
+        .map(|interval| judge_interval(claim, interval.low, interval.high, capacity))
+        .collect();
+    let rank = |status: &Option<Status>| match status {
+        Some(Status::Differs) => 0,
+        Some(Status::Inconclusive) => 1,
+        _ => 2,
     };
-    let ours = match reduced.len() {
-        0 => "n/a".to_string(),
-        1 => format_number(reduced[0]),
-        _ => {
-            let low = reduced.iter().cloned().fold(f64::INFINITY, f64::min);
-            let high = reduced.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
-            format!(
-                "{}–{} ({} values)",
-                format_number(low),
-                format_number(high),
-                reduced.len()
+    // The deciding item: the worst status, and within it the one closest to the threshold.
+    let deciding = (0..intervals.len())
+        .min_by(|&a, &b| {
+            rank(&statuses[a]).cmp(&rank(&statuses[b])).then(
+                margin(claim, &intervals[a], capacity).total_cmp(&margin(
+                    claim,
+                    &intervals[b],
+                    capacity,
+                )),
             )
-        }
+        })
+        .unwrap_or(0);
+    let interval = intervals[deciding];
+    let ours = if intervals.len() == 1 {
+        interval_text(&interval)
+    } else {
+        let low = intervals
+            .iter()
+            .map(|i| i.mean)
+            .fold(f64::INFINITY, f64::min);
+        let high = intervals
+            .iter()
+            .map(|i| i.mean)
+            .fold(f64::NEG_INFINITY, f64::max);
+        format!(
+            "{} values, means {}–{}; deciding: {}",
+            intervals.len(),
+            format_number(low),
+            format_number(high),
+            interval_text(&interval)
+        )
     };
     let status = match claim.relation.as_str() {
         "reference" => Status::Reference,
         "qualitative" => Status::Qualitative,
-        _ => {
-            let results: Option<Vec<bool>> = reduced
-                .iter()
-                .map(|&value| satisfies(claim, value, capacity))
-                .collect();
-            match results {
-                Some(results) if !results.is_empty() => {
-                    if results.iter().all(|ok| *ok) {
-                        Status::Holds
-                    } else {
-                        Status::Differs
-                    }
-                }
-                _ => Status::NotMeasured(format!(
-                    "relation {} cannot be checked with the given numbers",
-                    claim.relation
-                )),
-            }
-        }
+        relation => statuses[deciding].clone().unwrap_or_else(|| {
+            Status::NotMeasured(format!(
+                "relation {relation} cannot be checked with the given numbers"
+            ))
+        }),
     };
-    outcome(ours, status)
+    outcome(ours, status, Some(interval))
 }
 
 #[cfg(test)]
@@ -657,16 +1061,25 @@ mod tests {
     fn claim(relation: &str, value: Option<f64>, tolerance: Option<f64>) -> Claim {
         Claim {
             text: "t".into(),
+            quote: None,
+            source: None,
+            threshold: None,
+            reading: None,
+            explanation: None,
             metric: "goodput".into(),
             relation: relation.into(),
             variant: BTreeMap::new(),
             baseline: None,
             baseline_id: None,
             flows: None,
+            baseline_flows: None,
             aggregate: None,
             window: None,
+            baseline_window: None,
             statistic: None,
             across: None,
+            cut: None,
+            along: None,
             value,
             min: Some(0.84),
             max: Some(1.14),
@@ -774,5 +1187,320 @@ mod tests {
         assert_eq!(statistic(&[1.0, 3.0, 2.0, 10.0], Some("median")), Some(2.5));
         assert_eq!(statistic(&[1.0, 3.0], Some("max")), Some(3.0));
         assert_eq!(statistic(&[], Some("min")), None);
+        assert_eq!(
+            statistic(&[1.0, 2.0, 3.0, 4.0, 5.0], Some("p75")),
+            Some(4.0)
+        );
+        assert_eq!(statistic(&[1.0, 2.0], Some("p101")), None);
+        assert_eq!(parse_statistic("median"), Some(Some(0.5)));
+        assert_eq!(parse_statistic("average"), None);
+    }
+
+    /// The repository's scenarios folder.
+    fn scenarios() -> std::path::PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios")
+    }
+
+    /// Every claim of the repository's claims.toml: valid, quoting its paper with a source, the
+    /// origin of its threshold and our reading, and naming only sweep labels and values, flows
+    /// and windows its experiment (or its baseline experiment) has.
+    #[test]
+    fn the_claims_file_quotes_its_papers_and_names_what_exists() {
+        use tfrc_scenario::Scenario;
+        let dir = scenarios();
+        let file = load(&dir.join("claims.toml")).unwrap();
+        let expand = |id: &str| -> (Scenario, Vec<Scenario>) {
+            let scenario = Scenario::from_path(&dir.join(format!("{id}.toml")))
+                .unwrap_or_else(|error| panic!("{id}: {error}"));
+            let runs = scenario.expand().unwrap();
+            (scenario, runs)
+        };
+        let check_labels =
+            |context: &str, selector: &BTreeMap<String, OneOrMany>, runs: &[Scenario]| {
+                for (label, wanted) in selector {
+                    let known: Vec<&str> = runs
+                        .iter()
+                        .flat_map(|run| run.variant.iter())
+                        .filter(|(name, _)| name == label)
+                        .map(|(_, value)| value.as_str())
+                        .collect();
+                    assert!(!known.is_empty(), "{context}: no sweep label {label:?}");
+                    for value in wanted.values() {
+                        assert!(
+                            known.contains(&value),
+                            "{context}: {label} has no value {value:?}"
+                        );
+                    }
+                }
+            };
+        let mut claims = 0;
+        for (id, experiment) in &file.experiment {
+            assert!(
+                dir.join(format!("{id}.toml")).is_file(),
+                "{id}: no scenario file"
+            );
+            let (scenario, runs) = expand(id);
+            for claim in &experiment.claim {
+                claims += 1;
+                let context = format!("{id}: “{}”", claim.text);
+                for (field, value) in [
+                    ("quote", &claim.quote),
+                    ("source", &claim.source),
+                    ("threshold", &claim.threshold),
+                    ("reading", &claim.reading),
+                ] {
+                    assert!(
+                        value.as_deref().is_some_and(|text| !text.trim().is_empty()),
+                        "{context}: no {field}"
+                    );
+                }
+                assert!(
+                    experiment.metrics.contains(&claim.metric),
+                    "{context}: metric {} not in the experiment's list",
+                    claim.metric
+                );
+                check_labels(&context, &claim.variant, &runs);
+                let baseline_runs = match &claim.baseline_id {
+                    Some(other) => expand(other).1,
+                    None => runs.clone(),
+                };
+                if let Some(baseline) = &claim.baseline {
+                    check_labels(&context, baseline, &baseline_runs);
+                }
+                if let Some(label) = &claim.along {
+                    check_labels(
+                        &context,
+                        &BTreeMap::from([(label.clone(), OneOrMany::Many(Vec::new()))]),
+                        &runs,
+                    );
+                }
+                for selector in claim.flows.iter().chain(&claim.baseline_flows).flatten() {
+                    assert!(
+                        runs.iter()
+                            .chain(&baseline_runs)
+                            .flat_map(|run| run.flows.iter())
+                            .any(|flow| flow_selected(selector, &flow.name)),
+                        "{context}: no flow {selector:?}"
+                    );
+                }
+                for window in [claim.window, claim.baseline_window].into_iter().flatten() {
+                    let duration = scenario.duration.as_secs_f64();
+                    assert!(
+                        0.0 <= window[0] && window[0] < window[1] && window[1] <= duration,
+                        "{context}: window {window:?} outside 0–{duration} s"
+                    );
+                }
+            }
+        }
+        assert!(claims >= 83, "{claims} claims");
+    }
+
+    /// Every quote is the paper's own words: each piece between elisions ("…") occurs in the
+    /// paper's text (white space folded). The papers are beside the project (`../shared/seeds`,
+    /// or `PAPERS_DIR`); without them the test says so and checks nothing.
+    #[test]
+    fn quotes_are_verbatim() {
+        let papers = std::env::var_os("PAPERS_DIR")
+            .map(std::path::PathBuf::from)
+            .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/seeds"));
+        let Ok(entries) = std::fs::read_dir(&papers) else {
+            println!(
+                "skipped: no papers at {} (set PAPERS_DIR)",
+                papers.display()
+            );
+            return;
+        };
+        let fold = |text: &str| text.split_whitespace().collect::<Vec<_>>().join(" ");
+        let mut texts: BTreeMap<String, String> = BTreeMap::new();
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if let (Some(number), Ok(text)) = (
+                name.split('_').next(),
+                std::fs::read_to_string(entry.path()),
+            ) {
+                if name.ends_with(".txt") {
+                    texts.insert(number.to_string(), fold(&text));
+                }
+            }
+        }
+        let file = load(&scenarios().join("claims.toml")).unwrap();
+        let mut checked = 0;
+        for (id, experiment) in &file.experiment {
+            let Some(paper) = texts.get(&experiment.paper) else {
+                panic!("{id}: no text of paper {}", experiment.paper);
+            };
+            for claim in &experiment.claim {
+                for piece in claim.quote.as_deref().unwrap_or("").split('…') {
+                    let piece = fold(piece);
+                    if piece.is_empty() {
+                        continue;
+                    }
+                    assert!(
+                        paper.contains(&piece),
+                        "{id}: “{}”: not in paper {}: {piece:?}",
+                        claim.text,
+                        experiment.paper
+                    );
+                    checked += 1;
+                }
+            }
+        }
+        assert!(checked >= 83, "{checked} quoted pieces");
+    }
+
+    fn sample_of(values: &[f64]) -> Sample {
+        Ok((values.iter().map(|v| Some(*v)).collect(), None))
+    }
+
+    #[test]
+    fn replications_give_holds_differs_or_inconclusive_from_the_interval() {
+        let at_most = claim("at_most", Some(10.0), None);
+        // Ten replications around 8 with a small spread: the interval is below 10.
+        let samples: Vec<Sample> = (0..10)
+            .map(|i| sample_of(&[7.5 + 0.1 * f64::from(i)]))
+            .collect();
+        let outcome = judge(&at_most, &samples);
+        assert_eq!(outcome.status, Status::Holds);
+        let interval = outcome.interval.unwrap();
+        assert_eq!(interval.n, 10);
+        assert!(interval.low < 7.95 && interval.high > 7.95 && interval.high < 10.0);
+        // Around 10: the interval straddles the threshold.
+        let samples: Vec<Sample> = (0..10)
+            .map(|i| sample_of(&[9.0 + 0.2 * f64::from(i)]))
+            .collect();
+        assert_eq!(judge(&at_most, &samples).status, Status::Inconclusive);
+        // Well above.
+        let samples: Vec<Sample> = (0..10)
+            .map(|i| sample_of(&[12.0 + 0.1 * f64::from(i)]))
+            .collect();
+        assert_eq!(judge(&at_most, &samples).status, Status::Differs);
+        // Two items: one holds, one differs → the claim differs, and the reported figure is the
+        // differing one.
+        let samples: Vec<Sample> = (0..10)
+            .map(|i| sample_of(&[8.0 + 0.01 * f64::from(i), 12.0 + 0.01 * f64::from(i)]))
+            .collect();
+        let outcome = judge(&at_most, &samples);
+        assert_eq!(outcome.status, Status::Differs);
+        assert!(outcome.interval.unwrap().mean > 12.0);
+        // A strict relation: an interval touching the bound is not wholly below it.
+        let below = claim("below", Some(1.0), None);
+        assert_eq!(
+            judge_interval(&below, 0.5, 1.0, None),
+            Some(Status::Inconclusive)
+        );
+        assert_eq!(
+            judge_interval(&below, 1.0, 1.5, None),
+            Some(Status::Differs)
+        );
+        assert_eq!(judge_interval(&below, 0.5, 0.99, None), Some(Status::Holds));
+        // Nothing measured in any replication.
+        let failed: Vec<Sample> = vec![Err("no run".into()); 3];
+        assert!(matches!(
+            judge(&at_most, &failed).status,
+            Status::NotMeasured(_)
+        ));
+    }
+
+    #[test]
+    fn across_reduces_runs_to_one_figure() {
+        let runs = |pairs: &[(&str, f64)]| -> Vec<(Vec<(String, String)>, Vec<Option<f64>>)> {
+            pairs
+                .iter()
+                .map(|(label, value)| {
+                    (
+                        vec![("protocol".to_string(), label.to_string())],
+                        vec![Some(*value)],
+                    )
+                })
+                .collect()
+        };
+        let per_run = runs(&[
+            ("tfrc", 9.0),
+            ("enh-b1", 0.9),
+            ("enh-b2", 0.8),
+            ("enh-b3", 0.5),
+        ]);
+        let mut c = claim("below", Some(1.0), None);
+        c.across = Some("share_below".into());
+        c.cut = Some(0.85);
+        assert_eq!(reduce_across(&c, &per_run), vec![Some(0.5)]);
+        c.across = Some("last_over_first".into());
+        c.along = Some("protocol".into());
+        // β = 3 over β = 1 ("tfrc" has no number and is left out).
+        let ratio = reduce_across(&c, &per_run)[0].unwrap();
+        assert!((ratio - 0.5 / 0.9).abs() < 1e-12);
+        c.across = Some("spearman".into());
+        assert_eq!(reduce_across(&c, &per_run), vec![Some(-1.0)]);
+        c.across = Some("max".into());
+        assert_eq!(reduce_across(&c, &per_run), vec![Some(9.0)]);
+        c.across = None;
+        assert_eq!(reduce_across(&c, &per_run).len(), 4);
+    }
+
+    #[test]
+    fn label_numbers_are_the_last_number() {
+        assert_eq!(label_number("enh-b2"), Some(2.0));
+        assert_eq!(label_number("single-p0.01"), Some(0.01));
+        assert_eq!(label_number("500ms-4"), Some(4.0));
+        assert_eq!(label_number("64"), Some(64.0));
+        assert_eq!(label_number("tfrc"), None);
+    }
+
+    #[test]
+    fn validation_names_the_bad_claim() {
+        let text = |extra: &str| {
+            format!(
+                "[metrics]\ngoodput = \"g\"\n[experiment.e1]\npaper = \"000\"\nwhere = \"x\"\nshow = \"x\"\nmetrics = []\nresult = \"r\"\n[[experiment.e1.claim]]\ntext = \"the claim\"\nquote = \"q\"\nsource = \"§1\"\nthreshold = \"paper\"\nreading = \"ok\"\nmetric = \"goodput\"\n{extra}\n"
+            )
+        };
+        let check = |extra: &str| -> std::result::Result<(), String> {
+            let file: ClaimsFile = toml::from_str(&text(extra)).map_err(|e| e.to_string())?;
+            validate(&file).map_err(|e| e.to_string())
+        };
+        assert!(check("relation = \"approx\"\nvalue = 1.0").is_ok());
+        let error = check("relation = \"below\"\nvalue = 1.0\ntolerance = 0.1").unwrap_err();
+        assert!(
+            error.contains("the claim") && error.contains("no tolerance"),
+            "{error}"
+        );
+        assert!(check("relation = \"nearly\"\nvalue = 1.0")
+            .unwrap_err()
+            .contains("unknown relation"));
+        assert!(check("relation = \"approx\"")
+            .unwrap_err()
+            .contains("needs `value`"));
+        assert!(
+            check("relation = \"approx\"\nvalue = 1.0\nstatistic = \"mode\"")
+                .unwrap_err()
+                .contains("statistic")
+        );
+        assert!(
+            check("relation = \"above\"\nvalue = 0.5\nacross = \"share_below\"")
+                .unwrap_err()
+                .contains("cut")
+        );
+        assert!(
+            check("relation = \"below\"\nvalue = 1.0\nacross = \"spearman\"")
+                .unwrap_err()
+                .contains("along")
+        );
+        assert!(
+            check("relation = \"approx\"\nvalue = 1.0\nthreshold = \"mine\"")
+                .unwrap_err()
+                .contains("threshold")
+        );
+        let mut bad_metric = text("relation = \"approx\"\nvalue = 1.0");
+        bad_metric = bad_metric.replace("metric = \"goodput\"", "metric = \"speed\"");
+        let file: ClaimsFile = toml::from_str(&bad_metric).unwrap();
+        assert!(validate(&file)
+            .unwrap_err()
+            .to_string()
+            .contains("unknown metric"));
+        let unquoted = text("relation = \"approx\"\nvalue = 1.0").replace("quote = \"q\"\n", "");
+        let file: ClaimsFile = toml::from_str(&unquoted).unwrap();
+        assert!(validate(&file)
+            .unwrap_err()
+            .to_string()
+            .contains("no `quote`"));
     }
 }

@@ -14,11 +14,19 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use tfrc_analysis::report::{Images, Report, Section, Verdict};
 use tfrc_analysis::run::Run;
+use tfrc_analysis::table::Table;
 use tfrc_scenario::{Capacity, FlowKind, Scenario};
 
 use crate::sim::variant_directory;
-use claims::{Outcome, RunView, Status};
-use runner::Job;
+use claims::{Outcome, RunView, Sample, Status};
+use runner::{Job, RunOutcome};
+
+/// Replications per experiment unless `--replications` says otherwise.
+pub const DEFAULT_REPLICATIONS: u32 = 10;
+/// Replications of a `--quick` run unless `--replications` says otherwise.
+pub const QUICK_REPLICATIONS: u32 = 2;
+/// Most replications `--replications` accepts.
+pub const MAX_REPLICATIONS: u32 = 1000;
 
 /// Experiments whose report compares our runs with ns-2's on the same axes.
 const NS2_CONFORMANCE: [&str; 3] = ["e000-const-bw", "e000-loss", "e000-udp"];
@@ -56,6 +64,15 @@ pub struct ReproduceArgs {
     /// No progress bar and no summary on the terminal.
     #[arg(long, short)]
     pub quiet: bool,
+    /// Independent replications of every experiment (default 10, 2 with --quick): each draws
+    /// new seeds and jitters flow starts by up to one base RTT; every claim is judged on the
+    /// mean over replications with its 95 % confidence interval.
+    #[arg(long, short = 'r', value_name = "N")]
+    pub replications: Option<u32>,
+    /// Keep the raw files of every replication (default: replication 0 whole, the others'
+    /// summary.json and scenario.toml only).
+    #[arg(long)]
+    pub keep_runs: bool,
 }
 
 fn scenarios_dir(args: &ReproduceArgs) -> PathBuf {
@@ -181,6 +198,127 @@ fn testbed_runs(dir: &Path, id: &str) -> Vec<Run> {
         .collect()
 }
 
+/// One experiment to run: its id, the scenario as loaded and its concrete variants.
+struct Plan {
+    id: String,
+    scenario: Scenario,
+    variants: Vec<Scenario>,
+}
+
+/// The jobs of replication `replication` (runs shared by experiments that summarise others are
+/// run once) and, per plan, each variant's replicated scenario with its job index.
+fn replication_jobs(
+    plans: &[Plan],
+    replication: u32,
+    out: &Path,
+) -> (Vec<Job>, Vec<Vec<(Scenario, usize)>>) {
+    let mut jobs: Vec<Job> = Vec::new();
+    let mut job_of_key: HashMap<String, usize> = HashMap::new();
+    let mut runs_of = Vec::new();
+    for plan in plans {
+        let mut runs = Vec::new();
+        for variant in &plan.variants {
+            let replicated = variant.replicate(replication);
+            let index = *job_of_key.entry(run_key(&replicated)).or_insert_with(|| {
+                let mut directory = out
+                    .join("runs")
+                    .join(&plan.id)
+                    .join(variant_directory(variant));
+                if replication > 0 {
+                    directory = directory.join(format!("replication-{replication}"));
+                }
+                jobs.push(Job {
+                    experiment: plan.id.clone(),
+                    directory,
+                    scenario: replicated.clone(),
+                    replication,
+                });
+                jobs.len() - 1
+            });
+            runs.push((replicated, index));
+        }
+        runs_of.push(runs);
+    }
+    (jobs, runs_of)
+}
+
+/// The experiments of one replication, with their finished runs loaded.
+fn load_experiments(
+    plans: &[Plan],
+    runs_of: Vec<Vec<(Scenario, usize)>>,
+    outcomes: &[RunOutcome],
+) -> Vec<Experiment> {
+    plans
+        .iter()
+        .zip(runs_of)
+        .map(|(plan, runs)| {
+            let mut loaded = Vec::new();
+            let mut failures = Vec::new();
+            for (variant, index) in runs {
+                let outcome = &outcomes[index];
+                match &outcome.result {
+                    Ok(_) => match Run::load(&outcome.job.directory) {
+                        Ok(run) => loaded.push(LoadedRun {
+                            scenario: variant,
+                            run,
+                        }),
+                        Err(error) => failures.push(format!("{}: {error}", variant.name)),
+                    },
+                    Err(error) => failures.push(error.clone()),
+                }
+            }
+            Experiment {
+                id: plan.id.clone(),
+                scenario: plan.scenario.clone(),
+                runs: loaded,
+                failures,
+                ns2: None,
+                testbed: Vec::new(),
+            }
+        })
+        .collect()
+}
+
+/// What the claims see of the experiments' runs, by experiment id.
+fn run_views(experiments: &[Experiment]) -> BTreeMap<String, Vec<RunView<'_>>> {
+    experiments
+        .iter()
+        .map(|experiment| {
+            let views = experiment
+                .runs
+                .iter()
+                .map(|loaded| RunView {
+                    labels: &loaded.scenario.variant,
+                    run: &loaded.run,
+                    disturbance: disturbance(&loaded.scenario),
+                    capacity_kbps: capacity_kbps(&loaded.scenario, &loaded.run),
+                })
+                .collect();
+            (experiment.id.clone(), views)
+        })
+        .collect()
+}
+
+/// Files a replication other than 0 keeps: what identifies and summarises the run.
+const KEPT_FILES: [&str; 2] = ["summary.json", "scenario.toml"];
+
+/// Removes the raw time series of a finished run, keeping [`KEPT_FILES`].
+fn prune_run(directory: &Path) -> Result<()> {
+    let entries = std::fs::read_dir(directory)
+        .with_context(|| format!("cannot read {}", directory.display()))?;
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let keep = KEPT_FILES
+            .iter()
+            .any(|name| path.file_name().is_some_and(|file| file == *name));
+        if path.is_file() && !keep {
+            std::fs::remove_file(&path)
+                .with_context(|| format!("cannot remove {}", path.display()))?;
+        }
+    }
+    Ok(())
+}
+
 /// `tfrc reproduce`.
 pub fn run(args: &ReproduceArgs) -> Result<()> {
     let started = WallInstant::now();
@@ -200,13 +338,17 @@ pub fn run(args: &ReproduceArgs) -> Result<()> {
         }
         args.only.clone()
     };
+    let replications = args.replications.unwrap_or(if args.quick {
+        QUICK_REPLICATIONS
+    } else {
+        DEFAULT_REPLICATIONS
+    });
+    if !(1..=MAX_REPLICATIONS).contains(&replications) {
+        bail!("--replications {replications}: expected 1 to {MAX_REPLICATIONS}");
+    }
     let claims = claims::load(&dir.join("claims.toml"))?;
 
-    // Scenarios → jobs, with runs shared by experiments that summarise others.
-    let mut scenarios = Vec::new();
-    let mut jobs: Vec<Job> = Vec::new();
-    let mut job_of_key: HashMap<String, usize> = HashMap::new();
-    let mut runs_of: Vec<Vec<(Scenario, usize)>> = Vec::new();
+    let mut plans = Vec::new();
     for id in &ids {
         let path = dir.join(format!("{id}.toml"));
         let mut scenario = Scenario::from_path(&path).map_err(anyhow::Error::new)?;
@@ -214,72 +356,89 @@ pub fn run(args: &ReproduceArgs) -> Result<()> {
             scenario.apply_quick().map_err(anyhow::Error::new)?;
         }
         let variants = scenario.expand().map_err(anyhow::Error::new)?;
-        let mut runs = Vec::new();
-        for variant in variants {
-            let key = run_key(&variant);
-            let index = *job_of_key.entry(key).or_insert_with(|| {
-                jobs.push(Job {
-                    experiment: id.clone(),
-                    directory: args
-                        .out
-                        .join("runs")
-                        .join(id)
-                        .join(variant_directory(&variant)),
-                    scenario: variant.clone(),
-                });
-                jobs.len() - 1
-            });
-            runs.push((variant, index));
-        }
-        scenarios.push(scenario);
-        runs_of.push(runs);
+        plans.push(Plan {
+            id: id.clone(),
+            scenario,
+            variants,
+        });
     }
     let threads = args.jobs.unwrap_or_else(|| {
         std::thread::available_parallelism()
             .map(|n| n.get())
             .unwrap_or(1)
     });
+    let distinct = replication_jobs(&plans, 0, &args.out).0.len();
     if !args.quiet {
         eprintln!(
-            "{} experiments, {} runs ({} distinct){} on {threads} threads → {}",
+            "{} experiments, {} runs ({} distinct) × {replications} replication{}{} on {threads} threads → {}",
             ids.len(),
-            runs_of.iter().map(Vec::len).sum::<usize>(),
-            jobs.len(),
+            plans.iter().map(|plan| plan.variants.len()).sum::<usize>(),
+            distinct,
+            if replications == 1 { "" } else { "s" },
             if args.quick { ", quick" } else { "" },
             args.out.display()
         );
     }
-    let outcomes = runner::run_all(jobs, threads, args.quiet);
-    let simulated = started.elapsed();
-    write_runs_csv(&args.out, &outcomes)?;
+    let bar = runner::progress_bar((distinct as u64) * u64::from(replications), args.quiet);
 
-    // ns-2 side by side for the conformance experiments.
+    // Every replication is run, measured against the claims, and (but for the first) reduced to
+    // its summaries before the next, so memory and disk stay those of one replication.
+    let claim_lists: Vec<&[claims::Claim]> = plans
+        .iter()
+        .map(|plan| {
+            claims
+                .experiment
+                .get(&plan.id)
+                .map(|paper| paper.claim.as_slice())
+                .unwrap_or(&[])
+        })
+        .collect();
+    let mut samples: Vec<Vec<Vec<Sample>>> = claim_lists
+        .iter()
+        .map(|list| vec![Vec::new(); list.len()])
+        .collect();
+    let mut all_outcomes = Vec::new();
+    let mut first = None;
+    for replication in 0..replications {
+        bar.set_prefix(format!("replication {}/{replications}", replication + 1));
+        let (jobs, runs_of) = replication_jobs(&plans, replication, &args.out);
+        let outcomes = runner::run_all(jobs, threads, &bar);
+        let experiments = load_experiments(&plans, runs_of, &outcomes);
+        {
+            let views = run_views(&experiments);
+            for (index, experiment) in experiments.iter().enumerate() {
+                for (claim, collected) in claim_lists[index].iter().zip(&mut samples[index]) {
+                    collected.push(claims::sample(claim, &views[&experiment.id], &views));
+                }
+            }
+        }
+        if replication == 0 {
+            first = Some(experiments);
+        } else if !args.keep_runs {
+            drop(experiments);
+            for outcome in outcomes.iter().filter(|outcome| outcome.result.is_ok()) {
+                prune_run(&outcome.job.directory)?;
+            }
+        }
+        all_outcomes.extend(outcomes);
+    }
+    bar.finish_and_clear();
+    let simulated = started.elapsed();
+    write_runs_csv(&args.out, &all_outcomes)?;
+
+    // ns-2 side by side for the conformance experiments, recorded testbed runs: beside the runs
+    // of replication 0, which the figures show.
     let ns_path = PathBuf::from(tfrc_ns2::DEFAULT_NS_PATH);
     let ns_available = tfrc_ns2::find_ns(&ns_path).is_ok();
     let testbed_dir = args
         .testbed
         .clone()
         .unwrap_or_else(|| dir.join("../results/testbed"));
-
-    let mut experiments = Vec::new();
-    for ((id, scenario), runs) in ids.iter().zip(scenarios).zip(runs_of) {
-        let mut loaded = Vec::new();
-        let mut failures = Vec::new();
-        for (variant, index) in runs {
-            let outcome = &outcomes[index];
-            match &outcome.result {
-                Ok(_) => match Run::load(&outcome.job.directory) {
-                    Ok(run) => loaded.push(LoadedRun {
-                        scenario: variant,
-                        run,
-                    }),
-                    Err(error) => failures.push(format!("{}: {error}", variant.name)),
-                },
-                Err(error) => failures.push(error.clone()),
-            }
-        }
-        let ns2 = if NS2_CONFORMANCE.contains(&id.as_str()) {
-            Some(if args.no_ns2 {
+    let mut experiments = first.unwrap_or_default();
+    for experiment in &mut experiments {
+        let id = experiment.id.clone();
+        if NS2_CONFORMANCE.contains(&id.as_str()) {
+            experiment.ns2 = Some(if args.no_ns2 {
                 Err("skipped (--no-ns2)".to_string())
             } else if !ns_available {
                 Err(format!(
@@ -287,23 +446,24 @@ pub fn run(args: &ReproduceArgs) -> Result<()> {
                     ns_path.display()
                 ))
             } else {
-                run_ns2(id, &loaded, &args.out, &ns_path)
-            })
-        } else {
-            None
-        };
-        experiments.push(Experiment {
-            id: id.clone(),
-            scenario,
-            runs: loaded,
-            failures,
-            ns2,
-            testbed: testbed_runs(&testbed_dir, id),
-        });
+                run_ns2(&id, &experiment.runs, &args.out, &ns_path)
+            });
+        }
+        experiment.testbed = testbed_runs(&testbed_dir, &id);
     }
+    let outcomes: Vec<Vec<Outcome>> = claim_lists
+        .iter()
+        .zip(&samples)
+        .map(|(list, collected)| {
+            list.iter()
+                .zip(collected)
+                .map(|(claim, samples)| claims::judge(claim, samples))
+                .collect()
+        })
+        .collect();
 
-    let report = build_report(&experiments, &claims, args)?;
-    let (holds, differs, not_run) = count_verdicts(&report);
+    let report = build_report(&experiments, &claims, &outcomes, replications, args)?;
+    let counts = count_verdicts(&report);
     let files = report
         .images(if args.embed_images {
             Images::Embedded
@@ -314,9 +474,13 @@ pub fn run(args: &ReproduceArgs) -> Result<()> {
         .context("cannot write the report")?;
     if !args.quiet {
         eprintln!(
-            "simulations {:.1} s, whole report {:.1} s; verdicts: {holds} hold, {differs} differ, {not_run} not run",
+            "simulations {:.1} s, whole report {:.1} s; verdicts: {} hold, {} differ, {} inconclusive, {} not run",
             simulated.as_secs_f64(),
-            started.elapsed().as_secs_f64()
+            started.elapsed().as_secs_f64(),
+            counts.holds,
+            counts.differs,
+            counts.inconclusive,
+            counts.not_run
         );
         println!("{}", files.html.display());
     }
@@ -325,12 +489,15 @@ pub fn run(args: &ReproduceArgs) -> Result<()> {
 
 /// `runs.csv`: every distinct run with its directory, wall time and events.
 fn write_runs_csv(out: &Path, outcomes: &[runner::RunOutcome]) -> Result<()> {
-    let mut text = String::from("experiment,run,directory,status,wall_time_s,events\n");
+    let mut text =
+        String::from("experiment,run,replication,seed,directory,status,wall_time_s,events\n");
     for outcome in outcomes {
         text += &format!(
-            "{},\"{}\",\"{}\",{},{:.3},{}\n",
+            "{},\"{}\",{},{},\"{}\",{},{:.3},{}\n",
             outcome.job.experiment,
             outcome.job.scenario.name,
+            outcome.job.replication,
+            outcome.job.scenario.seed,
             outcome
                 .job
                 .directory
@@ -351,13 +518,23 @@ fn write_runs_csv(out: &Path, outcomes: &[runner::RunOutcome]) -> Result<()> {
         .with_context(|| format!("cannot write {}", out.join("runs.csv").display()))
 }
 
-fn count_verdicts(report: &Report) -> (usize, usize, usize) {
-    let mut counts = (0, 0, 0);
+/// How many experiments got each verdict.
+#[derive(Debug, Default)]
+struct VerdictCounts {
+    holds: usize,
+    differs: usize,
+    inconclusive: usize,
+    not_run: usize,
+}
+
+fn count_verdicts(report: &Report) -> VerdictCounts {
+    let mut counts = VerdictCounts::default();
     for section in &report.sections {
         match section.verdict {
-            Verdict::Holds => counts.0 += 1,
-            Verdict::Differs(_) => counts.1 += 1,
-            Verdict::NotRun(_) => counts.2 += 1,
+            Verdict::Holds => counts.holds += 1,
+            Verdict::Differs(_) => counts.differs += 1,
+            Verdict::Inconclusive(_) => counts.inconclusive += 1,
+            Verdict::NotRun(_) => counts.not_run += 1,
         }
     }
     counts
@@ -471,16 +648,6 @@ fn setup_text(experiment: &Experiment, paper: Option<&claims::ExperimentClaims>)
     text
 }
 
-fn status_text(outcome: &Outcome) -> String {
-    match &outcome.status {
-        Status::Holds => "holds".into(),
-        Status::Differs => "differs".into(),
-        Status::Reference => "reference".into(),
-        Status::Qualitative => "see figure".into(),
-        Status::NotMeasured(reason) => format!("not measured: {reason}"),
-    }
-}
-
 fn verdict(experiment: &Experiment, outcomes: &[Outcome]) -> Verdict {
     if experiment.runs.is_empty() {
         return Verdict::NotRun(format!(
@@ -488,19 +655,28 @@ fn verdict(experiment: &Experiment, outcomes: &[Outcome]) -> Verdict {
             experiment.failures.join("; ")
         ));
     }
-    let differing: Vec<String> = outcomes
-        .iter()
-        .filter(|outcome| outcome.status == Status::Differs)
-        .map(|outcome| {
-            format!(
-                "“{}”: paper {}, ours {}",
-                outcome.claim.text, outcome.paper, outcome.ours
-            )
-        })
-        .collect();
+    let listed = |wanted: &Status| -> Vec<String> {
+        outcomes
+            .iter()
+            .filter(|outcome| &outcome.status == wanted)
+            .map(|outcome| {
+                format!(
+                    "“{}”: paper {}, ours {}",
+                    outcome.claim.text, outcome.paper, outcome.ours
+                )
+            })
+            .collect()
+    };
+    let differing = listed(&Status::Differs);
+    let inconclusive = listed(&Status::Inconclusive);
     let checked = outcomes
         .iter()
-        .filter(|outcome| matches!(outcome.status, Status::Holds | Status::Differs))
+        .filter(|outcome| {
+            matches!(
+                outcome.status,
+                Status::Holds | Status::Differs | Status::Inconclusive
+            )
+        })
         .count();
     let unmeasured: Vec<String> = outcomes
         .iter()
@@ -510,10 +686,24 @@ fn verdict(experiment: &Experiment, outcomes: &[Outcome]) -> Verdict {
         })
         .collect();
     if !differing.is_empty() {
-        Verdict::Differs(format!(
+        let mut text = format!(
             "{} of {checked} checked claim(s) differ — {}",
             differing.len(),
             differing.join("; ")
+        );
+        if !inconclusive.is_empty() {
+            text += &format!(
+                "; {} inconclusive — {}",
+                inconclusive.len(),
+                inconclusive.join("; ")
+            );
+        }
+        Verdict::Differs(text)
+    } else if !inconclusive.is_empty() {
+        Verdict::Inconclusive(format!(
+            "{} of {checked} checked claim(s) straddle the threshold — {}",
+            inconclusive.len(),
+            inconclusive.join("; ")
         ))
     } else if checked > 0 {
         Verdict::Holds
@@ -529,19 +719,85 @@ fn verdict(experiment: &Experiment, outcomes: &[Outcome]) -> Verdict {
     }
 }
 
+/// The claims table of a section: each claim with the paper's words, the threshold's origin,
+/// the paper's number, ours with its interval, the verdict, and the explanation of a non-hold.
+fn claims_table(outcomes: &[Outcome], replications: u32) -> Table {
+    let mut table = Table::new(
+        format!(
+            "Claims (ours: mean over {replications} replication(s) [95 % confidence interval])"
+        ),
+        [
+            "claim",
+            "the paper says",
+            "threshold",
+            "paper",
+            "ours",
+            "verdict",
+            "why",
+        ]
+        .map(String::from)
+        .to_vec(),
+    );
+    for outcome in outcomes {
+        let claim = &outcome.claim;
+        let said = match (&claim.quote, &claim.source) {
+            (Some(quote), Some(source)) => format!("“{quote}” ({source})"),
+            (Some(quote), None) => format!("“{quote}”"),
+            _ => "(no quote recorded)".to_string(),
+        };
+        let threshold = match claim.threshold.as_deref() {
+            Some("paper") => "the paper's",
+            Some("ours") => "ours (the paper gives no number)",
+            _ => "not recorded",
+        };
+        let why = match outcome.status {
+            Status::Differs | Status::Inconclusive => claim
+                .explanation
+                .clone()
+                .unwrap_or_else(|| "(no explanation recorded yet)".to_string()),
+            _ => String::new(),
+        };
+        table = table.row(vec![
+            format!("{} [{}]", claim.text, claim.metric),
+            said,
+            threshold.to_string(),
+            outcome.paper.clone(),
+            outcome.ours.clone(),
+            outcome.status.text(),
+            why,
+        ]);
+    }
+    table
+}
+
+/// One `claims.csv` field, quoted.
+fn csv_field(text: &str) -> String {
+    format!("\"{}\"", text.replace('"', "\"\""))
+}
+
 fn build_report(
     experiments: &[Experiment],
     claims_file: &claims::ClaimsFile,
+    outcomes: &[Vec<Outcome>],
+    replications: u32,
     args: &ReproduceArgs,
 ) -> Result<Report> {
     let mut report = Report::new("TFRC and its extensions: the papers' experiments, reproduced")
         .intro(format!(
-            "Every experiment of ../shared/EXPERIMENTS.md run in our simulator (`tfrc sim`, the same \
-             protocol code as the real tools){}. For each: the setup, our figures, the paper's stated \
-             result, the paper's numbers beside ours, and a verdict. Claims and tolerances come from \
-             `scenarios/claims.toml` (tolerances are ours; the papers give none). Raw files of every \
-             run are under `runs/` (`runs.csv` lists them with their wall times); `claims.csv` lists \
-             every claim with both numbers.\n\nMetrics (scenarios/claims.toml): {}",
+            "Every experiment of the four papers (catalogue: docs/experiments.md in the toolkit's \
+             source tree) run in our simulator (`tfrc sim`, the same protocol code as the real \
+             tools){}. Each experiment ran {replications} independent replication(s): each draws new \
+             seeds for every random source and loss model and starts every flow later by a delay \
+             drawn uniformly in [0, one base RTT of its path), what the papers leave random or \
+             unstated (`Scenario::replicate`; `tfrc sim FILE --replication K` reruns replication K). \
+             A claim's figure is the mean over the replications with its 95 % Student-t confidence \
+             interval; the claim **holds** when the whole interval lies on the paper's side of its \
+             threshold, **differs** when it lies wholly on the other side, and is **inconclusive** \
+             when it straddles it. Each claim quotes its paper and says whether its threshold is the \
+             paper's or ours (where the paper gives no number). Figures show replication 0; raw \
+             files of replication 0 are under `runs/`, the other replications keep their \
+             `summary.json` (`runs.csv` lists every run with its seed and wall time); `claims.csv` \
+             lists every claim with both numbers and the interval.\n\nMetrics (scenarios/claims.toml): {}",
             if args.quick {
                 " — QUICK MODE: shortened runs, numbers are not comparable with the papers"
             } else {
@@ -554,36 +810,11 @@ fn build_report(
                 .collect::<Vec<_>>()
                 .join("; ")
         ));
-    let views: BTreeMap<String, Vec<RunView<'_>>> = experiments
-        .iter()
-        .map(|experiment| {
-            let views = experiment
-                .runs
-                .iter()
-                .map(|loaded| RunView {
-                    labels: &loaded.scenario.variant,
-                    run: &loaded.run,
-                    disturbance: disturbance(&loaded.scenario),
-                    capacity_kbps: capacity_kbps(&loaded.scenario, &loaded.run),
-                })
-                .collect();
-            (experiment.id.clone(), views)
-        })
-        .collect();
-    let mut csv = String::from("experiment,claim,metric,relation,paper,ours,status\n");
-    let quote = |text: &str| format!("\"{}\"", text.replace('"', "\"\""));
-    for experiment in experiments {
+    let mut csv = String::from(
+        "experiment,claim,metric,relation,paper,ours,status,replications,mean,ci_low,ci_high,threshold,source,quote,reading\n",
+    );
+    for (experiment, outcomes) in experiments.iter().zip(outcomes) {
         let paper = claims_file.experiment.get(&experiment.id);
-        let runs = &views[&experiment.id];
-        let outcomes: Vec<Outcome> = paper
-            .map(|paper| {
-                paper
-                    .claim
-                    .iter()
-                    .map(|claim| claims::evaluate(claim, runs, &views))
-                    .collect()
-            })
-            .unwrap_or_default();
         let title = match paper {
             Some(paper) => format!("paper {}, {}", paper.paper, paper.location),
             None => experiment.id.clone(),
@@ -598,6 +829,9 @@ fn build_report(
         for (path, caption) in figures::draw(experiment, &args.out)? {
             section = section.figure(path, caption);
         }
+        if !outcomes.is_empty() {
+            section = section.table(claims_table(outcomes, replications));
+        }
         if let Some(table) = figures::table(experiment) {
             section = section.table(table);
         }
@@ -609,26 +843,29 @@ fn build_report(
         for (quantity, simulated, real) in figures::testbed_comparison(experiment) {
             section = section.measurement(quantity, simulated, real);
         }
-        for outcome in &outcomes {
-            section = section.measurement(
-                format!(
-                    "{} [{}; {}]",
-                    outcome.claim.text,
-                    outcome.claim.metric,
-                    status_text(outcome)
-                ),
-                outcome.paper.clone(),
-                outcome.ours.clone(),
-            );
+        for outcome in outcomes {
+            let claim = &outcome.claim;
+            let number = |value: Option<f64>| value.map(|v| format!("{v}")).unwrap_or_default();
             csv += &format!(
-                "{},{},{},{},{},{},{}\n",
+                "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
                 experiment.id,
-                quote(&outcome.claim.text),
-                quote(&outcome.claim.metric),
-                outcome.claim.relation,
-                quote(&outcome.paper),
-                quote(&outcome.ours),
-                quote(&status_text(outcome))
+                csv_field(&claim.text),
+                csv_field(&claim.metric),
+                claim.relation,
+                csv_field(&outcome.paper),
+                csv_field(&outcome.ours),
+                csv_field(&outcome.status.text()),
+                outcome
+                    .interval
+                    .map(|i| i.n.to_string())
+                    .unwrap_or_default(),
+                number(outcome.interval.map(|i| i.mean)),
+                number(outcome.interval.map(|i| i.low)),
+                number(outcome.interval.map(|i| i.high)),
+                claim.threshold.as_deref().unwrap_or(""),
+                csv_field(claim.source.as_deref().unwrap_or("")),
+                csv_field(claim.quote.as_deref().unwrap_or("")),
+                csv_field(claim.reading.as_deref().unwrap_or("")),
             );
         }
         for failure in &experiment.failures {
@@ -640,7 +877,7 @@ fn build_report(
                 section = section.raw_data(relative.to_path_buf());
             }
         }
-        report = report.section(section.verdict(verdict(experiment, &outcomes)));
+        report = report.section(section.verdict(verdict(experiment, outcomes)));
     }
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("cannot create {}", args.out.display()))?;

@@ -20,6 +20,8 @@ pub struct Job {
     pub scenario: Scenario,
     /// Where its files go.
     pub directory: PathBuf,
+    /// Which replication of the experiment (0 keeps its raw files).
+    pub replication: u32,
 }
 
 /// What a run gave.
@@ -35,17 +37,10 @@ pub struct RunOutcome {
     pub events: u64,
 }
 
-/// Runs `jobs` on `threads` threads, longest first, with a progress bar on stderr (unless
-/// `quiet`). Outcomes come back in the order of `jobs`.
-pub fn run_all(jobs: Vec<Job>, threads: usize, quiet: bool) -> Vec<RunOutcome> {
-    let total = jobs.len();
-    // Longest first (simulated time × flows as a proxy), so the pool does not end on one long run.
-    let mut order: Vec<usize> = (0..total).collect();
-    let weight =
-        |job: &Job| job.scenario.duration.as_secs_f64() * (job.scenario.flows.len() as f64 + 1.0);
-    order.sort_by(|&a, &b| weight(&jobs[b]).total_cmp(&weight(&jobs[a])));
+/// A progress bar for `total` runs on stderr (hidden when `quiet`).
+pub fn progress_bar(total: u64, quiet: bool) -> ProgressBar {
     let bar = ProgressBar::with_draw_target(
-        Some(total as u64),
+        Some(total),
         if quiet {
             ProgressDrawTarget::hidden()
         } else {
@@ -60,6 +55,18 @@ pub fn run_all(jobs: Vec<Job>, threads: usize, quiet: bool) -> Vec<RunOutcome> {
         .progress_chars("=> "),
     );
     bar.set_prefix("simulating");
+    bar
+}
+
+/// Runs `jobs` on `threads` threads, longest first, advancing `bar` by one per run. Outcomes
+/// come back in the order of `jobs`.
+pub fn run_all(jobs: Vec<Job>, threads: usize, bar: &ProgressBar) -> Vec<RunOutcome> {
+    let total = jobs.len();
+    // Longest first (simulated time × flows as a proxy), so the pool does not end on one long run.
+    let mut order: Vec<usize> = (0..total).collect();
+    let weight =
+        |job: &Job| job.scenario.duration.as_secs_f64() * (job.scenario.flows.len() as f64 + 1.0);
+    order.sort_by(|&a, &b| weight(&jobs[b]).total_cmp(&weight(&jobs[a])));
     let next = AtomicUsize::new(0);
     let outcomes: Mutex<Vec<Option<RunOutcome>>> = Mutex::new(vec![None; total]);
     std::thread::scope(|scope| {
@@ -93,7 +100,6 @@ pub fn run_all(jobs: Vec<Job>, threads: usize, quiet: bool) -> Vec<RunOutcome> {
             });
         }
     });
-    bar.finish_and_clear();
     outcomes
         .into_inner()
         .unwrap_or_default()

@@ -114,6 +114,7 @@ pub fn tfrc_config(
         packet_size,
         target_rate: spec.target_rate.map(|rate| rate.bytes_per_second()),
         rtt_ref: spec.rtt_ref,
+        feedbacks_per_rtt: spec.feedbacks_per_rtt,
         veno: spec.veno.map(|veno| tfrc_proto::Veno {
             beta: veno.beta,
             alpha: veno.alpha,
