@@ -687,13 +687,16 @@ mod tests {
         // (t(0.975, 40) = 2.0211, t(0.975, 120) = 1.9799).
         assert!((student_t_975(40).unwrap() - 2.0211).abs() < 1e-3);
         assert!((student_t_975(120).unwrap() - 1.9799).abs() < 1e-3);
-        // 10 values 1..=10: mean 5.5, s = 3.02765, half-width 2.262·s/√10 = 2.16585.
+        // 10 values 1..=10: mean 5.5, s = 3.027650, half-width 2.262·s/√10 = 2.165700.
         let values: Vec<f64> = (1..=10).map(f64::from).collect();
         let interval = confidence_interval_95(&values).unwrap();
         assert_eq!(interval.n, 10);
         assert!((interval.mean - 5.5).abs() < 1e-12);
-        assert!((interval.high - 5.5 - 2.16585).abs() < 1e-4, "{interval:?}");
-        assert!((interval.mean - interval.low - 2.16585).abs() < 1e-4);
+        assert!(
+            (interval.high - 5.5 - 2.165700).abs() < 1e-5,
+            "{interval:?}"
+        );
+        assert!((interval.mean - interval.low - 2.165700).abs() < 1e-5);
         let single = confidence_interval_95(&[2.0]).unwrap();
         assert_eq!((single.low, single.high), (2.0, 2.0));
         assert_eq!(confidence_interval_95(&[]), None);

@@ -24,6 +24,10 @@ pub struct SimArgs {
     /// Override a key of the file, e.g. `--set duration=60s --set flow.a.target_rate=800kbps`.
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub set: Vec<String>,
+    /// Run replication K of every variant, exactly as `tfrc reproduce` runs it: a seed derived
+    /// from the file's seed (or `--seed`) and K, and flow starts jittered by up to one base RTT.
+    #[arg(long, value_name = "K")]
+    pub replication: Option<u32>,
     /// No progress bar and no summary table.
     #[arg(long, short)]
     pub quiet: bool,
@@ -169,7 +173,13 @@ pub fn summary_table(summary: &Summary) -> String {
 
 /// `tfrc sim`.
 pub fn run(args: &SimArgs) -> Result<()> {
-    let variants = load_variants(&args.scenario, &args.set, args.seed)?;
+    let mut variants = load_variants(&args.scenario, &args.set, args.seed)?;
+    if let Some(replication) = args.replication {
+        variants = variants
+            .iter()
+            .map(|variant| variant.replicate(replication))
+            .collect();
+    }
     let several = variants.len() > 1;
     for scenario in &variants {
         let directory = if several {

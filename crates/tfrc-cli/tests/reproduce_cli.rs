@@ -60,16 +60,27 @@ fn quick_reproduction_reports_every_experiment_with_numbers() {
             html.contains(&format!("id=\"{id}\"")),
             "{id}: not in index.html"
         );
-        // A measurement row: | quantity | paper | ours | with a number in our column.
-        let has_number = text
-            .lines()
-            .filter(|line| line.starts_with("| "))
-            .any(|line| {
-                let cells: Vec<&str> = line.split(" | ").collect();
-                cells.len() >= 3
-                    && !line.starts_with("| quantity")
-                    && cells[2].chars().any(|c| c.is_ascii_digit())
-            });
+        // A table row with a number in its "ours" column (the claims table or the
+        // measurements table).
+        let mut ours_column = None;
+        let mut has_number = false;
+        for line in text.lines() {
+            if line.starts_with("|-") {
+                continue;
+            }
+            if !line.starts_with("| ") {
+                ours_column = None;
+                continue;
+            }
+            let cells: Vec<&str> = line.split(" | ").map(str::trim).collect();
+            if let Some(index) = cells.iter().position(|cell| *cell == "ours") {
+                ours_column = Some(index);
+            } else if let Some(index) = ours_column {
+                has_number |= cells
+                    .get(index)
+                    .is_some_and(|cell| cell.chars().any(|c| c.is_ascii_digit()));
+            }
+        }
         if has_number {
             with_numbers += 1;
         } else {
@@ -99,7 +110,90 @@ fn quick_reproduction_reports_every_experiment_with_numbers() {
         .count();
     let csv = std::fs::read_to_string(out.join("claims.csv")).unwrap();
     let mut reader = csv::Reader::from_reader(csv.as_bytes());
-    assert_eq!(reader.records().count(), claim_count);
+    let headers = reader.headers().unwrap().clone();
+    let column = |name: &str| {
+        headers
+            .iter()
+            .position(|h| h == name)
+            .unwrap_or_else(|| panic!("claims.csv has no column {name}: {headers:?}"))
+    };
+    let (status, replications, mean, low, high, quote) = (
+        column("status"),
+        column("replications"),
+        column("mean"),
+        column("ci_low"),
+        column("ci_high"),
+        column("quote"),
+    );
+    let records: Vec<csv::StringRecord> = reader.records().map(Result::unwrap).collect();
+    assert_eq!(records.len(), claim_count);
+    let mut judged = 0;
+    for record in &records {
+        assert!(
+            !record[quote].is_empty(),
+            "a claim without its quote: {record:?}"
+        );
+        let verdict = record[status].split(':').next().unwrap().trim();
+        assert!(
+            [
+                "holds",
+                "differs",
+                "inconclusive",
+                "reference",
+                "see figure",
+                "not measured"
+            ]
+            .contains(&verdict),
+            "{verdict}"
+        );
+        if ["holds", "differs", "inconclusive"].contains(&verdict) {
+            judged += 1;
+            // --quick runs two replications; each judged claim has its interval.
+            assert_eq!(&record[replications], "2", "{record:?}");
+            let number = |i: usize| record[i].parse::<f64>().unwrap();
+            assert!(
+                number(low) <= number(mean) && number(mean) <= number(high),
+                "{record:?}"
+            );
+        }
+    }
+    assert!(
+        judged >= claim_count / 2,
+        "{judged} judged claims of {claim_count}"
+    );
+    // The report stands alone: no link out of the project.
+    assert!(
+        !report.contains("../shared"),
+        "report.md points outside the project"
+    );
+    assert!(report.contains("Claims (ours: mean over 2 replication(s)"));
+    // Replication 0 keeps its raw files; the others keep their summary and scenario only.
+    let runs = std::fs::read_to_string(out.join("runs.csv")).unwrap();
+    let mut reader = csv::Reader::from_reader(runs.as_bytes());
+    let mut seen = [false; 2];
+    for record in reader.records().map(Result::unwrap) {
+        let directory = out.join(&record[4]);
+        let replication: usize = record[2].parse().unwrap();
+        seen[replication] = true;
+        let mut files: Vec<String> = std::fs::read_dir(&directory)
+            .unwrap()
+            .map(|e| e.unwrap())
+            .filter(|e| e.path().is_file())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        files.sort();
+        if replication == 0 {
+            assert!(files.contains(&"flows.csv".to_string()), "{files:?}");
+        } else {
+            assert_eq!(
+                files,
+                ["scenario.toml", "summary.json"],
+                "{}",
+                directory.display()
+            );
+        }
+    }
+    assert_eq!(seen, [true, true]);
     // The ns-2 conformance runs are beside ours when ns-2 is installed (always in CI).
     let ns_installed = Path::new("/usr/bin/ns").is_file();
     if ns_installed {
@@ -132,4 +226,61 @@ fn an_unknown_experiment_is_an_error_listing_the_known_ones() {
         message.contains("e999-nope") && message.contains("e000-loss"),
         "{message}"
     );
+}
+
+/// `tfrc sim --replication K` runs exactly replication K of `tfrc reproduce`: the same seed and
+/// the same jittered starts, so the same summary.
+#[test]
+fn sim_replication_matches_the_reproduce_replication() {
+    let directory = tempfile::tempdir().unwrap();
+    let out = directory.path().join("report");
+    let status = Command::cargo_bin("tfrc")
+        .unwrap()
+        .args([
+            "reproduce",
+            "--only",
+            "e000-udp",
+            "--quick",
+            "--quiet",
+            "--no-ns2",
+            "-r",
+            "2",
+            "--out",
+        ])
+        .arg(&out)
+        .output()
+        .unwrap()
+        .status;
+    assert!(status.success());
+    let scenario = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/e000-udp.toml");
+    let text = std::fs::read_to_string(&scenario).unwrap();
+    let quick: toml::Value = toml::from_str(&text).unwrap();
+    let sets: Vec<String> = quick["quick"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap().to_string())
+        .collect();
+    let sim_out = directory.path().join("sim");
+    let mut command = Command::cargo_bin("tfrc").unwrap();
+    command
+        .args(["sim", "--quiet", "--replication", "1", "--out"])
+        .arg(&sim_out)
+        .arg(&scenario);
+    for set in &sets {
+        command.args(["--set", set]);
+    }
+    assert!(command.output().unwrap().status.success());
+    let read = |path: std::path::PathBuf| -> serde_json::Value {
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+    };
+    let variant = "profile=rfc5348";
+    let reproduced = read(
+        out.join("runs/e000-udp")
+            .join(variant)
+            .join("replication-1/summary.json"),
+    );
+    let simulated = read(sim_out.join(variant).join("summary.json"));
+    assert_eq!(reproduced["seed"], simulated["seed"]);
+    assert_eq!(reproduced["flows"], simulated["flows"]);
 }

@@ -171,7 +171,12 @@ fn describe(link: &LinkArgs, direction: &str) -> String {
     };
     let capacity = match &direction.capacity {
         crate::spec::CapacitySpec::Rate(bits) => format!("{bits} bit/s"),
-        crate::spec::CapacitySpec::Trace(path) => format!("trace {}", path.display()),
+        crate::spec::CapacitySpec::Trace(path, offset) if offset.is_zero() => {
+            format!("trace {}", path.display())
+        }
+        crate::spec::CapacitySpec::Trace(path, offset) => {
+            format!("trace {} from {:?}", path.display(), offset)
+        }
     };
     format!(
         "{capacity}, {} ms, {:?}{}",

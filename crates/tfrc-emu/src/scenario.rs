@@ -67,7 +67,7 @@ fn direction_spec(spec: &LinkDirectionSpec) -> DirectionSpec {
     DirectionSpec {
         capacity: match &spec.capacity {
             Capacity::Rate(rate) => CapacitySpec::Rate(rate.bits_per_second()),
-            Capacity::Trace(path) => CapacitySpec::Trace(path.clone()),
+            Capacity::Trace { path, offset } => CapacitySpec::Trace(path.clone(), *offset),
         },
         delay: spec.delay,
         queue: queue_config(&spec.queue),

@@ -75,8 +75,8 @@ impl Direction {
 pub enum CapacitySpec {
     /// A constant rate in bits/s.
     Rate(u64),
-    /// A Mahimahi delivery trace file.
-    Trace(PathBuf),
+    /// A Mahimahi delivery trace file, started this far into itself.
+    Trace(PathBuf, Duration),
 }
 
 /// A token-bucket marker of one direction.
@@ -125,7 +125,9 @@ impl DirectionSpec {
     pub fn to_config(&self, start: Instant) -> anyhow::Result<LinkDirectionConfig> {
         let transmitter = match &self.capacity {
             CapacitySpec::Rate(bits) => Transmitter::fixed_rate(*bits)?,
-            CapacitySpec::Trace(path) => Transmitter::trace(DeliveryTrace::from_file(path)?, start),
+            CapacitySpec::Trace(path, offset) => {
+                Transmitter::trace(DeliveryTrace::from_file(path)?.starting_at(*offset), start)
+            }
         };
         Ok(LinkDirectionConfig {
             transmitter,
@@ -151,7 +153,7 @@ impl DirectionSpec {
     pub fn rate_bits_per_second(&self) -> Option<u64> {
         match self.capacity {
             CapacitySpec::Rate(bits) => Some(bits),
-            CapacitySpec::Trace(_) => None,
+            CapacitySpec::Trace(..) => None,
         }
     }
 }
@@ -205,7 +207,8 @@ impl LinkSpec {
                 return Err(SpecError::new("--trace", value, "no such file"));
             }
             for direction in directions {
-                link.direction_mut(direction).capacity = CapacitySpec::Trace(path.clone());
+                link.direction_mut(direction).capacity =
+                    CapacitySpec::Trace(path.clone(), Duration::ZERO);
             }
         }
         for value in flags.delay {

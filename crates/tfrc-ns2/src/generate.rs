@@ -237,7 +237,7 @@ impl<'a> Generator<'a> {
             ] {
                 let capacity_bps = match &spec.capacity {
                     Capacity::Rate(rate) => rate.bits_per_second(),
-                    Capacity::Trace(path) => {
+                    Capacity::Trace { path, .. } => {
                         let mean = trace_mean_rate(path).map_err(|message| {
                             generate_error(scenario, &format!("{key}.trace"), message)
                         })?;

@@ -58,7 +58,7 @@ impl LinkDirectionSpec {
     pub fn rate(&self) -> Option<Rate> {
         match &self.capacity {
             Capacity::Rate(rate) => Some(*rate),
-            Capacity::Trace(_) => None,
+            Capacity::Trace { .. } => None,
         }
     }
 
@@ -66,7 +66,7 @@ impl LinkDirectionSpec {
     pub fn trace(&self) -> Option<&Path> {
         match &self.capacity {
             Capacity::Rate(_) => None,
-            Capacity::Trace(path) => Some(path),
+            Capacity::Trace { path, .. } => Some(path),
         }
     }
 }
@@ -79,7 +79,13 @@ pub enum Capacity {
     /// A Mahimahi delivery trace (key `trace`): one line per 1500-byte delivery opportunity, in
     /// milliseconds from the start, repeating at its end. A relative path in the file has been
     /// resolved against the scenario file's directory.
-    Trace(PathBuf),
+    Trace {
+        /// The trace file.
+        path: PathBuf,
+        /// Where in the trace the run starts (key `trace_offset`, default 0): the link's time 0
+        /// is the trace's time `offset` (whole milliseconds; the trace repeats at its end).
+        offset: Duration,
+    },
 }
 
 /// The queue in front of a link direction. Limits and thresholds count packets.

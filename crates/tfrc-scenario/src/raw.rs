@@ -126,6 +126,8 @@ pub(crate) struct RawLink {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) trace: Option<NoneOr<String>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) trace_offset: Option<DurationText>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) delay: Option<DurationText>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) queue: Option<RawQueue>,
@@ -146,6 +148,8 @@ pub(crate) struct RawDirection {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) trace: Option<NoneOr<String>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) trace_offset: Option<DurationText>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) delay: Option<DurationText>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) queue: Option<RawQueue>,
@@ -157,6 +161,7 @@ impl RawDirection {
     pub(crate) fn is_empty(&self) -> bool {
         self.rate.is_none()
             && self.trace.is_none()
+            && self.trace_offset.is_none()
             && self.delay.is_none()
             && self.queue.is_none()
             && self.loss.is_none()

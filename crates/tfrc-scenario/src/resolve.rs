@@ -286,6 +286,7 @@ fn resolve_link(r: &Resolver<'_>, index: usize, raw: RawLink) -> Result<Link> {
     let top = RawDirection {
         rate: raw.rate,
         trace: raw.trace,
+        trace_offset: raw.trace_offset,
         delay: raw.delay,
         queue: raw.queue,
         loss: raw.loss,
@@ -306,6 +307,12 @@ fn level_capacity(
     level: &RawDirection,
 ) -> Result<Option<Capacity>> {
     let trace = flatten(level.trace.clone());
+    if level.trace_offset.is_some() && trace.is_none() {
+        return Err(r.error(
+            format!("{prefix}.trace_offset"),
+            "trace_offset needs a trace at the same level (it says where in the trace the run starts)",
+        ));
+    }
     match (flatten(level.rate.clone()), trace) {
         (Some(_), Some(_)) => Err(r.error(
             format!("{prefix}.trace"),
@@ -321,7 +328,10 @@ fn level_capacity(
                     "expected the path of a Mahimahi trace file, got an empty string",
                 ));
             }
-            Ok(Some(Capacity::Trace(resolve_path(r.base_dir, &path))))
+            Ok(Some(Capacity::Trace {
+                path: resolve_path(r.base_dir, &path),
+                offset: level.trace_offset.map_or(Duration::ZERO, |offset| offset.0),
+            }))
         }
         (None, None) => Ok(None),
     }
@@ -1004,8 +1014,9 @@ pub(crate) fn unresolve(scenario: &Scenario) -> RawScenario {
 fn capacity_to_raw(capacity: &Capacity, level: &mut RawDirection) {
     match capacity {
         Capacity::Rate(rate) => level.rate = Some(NoneOr::Some(*rate)),
-        Capacity::Trace(path) => {
+        Capacity::Trace { path, offset } => {
             level.trace = Some(NoneOr::Some(path.to_string_lossy().into_owned()));
+            level.trace_offset = (!offset.is_zero()).then_some(DurationText(*offset));
         }
     }
 }
@@ -1041,6 +1052,7 @@ fn unresolve_link(link: &Link) -> RawLink {
         between: link.between.to_vec(),
         rate: top.rate,
         trace: top.trace,
+        trace_offset: top.trace_offset,
         delay: top.delay,
         queue: top.queue,
         loss: top.loss,

@@ -513,7 +513,7 @@ fn unknown_keys_are_rejected_with_their_name() {
     assert_error(
         &minimal("reverse = { bandwidth = \"1Mbps\" }"),
         "link[0].reverse.bandwidth",
-        "expected one of: rate, trace, delay, queue, loss",
+        "expected one of: rate, trace, trace_offset, delay, queue, loss",
     );
     assert_error(
         &minimal(
@@ -745,4 +745,39 @@ fn fixed_feedbacks_per_rtt() {
             "{error}"
         );
     }
+}
+
+/// `trace_offset` starts a trace-driven direction that far into its trace; it needs a trace at
+/// the same level and survives writing back.
+#[test]
+fn trace_offsets_travel_with_their_trace() {
+    let dir = std::env::temp_dir().join(format!("tfrc-trace-offset-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("t.down"), "0\n5\n10\n").unwrap();
+    let text = |extra: &str| {
+        format!(
+            "name = \"t\"\nduration = \"10s\"\n[[link]]\nbetween = [\"a\", \"b\"]\ntrace = \"t.down\"\ndelay = \"10ms\"\n{extra}\n[[flow]]\nname = \"x\"\nkind = \"cbr\"\nrate = \"100kbps\"\nfrom = \"a\"\nto = \"b\"\n"
+        )
+    };
+    let scenario = Scenario::from_str_in_dir(
+        &text("trace_offset = \"480s\"\nreverse = { rate = \"1Mbps\" }"),
+        "t.toml",
+        &dir,
+    )
+    .unwrap();
+    let Capacity::Trace { offset, .. } = &scenario.links[0].forward.capacity else {
+        panic!("not a trace");
+    };
+    assert_eq!(*offset, secs(480));
+    let again = Scenario::from_str_in_dir(&scenario.to_toml_string(), "again.toml", &dir).unwrap();
+    assert_eq!(again, scenario);
+    let error = Scenario::from_str_in_dir(
+        &text("reverse = { rate = \"1Mbps\", trace_offset = \"5s\" }"),
+        "t.toml",
+        &dir,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(error.contains("trace_offset needs a trace"), "{error}");
+    std::fs::remove_dir_all(&dir).ok();
 }

@@ -166,7 +166,7 @@ fn every_file_parses_expands_and_has_the_runs_readme_says() {
             assert_eq!(again, *variant);
             for link in &variant.links {
                 for direction in [&link.forward, &link.reverse] {
-                    if let Capacity::Trace(path) = &direction.capacity {
+                    if let Capacity::Trace { path, .. } = &direction.capacity {
                         assert!(
                             path.is_file(),
                             "{}: trace {} is missing",
@@ -313,7 +313,7 @@ fn packet_hops(run: &Scenario) -> f64 {
         let direction = run.link_direction(from, to).expect("path direction exists");
         match &direction.capacity {
             Capacity::Rate(rate) => rate.bits_per_second() as f64,
-            Capacity::Trace(path) => {
+            Capacity::Trace { path, .. } => {
                 TRACE_RATES.with(|cache| trace_rate(path, &mut cache.borrow_mut()))
             }
         }

@@ -309,10 +309,10 @@ impl LinkDirection {
                 start,
                 opportunity_use,
             } => Service::Trace {
+                next: trace.first(),
                 trace,
                 start,
                 opportunity_use,
-                next: Opportunity::FIRST,
                 current: None,
             },
         };

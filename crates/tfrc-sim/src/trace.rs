@@ -38,10 +38,16 @@ pub enum OpportunityUse {
 }
 
 /// A parsed delivery trace, cheap to clone (the timestamps are shared).
+///
+/// A trace may start at an offset into itself ([`DeliveryTrace::starting_at`]): the link's time
+/// 0 is then the trace's time `offset`, and the opportunities before it are not used (they come
+/// back on the next pass).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DeliveryTrace {
     name: Arc<str>,
     millis: Arc<[u64]>,
+    /// Trace time (ms) at the link's time 0.
+    skip_ms: u64,
 }
 
 /// Position of a delivery opportunity: which pass over the trace, which line.
@@ -54,6 +60,14 @@ pub(crate) struct Opportunity {
 impl Opportunity {
     /// The first opportunity of the trace.
     pub(crate) const FIRST: Opportunity = Opportunity { pass: 0, index: 0 };
+
+    /// The same line one pass later.
+    fn pass_later(self) -> Opportunity {
+        Opportunity {
+            pass: self.pass.saturating_add(1),
+            index: self.index,
+        }
+    }
 }
 
 fn bad_line(trace: &str, line: usize, content: &str, problem: String) -> TraceError {
@@ -150,6 +164,7 @@ impl DeliveryTrace {
             Some(_) => Ok(DeliveryTrace {
                 name: name.into(),
                 millis: millis.into(),
+                skip_ms: 0,
             }),
         }
     }
@@ -157,6 +172,20 @@ impl DeliveryTrace {
     /// The trace's name (file name when read from a file).
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// This trace started `offset` into itself (whole milliseconds; an offset past the end
+    /// wraps, as the trace repeats): the link's time 0 is the trace's time `offset`.
+    #[must_use]
+    pub fn starting_at(mut self, offset: Duration) -> Self {
+        let millis = u64::try_from(offset.as_millis()).unwrap_or(u64::MAX);
+        self.skip_ms = millis % self.period_ms();
+        self
+    }
+
+    /// Where in the trace the link's time 0 is.
+    pub fn start_offset(&self) -> Duration {
+        Duration::from_millis(self.skip_ms)
     }
 
     /// Delivery opportunities in one pass over the trace.
@@ -186,9 +215,12 @@ impl DeliveryTrace {
         self.millis.last().copied().unwrap_or(1).max(1)
     }
 
-    /// Opportunities with offset ≤ `offset`.
+    /// Opportunities with offset ≤ `offset` from the trace's own time 0 (the link's time 0 is
+    /// `skip_ms` later, so counts over the link's times add it to both ends).
     fn count_up_to(&self, offset: Duration) -> u64 {
-        let millis = u64::try_from(offset.as_millis()).unwrap_or(u64::MAX);
+        let millis = u64::try_from(offset.as_millis())
+            .unwrap_or(u64::MAX)
+            .saturating_add(self.skip_ms);
         let period = self.period_ms();
         let passes = millis / period;
         let rest = millis - passes * period;
@@ -198,12 +230,27 @@ impl DeliveryTrace {
             .saturating_add(in_pass)
     }
 
-    /// Offset of an opportunity from the trace start, in milliseconds (saturating).
+    /// Offset of an opportunity from the link's time 0, in milliseconds (saturating; an
+    /// opportunity before the start offset counts as 0).
     pub(crate) fn offset_ms(&self, opportunity: Opportunity) -> u64 {
         opportunity
             .pass
             .saturating_mul(self.period_ms())
             .saturating_add(self.millis[opportunity.index])
+            .saturating_sub(self.skip_ms)
+    }
+
+    /// The first opportunity the link uses: the first at or after the start offset.
+    pub(crate) fn first(&self) -> Opportunity {
+        if self.skip_ms == 0 {
+            return Opportunity::FIRST;
+        }
+        let index = self.millis.partition_point(|&t| t < self.skip_ms);
+        if index < self.millis.len() {
+            Opportunity { pass: 0, index }
+        } else {
+            Opportunity::FIRST.pass_later()
+        }
     }
 
     /// Time of an opportunity for a trace started at `start`.
@@ -230,10 +277,11 @@ impl DeliveryTrace {
     /// The first opportunity strictly later than `now` for a trace started at `start`.
     pub(crate) fn first_after(&self, start: Instant, now: Instant) -> Opportunity {
         if now < start {
-            return Opportunity::FIRST;
+            return self.first();
         }
         // An opportunity at whole millisecond x is later than `now` iff x > ⌊(now−start)/1ms⌋.
-        let millis = (now.as_nanos() - start.as_nanos()) / NANOS_PER_MILLI;
+        let millis =
+            ((now.as_nanos() - start.as_nanos()) / NANOS_PER_MILLI).saturating_add(self.skip_ms);
         let period = self.period_ms();
         let pass = millis / period;
         let rest = millis - pass * period;
@@ -252,6 +300,60 @@ impl DeliveryTrace {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A trace started at an offset delivers exactly the original's opportunities from that
+    /// trace time on, shifted to the link's time 0, pass after pass.
+    #[test]
+    fn a_trace_started_at_an_offset_is_the_same_sequence_shifted() {
+        let original = DeliveryTrace::parse("t", "0\n3\n5\n5\n9\n10\n").unwrap();
+        let period = 10u64;
+        // The original's infinite sequence of opportunity times (ms from trace time 0).
+        let mut sequence: Vec<u64> = Vec::new();
+        for pass in 0..6u64 {
+            for &t in original.millis.iter() {
+                sequence.push(pass * period + t);
+            }
+        }
+        for offset in [0u64, 1, 3, 4, 5, 9, 10, 13, 27] {
+            let trace = original.clone().starting_at(Duration::from_millis(offset));
+            assert_eq!(trace.start_offset(), Duration::from_millis(offset % period));
+            let expected: Vec<u64> = sequence
+                .iter()
+                .filter(|&&t| t >= offset % period)
+                .map(|&t| t - offset % period)
+                .take(20)
+                .collect();
+            let mut opportunity = trace.first();
+            let mut got = Vec::new();
+            for _ in 0..20 {
+                got.push(trace.offset_ms(opportunity));
+                opportunity = trace.following(opportunity);
+            }
+            assert_eq!(got, expected, "offset {offset}");
+            // Counting agrees with the sequence: (2, 17] in link time.
+            let counted = expected.iter().filter(|&&t| t > 2 && t <= 17).count() as u64;
+            assert_eq!(
+                trace.count_opportunities(Duration::from_millis(2), Duration::from_millis(17)),
+                counted,
+                "offset {offset}"
+            );
+            // The first opportunity after link time 4 ms.
+            let start = Instant::from_millis(100);
+            let next = trace.first_after(start, start + Duration::from_micros(4500));
+            assert_eq!(
+                trace.offset_ms(next),
+                *expected.iter().find(|&&t| t > 4).unwrap(),
+                "offset {offset}"
+            );
+        }
+        assert_eq!(
+            original
+                .clone()
+                .starting_at(Duration::from_millis(3))
+                .mean_rate_bits_per_second(),
+            original.mean_rate_bits_per_second()
+        );
+    }
 
     #[test]
     fn parses_and_reports_bad_lines() {

@@ -777,7 +777,7 @@ fn satisfies(claim: &Claim, value: f64, capacity_kbps: Option<f64>) -> Option<bo
 
 /// The last number in a label value (`enh-b2` → 2, `single-p0.01` → 0.01, `500ms-4` → 4), which
 /// orders runs for `along`; `None` when it has none.
-fn label_number(value: &str) -> Option<f64> {
+pub(crate) fn label_number(value: &str) -> Option<f64> {
     let mut numbers = Vec::new();
     let mut current = String::new();
     for character in value.chars().chain(core::iter::once(' ')) {
@@ -796,11 +796,11 @@ fn label_number(value: &str) -> Option<f64> {
 /// measured.
 pub type Sample = std::result::Result<(Vec<Option<f64>>, Option<f64>), String>;
 
+/// One selected run's sweep labels and its per-flow values.
+type RunValues = (Vec<(String, String)>, Vec<Option<f64>>);
+
 /// Reduces the per-run values of the selected runs to one figure (`across`), or keeps them all.
-fn reduce_across(
-    claim: &Claim,
-    per_run: &[(Vec<(String, String)>, Vec<Option<f64>>)],
-) -> Vec<Option<f64>> {
+fn reduce_across(claim: &Claim, per_run: &[RunValues]) -> Vec<Option<f64>> {
     let flat = || {
         per_run
             .iter()
@@ -1403,7 +1403,7 @@ mod tests {
 
     #[test]
     fn across_reduces_runs_to_one_figure() {
-        let runs = |pairs: &[(&str, f64)]| -> Vec<(Vec<(String, String)>, Vec<Option<f64>>)> {
+        let runs = |pairs: &[(&str, f64)]| -> Vec<RunValues> {
             pairs
                 .iter()
                 .map(|(label, value)| {

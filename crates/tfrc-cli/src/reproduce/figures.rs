@@ -10,7 +10,7 @@ use tfrc_analysis::run::{Direction, Run};
 use tfrc_analysis::table::{loss_rate_ratio_table, LossRateEntry, Table};
 use tfrc_scenario::FlowKind;
 
-use super::claims::{flow_names, goodput_kbps, mean_of_all, total_receiving_ratio};
+use super::claims::{flow_names, goodput_kbps, label_number, mean_of_all, total_receiving_ratio};
 use super::{disturbance, Experiment, LoadedRun};
 
 /// Most runs drawn as separate throughput figures.
@@ -22,18 +22,6 @@ fn label<'a>(run: &'a LoadedRun, key: &str) -> Option<&'a str> {
         .iter()
         .find(|(label, _)| label == key)
         .map(|(_, value)| value.as_str())
-}
-
-/// The number at the end of a label value: `single-p0.01` → 0.01, `multi-16` → 16,
-/// `250ms-4` → 4.
-fn trailing_number(value: &str) -> Option<f64> {
-    let start = value
-        .char_indices()
-        .rev()
-        .take_while(|(_, c)| c.is_ascii_digit() || *c == '.')
-        .last()
-        .map(|(index, _)| index)?;
-    value[start..].parse().ok()
 }
 
 fn run_name(run: &LoadedRun) -> String {
@@ -196,7 +184,7 @@ pub fn draw(experiment: &Experiment, out: &Path) -> Result<Vec<(PathBuf, String)
                 }) else {
                     continue;
                 };
-                let (Some(n), Some(p), Some(p1)) = (trailing_number(cell), p_of(run), p_of(base))
+                let (Some(n), Some(p), Some(p1)) = (label_number(cell), p_of(run), p_of(base))
                 else {
                     continue;
                 };
@@ -281,7 +269,7 @@ pub fn draw(experiment: &Experiment, out: &Path) -> Result<Vec<(PathBuf, String)
                 let groups = grouped(
                     &selected,
                     "protocol",
-                    |run| label(run, "setup").and_then(trailing_number),
+                    |run| label(run, "setup").and_then(label_number),
                     ratio,
                 );
                 let mut plot = plot::grouped_xy(
@@ -338,7 +326,7 @@ pub fn draw(experiment: &Experiment, out: &Path) -> Result<Vec<(PathBuf, String)
                 let groups = grouped(
                     &selected,
                     "loss",
-                    |run| label(run, "flows").and_then(trailing_number),
+                    |run| label(run, "flows").and_then(label_number),
                     |run| {
                         let goodputs: Option<Vec<f64>> = under_test(run)
                             .iter()
@@ -364,10 +352,13 @@ pub fn draw(experiment: &Experiment, out: &Path) -> Result<Vec<(PathBuf, String)
             }
         }
         "e003-friendliness" => {
-            let tcp_mean = |run: &LoadedRun| {
-                let flows = flow_names(&run.run, Some(&["tcp".to_string()]));
+            let mean_goodput = |run: &LoadedRun, names: &[String]| {
+                let flows = flow_names(&run.run, Some(names));
                 mean_of_all(flows.iter().map(|flow| goodput_kbps(&run.run, flow)))
             };
+            let tcp = ["tcp".to_string()];
+            // T1: the mean over all n TCP flows of the all-TCP run (the paper's definition).
+            let all = ["tcp".to_string(), "f".to_string()];
             let mut groups: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
             for run in &runs {
                 let (Some(mix), Some(n)) = (label(run, "mix"), label(run, "n")) else {
@@ -376,20 +367,29 @@ pub fn draw(experiment: &Experiment, out: &Path) -> Result<Vec<(PathBuf, String)
                 if mix == "all-tcp" {
                     continue;
                 }
+                let buffer = label(run, "buffer");
                 let Some(base) = runs.iter().find(|other| {
-                    label(other, "n") == Some(n) && label(other, "mix") == Some("all-tcp")
+                    label(other, "n") == Some(n)
+                        && label(other, "mix") == Some("all-tcp")
+                        && label(other, "buffer") == buffer
                 }) else {
                     continue;
                 };
-                let (Some(t2), Some(t1), Some(x)) =
-                    (tcp_mean(run), tcp_mean(base), trailing_number(n))
-                else {
+                let (Some(t2), Some(t1), Some(x)) = (
+                    mean_goodput(run, &tcp),
+                    mean_goodput(base, &all),
+                    label_number(n),
+                ) else {
                     continue;
                 };
+                let group = match buffer {
+                    Some(buffer) => format!("{mix}, buffer {buffer}"),
+                    None => mix.to_owned(),
+                };
                 if t1 > 0.0 {
-                    match groups.iter_mut().find(|(name, _)| name == mix) {
+                    match groups.iter_mut().find(|(name, _)| *name == group) {
                         Some((_, points)) => points.push((x, t2 / t1)),
-                        None => groups.push((mix.to_owned(), vec![(x, t2 / t1)])),
+                        None => groups.push((group, vec![(x, t2 / t1)])),
                     }
                 }
             }
@@ -402,13 +402,19 @@ pub fn draw(experiment: &Experiment, out: &Path) -> Result<Vec<(PathBuf, String)
             .reference("paper: β = 1 ≈ 0.85", 0.85);
             figures.push((
                 save_line(&plot, out, id, "t2-t1")?,
-                "TCP-friendliness T2/T1: mean TCP goodput with half the flows replaced, over that with all TCP".into(),
+                "TCP-friendliness T2/T1: mean goodput of the TCP flows left with half the flows replaced, over the mean of all n flows of the all-TCP run; the paper's 20-packet bottleneck buffer and 100 (sensitivity)".into(),
             ));
         }
         "e004-burstiness" => {
             let categories: Vec<String> = runs
                 .iter()
-                .map(|run| label(run, "scenario").unwrap_or("run").to_owned())
+                .map(|run| {
+                    let scenario = label(run, "scenario").unwrap_or("run");
+                    match label(run, "segment") {
+                        Some(segment) => format!("{scenario} @{segment}"),
+                        None => scenario.to_owned(),
+                    }
+                })
                 .collect();
             let measured: Vec<_> = runs.iter().map(|run| run_metrics(&run.run)).collect();
             let by_kind =
@@ -595,7 +601,7 @@ fn goodput_against(
     let groups = grouped(
         runs,
         "protocol",
-        |run| label(run, figure.x_key).and_then(trailing_number),
+        |run| label(run, figure.x_key).and_then(label_number),
         |run| total_goodput_kbps(&run.run, &flow_names(&run.run, Some(&["f".to_string()]))),
     );
     let mut plot = plot::grouped_xy(figure.title, figure.x_label, figure.y_label, &groups);
@@ -636,7 +642,7 @@ pub fn table(experiment: &Experiment) -> Option<Table> {
                 * 2;
             Some(LossRateEntry {
                 row: format!("{flows} flows, RTT {rtt_ms} ms"),
-                feedbacks_per_rtt: trailing_number(cell)? as u32,
+                feedbacks_per_rtt: label_number(cell)? as u32,
                 p: p_of(run)?,
             })
         })

@@ -148,7 +148,7 @@ fn capacity_kbps(scenario: &Scenario, run: &Run) -> Option<f64> {
     let direction = scenario.link_direction(&bottleneck.from, &bottleneck.to)?;
     match &direction.capacity {
         Capacity::Rate(rate) => Some(rate.kbps()),
-        Capacity::Trace(path) => tfrc_sim::DeliveryTrace::from_file(path)
+        Capacity::Trace { path, .. } => tfrc_sim::DeliveryTrace::from_file(path)
             .ok()
             .map(|trace| trace.mean_rate_bits_per_second() / 1000.0),
     }
@@ -158,8 +158,8 @@ fn capacity_kbps(scenario: &Scenario, run: &Run) -> Option<f64> {
 pub struct LoadedRun {
     /// The concrete scenario.
     pub scenario: Scenario,
-    /// Its files.
-    pub run: Run,
+    /// Its files (shared by the experiments that use the same run).
+    pub run: std::sync::Arc<Run>,
 }
 
 /// An experiment with its runs.
@@ -256,15 +256,17 @@ fn load_experiments(
             let mut failures = Vec::new();
             for (variant, index) in runs {
                 let outcome = &outcomes[index];
-                match &outcome.result {
-                    Ok(_) => match Run::load(&outcome.job.directory) {
-                        Ok(run) => loaded.push(LoadedRun {
-                            scenario: variant,
-                            run,
-                        }),
-                        Err(error) => failures.push(format!("{}: {error}", variant.name)),
-                    },
-                    Err(error) => failures.push(error.clone()),
+                match (&outcome.result, &outcome.run) {
+                    (Ok(_), Some(run)) => loaded.push(LoadedRun {
+                        scenario: variant,
+                        run: run.clone(),
+                    }),
+                    (Ok(_), None) => failures.push(format!(
+                        "{}: {}",
+                        variant.name,
+                        outcome.load_error.as_deref().unwrap_or("files not loaded")
+                    )),
+                    (Err(error), _) => failures.push(error.clone()),
                 }
             }
             Experiment {
@@ -296,6 +298,42 @@ fn run_views(experiments: &[Experiment]) -> BTreeMap<String, Vec<RunView<'_>>> {
                 .collect();
             (experiment.id.clone(), views)
         })
+        .collect()
+}
+
+/// Measures every claim of every experiment in one replication, on `threads` threads (by
+/// experiment); per experiment, one sample per claim, in order.
+fn sample_claims(
+    experiments: &[Experiment],
+    claim_lists: &[&[claims::Claim]],
+    views: &BTreeMap<String, Vec<RunView<'_>>>,
+    threads: usize,
+) -> Vec<Vec<Sample>> {
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let results: std::sync::Mutex<Vec<Option<Vec<Sample>>>> =
+        std::sync::Mutex::new(vec![None; experiments.len()]);
+    std::thread::scope(|scope| {
+        for _ in 0..threads.clamp(1, experiments.len().max(1)) {
+            scope.spawn(|| loop {
+                let index = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some(experiment) = experiments.get(index) else {
+                    break;
+                };
+                let measured: Vec<Sample> = claim_lists[index]
+                    .iter()
+                    .map(|claim| claims::sample(claim, &views[&experiment.id], views))
+                    .collect();
+                if let Ok(mut slots) = results.lock() {
+                    slots[index] = Some(measured);
+                }
+            });
+        }
+    });
+    results
+        .into_inner()
+        .unwrap_or_default()
+        .into_iter()
+        .map(Option::unwrap_or_default)
         .collect()
 }
 
@@ -403,12 +441,18 @@ pub fn run(args: &ReproduceArgs) -> Result<()> {
         bar.set_prefix(format!("replication {}/{replications}", replication + 1));
         let (jobs, runs_of) = replication_jobs(&plans, replication, &args.out);
         let outcomes = runner::run_all(jobs, threads, &bar);
+        let mut outcomes = outcomes;
         let experiments = load_experiments(&plans, runs_of, &outcomes);
+        // The outcomes keep no second reference to the loaded runs.
+        for outcome in &mut outcomes {
+            outcome.run = None;
+        }
         {
             let views = run_views(&experiments);
-            for (index, experiment) in experiments.iter().enumerate() {
-                for (claim, collected) in claim_lists[index].iter().zip(&mut samples[index]) {
-                    collected.push(claims::sample(claim, &views[&experiment.id], &views));
+            let measured = sample_claims(&experiments, &claim_lists, &views, threads);
+            for (index, per_claim) in measured.into_iter().enumerate() {
+                for (collected, sample) in samples[index].iter_mut().zip(per_claim) {
+                    collected.push(sample);
                 }
             }
         }
@@ -602,7 +646,7 @@ fn setup_text(experiment: &Experiment, paper: Option<&claims::ExperimentClaims>)
         .map(|link| {
             let rate = match &link.forward.capacity {
                 Capacity::Rate(rate) => rate.to_string(),
-                Capacity::Trace(path) => format!(
+                Capacity::Trace { path, .. } => format!(
                     "trace {}",
                     path.file_name().unwrap_or_default().to_string_lossy()
                 ),

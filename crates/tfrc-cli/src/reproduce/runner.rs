@@ -2,10 +2,11 @@
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant as WallInstant};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use tfrc_analysis::run::Run;
 use tfrc_scenario::Scenario;
 use tfrc_sim::simulation::Summary;
 
@@ -31,6 +32,11 @@ pub struct RunOutcome {
     pub job: Job,
     /// The summary, or why the run failed.
     pub result: Result<Summary, String>,
+    /// The run's files, loaded in the worker that ran it (`None` if it failed or its files
+    /// cannot be read: the reason is in `load_error`).
+    pub run: Option<Arc<Run>>,
+    /// Why the finished run's files could not be loaded.
+    pub load_error: Option<String>,
     /// Wall time of the run.
     pub wall_time: Duration,
     /// Events the simulator processed.
@@ -79,15 +85,25 @@ pub fn run_all(jobs: Vec<Job>, threads: usize, bar: &ProgressBar) -> Vec<RunOutc
                 let job = &jobs[index];
                 let started = WallInstant::now();
                 let outcome = match run_one(&job.scenario, &job.directory, true) {
-                    Ok(done) => RunOutcome {
-                        job: job.clone(),
-                        result: Ok(done.summary),
-                        wall_time: done.wall_time,
-                        events: done.events,
-                    },
+                    Ok(done) => {
+                        let (run, load_error) = match Run::load(&job.directory) {
+                            Ok(run) => (Some(Arc::new(run)), None),
+                            Err(error) => (None, Some(error.to_string())),
+                        };
+                        RunOutcome {
+                            job: job.clone(),
+                            result: Ok(done.summary),
+                            run,
+                            load_error,
+                            wall_time: done.wall_time,
+                            events: done.events,
+                        }
+                    }
                     Err(error) => RunOutcome {
                         job: job.clone(),
                         result: Err(format!("{error:#}")),
+                        run: None,
+                        load_error: None,
                         wall_time: started.elapsed(),
                         events: 0,
                     },

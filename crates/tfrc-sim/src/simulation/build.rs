@@ -31,7 +31,10 @@ pub fn link_direction_config(
 ) -> Result<LinkDirectionConfig, SimulationError> {
     let transmitter = match &spec.capacity {
         Capacity::Rate(rate) => Transmitter::fixed_rate(rate.bits_per_second())?,
-        Capacity::Trace(path) => Transmitter::trace(DeliveryTrace::from_file(path)?, trace_start),
+        Capacity::Trace { path, offset } => Transmitter::trace(
+            DeliveryTrace::from_file(path)?.starting_at(*offset),
+            trace_start,
+        ),
     };
     Ok(LinkDirectionConfig {
         transmitter,
