@@ -130,6 +130,9 @@ pub struct Convergence {
     /// Time until all active flows stayed within the band; `None` if they never did before the
     /// next arrival/departure or the end of the run.
     pub time_s: Option<f64>,
+    /// The end of the window searched (the next arrival or departure, else the end of the
+    /// run): a flow that never converged took at least `window_end_s − arrival_s`.
+    pub window_end_s: f64,
 }
 
 /// Convergence time ([`metrics::convergence_time`]) after the arrival of every TFRC/TCP flow
@@ -179,6 +182,8 @@ pub fn convergence_times(
                 flow: f.name.clone(),
                 arrival_s: f.start_s,
                 time_s: metrics::convergence_time(&times, &flows, f.start_s, options)?,
+                window_end_s: metrics::next_change_after(&flows, f.start_s)
+                    .min(run.summary.duration_s),
             })
         })
         .collect()

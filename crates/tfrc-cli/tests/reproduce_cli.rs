@@ -167,7 +167,7 @@ fn quick_reproduction_reports_every_experiment_with_numbers() {
         "report.md points outside the project"
     );
     assert!(report.contains("Claims (ours: mean over 2 replication(s)"));
-    // Replication 0 keeps its raw files; the others keep their summary and scenario only.
+    // Replication 0 keeps its raw files; the others keep their summary only.
     let runs = std::fs::read_to_string(out.join("runs.csv")).unwrap();
     let mut reader = csv::Reader::from_reader(runs.as_bytes());
     let mut seen = [false; 2];
@@ -185,12 +185,7 @@ fn quick_reproduction_reports_every_experiment_with_numbers() {
         if replication == 0 {
             assert!(files.contains(&"flows.csv".to_string()), "{files:?}");
         } else {
-            assert_eq!(
-                files,
-                ["scenario.toml", "summary.json"],
-                "{}",
-                directory.display()
-            );
+            assert_eq!(files, ["summary.json"], "{}", directory.display());
         }
     }
     assert_eq!(seen, [true, true]);

@@ -84,10 +84,18 @@ impl Transmitter {
 
 /// Time to serialize `size_bytes` at `bits_per_second`, rounded up to the nanosecond.
 pub fn serialization_time(size_bytes: u32, bits_per_second: u64) -> Duration {
-    let bits = u128::from(size_bytes) * 8;
-    let rate = u128::from(bits_per_second.max(1));
-    let nanos = (bits * 1_000_000_000).div_ceil(rate);
-    Duration::from_nanos(u64::try_from(nanos).unwrap_or(u64::MAX))
+    // bits · 10⁹ fits in u64 for packets up to 2.3 GB (a UDP packet is at most 65 507 bytes);
+    // larger sizes take the exact u128 path.
+    let bits = u64::from(size_bytes) * 8;
+    let rate = bits_per_second.max(1);
+    let nanos = match bits.checked_mul(1_000_000_000) {
+        Some(scaled) => scaled.div_ceil(rate),
+        None => {
+            let wide = (u128::from(bits) * 1_000_000_000).div_ceil(u128::from(rate));
+            u64::try_from(wide).unwrap_or(u64::MAX)
+        }
+    };
+    Duration::from_nanos(nanos)
 }
 
 /// Why a link direction dropped a packet.
@@ -414,11 +422,20 @@ impl LinkDirection {
         Arrival::Accepted
     }
 
-    /// When [`LinkDirection::handle_timeout`] next has something to do, or a packet next
-    /// reaches the far end; `None` if the link direction is empty.
+    /// When a packet next reaches the far end (or, on a trace-driven link, the next delivery
+    /// opportunity while packets wait); `None` if the link direction is empty.
+    ///
+    /// The end of a packet's serialization on a fixed-rate link needs no wake-up of its own:
+    /// nothing outside the link sees it before that packet reaches the far end, and every call
+    /// that looks inside ([`LinkDirection::handle_arrival`], [`LinkDirection::poll_delivery`],
+    /// [`LinkDirection::handle_timeout`]) first serves the queue up to its `now`, each packet at
+    /// the exact time its predecessor finished. Waking only for deliveries halves the events of
+    /// a busy link without changing when anything happens.
     pub fn poll_timeout(&self) -> Option<Instant> {
         let transmitter = match &self.service {
-            Service::FixedRate { current, .. } => current.map(|(_, done)| done),
+            Service::FixedRate { current, .. } => {
+                current.map(|(_, done)| done + self.propagation_delay)
+            }
             Service::Trace {
                 trace,
                 start,

@@ -204,6 +204,19 @@ impl DeliveryTrace {
             / (self.period_ms() as f64 / 1000.0)
     }
 
+    /// The mean rate the link offers over its first `duration` (from its start offset), counting
+    /// 1500 bytes per opportunity: what a run of that length on this trace could carry at most.
+    /// The whole trace's mean for a zero duration.
+    pub fn mean_rate_over(&self, duration: Duration) -> f64 {
+        if duration.is_zero() {
+            return self.mean_rate_bits_per_second();
+        }
+        self.count_opportunities(Duration::ZERO, duration) as f64
+            * f64::from(TRACE_OPPORTUNITY_BYTES)
+            * 8.0
+            / duration.as_secs_f64()
+    }
+
     /// Number of opportunities at offsets `t` from the trace start with `after < t ≤ up_to`.
     pub fn count_opportunities(&self, after: Duration, up_to: Duration) -> u64 {
         self.count_up_to(up_to)

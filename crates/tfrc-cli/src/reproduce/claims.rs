@@ -450,13 +450,17 @@ fn convergence(run: &Run, flow: &str) -> Option<f64> {
     if overlapping == 0 {
         return transient(run, flow);
     }
-    let converged = convergence_times(run, ConvergenceOptions::default())
+    let convergence = convergence_times(run, ConvergenceOptions::default())
         .ok()?
         .into_iter()
-        .find(|convergence| convergence.flow == flow)?
-        .time_s;
-    // Never converged: the time left in the run after the arrival, a lower bound.
-    Some(converged.unwrap_or(run.summary.duration_s - arrival))
+        .find(|convergence| convergence.flow == flow)?;
+    // Never converged: the whole window searched (to the next arrival or departure, or the
+    // end of the run), a lower bound.
+    Some(
+        convergence
+            .time_s
+            .unwrap_or(convergence.window_end_s - arrival),
+    )
 }
 
 /// Per-flow values of a metric in one run over `window`, or one run-wide value.
@@ -692,7 +696,7 @@ fn paper_text(claim: &Claim) -> String {
                 "at_most" => "≤ ",
                 "below" => "< ",
                 "above" => "> ",
-                "below_capacity" => "< capacity; nominal ",
+                "below_capacity" => "< 1 × the link's mean capacity; nominal ",
                 _ => "",
             };
             format!("{symbol}{value}{unit}{tolerance}")
@@ -719,7 +723,8 @@ impl Accepted {
 }
 
 /// What `relation` accepts, `None` for relations that are not criteria or lack their numbers.
-fn accepted(claim: &Claim, capacity_kbps: Option<f64>) -> Option<Accepted> {
+/// A `below_capacity` claim's values are fractions of their own run's capacity ([`sample`]).
+fn accepted(claim: &Claim) -> Option<Accepted> {
     let tolerance = claim.tolerance.unwrap_or(0.0);
     let closed = |low: f64, high: f64| Accepted {
         low,
@@ -742,7 +747,7 @@ fn accepted(claim: &Claim, capacity_kbps: Option<f64>) -> Option<Accepted> {
         "at_most" => closed(f64::NEG_INFINITY, claim.value? * (1.0 + tolerance)),
         "below" => open(f64::NEG_INFINITY, claim.value?),
         "above" => open(claim.value?, f64::INFINITY),
-        "below_capacity" => open(f64::NEG_INFINITY, capacity_kbps?),
+        "below_capacity" => open(f64::NEG_INFINITY, 1.0),
         _ => return None,
     })
 }
@@ -750,13 +755,8 @@ fn accepted(claim: &Claim, capacity_kbps: Option<f64>) -> Option<Accepted> {
 /// The verdict on an interval [low, high] of our figure: holds when every value of it is
 /// accepted, differs when none is, inconclusive otherwise. `None` when the relation is not a
 /// criterion or its numbers are missing.
-fn judge_interval(
-    claim: &Claim,
-    low: f64,
-    high: f64,
-    capacity_kbps: Option<f64>,
-) -> Option<Status> {
-    let accepted = accepted(claim, capacity_kbps)?;
+fn judge_interval(claim: &Claim, low: f64, high: f64) -> Option<Status> {
+    let accepted = accepted(claim)?;
     let (inside_low, inside_high) = (accepted.contains(low), accepted.contains(high));
     Some(if inside_low && inside_high {
         Status::Holds
@@ -771,8 +771,8 @@ fn judge_interval(
 
 /// One value judged alone (an interval of zero width).
 #[cfg(test)]
-fn satisfies(claim: &Claim, value: f64, capacity_kbps: Option<f64>) -> Option<bool> {
-    judge_interval(claim, value, value, capacity_kbps).map(|status| status == Status::Holds)
+fn satisfies(claim: &Claim, value: f64) -> Option<bool> {
+    judge_interval(claim, value, value).map(|status| status == Status::Holds)
 }
 
 /// The last number in a label value (`enh-b2` → 2, `single-p0.01` → 0.01, `500ms-4` → 4), which
@@ -792,9 +792,8 @@ pub(crate) fn label_number(value: &str) -> Option<f64> {
 }
 
 /// What one replication gave for a claim: one value per item (a run's flow, or the one figure
-/// of `across`), in a fixed order, with the bottleneck capacity; or why nothing could be
-/// measured.
-pub type Sample = std::result::Result<(Vec<Option<f64>>, Option<f64>), String>;
+/// of `across`), in a fixed order; or why nothing could be measured.
+pub type Sample = std::result::Result<Vec<Option<f64>>, String>;
 
 /// One selected run's sweep labels and its per-flow values.
 type RunValues = (Vec<(String, String)>, Vec<Option<f64>>);
@@ -875,10 +874,8 @@ pub fn sample(
         Some(id) => all.get(id).map(Vec::as_slice).unwrap_or(&[]),
         None => runs,
     };
-    let mut capacity = None;
     let mut per_run = Vec::new();
     for view in &selected {
-        capacity = capacity.or(view.capacity_kbps);
         let mut measured = run_values(view, claim, claim.flows.as_deref());
         let base_flows = claim.baseline_flows.as_deref().or(claim.flows.as_deref());
         let base = match &claim.baseline {
@@ -914,18 +911,25 @@ pub fn sample(
                     .collect()
             };
         }
+        if claim.relation == "below_capacity" {
+            // Each run against its own bottleneck's mean capacity (a trace segment's mean).
+            measured = measured
+                .into_iter()
+                .map(|value| Some(value? / view.capacity_kbps.filter(|c| *c > 0.0)?))
+                .collect();
+        }
         let measured = measured
             .into_iter()
             .map(|value| value.filter(|v| v.is_finite()))
             .collect();
         per_run.push((view.labels.to_vec(), measured));
     }
-    Ok((reduce_across(claim, &per_run), capacity))
+    Ok(reduce_across(claim, &per_run))
 }
 
 /// How close an interval is to the edge of what the claim accepts (larger: further inside).
-fn margin(claim: &Claim, interval: &metrics::MeanInterval, capacity_kbps: Option<f64>) -> f64 {
-    match accepted(claim, capacity_kbps) {
+fn margin(claim: &Claim, interval: &metrics::MeanInterval) -> f64 {
+    match accepted(claim) {
         Some(accepted) => (interval.low - accepted.low).min(accepted.high - interval.high),
         None => 0.0,
     }
@@ -959,7 +963,7 @@ pub fn judge(claim: &Claim, samples: &[Sample]) -> Outcome {
         status,
         interval,
     };
-    let measured: Vec<&(Vec<Option<f64>>, Option<f64>)> = samples.iter().flatten().collect();
+    let measured: Vec<&Vec<Option<f64>>> = samples.iter().flatten().collect();
     if measured.is_empty() {
         let reason = samples
             .iter()
@@ -967,17 +971,16 @@ pub fn judge(claim: &Claim, samples: &[Sample]) -> Outcome {
             .unwrap_or_else(|| "no replication ran".into());
         return outcome("—".into(), Status::NotMeasured(reason), None);
     }
-    let capacity = measured.iter().find_map(|(_, capacity)| *capacity);
     let items = measured
         .iter()
-        .map(|(values, _)| values.len())
+        .map(|values| values.len())
         .max()
         .unwrap_or(0);
     let mut intervals = Vec::new();
     for item in 0..items {
         let values: Vec<f64> = measured
             .iter()
-            .filter_map(|(values, _)| values.get(item).copied().flatten())
+            .filter_map(|values| values.get(item).copied().flatten())
             .collect();
         match metrics::confidence_interval_95(&values) {
             Some(interval) => intervals.push(interval),
@@ -1003,7 +1006,7 @@ pub fn judge(claim: &Claim, samples: &[Sample]) -> Outcome {
     }
     let statuses: Vec<Option<Status>> = intervals
         .iter()
-        .map(|interval| judge_interval(claim, interval.low, interval.high, capacity))
+        .map(|interval| judge_interval(claim, interval.low, interval.high))
         .collect();
     let rank = |status: &Option<Status>| match status {
         Some(Status::Differs) => 0,
@@ -1013,13 +1016,9 @@ pub fn judge(claim: &Claim, samples: &[Sample]) -> Outcome {
     // The deciding item: the worst status, and within it the one closest to the threshold.
     let deciding = (0..intervals.len())
         .min_by(|&a, &b| {
-            rank(&statuses[a]).cmp(&rank(&statuses[b])).then(
-                margin(claim, &intervals[a], capacity).total_cmp(&margin(
-                    claim,
-                    &intervals[b],
-                    capacity,
-                )),
-            )
+            rank(&statuses[a])
+                .cmp(&rank(&statuses[b]))
+                .then(margin(claim, &intervals[a]).total_cmp(&margin(claim, &intervals[b])))
         })
         .unwrap_or(0);
     let interval = intervals[deciding];
@@ -1092,63 +1091,50 @@ mod tests {
     fn relations_compare_as_documented() {
         // approx: within ± tolerance of the value (10 % when none is given).
         assert_eq!(
-            satisfies(&claim("approx", Some(447.0), Some(0.15)), 390.0, None),
+            satisfies(&claim("approx", Some(447.0), Some(0.15)), 390.0),
             Some(true)
         );
         assert_eq!(
-            satisfies(&claim("approx", Some(447.0), Some(0.15)), 370.0, None),
+            satisfies(&claim("approx", Some(447.0), Some(0.15)), 370.0),
             Some(false)
         );
         assert_eq!(
-            satisfies(&claim("approx", Some(1.0), None), 1.09, None),
+            satisfies(&claim("approx", Some(1.0), None), 1.09),
             Some(true)
         );
         assert_eq!(
-            satisfies(&claim("approx", Some(1.0), None), 1.11, None),
+            satisfies(&claim("approx", Some(1.0), None), 1.11),
             Some(false)
         );
         // at_least allows the tolerance below the value; below/above are strict.
         assert_eq!(
-            satisfies(&claim("at_least", Some(800.0), Some(0.05)), 761.0, None),
+            satisfies(&claim("at_least", Some(800.0), Some(0.05)), 761.0),
             Some(true)
         );
         assert_eq!(
-            satisfies(&claim("at_least", Some(800.0), Some(0.05)), 759.0, None),
+            satisfies(&claim("at_least", Some(800.0), Some(0.05)), 759.0),
             Some(false)
         );
         assert_eq!(
-            satisfies(&claim("below", Some(500.0), None), 500.0, None),
+            satisfies(&claim("below", Some(500.0), None), 500.0),
             Some(false)
         );
         assert_eq!(
-            satisfies(&claim("above", Some(1.0), None), 1.01, None),
+            satisfies(&claim("above", Some(1.0), None), 1.01),
             Some(true)
         );
+        assert_eq!(satisfies(&claim("range", None, None), 0.84), Some(true));
+        assert_eq!(satisfies(&claim("range", None, None), 1.2), Some(false));
+        // below_capacity: values are fractions of the run's own capacity.
         assert_eq!(
-            satisfies(&claim("range", None, None), 0.84, None),
-            Some(true)
-        );
-        assert_eq!(
-            satisfies(&claim("range", None, None), 1.2, None),
+            satisfies(&claim("below_capacity", Some(384.0), None), 1.0),
             Some(false)
         );
-        // below_capacity needs the capacity.
         assert_eq!(
-            satisfies(&claim("below_capacity", Some(384.0), None), 300.0, None),
-            None
-        );
-        assert_eq!(
-            satisfies(
-                &claim("below_capacity", Some(384.0), None),
-                300.0,
-                Some(1380.0)
-            ),
+            satisfies(&claim("below_capacity", Some(384.0), None), 0.22),
             Some(true)
         );
-        assert_eq!(
-            satisfies(&claim("qualitative", None, None), 1.0, None),
-            None
-        );
+        assert_eq!(satisfies(&claim("qualitative", None, None), 1.0), None);
     }
 
     #[test]
@@ -1349,7 +1335,7 @@ mod tests {
     }
 
     fn sample_of(values: &[f64]) -> Sample {
-        Ok((values.iter().map(|v| Some(*v)).collect(), None))
+        Ok(values.iter().map(|v| Some(*v)).collect())
     }
 
     #[test]
@@ -1384,15 +1370,9 @@ mod tests {
         assert!(outcome.interval.unwrap().mean > 12.0);
         // A strict relation: an interval touching the bound is not wholly below it.
         let below = claim("below", Some(1.0), None);
-        assert_eq!(
-            judge_interval(&below, 0.5, 1.0, None),
-            Some(Status::Inconclusive)
-        );
-        assert_eq!(
-            judge_interval(&below, 1.0, 1.5, None),
-            Some(Status::Differs)
-        );
-        assert_eq!(judge_interval(&below, 0.5, 0.99, None), Some(Status::Holds));
+        assert_eq!(judge_interval(&below, 0.5, 1.0), Some(Status::Inconclusive));
+        assert_eq!(judge_interval(&below, 1.0, 1.5), Some(Status::Differs));
+        assert_eq!(judge_interval(&below, 0.5, 0.99), Some(Status::Holds));
         // Nothing measured in any replication.
         let failed: Vec<Sample> = vec![Err("no run".into()); 3];
         assert!(matches!(

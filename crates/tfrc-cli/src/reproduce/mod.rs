@@ -70,7 +70,7 @@ pub struct ReproduceArgs {
     #[arg(long, short = 'r', value_name = "N")]
     pub replications: Option<u32>,
     /// Keep the raw files of every replication (default: replication 0 whole, the others'
-    /// summary.json and scenario.toml only).
+    /// summary.json only).
     #[arg(long)]
     pub keep_runs: bool,
 }
@@ -139,7 +139,8 @@ fn disturbance(scenario: &Scenario) -> Option<(f64, f64)> {
     })
 }
 
-/// Mean capacity in kb/s of the bottleneck named in the run's summary.
+/// Mean capacity in kb/s of the bottleneck named in the run's summary; for a trace-driven link,
+/// the mean of the segment of the trace the run used (from its `trace_offset`, over the run).
 fn capacity_kbps(scenario: &Scenario, run: &Run) -> Option<f64> {
     let bottleneck = run.summary.bottleneck.as_ref()?;
     if let Some(capacity) = bottleneck.capacity_bps {
@@ -148,9 +149,9 @@ fn capacity_kbps(scenario: &Scenario, run: &Run) -> Option<f64> {
     let direction = scenario.link_direction(&bottleneck.from, &bottleneck.to)?;
     match &direction.capacity {
         Capacity::Rate(rate) => Some(rate.kbps()),
-        Capacity::Trace { path, .. } => tfrc_sim::DeliveryTrace::from_file(path)
+        Capacity::Trace { path, offset } => tfrc_sim::DeliveryTrace::from_file(path)
             .ok()
-            .map(|trace| trace.mean_rate_bits_per_second() / 1000.0),
+            .map(|trace| trace.starting_at(*offset).mean_rate_over(scenario.duration) / 1000.0),
     }
 }
 
@@ -337,19 +338,28 @@ fn sample_claims(
         .collect()
 }
 
-/// Files a replication other than 0 keeps: what identifies and summarises the run.
-const KEPT_FILES: [&str; 2] = ["summary.json", "scenario.toml"];
+/// The file a replication other than 0 keeps: its summary (with its seed; `tfrc sim FILE
+/// --replication K` reruns it whole).
+const KEPT_FILE: &str = "summary.json";
 
-/// Removes the raw time series of a finished run, keeping [`KEPT_FILES`].
+/// Removes every file of a finished run but its summary, which is rewritten without
+/// indentation (the same JSON, about half the size).
 fn prune_run(directory: &Path) -> Result<()> {
     let entries = std::fs::read_dir(directory)
         .with_context(|| format!("cannot read {}", directory.display()))?;
     for entry in entries.flatten() {
         let path = entry.path();
-        let keep = KEPT_FILES
-            .iter()
-            .any(|name| path.file_name().is_some_and(|file| file == *name));
-        if path.is_file() && !keep {
+        if !path.is_file() {
+            continue;
+        }
+        if path.file_name().is_some_and(|file| file == KEPT_FILE) {
+            let text = std::fs::read_to_string(&path)
+                .with_context(|| format!("cannot read {}", path.display()))?;
+            let value: serde_json::Value = serde_json::from_str(&text)
+                .with_context(|| format!("{}: invalid JSON", path.display()))?;
+            std::fs::write(&path, value.to_string() + "\n")
+                .with_context(|| format!("cannot write {}", path.display()))?;
+        } else {
             std::fs::remove_file(&path)
                 .with_context(|| format!("cannot remove {}", path.display()))?;
         }
@@ -419,6 +429,31 @@ pub fn run(args: &ReproduceArgs) -> Result<()> {
     }
     let bar = runner::progress_bar((distinct as u64) * u64::from(replications), args.quiet);
 
+    // ns-2's runs of the conformance experiments (replication 0 of their scenarios) go on beside
+    // the simulations: they are few and single-threaded.
+    let ns_path = PathBuf::from(tfrc_ns2::DEFAULT_NS_PATH);
+    let ns_available = tfrc_ns2::find_ns(&ns_path).is_ok();
+    let ns2_thread = (!args.no_ns2 && ns_available).then(|| {
+        let jobs: Vec<(String, Vec<Scenario>)> = plans
+            .iter()
+            .filter(|plan| NS2_CONFORMANCE.contains(&plan.id.as_str()))
+            .map(|plan| {
+                let variants = plan.variants.iter().map(|v| v.replicate(0)).collect();
+                (plan.id.clone(), variants)
+            })
+            .collect();
+        let out = args.out.clone();
+        let ns_path = ns_path.clone();
+        std::thread::spawn(move || {
+            jobs.into_iter()
+                .map(|(id, variants)| {
+                    let result = run_ns2(&id, &variants, &out, &ns_path);
+                    (id, result)
+                })
+                .collect::<Vec<_>>()
+        })
+    });
+
     // Every replication is run, measured against the claims, and (but for the first) reduced to
     // its summaries before the next, so memory and disk stay those of one replication.
     let claim_lists: Vec<&[claims::Claim]> = plans
@@ -472,8 +507,14 @@ pub fn run(args: &ReproduceArgs) -> Result<()> {
 
     // ns-2 side by side for the conformance experiments, recorded testbed runs: beside the runs
     // of replication 0, which the figures show.
-    let ns_path = PathBuf::from(tfrc_ns2::DEFAULT_NS_PATH);
-    let ns_available = tfrc_ns2::find_ns(&ns_path).is_ok();
+    let ns2_results: HashMap<String, std::result::Result<Run, String>> = match ns2_thread {
+        Some(thread) => thread
+            .join()
+            .map_err(|_| anyhow::anyhow!("the ns-2 runs panicked"))?
+            .into_iter()
+            .collect(),
+        None => HashMap::new(),
+    };
     let testbed_dir = args
         .testbed
         .clone()
@@ -490,7 +531,10 @@ pub fn run(args: &ReproduceArgs) -> Result<()> {
                     ns_path.display()
                 ))
             } else {
-                run_ns2(&id, &experiment.runs, &args.out, &ns_path)
+                ns2_results
+                    .get(&id)
+                    .cloned()
+                    .unwrap_or_else(|| Err("ns-2 was not run".to_string()))
             });
         }
         experiment.testbed = testbed_runs(&testbed_dir, &id);
@@ -588,20 +632,20 @@ fn count_verdicts(report: &Report) -> VerdictCounts {
 /// profile) into `runs/<id>/ns-2`.
 fn run_ns2(
     id: &str,
-    runs: &[LoadedRun],
+    variants: &[Scenario],
     out: &Path,
     ns_path: &Path,
 ) -> std::result::Result<Run, String> {
-    let scenario = runs
+    let scenario = variants
         .iter()
-        .find(|run| {
-            run.scenario
+        .find(|scenario| {
+            scenario
                 .variant
                 .iter()
                 .any(|(label, value)| label == "profile" && value == "ns2")
         })
-        .or_else(|| runs.first())
-        .map(|run| run.scenario.clone())
+        .or_else(|| variants.first())
+        .cloned()
         .ok_or_else(|| "no simulator run to compare with".to_string())?;
     let directory = out.join("runs").join(id).join("ns-2");
     let options = tfrc_ns2::RunOptions {

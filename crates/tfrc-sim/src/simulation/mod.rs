@@ -573,6 +573,7 @@ impl Simulation {
     /// and returns the summary.
     pub fn finish(mut self) -> Result<Summary, SimulationError> {
         self.run_until(self.end)?;
+        self.settle_links();
         let summary = self.summary();
         if let Some(files) = self.files.take() {
             files.finish()?;
@@ -1017,7 +1018,18 @@ impl Simulation {
 
     // --- sampling ----------------------------------------------------------------------------
 
+    /// Serves every link's queue up to now (a fixed-rate link wakes only for deliveries), so
+    /// that its counters and queue count every serialization finished by now.
+    fn settle_links(&mut self) {
+        let now = self.now;
+        for index in 0..self.links.len() {
+            self.links[index].direction.handle_timeout(now);
+            self.schedule_link(index);
+        }
+    }
+
     fn flow_sample(&mut self) {
+        self.settle_links();
         let now = self.now;
         let interval_secs = now
             .saturating_duration_since(self.last_flow_sample)
