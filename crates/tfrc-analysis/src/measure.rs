@@ -6,7 +6,7 @@
 //! have (burstiness, convergence and recovery times).
 
 use crate::metrics::{self, ConvergenceOptions, FlowRates, MetricError, RecoveryOptions};
-use crate::run::{Direction, Run};
+use crate::run::{Direction, FlowSummary, Run};
 
 /// Measurements of one flow.
 #[derive(Debug, Clone, PartialEq)]
@@ -135,14 +135,22 @@ pub struct Convergence {
     pub window_end_s: f64,
 }
 
+/// Whether two flows compete for the same capacity when converging: they leave from the same
+/// node or go to the same node. Flows in opposite directions between two nodes (a download and
+/// an upload over one access link) do not: each has its own direction of every link.
+pub fn compete(a: &FlowSummary, b: &FlowSummary) -> bool {
+    a.from == b.from || a.to == b.to
+}
+
 /// Convergence time ([`metrics::convergence_time`]) after the arrival of every TFRC/TCP flow
 /// that starts after time 0, on the receivers' throughput (kb/s per interval) of the TFRC and
-/// TCP flows. For [`metrics::FairShare::Capacity`] give the capacity in kb/s.
+/// TCP flows that [`compete`] with it. For [`metrics::FairShare::Capacity`] give the capacity in
+/// kb/s.
 pub fn convergence_times(
     run: &Run,
     options: ConvergenceOptions,
 ) -> Result<Vec<Convergence>, MetricError> {
-    let controlled: Vec<_> = run
+    let controlled: Vec<&FlowSummary> = run
         .summary
         .flows
         .iter()
@@ -165,24 +173,25 @@ pub fn convergence_times(
                 .collect()
         })
         .collect();
-    let flows: Vec<FlowRates<'_>> = controlled
-        .iter()
-        .zip(&rates)
-        .map(|(f, rates)| FlowRates {
-            start_s: f.start_s,
-            stop_s: f.stop_s,
-            rates,
-        })
-        .collect();
     controlled
         .iter()
         .filter(|f| f.start_s > 0.0)
-        .map(|f| {
+        .map(|arriving| {
+            let flows: Vec<FlowRates<'_>> = controlled
+                .iter()
+                .zip(&rates)
+                .filter(|(other, _)| compete(arriving, other))
+                .map(|(f, rates)| FlowRates {
+                    start_s: f.start_s,
+                    stop_s: f.stop_s,
+                    rates,
+                })
+                .collect();
             Ok(Convergence {
-                flow: f.name.clone(),
-                arrival_s: f.start_s,
-                time_s: metrics::convergence_time(&times, &flows, f.start_s, options)?,
-                window_end_s: metrics::next_change_after(&flows, f.start_s)
+                flow: arriving.name.clone(),
+                arrival_s: arriving.start_s,
+                time_s: metrics::convergence_time(&times, &flows, arriving.start_s, options)?,
+                window_end_s: metrics::next_change_after(&flows, arriving.start_s)
                     .min(run.summary.duration_s),
             })
         })

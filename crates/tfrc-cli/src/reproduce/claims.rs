@@ -6,7 +6,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 use serde::Deserialize;
-use tfrc_analysis::measure::{bottleneck_utilization, convergence_times, run_metrics};
+use tfrc_analysis::measure::{bottleneck_utilization, compete, convergence_times, run_metrics};
 use tfrc_analysis::metrics::{self, ConvergenceOptions, RecoveryOptions};
 use tfrc_analysis::run::{Direction, Run};
 
@@ -433,18 +433,18 @@ fn transient(run: &Run, flow: &str) -> Option<f64> {
     Some(reached.unwrap_or(summary.stop_s - summary.start_s))
 }
 
-/// Convergence time after `flow` arrives ([`convergence_times`]: receivers' rates of all TFRC/TCP
-/// flows); a flow alone on the network uses [`transient`].
+/// Convergence time after `flow` arrives ([`convergence_times`]: receivers' rates of the TFRC/TCP
+/// flows that [`compete`] with it); a flow without a competitor already running uses
+/// [`transient`].
 fn convergence(run: &Run, flow: &str) -> Option<f64> {
-    let controlled: Vec<_> = run
+    let arriving = run.flow_summary(flow)?;
+    let arrival = arriving.start_s;
+    let overlapping = run
         .summary
         .flows
         .iter()
         .filter(|f| f.kind == "tfrc" || f.kind == "tcp")
-        .collect();
-    let arrival = run.flow_summary(flow)?.start_s;
-    let overlapping = controlled
-        .iter()
+        .filter(|f| compete(arriving, f))
         .filter(|f| f.start_s <= arrival + 1e-9 && f.stop_s > arrival && f.name != flow)
         .count();
     if overlapping == 0 {
@@ -454,13 +454,12 @@ fn convergence(run: &Run, flow: &str) -> Option<f64> {
         .ok()?
         .into_iter()
         .find(|convergence| convergence.flow == flow)?;
-    // Never converged: the whole window searched (to the next arrival or departure, or the
-    // end of the run), a lower bound.
-    Some(
-        convergence
-            .time_s
-            .unwrap_or(convergence.window_end_s - arrival),
-    )
+    // Never converged: later than the whole window searched (to the next arrival or
+    // departure, or the end of the run); counted as converging one interval after it, a lower
+    // bound that stays above the window (a "within the window" claim must not pass on it).
+    Some(convergence.time_s.unwrap_or(
+        convergence.window_end_s - arrival + run.summary.interval_s,
+    ))
 }
 
 /// Per-flow values of a metric in one run over `window`, or one run-wide value.
