@@ -457,9 +457,11 @@ fn convergence(run: &Run, flow: &str) -> Option<f64> {
     // Never converged: later than the whole window searched (to the next arrival or
     // departure, or the end of the run); counted as converging one interval after it, a lower
     // bound that stays above the window (a "within the window" claim must not pass on it).
-    Some(convergence.time_s.unwrap_or(
-        convergence.window_end_s - arrival + run.summary.interval_s,
-    ))
+    Some(
+        convergence
+            .time_s
+            .unwrap_or(convergence.window_end_s - arrival + run.summary.interval_s),
+    )
 }
 
 /// Per-flow values of a metric in one run over `window`, or one run-wide value.

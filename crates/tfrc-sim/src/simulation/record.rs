@@ -29,14 +29,27 @@ pub const LINKS_HEADER: &str = "time_s,from,to,queue_packets,queue_bytes,average
 
 /// Seconds since the start of the run, written exactly (no binary floating-point noise).
 pub fn format_time(at: Instant) -> String {
-    let nanos = at.as_nanos();
-    let seconds = nanos / 1_000_000_000;
-    let fraction = nanos % 1_000_000_000;
-    if fraction == 0 {
-        return seconds.to_string();
+    Time(at).to_string()
+}
+
+/// [`format_time`] written straight into a formatter (no allocation per CSV cell).
+struct Time(Instant);
+
+impl std::fmt::Display for Time {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let nanos = self.0.as_nanos();
+        let seconds = nanos / 1_000_000_000;
+        let mut fraction = nanos % 1_000_000_000;
+        if fraction == 0 {
+            return write!(f, "{seconds}");
+        }
+        let mut width = 9;
+        while fraction % 10 == 0 {
+            fraction /= 10;
+            width -= 1;
+        }
+        write!(f, "{seconds}.{fraction:0width$}")
     }
-    let digits = format!("{fraction:09}");
-    format!("{seconds}.{}", digits.trim_end_matches('0'))
 }
 
 /// Packets and bytes sent and received.
@@ -145,15 +158,36 @@ pub struct StateRow {
     pub srtt_s: Option<f64>,
 }
 
-fn cell<T: ToString>(value: Option<T>) -> String {
-    value.map(|value| value.to_string()).unwrap_or_default()
+/// An optional CSV cell: the value, or nothing.
+struct Cell<T>(Option<T>);
+
+impl<T: std::fmt::Display> std::fmt::Display for Cell<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.0 {
+            Some(value) => value.fmt(f),
+            None => Ok(()),
+        }
+    }
 }
 
-fn rounded(value: Option<f64>, decimals: usize) -> String {
-    value
-        .filter(|value| value.is_finite())
-        .map(|value| format!("{value:.decimals$}"))
-        .unwrap_or_default()
+fn cell<T: std::fmt::Display>(value: Option<T>) -> Cell<T> {
+    Cell(value)
+}
+
+/// A finite value with `decimals` decimals, or an empty cell.
+struct Rounded(Option<f64>, usize);
+
+impl std::fmt::Display for Rounded {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0.filter(|value| value.is_finite()) {
+            Some(value) => write!(f, "{value:.*}", self.1),
+            None => Ok(()),
+        }
+    }
+}
+
+fn rounded(value: Option<f64>, decimals: usize) -> Rounded {
+    Rounded(value, decimals)
 }
 
 /// The three CSV files of a run.
@@ -207,7 +241,7 @@ impl CsvFiles {
         writeln!(
             self.flows,
             "{},{},{},{},{},{},{},{:.3},{:.3}",
-            format_time(at),
+            Time(at),
             record.name,
             record.kind,
             counts.sent_bytes,
@@ -229,7 +263,7 @@ impl CsvFiles {
         writeln!(
             self.state,
             "{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
-            format_time(at),
+            Time(at),
             record.name,
             record.kind,
             rounded(row.x_bps, 1),
@@ -267,7 +301,7 @@ impl CsvFiles {
         writeln!(
             self.links,
             "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
-            format_time(at),
+            Time(at),
             from,
             to,
             sample.queue_packets,
