@@ -44,7 +44,7 @@ impl std::fmt::Display for Time {
             return write!(f, "{seconds}");
         }
         let mut width = 9;
-        while fraction % 10 == 0 {
+        while fraction.is_multiple_of(10) {
             fraction /= 10;
             width -= 1;
         }
