@@ -33,10 +33,12 @@
 //! );
 //! let arrival = link.handle_arrival(Instant::ZERO, PacketMeta::new(1, 7, 1000));
 //! assert!(arrival.is_accepted());
-//! // 1000 bytes take 8 ms to serialize at 1 Mb/s, then 20 ms to propagate.
+//! // 1000 bytes take 8 ms to serialize at 1 Mb/s, then 20 ms to propagate: the link next has
+//! // something to show at 28 ms, when the packet reaches the far end.
 //! let due = link.poll_timeout().unwrap();
-//! assert_eq!(due, Instant::from_millis(8));
-//! link.handle_timeout(due);
+//! assert_eq!(due, Instant::from_millis(28));
+//! link.handle_timeout(Instant::from_millis(8));
+//! assert_eq!(link.sample().in_flight, 1);
 //! assert_eq!(link.poll_timeout(), Some(Instant::from_millis(28)));
 //! assert!(link.poll_delivery(Instant::from_millis(27)).is_none());
 //! let delivered = link.poll_delivery(Instant::from_millis(28)).unwrap();

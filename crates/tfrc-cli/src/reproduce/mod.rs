@@ -310,32 +310,13 @@ fn sample_claims(
     views: &BTreeMap<String, Vec<RunView<'_>>>,
     threads: usize,
 ) -> Vec<Vec<Sample>> {
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let results: std::sync::Mutex<Vec<Option<Vec<Sample>>>> =
-        std::sync::Mutex::new(vec![None; experiments.len()]);
-    std::thread::scope(|scope| {
-        for _ in 0..threads.clamp(1, experiments.len().max(1)) {
-            scope.spawn(|| loop {
-                let index = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                let Some(experiment) = experiments.get(index) else {
-                    break;
-                };
-                let measured: Vec<Sample> = claim_lists[index]
-                    .iter()
-                    .map(|claim| claims::sample(claim, &views[&experiment.id], views))
-                    .collect();
-                if let Ok(mut slots) = results.lock() {
-                    slots[index] = Some(measured);
-                }
-            });
-        }
-    });
-    results
-        .into_inner()
-        .unwrap_or_default()
-        .into_iter()
-        .map(Option::unwrap_or_default)
-        .collect()
+    let order: Vec<usize> = (0..experiments.len()).collect();
+    runner::parallel_map(&order, threads, |index| {
+        claim_lists[index]
+            .iter()
+            .map(|claim| claims::sample(claim, &views[&experiments[index].id], views))
+            .collect()
+    })
 }
 
 /// The file a replication other than 0 keeps: its summary (with its seed; `tfrc sim FILE

@@ -64,62 +64,75 @@ pub fn progress_bar(total: u64, quiet: bool) -> ProgressBar {
     bar
 }
 
-/// Runs `jobs` on `threads` threads, longest first, advancing `bar` by one per run. Outcomes
-/// come back in the order of `jobs`.
-pub fn run_all(jobs: Vec<Job>, threads: usize, bar: &ProgressBar) -> Vec<RunOutcome> {
-    let total = jobs.len();
-    // Longest first (simulated time × flows as a proxy), so the pool does not end on one long run.
-    let mut order: Vec<usize> = (0..total).collect();
-    let weight =
-        |job: &Job| job.scenario.duration.as_secs_f64() * (job.scenario.flows.len() as f64 + 1.0);
-    order.sort_by(|&a, &b| weight(&jobs[b]).total_cmp(&weight(&jobs[a])));
+/// `work(index)` for every index in `order`, on `threads` threads taking the indices in that
+/// order; the results come back indexed by `index` (0 … `order.len()`, `order` a permutation).
+pub fn parallel_map<R: Send>(
+    order: &[usize],
+    threads: usize,
+    work: impl Fn(usize) -> R + Sync,
+) -> Vec<R> {
     let next = AtomicUsize::new(0);
-    let outcomes: Mutex<Vec<Option<RunOutcome>>> = Mutex::new(vec![None; total]);
+    let results: Mutex<Vec<Option<R>>> = Mutex::new((0..order.len()).map(|_| None).collect());
     std::thread::scope(|scope| {
-        for _ in 0..threads.max(1).min(total.max(1)) {
+        for _ in 0..threads.clamp(1, order.len().max(1)) {
             scope.spawn(|| loop {
                 let position = next.fetch_add(1, Ordering::Relaxed);
                 let Some(&index) = order.get(position) else {
                     break;
                 };
-                let job = &jobs[index];
-                let started = WallInstant::now();
-                let outcome = match run_one(&job.scenario, &job.directory, true) {
-                    Ok(done) => {
-                        let (run, load_error) = match Run::load(&job.directory) {
-                            Ok(run) => (Some(Arc::new(run)), None),
-                            Err(error) => (None, Some(error.to_string())),
-                        };
-                        RunOutcome {
-                            job: job.clone(),
-                            result: Ok(done.summary),
-                            run,
-                            load_error,
-                            wall_time: done.wall_time,
-                            events: done.events,
-                        }
-                    }
-                    Err(error) => RunOutcome {
-                        job: job.clone(),
-                        result: Err(format!("{error:#}")),
-                        run: None,
-                        load_error: None,
-                        wall_time: started.elapsed(),
-                        events: 0,
-                    },
-                };
-                bar.set_message(job.scenario.name.clone());
-                bar.inc(1);
-                if let Ok(mut slots) = outcomes.lock() {
-                    slots[index] = Some(outcome);
+                let result = work(index);
+                if let Ok(mut slots) = results.lock() {
+                    slots[index] = Some(result);
                 }
             });
         }
     });
-    outcomes
+    results
         .into_inner()
         .unwrap_or_default()
         .into_iter()
         .flatten()
         .collect()
+}
+
+/// Runs `jobs` on `threads` threads, longest first, advancing `bar` by one per run, and loads
+/// each finished run's files in the worker that ran it. Outcomes come back in the order of
+/// `jobs`.
+pub fn run_all(jobs: Vec<Job>, threads: usize, bar: &ProgressBar) -> Vec<RunOutcome> {
+    // Longest first (simulated time × flows as a proxy), so the pool does not end on one long run.
+    let mut order: Vec<usize> = (0..jobs.len()).collect();
+    let weight =
+        |job: &Job| job.scenario.duration.as_secs_f64() * (job.scenario.flows.len() as f64 + 1.0);
+    order.sort_by(|&a, &b| weight(&jobs[b]).total_cmp(&weight(&jobs[a])));
+    parallel_map(&order, threads, |index| {
+        let job = &jobs[index];
+        let started = WallInstant::now();
+        let outcome = match run_one(&job.scenario, &job.directory, true) {
+            Ok(done) => {
+                let (run, load_error) = match Run::load(&job.directory) {
+                    Ok(run) => (Some(Arc::new(run)), None),
+                    Err(error) => (None, Some(error.to_string())),
+                };
+                RunOutcome {
+                    job: job.clone(),
+                    result: Ok(done.summary),
+                    run,
+                    load_error,
+                    wall_time: done.wall_time,
+                    events: done.events,
+                }
+            }
+            Err(error) => RunOutcome {
+                job: job.clone(),
+                result: Err(format!("{error:#}")),
+                run: None,
+                load_error: None,
+                wall_time: started.elapsed(),
+                events: 0,
+            },
+        };
+        bar.set_message(job.scenario.name.clone());
+        bar.inc(1);
+        outcome
+    })
 }
