@@ -166,6 +166,9 @@ pub struct Line {
     pub label: String,
     /// `(x, y)` points, drawn in order; non-finite points are left out.
     pub points: Vec<(f64, f64)>,
+    /// `(x, low, high)`: a band shaded in the line's colour around it (e.g. a 95 % confidence
+    /// interval over replications); empty for none. Non-finite entries are left out.
+    pub band: Vec<(f64, f64, f64)>,
     /// How it is drawn.
     pub style: LineStyle,
 }
@@ -237,6 +240,24 @@ impl LinePlot {
         self.lines.push(Line {
             label: label.into(),
             points,
+            band: Vec::new(),
+            style,
+        });
+        self
+    }
+
+    /// Adds a line with a shaded band `(x, low, high)` around it.
+    pub fn line_with_band(
+        mut self,
+        label: impl Into<String>,
+        points: Vec<(f64, f64)>,
+        band: Vec<(f64, f64, f64)>,
+        style: LineStyle,
+    ) -> LinePlot {
+        self.lines.push(Line {
+            label: label.into(),
+            points,
+            band,
             style,
         });
         self
@@ -255,6 +276,14 @@ impl LinePlot {
             .iter()
             .copied()
             .filter(move |(x, y)| x.is_finite() && y.is_finite() && (!log || *x > 0.0))
+    }
+
+    /// The band entries that will be drawn for `line`: finite, and x > 0 on a log axis.
+    fn drawable_band<'a>(&self, line: &'a Line) -> impl Iterator<Item = (f64, f64, f64)> + 'a {
+        let log = self.x_scale == Scale::Log;
+        line.band.iter().copied().filter(move |(x, low, high)| {
+            x.is_finite() && low.is_finite() && high.is_finite() && (!log || *x > 0.0)
+        })
     }
 
     /// Draws the plot into `path` (`.png` or `.svg`), creating its parent directory.
@@ -278,6 +307,7 @@ impl LinePlot {
             lines.push(Line {
                 label: label.clone(),
                 points: vec![(x_range.start, *y), (x_range.end, *y)],
+                band: Vec::new(),
                 style: LineStyle {
                     color: REFERENCE_COLOR,
                     dash: Dash::Dotted,
@@ -285,7 +315,16 @@ impl LinePlot {
                 },
             });
         }
-        let all_y = lines.iter().flat_map(|l| self.drawable(l)).map(|p| p.1);
+        let band_y: Vec<f64> = lines
+            .iter()
+            .flat_map(|l| self.drawable_band(l))
+            .flat_map(|(_, low, high)| [low, high])
+            .collect();
+        let all_y = lines
+            .iter()
+            .flat_map(|l| self.drawable(l))
+            .map(|p| p.1)
+            .chain(band_y);
         let y_range = padded_range(all_y, self.y_from_zero, 0.05);
         let y_range = with_legend_room(y_range, lines.len(), self.size.1);
         create_parent(path)?;
@@ -357,6 +396,23 @@ impl LinePlot {
             .light_line_style(RGBColor(235, 235, 235))
             .draw()
             .map_err(|e| e.to_string())?;
+        for line in lines {
+            let mut band: Vec<(f64, f64, f64)> = self.drawable_band(line).collect();
+            band.sort_by(|a, b| a.0.total_cmp(&b.0));
+            if band.len() >= 2 {
+                let outline: Vec<(f64, f64)> = band
+                    .iter()
+                    .map(|(x, _, high)| (*x, *high))
+                    .chain(band.iter().rev().map(|(x, low, _)| (*x, *low)))
+                    .collect();
+                chart
+                    .draw_series(std::iter::once(Polygon::new(
+                        outline,
+                        color(line.style.color).mix(0.18).filled(),
+                    )))
+                    .map_err(|e| e.to_string())?;
+            }
+        }
         for line in lines {
             let points: Vec<(f64, f64)> = self.drawable(line).collect();
             let style = color(line.style.color).stroke_width(2);
@@ -601,6 +657,39 @@ pub fn grouped_xy(
         plot = plot.line(
             label.clone(),
             points,
+            LineStyle {
+                color: index,
+                dash: Dash::Solid,
+                markers: true,
+            },
+        );
+    }
+    plot
+}
+
+/// A labelled line with a band: `(label, [(x, y, low, high)])`.
+pub type BandedGroup = (String, Vec<(f64, f64, f64, f64)>);
+
+/// Like [`grouped_xy`] with a band per line: `groups` holds `(label, [(x, y, low, high)])`,
+/// `y` drawn as the line and `[low, high]` shaded around it (e.g. the mean over replications
+/// and its 95 % confidence interval).
+pub fn grouped_xy_with_bands(
+    title: &str,
+    x_label: &str,
+    y_label: &str,
+    groups: &[BandedGroup],
+) -> LinePlot {
+    let mut plot = LinePlot::new(title, x_label, y_label);
+    for (index, (label, points)) in groups.iter().enumerate() {
+        let mut points = points.clone();
+        points.sort_by(|a, b| a.0.total_cmp(&b.0));
+        plot = plot.line_with_band(
+            label.clone(),
+            points.iter().map(|(x, y, _, _)| (*x, *y)).collect(),
+            points
+                .iter()
+                .map(|(x, _, low, high)| (*x, *low, *high))
+                .collect(),
             LineStyle {
                 color: index,
                 dash: Dash::Solid,

@@ -213,6 +213,18 @@ pub struct Run {
 }
 
 impl Run {
+    /// The same run with its summary only: what a replication whose time series were not kept
+    /// still answers (goodputs, receiving ratios, mean p and RTT, Jain index).
+    pub fn summary_only(&self) -> Run {
+        Run {
+            dir: self.dir.clone(),
+            summary: self.summary.clone(),
+            flows: Vec::new(),
+            states: Vec::new(),
+            links: Vec::new(),
+        }
+    }
+
     /// Loads the four files of a run directory. Every file must exist (a header-only CSV is
     /// fine); every row's flow must be listed in `summary.json`.
     pub fn load(dir: impl AsRef<Path>) -> Result<Run, RunError> {

@@ -347,3 +347,47 @@ fn single_point_and_nested_output_directory_work() {
     let svg = read_svg(&path);
     assert!(svg.contains("<circle"));
 }
+
+/// A band is drawn as one filled polygon in the line's colour, spanning every band entry, and
+/// the y axis makes room for it.
+#[test]
+fn a_band_is_shaded_around_its_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let groups = vec![(
+        "mean over replications".to_string(),
+        (0..5)
+            .map(|i| {
+                let y = f64::from(i);
+                (f64::from(i), y, y - 1.0, y + 3.0)
+            })
+            .collect::<Vec<_>>(),
+    )];
+    let figure = plot::grouped_xy_with_bands("Banded", "n", "value", &groups);
+    assert_eq!(figure.lines[0].band.len(), 5);
+    let (png, svg) = both_formats(dir.path(), "banded");
+    figure.draw(&png).unwrap();
+    figure.draw(&svg).unwrap();
+    assert_png(&png);
+    let svg = read_svg(&svg);
+    let polygons: Vec<&str> = svg
+        .lines()
+        .filter(|line| line.starts_with("<polygon") && line.contains("#0072B2"))
+        .collect();
+    assert_eq!(polygons.len(), 1, "{polygons:?}");
+    // Upper edge forward and lower edge back: 10 corners.
+    let corners = polygons[0]
+        .split("points=\"")
+        .nth(1)
+        .unwrap()
+        .split('"')
+        .next()
+        .unwrap()
+        .split_whitespace()
+        .count();
+    assert_eq!(corners, 10);
+    // The band's top (7) is on the axis: a tick label at or above 7 exists.
+    assert!(texts(&svg)
+        .iter()
+        .filter_map(|t| t.parse::<f64>().ok())
+        .any(|v| v >= 7.0));
+}

@@ -102,6 +102,78 @@ fn grouped(
     groups
 }
 
+/// A figure's points (`(group, [(x, y)])`) computed on replication 0 and on every other
+/// replication of the experiment (their summaries): per group and x, the mean of y over the
+/// replications with its 95 % confidence interval, `(x, mean, low, high)`.
+fn banded(
+    experiment: &Experiment,
+    compute: impl Fn(&[&LoadedRun]) -> Vec<(String, Vec<(f64, f64)>)>,
+) -> Vec<plot::BandedGroup> {
+    let first: Vec<&LoadedRun> = experiment.runs.iter().collect();
+    let mut sets = vec![compute(&first)];
+    for replica in &experiment.replicas {
+        let runs: Vec<&LoadedRun> = replica.iter().collect();
+        sets.push(compute(&runs));
+    }
+    // Per group, per x: the y of every replication.
+    type Collected = (String, Vec<(f64, Vec<f64>)>);
+    let mut merged: Vec<Collected> = Vec::new();
+    for set in sets {
+        for (group, points) in set {
+            let position = match merged.iter().position(|(name, _)| *name == group) {
+                Some(position) => position,
+                None => {
+                    merged.push((group, Vec::new()));
+                    merged.len() - 1
+                }
+            };
+            let values = &mut merged[position].1;
+            for (x, y) in points {
+                match values.iter_mut().find(|(at, _)| *at == x) {
+                    Some((_, ys)) => ys.push(y),
+                    None => values.push((x, vec![y])),
+                }
+            }
+        }
+    }
+    merged
+        .into_iter()
+        .map(|(group, values)| {
+            let points = values
+                .into_iter()
+                .filter_map(|(x, ys)| {
+                    let interval = metrics::confidence_interval_95(&ys)?;
+                    Some((x, interval.mean, interval.low, interval.high))
+                })
+                .collect();
+            (group, points)
+        })
+        .collect()
+}
+
+/// [`grouped`] over the runs that `keep` selects, with a band over the replications
+/// ([`banded`]).
+fn grouped_banded(
+    experiment: &Experiment,
+    keep: impl Fn(&LoadedRun) -> bool,
+    group_label: &str,
+    x: impl Fn(&LoadedRun) -> Option<f64>,
+    y: impl Fn(&LoadedRun) -> Option<f64>,
+) -> Vec<plot::BandedGroup> {
+    banded(experiment, |runs| {
+        let kept: Vec<&LoadedRun> = runs.iter().copied().filter(|run| keep(run)).collect();
+        grouped(&kept, group_label, &x, &y)
+    })
+}
+
+/// The caption's note on what a banded figure shows.
+fn band_note(experiment: &Experiment) -> String {
+    format!(
+        "; mean over {} replication(s), shaded: 95 % confidence interval",
+        experiment.replicas.len() + 1
+    )
+}
+
 fn target_rates_kbps(run: &LoadedRun) -> Vec<(String, f64)> {
     run.scenario
         .flows
@@ -170,8 +242,9 @@ pub fn draw(experiment: &Experiment, out: &Path) -> Result<Vec<(PathBuf, String)
     match id {
         "e002-grid" => {
             // p_N / p_1 per (flows, delay) row.
+            let lines = banded(experiment, |runs| {
             let mut lines = Vec::new();
-            for run in &runs {
+            for run in runs {
                 let (Some(flows), Some(cell)) =
                     (label(run, "flows"), label(run, "delay_feedbacks"))
                 else {
@@ -199,7 +272,9 @@ pub fn draw(experiment: &Experiment, out: &Path) -> Result<Vec<(PathBuf, String)
                     }
                 }
             }
-            let plot = plot::grouped_xy(
+            lines
+            });
+            let plot = plot::grouped_xy_with_bands(
                 "e002-grid: p_N / p_1 vs feedbacks per RTT",
                 "feedbacks per RTT N",
                 "p_N / p_1",
@@ -209,7 +284,7 @@ pub fn draw(experiment: &Experiment, out: &Path) -> Result<Vec<(PathBuf, String)
             .reference("paper: 1.14", 1.14);
             figures.push((
                 save_line(&plot, out, id, "p-ratio")?,
-                "p_N / p_1 (mean of the flows' time-average p) against N, one line per number of flows and delay".into(),
+                format!("p_N / p_1 (mean of the flows' time-average p) against N, one line per number of flows and delay{}", band_note(experiment)),
             ));
         }
         "e002-rtt" => {
@@ -230,7 +305,7 @@ pub fn draw(experiment: &Experiment, out: &Path) -> Result<Vec<(PathBuf, String)
             figures.extend(time_series(experiment, out)?);
         }
         "e003-single" => figures.push(goodput_against(
-            &runs,
+            experiment,
             out,
             id,
             &GoodputFigure {
@@ -244,7 +319,7 @@ pub fn draw(experiment: &Experiment, out: &Path) -> Result<Vec<(PathBuf, String)
             },
         )?),
         "e003-multi" => figures.push(goodput_against(
-            &runs,
+            experiment,
             out,
             id,
             &GoodputFigure {
@@ -261,18 +336,14 @@ pub fn draw(experiment: &Experiment, out: &Path) -> Result<Vec<(PathBuf, String)
             let ratio = |run: &LoadedRun| total_receiving_ratio(&run.run, &under_test(run));
             for (prefix, x_label, log) in [("single", "loss rate", true), ("multi", "flows", false)]
             {
-                let selected: Vec<&LoadedRun> = runs
-                    .iter()
-                    .copied()
-                    .filter(|run| label(run, "setup").is_some_and(|s| s.starts_with(prefix)))
-                    .collect();
-                let groups = grouped(
-                    &selected,
+                let groups = grouped_banded(
+                    experiment,
+                    |run| label(run, "setup").is_some_and(|s| s.starts_with(prefix)),
                     "protocol",
                     |run| label(run, "setup").and_then(label_number),
                     ratio,
                 );
-                let mut plot = plot::grouped_xy(
+                let mut plot = plot::grouped_xy_with_bands(
                     &format!("e003-ratio: receiving ratio, {prefix} flow(s)"),
                     x_label,
                     "packets received / sent",
@@ -284,7 +355,7 @@ pub fn draw(experiment: &Experiment, out: &Path) -> Result<Vec<(PathBuf, String)
                 }
                 figures.push((
                     save_line(&plot, out, id, &format!("ratio-{prefix}"))?,
-                    format!("receiving ratio against the {x_label}, TFRC and the Enhancement for each β"),
+                    format!("receiving ratio against the {x_label}, TFRC and the Enhancement for each β{}", band_note(experiment)),
                 ));
             }
         }
@@ -318,13 +389,9 @@ pub fn draw(experiment: &Experiment, out: &Path) -> Result<Vec<(PathBuf, String)
             let mut betas: Vec<&str> = runs.iter().filter_map(|run| label(run, "beta")).collect();
             betas.dedup();
             for beta in betas {
-                let selected: Vec<&LoadedRun> = runs
-                    .iter()
-                    .copied()
-                    .filter(|run| label(run, "beta") == Some(beta))
-                    .collect();
-                let groups = grouped(
-                    &selected,
+                let groups = grouped_banded(
+                    experiment,
+                    |run| label(run, "beta") == Some(beta),
                     "loss",
                     |run| label(run, "flows").and_then(label_number),
                     |run| {
@@ -335,11 +402,11 @@ pub fn draw(experiment: &Experiment, out: &Path) -> Result<Vec<(PathBuf, String)
                         goodputs.and_then(|g| metrics::jain_index(&g))
                     },
                 );
-                let groups: Vec<(String, Vec<(f64, f64)>)> = groups
+                let groups: Vec<plot::BandedGroup> = groups
                     .into_iter()
                     .map(|(loss, points)| (format!("loss {loss}"), points))
                     .collect();
-                let plot = plot::grouped_xy(
+                let plot = plot::grouped_xy_with_bands(
                     &format!("e003-fairness: Jain index, {beta}"),
                     "flows",
                     "Jain index",
@@ -347,7 +414,7 @@ pub fn draw(experiment: &Experiment, out: &Path) -> Result<Vec<(PathBuf, String)
                 );
                 figures.push((
                     save_line(&plot, out, id, &format!("jain-{beta}"))?,
-                    format!("Jain index among the Enhancement flows ({beta}) against their number, one line per loss rate"),
+                    format!("Jain index among the Enhancement flows ({beta}) against their number, one line per loss rate{}", band_note(experiment)),
                 ));
             }
         }
@@ -359,8 +426,9 @@ pub fn draw(experiment: &Experiment, out: &Path) -> Result<Vec<(PathBuf, String)
             let tcp = ["tcp".to_string()];
             // T1: the mean over all n TCP flows of the all-TCP run (the paper's definition).
             let all = ["tcp".to_string(), "f".to_string()];
+            let groups = banded(experiment, |runs| {
             let mut groups: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
-            for run in &runs {
+            for run in runs {
                 let (Some(mix), Some(n)) = (label(run, "mix"), label(run, "n")) else {
                     continue;
                 };
@@ -393,7 +461,9 @@ pub fn draw(experiment: &Experiment, out: &Path) -> Result<Vec<(PathBuf, String)
                     }
                 }
             }
-            let plot = plot::grouped_xy(
+            groups
+            });
+            let plot = plot::grouped_xy_with_bands(
                 "e003-friendliness: T2/T1 vs number of flows",
                 "flows n",
                 "T2 / T1",
@@ -402,7 +472,7 @@ pub fn draw(experiment: &Experiment, out: &Path) -> Result<Vec<(PathBuf, String)
             .reference("paper: β = 1 ≈ 0.85", 0.85);
             figures.push((
                 save_line(&plot, out, id, "t2-t1")?,
-                "TCP-friendliness T2/T1: mean goodput of the TCP flows left with half the flows replaced, over the mean of all n flows of the all-TCP run; the paper's 20-packet bottleneck buffer and 100 (sensitivity)".into(),
+                format!("TCP-friendliness T2/T1: mean goodput of the TCP flows left with half the flows replaced, over the mean of all n flows of the all-TCP run; the paper's 20-packet bottleneck buffer and 100 (sensitivity){}", band_note(experiment)),
             ));
         }
         "e004-burstiness" => {
@@ -593,24 +663,26 @@ struct GoodputFigure {
 /// Total goodput of the flows under test (`f`) against the number in a sweep label, one line
 /// per protocol (paper 003's Fig. 4).
 fn goodput_against(
-    runs: &[&LoadedRun],
+    experiment: &Experiment,
     out: &Path,
     id: &str,
     figure: &GoodputFigure,
 ) -> Result<(PathBuf, String)> {
-    let groups = grouped(
-        runs,
+    let groups = grouped_banded(
+        experiment,
+        |_| true,
         "protocol",
         |run| label(run, figure.x_key).and_then(label_number),
         |run| total_goodput_kbps(&run.run, &flow_names(&run.run, Some(&["f".to_string()]))),
     );
-    let mut plot = plot::grouped_xy(figure.title, figure.x_label, figure.y_label, &groups);
+    let mut plot =
+        plot::grouped_xy_with_bands(figure.title, figure.x_label, figure.y_label, &groups);
     if figure.log_x {
         plot = plot.log_x();
     }
     Ok((
         save_line(&plot, out, id, figure.stem)?,
-        figure.caption.to_owned(),
+        format!("{}{}", figure.caption, band_note(experiment)),
     ))
 }
 

@@ -177,6 +177,8 @@ pub struct Experiment {
     pub ns2: Option<std::result::Result<Run, String>>,
     /// Recorded real runs (testbed) of this experiment's variants.
     pub testbed: Vec<Run>,
+    /// Replications 1 … N−1 of its runs, summaries only (for the bands of averaged figures).
+    pub replicas: Vec<Vec<LoadedRun>>,
 }
 
 /// The recorded testbed runs of experiment `id`: run directories under `dir` whose summary names
@@ -277,6 +279,7 @@ fn load_experiments(
                 failures,
                 ns2: None,
                 testbed: Vec::new(),
+                replicas: Vec::new(),
             }
         })
         .collect()
@@ -453,6 +456,7 @@ pub fn run(args: &ReproduceArgs) -> Result<()> {
         .collect();
     let mut all_outcomes = Vec::new();
     let mut first = None;
+    let mut replica_sets: Vec<Vec<Vec<LoadedRun>>> = Vec::new();
     for replication in 0..replications {
         bar.set_prefix(format!("replication {}/{replications}", replication + 1));
         let (jobs, runs_of) = replication_jobs(&plans, replication, &args.out);
@@ -474,10 +478,27 @@ pub fn run(args: &ReproduceArgs) -> Result<()> {
         }
         if replication == 0 {
             first = Some(experiments);
-        } else if !args.keep_runs {
+        } else {
+            replica_sets.push(
+                experiments
+                    .iter()
+                    .map(|experiment| {
+                        experiment
+                            .runs
+                            .iter()
+                            .map(|loaded| LoadedRun {
+                                scenario: loaded.scenario.clone(),
+                                run: std::sync::Arc::new(loaded.run.summary_only()),
+                            })
+                            .collect::<Vec<_>>()
+                    })
+                    .collect::<Vec<_>>(),
+            );
             drop(experiments);
-            for outcome in outcomes.iter().filter(|outcome| outcome.result.is_ok()) {
-                prune_run(&outcome.job.directory)?;
+            if !args.keep_runs {
+                for outcome in outcomes.iter().filter(|outcome| outcome.result.is_ok()) {
+                    prune_run(&outcome.job.directory)?;
+                }
             }
         }
         all_outcomes.extend(outcomes);
@@ -500,7 +521,12 @@ pub fn run(args: &ReproduceArgs) -> Result<()> {
         .testbed
         .clone()
         .unwrap_or_else(|| dir.join("../results/testbed"));
-    let mut experiments = first.unwrap_or_default();
+    let mut experiments: Vec<Experiment> = first.unwrap_or_default();
+    for set in replica_sets {
+        for (experiment, runs) in experiments.iter_mut().zip(set) {
+            experiment.replicas.push(runs);
+        }
+    }
     for experiment in &mut experiments {
         let id = experiment.id.clone();
         if NS2_CONFORMANCE.contains(&id.as_str()) {
