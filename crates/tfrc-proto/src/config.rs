@@ -164,9 +164,10 @@ pub enum ConfigError {
     /// A rate that is not a positive finite number.
     #[error("target_rate must be a positive finite number of bytes/s, got {0}")]
     TargetRate(f64),
-    /// A zero RTT_ref.
+    /// A fixed number of feedbacks per RTT of zero.
     #[error("feedbacks_per_rtt must be at least 1")]
     ZeroFeedbacksPerRtt,
+    /// A zero RTT_ref.
     #[error("rtt_ref must be positive")]
     RttRef,
     /// Veno parameters out of range.

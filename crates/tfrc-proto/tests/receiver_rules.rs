@@ -59,6 +59,16 @@ fn feed(
     (feedbacks, now)
 }
 
+/// Length of the oldest closed loss interval (the synthetic first one after the first loss).
+fn first_interval(receiver: &Receiver) -> f64 {
+    receiver
+        .loss_history()
+        .closed_intervals()
+        .next()
+        .unwrap()
+        .length
+}
+
 const RTT: Duration = Duration::from_millis(100);
 const SPACING: Duration = Duration::from_millis(10);
 
@@ -237,12 +247,7 @@ fn first_loss_interval_is_synthesised_from_receive_rate() {
     let mut receiver = Receiver::new(Config::default()).unwrap();
     let sequences = (0..300).filter(|s| *s != 250);
     feed(&mut receiver, sequences, Instant::ZERO, SPACING, RTT, 0.0);
-    let first = receiver
-        .loss_history()
-        .closed_intervals()
-        .next()
-        .unwrap()
-        .length;
+    let first = first_interval(&receiver);
     // Receive rate: 1000 bytes / 10 ms = 100 kB/s.
     let p = equation::loss_event_rate_for(1000.0, 0.1, 100_000.0).unwrap();
     assert!(
@@ -274,12 +279,7 @@ fn first_loss_interval_matches_the_arrival_rate_at_any_offset_after_a_feedback()
         );
         // A feedback went out at 300 ms, `offset_ms` before the loss.
         assert!(feedbacks.len() >= 4);
-        let first = receiver
-            .loss_history()
-            .closed_intervals()
-            .next()
-            .unwrap()
-            .length;
+        let first = first_interval(&receiver);
         let x = equation::throughput(1000.0, 0.1, 1.0 / first);
         assert!(
             (x / 1e6 - 1.0).abs() <= 0.2,

@@ -595,14 +595,27 @@ fn run_values(view: &RunView<'_>, claim: &Claim, flows: Option<&[String]>) -> Ve
         return measured;
     };
     let base = aggregate(measure(view, claim, &flows, Some(base_window)), claim);
-    measured
-        .iter()
-        .zip(base.iter().chain(std::iter::repeat(&None)))
-        .map(|(m, b)| match (m, b) {
-            (Some(m), Some(b)) if *b != 0.0 => Some(m / b),
-            _ => None,
-        })
-        .collect()
+    divided(&measured, &base)
+}
+
+/// `values` divided by their baselines: item by item when both have as many items (the same
+/// flows), else each by the mean of the defined baselines. Undefined where either side is, or
+/// the baseline is 0.
+fn divided(values: &[Option<f64>], baselines: &[Option<f64>]) -> Vec<Option<f64>> {
+    let ratio = |value: Option<f64>, base: Option<f64>| match (value, base) {
+        (Some(value), Some(base)) if base != 0.0 => Some(value / base),
+        _ => None,
+    };
+    if values.len() == baselines.len() {
+        return values
+            .iter()
+            .zip(baselines)
+            .map(|(value, base)| ratio(*value, *base))
+            .collect();
+    }
+    let defined: Vec<f64> = baselines.iter().flatten().copied().collect();
+    let mean = metrics::mean(&defined);
+    values.iter().map(|value| ratio(*value, mean)).collect()
 }
 
 /// The baseline run of `run` for `claim`: same labels except those the baseline sets.
@@ -888,36 +901,11 @@ pub fn sample(
             None => claim.baseline_flows.is_some().then_some(*view),
         };
         if let Some(base) = base {
-            let base_values = run_values(base, claim, base_flows);
-            let base_mean = {
-                let defined: Vec<f64> = base_values.iter().flatten().copied().collect();
-                metrics::mean(&defined)
-            };
-            measured = if base_values.len() == measured.len() {
-                measured
-                    .iter()
-                    .zip(&base_values)
-                    .map(|(m, b)| match (m, b) {
-                        (Some(m), Some(b)) if *b != 0.0 => Some(m / b),
-                        _ => None,
-                    })
-                    .collect()
-            } else {
-                measured
-                    .iter()
-                    .map(|m| match (m, base_mean) {
-                        (Some(m), Some(b)) if b != 0.0 => Some(m / b),
-                        _ => None,
-                    })
-                    .collect()
-            };
+            measured = divided(&measured, &run_values(base, claim, base_flows));
         }
         if claim.relation == "below_capacity" {
             // Each run against its own bottleneck's mean capacity (a trace segment's mean).
-            measured = measured
-                .into_iter()
-                .map(|value| Some(value? / view.capacity_kbps.filter(|c| *c > 0.0)?))
-                .collect();
+            measured = divided(&measured, &[view.capacity_kbps]);
         }
         let measured = measured
             .into_iter()

@@ -326,29 +326,22 @@ fn sample_claims(
 /// --replication K` reruns it whole).
 const KEPT_FILE: &str = "summary.json";
 
-/// Removes every file of a finished run but its summary, which is rewritten without
-/// indentation (the same JSON, about half the size).
-fn prune_run(directory: &Path) -> Result<()> {
+/// Removes every file of a finished run but its summary, which is written again from the run's
+/// `summary` without indentation (the same JSON, about half the size).
+fn prune_run(directory: &Path, summary: &tfrc_sim::simulation::Summary) -> Result<()> {
     let entries = std::fs::read_dir(directory)
         .with_context(|| format!("cannot read {}", directory.display()))?;
     for entry in entries.flatten() {
         let path = entry.path();
-        if !path.is_file() {
-            continue;
-        }
-        if path.file_name().is_some_and(|file| file == KEPT_FILE) {
-            let text = std::fs::read_to_string(&path)
-                .with_context(|| format!("cannot read {}", path.display()))?;
-            let value: serde_json::Value = serde_json::from_str(&text)
-                .with_context(|| format!("{}: invalid JSON", path.display()))?;
-            std::fs::write(&path, value.to_string() + "\n")
-                .with_context(|| format!("cannot write {}", path.display()))?;
-        } else {
+        if path.is_file() && path.file_name().is_none_or(|file| file != KEPT_FILE) {
             std::fs::remove_file(&path)
                 .with_context(|| format!("cannot remove {}", path.display()))?;
         }
     }
-    Ok(())
+    let path = directory.join(KEPT_FILE);
+    let json = serde_json::to_string(summary)
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    std::fs::write(&path, json + "\n").with_context(|| format!("cannot write {}", path.display()))
 }
 
 /// `tfrc reproduce`.
@@ -460,8 +453,7 @@ pub fn run(args: &ReproduceArgs) -> Result<()> {
     for replication in 0..replications {
         bar.set_prefix(format!("replication {}/{replications}", replication + 1));
         let (jobs, runs_of) = replication_jobs(&plans, replication, &args.out);
-        let outcomes = runner::run_all(jobs, threads, &bar);
-        let mut outcomes = outcomes;
+        let mut outcomes = runner::run_all(jobs, threads, &bar);
         let experiments = load_experiments(&plans, runs_of, &outcomes);
         // The outcomes keep no second reference to the loaded runs.
         for outcome in &mut outcomes {
@@ -496,8 +488,10 @@ pub fn run(args: &ReproduceArgs) -> Result<()> {
             );
             drop(experiments);
             if !args.keep_runs {
-                for outcome in outcomes.iter().filter(|outcome| outcome.result.is_ok()) {
-                    prune_run(&outcome.job.directory)?;
+                for outcome in &outcomes {
+                    if let Ok(summary) = &outcome.result {
+                        prune_run(&outcome.job.directory, summary)?;
+                    }
                 }
             }
         }
