@@ -47,38 +47,12 @@ pub enum MetricError {
     },
 }
 
+pub use tfrc_output::stats::{
+    coefficient_of_variation, jain_index, mean, quantile, standard_deviation,
+};
+
 fn all_finite(values: &[f64]) -> bool {
     values.iter().all(|v| v.is_finite())
-}
-
-/// Arithmetic mean; `None` if `values` is empty or holds a non-finite value.
-pub fn mean(values: &[f64]) -> Option<f64> {
-    if values.is_empty() || !all_finite(values) {
-        return None;
-    }
-    Some(values.iter().sum::<f64>() / values.len() as f64)
-}
-
-/// Population standard deviation `sqrt(Σ(x − mean)² / n)`; `None` as for [`mean`].
-pub fn standard_deviation(values: &[f64]) -> Option<f64> {
-    let m = mean(values)?;
-    let variance = values.iter().map(|v| (v - m) * (v - m)).sum::<f64>() / values.len() as f64;
-    Some(variance.sqrt())
-}
-
-/// The `q`-quantile (0 ≤ q ≤ 1) with linear interpolation between order statistics (numpy's
-/// default, "type 7"); `None` if empty, non-finite, or `q` outside [0, 1].
-pub fn quantile(values: &[f64], q: f64) -> Option<f64> {
-    if values.is_empty() || !all_finite(values) || !(0.0..=1.0).contains(&q) {
-        return None;
-    }
-    let mut sorted = values.to_vec();
-    sorted.sort_by(f64::total_cmp);
-    let position = q * (sorted.len() - 1) as f64;
-    let below = position.floor() as usize;
-    let above = position.ceil() as usize;
-    let fraction = position - below as f64;
-    Some(sorted[below] + (sorted[above] - sorted[below]) * fraction)
 }
 
 /// Two-sided 97.5 % quantile of Student's t distribution with `df` degrees of freedom (the
@@ -173,18 +147,6 @@ pub fn spearman(xs: &[f64], ys: &[f64]) -> Option<f64> {
         return None;
     }
     Some(covariance / (vx * vy).sqrt())
-}
-
-/// Coefficient of variation `std / mean` (population std). `None` if empty, non-finite, or the
-/// mean is 0 (nothing was sent: the smoothness of nothing is undefined).
-///
-/// Paper 003's CoV is this over the packets sent per 0.1 s bin (see [`bin_sums`]).
-pub fn coefficient_of_variation(values: &[f64]) -> Option<f64> {
-    let m = mean(values)?;
-    if m == 0.0 {
-        return None;
-    }
-    Some(standard_deviation(values)? / m)
 }
 
 /// Burstiness index of paper 004: `std / mean` of the received rate series (one value per
@@ -293,21 +255,6 @@ pub fn loss_event_rate_ratio(p_n: f64, p_1: f64) -> Option<f64> {
         return None;
     }
     Some(p_n / p_1)
-}
-
-/// Jain's fairness index `(Σ x_i)² / (n · Σ x_i²)` over per-flow goodputs: 1 when all are
-/// equal, 1/n when one flow has everything. `None` if empty, if every value is 0, or if a value
-/// is negative or not finite.
-pub fn jain_index(goodputs: &[f64]) -> Option<f64> {
-    if goodputs.is_empty() || !all_finite(goodputs) || goodputs.iter().any(|&x| x < 0.0) {
-        return None;
-    }
-    let sum: f64 = goodputs.iter().sum();
-    let sum_of_squares: f64 = goodputs.iter().map(|x| x * x).sum();
-    if sum_of_squares == 0.0 {
-        return None;
-    }
-    Some(sum * sum / (goodputs.len() as f64 * sum_of_squares))
 }
 
 /// Receiving ratio of paper 003: packets received / packets sent. `None` if nothing was sent.

@@ -14,19 +14,12 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use serde::de::DeserializeOwned;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 
-/// The schema version of `summary.json` this crate reads.
-pub const SCHEMA_VERSION: u32 = 1;
-
-/// File names inside a run directory.
-pub const FLOWS_FILE: &str = "flows.csv";
-/// Sampled protocol state.
-pub const STATE_FILE: &str = "state.csv";
-/// Per link direction per interval.
-pub const LINKS_FILE: &str = "links.csv";
-/// One object per run.
-pub const SUMMARY_FILE: &str = "summary.json";
+pub use tfrc_output::{
+    BottleneckSummary, FlowRow, FlowSummary, LinkRow, LinkSummary, Rows, StateRow, Summary,
+    FLOWS_FILE, LINKS_FILE, SCHEMA_VERSION, STATE_FILE, SUMMARY_FILE,
+};
 
 /// What went wrong while loading a run directory. Each variant names the file.
 #[derive(Debug, thiserror::Error)]
@@ -81,104 +74,6 @@ pub enum RunError {
     },
 }
 
-/// One row of `flows.csv`: bytes and packets of one flow in one interval.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct FlowRow {
-    /// End of the interval (s since the start of the run).
-    pub time_s: f64,
-    /// Flow name.
-    pub flow: String,
-    /// `tfrc`, `tcp`, `cbr`, `pareto`, `exponential`.
-    pub kind: String,
-    /// Bytes the sender put on its first link in the interval.
-    pub sent_bytes: u64,
-    /// Bytes of data packets that reached the destination in the interval.
-    pub recv_bytes: u64,
-    /// Data packets sent in the interval.
-    pub sent_packets: u64,
-    /// Data packets that reached the destination in the interval.
-    pub recv_packets: u64,
-    /// Sending rate over the interval (kb/s).
-    pub send_kbps: f64,
-    /// Receiving rate over the interval (kb/s).
-    pub recv_kbps: f64,
-}
-
-/// One row of `state.csv`: sampled protocol state of a TFRC or TCP flow. Empty cells are `None`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct StateRow {
-    /// Sample time (s).
-    pub time_s: f64,
-    /// Flow name.
-    pub flow: String,
-    /// `tfrc` or `tcp`.
-    pub kind: String,
-    /// TFRC allowed sending rate X (b/s).
-    pub x_bps: Option<f64>,
-    /// TFRC: last X_recv the sender received (b/s).
-    pub x_recv_bps: Option<f64>,
-    /// TFRC: last loss event rate the sender received.
-    pub p: Option<f64>,
-    /// TFRC: the sender's RTT estimate R; TCP: the latest RTT sample (s).
-    pub rtt_s: Option<f64>,
-    /// Retransmission / no-feedback timeout (s).
-    pub rto_s: Option<f64>,
-    /// gTFRC target rate g (b/s).
-    pub target_bps: Option<f64>,
-    /// Feedbacks per RTT the receiver uses.
-    pub feedbacks_per_rtt: Option<f64>,
-    /// Veno backlog N (packets).
-    pub veno_n: Option<f64>,
-    /// TCP congestion window (packets).
-    pub cwnd: Option<f64>,
-    /// TCP slow-start threshold (packets).
-    pub ssthresh: Option<f64>,
-    /// TCP smoothed RTT (s).
-    pub srtt_s: Option<f64>,
-}
-
-/// One row of `links.csv`: one link direction in one interval.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct LinkRow {
-    /// End of the interval (s).
-    pub time_s: f64,
-    /// Upstream node.
-    pub from: String,
-    /// Downstream node.
-    pub to: String,
-    /// Packets waiting at the end of the interval.
-    pub queue_packets: u64,
-    /// Bytes waiting at the end of the interval.
-    pub queue_bytes: u64,
-    /// RED/RIO average queue (packets); `None` for DropTail.
-    pub average_queue: Option<f64>,
-    /// Packets offered.
-    pub arrivals: u64,
-    /// Packets that finished transmission.
-    pub departures: u64,
-    /// Bytes that finished transmission.
-    pub departure_bytes: u64,
-    /// `departure_bytes · 8 / (capacity · interval)`; `None` for trace-driven links.
-    pub utilization: Option<f64>,
-    /// All drops.
-    pub drops: u64,
-    /// Drops of packets no marker selected. This and the colour and loss-model counts below
-    /// are `None` when the source cannot tell them apart (ns-2's converter).
-    pub drops_unmarked: Option<u64>,
-    /// Drops of in-profile packets.
-    pub drops_in: Option<u64>,
-    /// Drops of out-of-profile packets.
-    pub drops_out: Option<u64>,
-    /// Drops by the loss model (included in `drops`).
-    pub drops_loss_model: Option<u64>,
-    /// Packets marked in profile.
-    pub marked_in: Option<u64>,
-    /// Packets marked out of profile.
-    pub marked_out: Option<u64>,
-}
-
-pub use tfrc_sim::simulation::{BottleneckSummary, FlowSummary, LinkSummary, Summary};
-
 /// Which end of a flow a throughput series is measured at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Direction {
@@ -223,6 +118,31 @@ impl Run {
             states: Vec::new(),
             links: Vec::new(),
         }
+    }
+
+    /// A run kept in memory ([`tfrc_output::Rows`], e.g. from the simulator's `keep_rows`), as
+    /// if loaded from `dir`: the same checks as [`Run::load`] (every row's flow is listed in
+    /// the summary), with errors naming the file the row would be in.
+    pub fn from_rows(dir: impl AsRef<Path>, summary: Summary, rows: Rows) -> Result<Run, RunError> {
+        let dir = dir.as_ref().to_path_buf();
+        let known: HashSet<&str> = summary.flows.iter().map(|f| f.name.as_str()).collect();
+        check_flows(
+            &dir.join(FLOWS_FILE),
+            rows.flows.iter().map(|r| r.flow.as_str()),
+            &known,
+        )?;
+        check_flows(
+            &dir.join(STATE_FILE),
+            rows.states.iter().map(|r| r.flow.as_str()),
+            &known,
+        )?;
+        Ok(Run {
+            dir,
+            summary,
+            flows: rows.flows,
+            states: rows.states,
+            links: rows.links,
+        })
     }
 
     /// Loads the four files of a run directory. Every file must exist (a header-only CSV is

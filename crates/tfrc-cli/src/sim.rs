@@ -7,7 +7,7 @@ use anyhow::{Context, Result};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use tfrc_scenario::Scenario;
-use tfrc_sim::simulation::{Simulation, Summary};
+use tfrc_sim::simulation::{Rows, Simulation, Summary};
 
 /// Arguments of `tfrc sim`.
 #[derive(Debug, Args)]
@@ -68,6 +68,8 @@ pub fn variant_directory(scenario: &Scenario) -> String {
 pub struct Finished {
     /// Its summary (also in `summary.json`).
     pub summary: Summary,
+    /// Its rows, when kept in memory ([`run_scenario`] with `keep_rows`; empty otherwise).
+    pub rows: Rows,
     /// Wall time it took.
     pub wall_time: Duration,
     /// Events the simulator processed.
@@ -77,10 +79,24 @@ pub struct Finished {
 /// Runs one concrete scenario into `directory`, with a progress bar (after two seconds of
 /// wall time, on a terminal) and a timing line unless `quiet`.
 pub fn run_one(scenario: &Scenario, directory: &Path, quiet: bool) -> Result<Finished> {
+    run_scenario(scenario, Some(directory), false, quiet)
+}
+
+/// [`run_one`], writing the run's files only with a `directory`, and keeping its rows in
+/// memory with `keep_rows` (each row exactly as its file would read back).
+pub fn run_scenario(
+    scenario: &Scenario,
+    directory: Option<&Path>,
+    keep_rows: bool,
+    quiet: bool,
+) -> Result<Finished> {
     let started = WallInstant::now();
     let which = format!("{} ({})", scenario.file(), scenario.name);
-    let mut simulation = Simulation::new(scenario, Some(directory))
+    let mut simulation = Simulation::new(scenario, directory)
         .with_context(|| format!("{which}: cannot build the simulation"))?;
+    if keep_rows {
+        simulation.keep_rows();
+    }
     let end = simulation.end();
     let bar = ProgressBar::with_draw_target(
         Some(end.as_nanos() / 1_000_000),
@@ -109,8 +125,8 @@ pub fn run_one(scenario: &Scenario, directory: &Path, quiet: bool) -> Result<Fin
     }
     bar.finish_and_clear();
     let events = simulation.events_processed();
-    let summary = simulation
-        .finish()
+    let (summary, rows) = simulation
+        .finish_with_rows()
         .with_context(|| format!("{which}: cannot finish the run"))?;
     let elapsed = started.elapsed();
     if !quiet {
@@ -125,6 +141,7 @@ pub fn run_one(scenario: &Scenario, directory: &Path, quiet: bool) -> Result<Fin
     }
     Ok(Finished {
         summary,
+        rows,
         wall_time: elapsed,
         events,
     })

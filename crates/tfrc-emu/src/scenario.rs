@@ -747,8 +747,8 @@ fn write_outputs(
             .cloned()
             .unwrap_or_default();
         let (first_bin, last_bin) = ((start * 10.0) as usize, (stop * 10.0) as usize);
-        let counts: Vec<u32> = (first_bin..last_bin)
-            .map(|bin| bins.get(bin).copied().unwrap_or(0))
+        let counts: Vec<f64> = (first_bin..last_bin)
+            .map(|bin| f64::from(bins.get(bin).copied().unwrap_or(0)))
             .collect();
         let cov = coefficient_of_variation(&counts);
         let goodput = totals.recv_bytes as f64 * 8.0 / active;

@@ -214,6 +214,7 @@ fn replication_jobs(
     plans: &[Plan],
     replication: u32,
     out: &Path,
+    keep_files: bool,
 ) -> (Vec<Job>, Vec<Vec<(Scenario, usize)>>) {
     let mut jobs: Vec<Job> = Vec::new();
     let mut job_of_key: HashMap<String, usize> = HashMap::new();
@@ -235,6 +236,7 @@ fn replication_jobs(
                     directory,
                     scenario: replicated.clone(),
                     replication,
+                    keep_files,
                 });
                 jobs.len() - 1
             });
@@ -322,28 +324,6 @@ fn sample_claims(
     })
 }
 
-/// The file a replication other than 0 keeps: its summary (with its seed; `tfrc sim FILE
-/// --replication K` reruns it whole).
-const KEPT_FILE: &str = "summary.json";
-
-/// Removes every file of a finished run but its summary, which is written again from the run's
-/// `summary` without indentation (the same JSON, about half the size).
-fn prune_run(directory: &Path, summary: &tfrc_sim::simulation::Summary) -> Result<()> {
-    let entries = std::fs::read_dir(directory)
-        .with_context(|| format!("cannot read {}", directory.display()))?;
-    for entry in entries.flatten() {
-        let path = entry.path();
-        if path.is_file() && path.file_name().is_none_or(|file| file != KEPT_FILE) {
-            std::fs::remove_file(&path)
-                .with_context(|| format!("cannot remove {}", path.display()))?;
-        }
-    }
-    let path = directory.join(KEPT_FILE);
-    let json = serde_json::to_string(summary)
-        .with_context(|| format!("cannot write {}", path.display()))?;
-    std::fs::write(&path, json + "\n").with_context(|| format!("cannot write {}", path.display()))
-}
-
 /// `tfrc reproduce`.
 pub fn run(args: &ReproduceArgs) -> Result<()> {
     let started = WallInstant::now();
@@ -392,7 +372,7 @@ pub fn run(args: &ReproduceArgs) -> Result<()> {
             .map(|n| n.get())
             .unwrap_or(1)
     });
-    let distinct = replication_jobs(&plans, 0, &args.out).0.len();
+    let distinct = replication_jobs(&plans, 0, &args.out, true).0.len();
     if !args.quiet {
         eprintln!(
             "{} experiments, {} runs ({} distinct) × {replications} replication{}{} on {threads} threads → {}",
@@ -452,7 +432,8 @@ pub fn run(args: &ReproduceArgs) -> Result<()> {
     let mut replica_sets: Vec<Vec<Vec<LoadedRun>>> = Vec::new();
     for replication in 0..replications {
         bar.set_prefix(format!("replication {}/{replications}", replication + 1));
-        let (jobs, runs_of) = replication_jobs(&plans, replication, &args.out);
+        let keep_files = replication == 0 || args.keep_runs;
+        let (jobs, runs_of) = replication_jobs(&plans, replication, &args.out, keep_files);
         let mut outcomes = runner::run_all(jobs, threads, &bar);
         let experiments = load_experiments(&plans, runs_of, &outcomes);
         // The outcomes keep no second reference to the loaded runs.
@@ -487,13 +468,6 @@ pub fn run(args: &ReproduceArgs) -> Result<()> {
                     .collect::<Vec<_>>(),
             );
             drop(experiments);
-            if !args.keep_runs {
-                for outcome in &outcomes {
-                    if let Ok(summary) = &outcome.result {
-                        prune_run(&outcome.job.directory, summary)?;
-                    }
-                }
-            }
         }
         all_outcomes.extend(outcomes);
     }

@@ -10,7 +10,10 @@ use tfrc_analysis::run::Run;
 use tfrc_scenario::Scenario;
 use tfrc_sim::simulation::Summary;
 
-use crate::sim::run_one;
+use anyhow::{Context, Result};
+use tfrc_analysis::run::SUMMARY_FILE;
+
+use crate::sim::run_scenario;
 
 /// One simulation to run.
 #[derive(Debug, Clone)]
@@ -21,8 +24,13 @@ pub struct Job {
     pub scenario: Scenario,
     /// Where its files go.
     pub directory: PathBuf,
-    /// Which replication of the experiment (0 keeps its raw files).
+    /// Which replication of the experiment.
     pub replication: u32,
+    /// Whether the run writes its raw files (`flows.csv`, `state.csv`, `links.csv`,
+    /// `summary.json`, `scenario.toml`) into `directory`; otherwise its rows stay in memory and
+    /// only `summary.json` is written there (compact: `tfrc sim FILE --replication K` reruns
+    /// it whole).
+    pub keep_files: bool,
 }
 
 /// What a run gave.
@@ -32,10 +40,10 @@ pub struct RunOutcome {
     pub job: Job,
     /// The summary, or why the run failed.
     pub result: Result<Summary, String>,
-    /// The run's files, loaded in the worker that ran it (`None` if it failed or its files
-    /// cannot be read: the reason is in `load_error`).
+    /// The run's rows (`None` if it failed or its rows do not match its summary: the reason
+    /// is in `load_error`).
     pub run: Option<Arc<Run>>,
-    /// Why the finished run's files could not be loaded.
+    /// Why the finished run's rows could not be used.
     pub load_error: Option<String>,
     /// Wall time of the run.
     pub wall_time: Duration,
@@ -95,9 +103,9 @@ pub fn parallel_map<R: Send>(
         .collect()
 }
 
-/// Runs `jobs` on `threads` threads, longest first, advancing `bar` by one per run, and loads
-/// each finished run's files in the worker that ran it. Outcomes come back in the order of
-/// `jobs`.
+/// Runs `jobs` on `threads` threads, longest first, advancing `bar` by one per run; each run's
+/// rows are kept in memory (the same rows as its files read back), so nothing is parsed again.
+/// Outcomes come back in the order of `jobs`.
 pub fn run_all(jobs: Vec<Job>, threads: usize, bar: &ProgressBar) -> Vec<RunOutcome> {
     // Longest first (simulated time × flows as a proxy), so the pool does not end on one long run.
     let mut order: Vec<usize> = (0..jobs.len()).collect();
@@ -107,12 +115,20 @@ pub fn run_all(jobs: Vec<Job>, threads: usize, bar: &ProgressBar) -> Vec<RunOutc
     parallel_map(&order, threads, |index| {
         let job = &jobs[index];
         let started = WallInstant::now();
-        let outcome = match run_one(&job.scenario, &job.directory, true) {
+        let directory = job.keep_files.then_some(job.directory.as_path());
+        let finished = run_scenario(&job.scenario, directory, true, true).and_then(|done| {
+            if !job.keep_files {
+                write_compact_summary(&job.directory, &done.summary)?;
+            }
+            Ok(done)
+        });
+        let outcome = match finished {
             Ok(done) => {
-                let (run, load_error) = match Run::load(&job.directory) {
-                    Ok(run) => (Some(Arc::new(run)), None),
-                    Err(error) => (None, Some(error.to_string())),
-                };
+                let (run, load_error) =
+                    match Run::from_rows(&job.directory, done.summary.clone(), done.rows) {
+                        Ok(run) => (Some(Arc::new(run)), None),
+                        Err(error) => (None, Some(error.to_string())),
+                    };
                 RunOutcome {
                     job: job.clone(),
                     result: Ok(done.summary),
@@ -135,4 +151,59 @@ pub fn run_all(jobs: Vec<Job>, threads: usize, bar: &ProgressBar) -> Vec<RunOutc
         bar.inc(1);
         outcome
     })
+}
+
+/// Writes `summary` as the only file of `directory` (created if missing), without indentation
+/// (the same JSON as the simulator's, about half the size).
+fn write_compact_summary(directory: &std::path::Path, summary: &Summary) -> Result<()> {
+    std::fs::create_dir_all(directory)
+        .with_context(|| format!("cannot create {}", directory.display()))?;
+    let path = directory.join(SUMMARY_FILE);
+    let json = serde_json::to_string(summary)
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    std::fs::write(&path, json + "\n").with_context(|| format!("cannot write {}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+    use crate::sim::load_variants;
+
+    /// Runs every variant of a scenario both ways and checks that the rows kept in memory are
+    /// the files read back, bit for bit (summary included): a replication kept in memory
+    /// measures exactly what its files would.
+    fn rows_in_memory_are_the_files(file: &str, sets: &[&str]) {
+        let scenarios = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios");
+        let sets: Vec<String> = sets.iter().map(|set| set.to_string()).collect();
+        let variants = load_variants(&scenarios.join(file), &sets, None).expect("scenario loads");
+        let out = tempfile::tempdir().expect("temporary directory");
+        for (index, variant) in variants.iter().enumerate() {
+            let directory = out.path().join(index.to_string());
+            let done = run_scenario(variant, Some(&directory), true, true).expect("run");
+            let from_files = Run::load(&directory).expect("files load");
+            let kept = Run::from_rows(&directory, done.summary, done.rows).expect("rows match");
+            assert!(!kept.states.is_empty() && !kept.links.is_empty(), "{file}");
+            // NaN-free rows: `==` is exact equality of every field.
+            assert!(
+                from_files == kept,
+                "{file} variant {index}: memory differs from files"
+            );
+        }
+    }
+
+    #[test]
+    fn rows_in_memory_are_the_files_with_rio_tcp_and_tfrc() {
+        rows_in_memory_are_the_files(
+            "e000-af-tcp.toml",
+            &["duration=15s", "output.state_interval=30ms"],
+        );
+    }
+
+    #[test]
+    fn rows_in_memory_are_the_files_with_a_trace_and_random_sources() {
+        rows_in_memory_are_the_files("e004-shared.toml", &["duration=20s"]);
+        rows_in_memory_are_the_files("e003-cov.toml", &["duration=10s"]);
+    }
 }

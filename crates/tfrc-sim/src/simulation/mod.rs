@@ -54,9 +54,10 @@ pub use build::{
     flow_id, is_protocol, link_direction_config, loss_kind, markers_by_direction, queue_config,
     tfrc_config, Topology, REVERSE_PATH_BIT,
 };
-pub use record::{
-    coefficient_of_variation, format_time, jain_index, BottleneckSummary, FlowSummary, LinkSummary,
-    StateRow, Summary, COV_BIN, FLOWS_HEADER, LINKS_HEADER, SCHEMA_VERSION, STATE_HEADER,
+pub use record::{format_time, COV_BIN, FLOWS_HEADER, LINKS_HEADER, STATE_HEADER};
+pub use tfrc_output::{
+    coefficient_of_variation, jain_index, BottleneckSummary, FlowSummary, LinkSummary, Rows,
+    StateRow, Summary, SCHEMA_VERSION,
 };
 
 use crate::error::{ParameterError, TraceError};
@@ -67,7 +68,7 @@ use crate::scheduler::{EventId, Scheduler};
 use crate::source::{
     CbrParams, CbrSource, OnOffDistribution, OnOffParams, OnOffSource, TrafficSource,
 };
-use record::{CsvFiles, FlowRecord};
+use record::{FlowRecord, Recorder};
 
 /// Why a scenario could not be simulated or its results not written.
 #[derive(Debug, thiserror::Error)]
@@ -236,7 +237,7 @@ pub struct Simulation {
     flows: Vec<Flow>,
     packets: Vec<Option<PacketState>>,
     free_packets: Vec<u32>,
-    files: Option<CsvFiles>,
+    recorder: Recorder,
     output_dir: Option<PathBuf>,
     bottleneck: Option<usize>,
     outbox: Vec<Outgoing>,
@@ -501,7 +502,7 @@ impl Simulation {
             scheduler.schedule(Instant::ZERO + state_interval, Event::StateSample);
         }
 
-        let files = output_dir.map(CsvFiles::create).transpose()?;
+        let recorder = Recorder::new(output_dir)?;
         Ok(Simulation {
             name: scenario.name.clone(),
             seed,
@@ -517,7 +518,7 @@ impl Simulation {
             flows,
             packets: Vec::new(),
             free_packets: Vec::new(),
-            files,
+            recorder,
             output_dir: output_dir.map(Path::to_path_buf),
             bottleneck,
             outbox: Vec::new(),
@@ -569,25 +570,36 @@ impl Simulation {
         Ok(())
     }
 
+    /// Keeps every row of `flows.csv`, `state.csv` and `links.csv` in memory as well (or
+    /// instead, without an output directory), each row exactly as its file would read back;
+    /// [`Simulation::finish_with_rows`] returns them.
+    pub fn keep_rows(&mut self) {
+        self.recorder.keep_rows();
+    }
+
     /// Runs to the end, writes `summary.json` and `scenario.toml` (with an output directory)
     /// and returns the summary.
-    pub fn finish(mut self) -> Result<Summary, SimulationError> {
+    pub fn finish(self) -> Result<Summary, SimulationError> {
+        self.finish_with_rows().map(|(summary, _)| summary)
+    }
+
+    /// [`Simulation::finish`], also returning the rows kept in memory (empty unless
+    /// [`Simulation::keep_rows`] was called).
+    pub fn finish_with_rows(mut self) -> Result<(Summary, Rows), SimulationError> {
         self.run_until(self.end)?;
         self.settle_links();
         let summary = self.summary();
-        if let Some(files) = self.files.take() {
-            files.finish()?;
-        }
+        let rows = std::mem::take(&mut self.recorder).finish()?;
         if let Some(directory) = &self.output_dir {
             let write = |name: &str, text: String| {
                 let path = directory.join(name);
                 std::fs::write(&path, text).map_err(|source| SimulationError::Io { path, source })
             };
             let json = serde_json::to_string_pretty(&summary).unwrap_or_default();
-            write("summary.json", json + "\n")?;
+            write(tfrc_output::SUMMARY_FILE, json + "\n")?;
             write("scenario.toml", self.scenario_toml.clone())?;
         }
-        Ok(summary)
+        Ok((summary, rows.unwrap_or_default()))
     }
 
     fn summary(&self) -> Summary {
@@ -1035,9 +1047,9 @@ impl Simulation {
             .saturating_duration_since(self.last_flow_sample)
             .as_secs_f64();
         self.last_flow_sample = now;
-        if let Some(files) = &mut self.files {
+        if self.recorder.is_recording() {
             for flow in &self.flows {
-                if let Err(error) = files.flow_row(now, &flow.record, interval_secs) {
+                if let Err(error) = self.recorder.flow_row(now, &flow.record, interval_secs) {
                     self.failed = Some(error);
                     return;
                 }
@@ -1048,7 +1060,7 @@ impl Simulation {
                     self.topology.nodes[link.from as usize].as_str(),
                     self.topology.nodes[link.to as usize].as_str(),
                 );
-                if let Err(error) = files.link_row(
+                if let Err(error) = self.recorder.link_row(
                     now,
                     names,
                     &sample,
@@ -1075,23 +1087,25 @@ impl Simulation {
 
     fn state_sample(&mut self) {
         let now = self.now;
+        let time_s = now.as_nanos() as f64 / 1e9;
         for flow in &mut self.flows {
             if now < flow.record.start || now > flow.record.stop {
                 continue;
             }
-            let Some(row) = state_row(&flow.protocol) else {
+            let Some(state) = sender_state(&flow.protocol) else {
                 continue;
             };
-            if let Some(p) = row.p {
+            if let Some(p) = state.p {
                 flow.record.p_sum += p;
                 flow.record.p_samples += 1;
             }
-            if let Some(rtt) = row.rtt_s {
+            if let Some(rtt) = state.rtt_s {
                 flow.record.rtt_sum += rtt;
                 flow.record.rtt_samples += 1;
             }
-            if let Some(files) = &mut self.files {
-                if let Err(error) = files.state_row(now, &flow.record, &row) {
+            if self.recorder.is_recording() {
+                let row = state.row(time_s, &flow.record.name, flow.record.kind);
+                if let Err(error) = self.recorder.state_row(row) {
                     self.failed = Some(error);
                     return;
                 }
@@ -1104,8 +1118,43 @@ impl Simulation {
     }
 }
 
+/// The sampled state of a sender: the cells of its `state.csv` row.
+#[derive(Debug, Clone, Copy, Default)]
+struct SenderState {
+    x_bps: Option<f64>,
+    x_recv_bps: Option<f64>,
+    p: Option<f64>,
+    rtt_s: Option<f64>,
+    rto_s: Option<f64>,
+    target_bps: Option<f64>,
+    feedbacks_per_rtt: Option<u32>,
+    veno_n: Option<f64>,
+    cwnd: Option<f64>,
+    ssthresh: Option<u32>,
+    srtt_s: Option<f64>,
+}
+
+impl SenderState {
+    fn row(&self, time_s: f64, flow: &str, kind: &str) -> StateRow {
+        StateRow {
+            x_bps: self.x_bps,
+            x_recv_bps: self.x_recv_bps,
+            p: self.p,
+            rtt_s: self.rtt_s,
+            rto_s: self.rto_s,
+            target_bps: self.target_bps,
+            feedbacks_per_rtt: self.feedbacks_per_rtt.map(f64::from),
+            veno_n: self.veno_n,
+            cwnd: self.cwnd,
+            ssthresh: self.ssthresh.map(f64::from),
+            srtt_s: self.srtt_s,
+            ..StateRow::empty(time_s, flow, kind)
+        }
+    }
+}
+
 /// The state of a flow's sender, if it has one.
-fn state_row(protocol: &Protocol) -> Option<StateRow> {
+fn sender_state(protocol: &Protocol) -> Option<SenderState> {
     let seconds = |duration: Duration| duration.as_secs_f64();
     match protocol {
         Protocol::Tfrc {
@@ -1114,7 +1163,7 @@ fn state_row(protocol: &Protocol) -> Option<StateRow> {
             ..
         } => {
             let state = sender.state();
-            Some(StateRow {
+            Some(SenderState {
                 x_bps: Some(state.sending_rate * 8.0),
                 x_recv_bps: Some(state.x_recv * 8.0),
                 p: Some(state.p),
@@ -1123,19 +1172,19 @@ fn state_row(protocol: &Protocol) -> Option<StateRow> {
                 target_bps: state.target_rate.map(|rate| rate * 8.0),
                 feedbacks_per_rtt: Some(receiver.feedbacks_per_rtt()),
                 veno_n: Some(state.veno_backlog),
-                ..StateRow::default()
+                ..SenderState::default()
             })
         }
         Protocol::Tcp {
             sender: Some(sender),
             ..
-        } => Some(StateRow {
+        } => Some(SenderState {
             rtt_s: sender.latest_rtt().map(seconds),
             rto_s: Some(seconds(sender.retransmission_timeout())),
             cwnd: Some(sender.congestion_window()),
             ssthresh: Some(sender.slow_start_threshold()),
             srtt_s: sender.smoothed_rtt().map(seconds),
-            ..StateRow::default()
+            ..SenderState::default()
         }),
         _ => None,
     }

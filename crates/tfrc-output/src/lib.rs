@@ -1,0 +1,409 @@
+//! The output schema of every TFRC run, defined once (`docs/output-format.md`).
+//!
+//! A run directory holds `flows.csv`, `state.csv`, `links.csv` and `summary.json`. The
+//! simulator writes them, and so do the testbed and the ns-2 converter; `tfrc-analysis` reads
+//! them. This crate owns what they share: the row types ([`FlowRow`], [`StateRow`],
+//! [`LinkRow`]) with their headers and how each cell is written, the [`Summary`] types, the
+//! schema version, and the statistics ([`stats`]: mean, standard deviation, quantiles, CoV,
+//! Jain's index) that summaries and metrics compute.
+//!
+//! Each row type writes itself ([`FlowRow::write_csv`]) with a fixed number of decimals per
+//! column, and [`FlowRow::as_written`] gives the row a reader would parse back from that text,
+//! bit for bit. A run kept in memory (`tfrc reproduce` keeps most replications that way) is
+//! therefore the same run as its files read back.
+
+#![forbid(unsafe_code)]
+
+use std::io::{self, Write};
+
+use serde::{Deserialize, Serialize};
+
+mod cell;
+pub mod stats;
+
+pub use cell::{format_seconds, format_time_nanos, round_decimals, Fixed, Seconds, Shortest};
+pub use stats::{coefficient_of_variation, jain_index};
+
+/// Version of the output schema, written in `summary.json`. A reader refuses any other
+/// version: a change of version means a column was renamed or removed (a column added at the
+/// end keeps the version; readers match columns by name).
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// Per flow per interval.
+pub const FLOWS_FILE: &str = "flows.csv";
+/// Sampled protocol state.
+pub const STATE_FILE: &str = "state.csv";
+/// Per link direction per interval.
+pub const LINKS_FILE: &str = "links.csv";
+/// One object per run.
+pub const SUMMARY_FILE: &str = "summary.json";
+
+/// One row of `flows.csv`: bytes and packets of one flow in one interval.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FlowRow {
+    /// End of the interval (s since the start of the run).
+    pub time_s: f64,
+    /// Flow name.
+    pub flow: String,
+    /// `tfrc`, `tcp`, `cbr`, `pareto`, `exponential`.
+    pub kind: String,
+    /// Bytes the sender put on its first link in the interval.
+    pub sent_bytes: u64,
+    /// Bytes of data packets that reached the destination in the interval.
+    pub recv_bytes: u64,
+    /// Data packets sent in the interval.
+    pub sent_packets: u64,
+    /// Data packets that reached the destination in the interval.
+    pub recv_packets: u64,
+    /// Sending rate over the interval (kb/s).
+    pub send_kbps: f64,
+    /// Receiving rate over the interval (kb/s).
+    pub recv_kbps: f64,
+}
+
+/// Decimals of the kb/s columns of `flows.csv` (1 b/s).
+const KBPS_DECIMALS: usize = 3;
+
+impl FlowRow {
+    /// The header line of `flows.csv` (the field names, in order).
+    pub const HEADER: &'static str =
+        "time_s,flow,kind,sent_bytes,recv_bytes,sent_packets,recv_packets,send_kbps,recv_kbps";
+
+    /// Writes the row as one CSV line.
+    pub fn write_csv(&self, out: &mut impl Write) -> io::Result<()> {
+        writeln!(
+            out,
+            "{},{},{},{},{},{},{},{},{}",
+            Seconds(self.time_s),
+            self.flow,
+            self.kind,
+            self.sent_bytes,
+            self.recv_bytes,
+            self.sent_packets,
+            self.recv_packets,
+            Fixed(Some(self.send_kbps), KBPS_DECIMALS),
+            Fixed(Some(self.recv_kbps), KBPS_DECIMALS),
+        )
+    }
+
+    /// The row a reader parses back from [`FlowRow::write_csv`]'s text.
+    pub fn as_written(mut self) -> FlowRow {
+        self.time_s = cell::round_seconds(self.time_s);
+        self.send_kbps = round_decimals(self.send_kbps, KBPS_DECIMALS).unwrap_or(f64::NAN);
+        self.recv_kbps = round_decimals(self.recv_kbps, KBPS_DECIMALS).unwrap_or(f64::NAN);
+        self
+    }
+}
+
+/// One row of `state.csv`: sampled protocol state of a TFRC or TCP flow. Empty cells are `None`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StateRow {
+    /// Sample time (s).
+    pub time_s: f64,
+    /// Flow name.
+    pub flow: String,
+    /// `tfrc` or `tcp`.
+    pub kind: String,
+    /// TFRC allowed sending rate X (b/s).
+    pub x_bps: Option<f64>,
+    /// TFRC: last X_recv the sender received (b/s).
+    pub x_recv_bps: Option<f64>,
+    /// TFRC: last loss event rate the sender received.
+    pub p: Option<f64>,
+    /// TFRC: the sender's RTT estimate R; TCP: the latest RTT sample (s).
+    pub rtt_s: Option<f64>,
+    /// Retransmission / no-feedback timeout (s).
+    pub rto_s: Option<f64>,
+    /// gTFRC target rate g (b/s).
+    pub target_bps: Option<f64>,
+    /// Feedbacks per RTT the receiver uses.
+    pub feedbacks_per_rtt: Option<f64>,
+    /// Veno backlog N (packets).
+    pub veno_n: Option<f64>,
+    /// TCP congestion window (packets).
+    pub cwnd: Option<f64>,
+    /// TCP slow-start threshold (packets).
+    pub ssthresh: Option<f64>,
+    /// TCP smoothed RTT (s).
+    pub srtt_s: Option<f64>,
+}
+
+/// Decimals of rates in b/s (0.1 b/s).
+const BPS_DECIMALS: usize = 1;
+/// Decimals of times in s (1 µs).
+const SECONDS_DECIMALS: usize = 6;
+/// Decimals of packet counts that are not integers (Veno's N, cwnd).
+const PACKETS_DECIMALS: usize = 3;
+
+impl StateRow {
+    /// The header line of `state.csv`.
+    pub const HEADER: &'static str = "time_s,flow,kind,x_bps,x_recv_bps,p,rtt_s,rto_s,target_bps,feedbacks_per_rtt,veno_n,cwnd,ssthresh,srtt_s";
+
+    /// A row with every state cell empty.
+    pub fn empty(time_s: f64, flow: &str, kind: &str) -> StateRow {
+        StateRow {
+            time_s,
+            flow: flow.to_owned(),
+            kind: kind.to_owned(),
+            x_bps: None,
+            x_recv_bps: None,
+            p: None,
+            rtt_s: None,
+            rto_s: None,
+            target_bps: None,
+            feedbacks_per_rtt: None,
+            veno_n: None,
+            cwnd: None,
+            ssthresh: None,
+            srtt_s: None,
+        }
+    }
+
+    /// Writes the row as one CSV line (`p`, the feedback count and ssthresh in the shortest
+    /// form that reads back exactly; the others with fixed decimals).
+    pub fn write_csv(&self, out: &mut impl Write) -> io::Result<()> {
+        writeln!(
+            out,
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+            Seconds(self.time_s),
+            self.flow,
+            self.kind,
+            Fixed(self.x_bps, BPS_DECIMALS),
+            Fixed(self.x_recv_bps, BPS_DECIMALS),
+            Shortest(self.p),
+            Fixed(self.rtt_s, SECONDS_DECIMALS),
+            Fixed(self.rto_s, SECONDS_DECIMALS),
+            Fixed(self.target_bps, BPS_DECIMALS),
+            Shortest(self.feedbacks_per_rtt),
+            Fixed(self.veno_n, PACKETS_DECIMALS),
+            Fixed(self.cwnd, PACKETS_DECIMALS),
+            Shortest(self.ssthresh),
+            Fixed(self.srtt_s, SECONDS_DECIMALS),
+        )
+    }
+
+    /// The row a reader parses back from [`StateRow::write_csv`]'s text.
+    pub fn as_written(mut self) -> StateRow {
+        let fixed = |value: Option<f64>, decimals| value.and_then(|v| round_decimals(v, decimals));
+        let finite = |value: Option<f64>| value.filter(|v| v.is_finite());
+        self.time_s = cell::round_seconds(self.time_s);
+        self.x_bps = fixed(self.x_bps, BPS_DECIMALS);
+        self.x_recv_bps = fixed(self.x_recv_bps, BPS_DECIMALS);
+        self.p = finite(self.p);
+        self.rtt_s = fixed(self.rtt_s, SECONDS_DECIMALS);
+        self.rto_s = fixed(self.rto_s, SECONDS_DECIMALS);
+        self.target_bps = fixed(self.target_bps, BPS_DECIMALS);
+        self.feedbacks_per_rtt = finite(self.feedbacks_per_rtt);
+        self.veno_n = fixed(self.veno_n, PACKETS_DECIMALS);
+        self.cwnd = fixed(self.cwnd, PACKETS_DECIMALS);
+        self.ssthresh = finite(self.ssthresh);
+        self.srtt_s = fixed(self.srtt_s, SECONDS_DECIMALS);
+        self
+    }
+}
+
+/// One row of `links.csv`: one link direction in one interval.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LinkRow {
+    /// End of the interval (s).
+    pub time_s: f64,
+    /// Upstream node.
+    pub from: String,
+    /// Downstream node.
+    pub to: String,
+    /// Packets waiting at the end of the interval.
+    pub queue_packets: u64,
+    /// Bytes waiting at the end of the interval.
+    pub queue_bytes: u64,
+    /// RED/RIO average queue (packets); `None` for DropTail.
+    pub average_queue: Option<f64>,
+    /// Packets offered.
+    pub arrivals: u64,
+    /// Packets that finished transmission.
+    pub departures: u64,
+    /// Bytes that finished transmission.
+    pub departure_bytes: u64,
+    /// `departure_bytes · 8 / (capacity · interval)`; `None` for trace-driven links.
+    pub utilization: Option<f64>,
+    /// All drops.
+    pub drops: u64,
+    /// Drops of packets no marker selected. This and the colour and loss-model counts below
+    /// are `None` when the source cannot tell them apart (ns-2's converter).
+    pub drops_unmarked: Option<u64>,
+    /// Drops of in-profile packets.
+    pub drops_in: Option<u64>,
+    /// Drops of out-of-profile packets.
+    pub drops_out: Option<u64>,
+    /// Drops by the loss model (included in `drops`).
+    pub drops_loss_model: Option<u64>,
+    /// Packets marked in profile.
+    pub marked_in: Option<u64>,
+    /// Packets marked out of profile.
+    pub marked_out: Option<u64>,
+}
+
+/// Decimals of `average_queue` (packets).
+const AVERAGE_QUEUE_DECIMALS: usize = 3;
+/// Decimals of `utilization` (a fraction).
+const UTILIZATION_DECIMALS: usize = 4;
+
+impl LinkRow {
+    /// The header line of `links.csv`.
+    pub const HEADER: &'static str = "time_s,from,to,queue_packets,queue_bytes,average_queue,arrivals,departures,departure_bytes,utilization,drops,drops_unmarked,drops_in,drops_out,drops_loss_model,marked_in,marked_out";
+
+    /// Writes the row as one CSV line.
+    pub fn write_csv(&self, out: &mut impl Write) -> io::Result<()> {
+        let count = |value: Option<u64>| Cell(value);
+        writeln!(
+            out,
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+            Seconds(self.time_s),
+            self.from,
+            self.to,
+            self.queue_packets,
+            self.queue_bytes,
+            Fixed(self.average_queue, AVERAGE_QUEUE_DECIMALS),
+            self.arrivals,
+            self.departures,
+            self.departure_bytes,
+            Fixed(self.utilization, UTILIZATION_DECIMALS),
+            self.drops,
+            count(self.drops_unmarked),
+            count(self.drops_in),
+            count(self.drops_out),
+            count(self.drops_loss_model),
+            count(self.marked_in),
+            count(self.marked_out),
+        )
+    }
+
+    /// The row a reader parses back from [`LinkRow::write_csv`]'s text.
+    pub fn as_written(mut self) -> LinkRow {
+        self.time_s = cell::round_seconds(self.time_s);
+        self.average_queue = self
+            .average_queue
+            .and_then(|v| round_decimals(v, AVERAGE_QUEUE_DECIMALS));
+        self.utilization = self
+            .utilization
+            .and_then(|v| round_decimals(v, UTILIZATION_DECIMALS));
+        self
+    }
+}
+
+/// An optional integer cell: the value, or nothing.
+struct Cell(Option<u64>);
+
+impl std::fmt::Display for Cell {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            Some(value) => value.fmt(f),
+            None => Ok(()),
+        }
+    }
+}
+
+/// The rows of one run's three CSV files, in file order: a run kept in memory instead of (or
+/// as well as) written.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Rows {
+    /// `flows.csv`.
+    pub flows: Vec<FlowRow>,
+    /// `state.csv`.
+    pub states: Vec<StateRow>,
+    /// `links.csv`.
+    pub links: Vec<LinkRow>,
+}
+
+/// `summary.json`: one object per run. The simulator writes it, `tfrc-analysis` reads it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    /// Output schema version ([`SCHEMA_VERSION`]).
+    pub schema_version: u32,
+    /// The tool and its version, e.g. `tfrc 0.1.0`.
+    pub tool: String,
+    /// Scenario (variant) name.
+    pub scenario: String,
+    /// The seed the run used.
+    pub seed: u64,
+    /// Simulated duration, seconds.
+    pub duration_s: f64,
+    /// `[output] interval`, seconds.
+    pub interval_s: f64,
+    /// One entry per flow, in scenario order.
+    pub flows: Vec<FlowSummary>,
+    /// Jain's index over the goodputs of the TFRC and TCP flows (all flows if there are none).
+    pub jain_index: Option<f64>,
+    /// The bottleneck link direction.
+    pub bottleneck: Option<BottleneckSummary>,
+    /// Every link direction over the whole run (absent in files written before it existed).
+    #[serde(default)]
+    pub links: Vec<LinkSummary>,
+}
+
+/// Per-flow figures of a run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FlowSummary {
+    /// Flow name.
+    pub name: String,
+    /// Flow kind (`tfrc`, `tcp`, `cbr`, `pareto`, `exp-onoff`).
+    pub kind: String,
+    /// Sending node.
+    pub from: String,
+    /// Receiving node.
+    pub to: String,
+    /// Start time, seconds.
+    pub start_s: f64,
+    /// Stop time (the run's end if none), seconds.
+    pub stop_s: f64,
+    /// Bytes sent (wire size).
+    pub sent_bytes: u64,
+    /// Bytes of data packets delivered to the destination.
+    pub recv_bytes: u64,
+    /// Data packets sent.
+    pub sent_packets: u64,
+    /// Data packets delivered.
+    pub recv_packets: u64,
+    /// `sent_bytes · 8 / active time` (`None` for a flow with no active time).
+    pub send_rate_bps: Option<f64>,
+    /// `recv_bytes · 8 / active time` (`None` for a flow with no active time).
+    pub goodput_bps: Option<f64>,
+    /// `recv_packets / sent_packets`.
+    pub receiving_ratio: Option<f64>,
+    /// TFRC: mean reported p over the state samples of the active time.
+    pub mean_p: Option<f64>,
+    /// Mean RTT over the state samples that have one, seconds.
+    pub mean_rtt_s: Option<f64>,
+    /// Std / mean of packets sent per 0.1 s bin over the active time.
+    pub cov_sent_100ms: Option<f64>,
+}
+
+/// The bottleneck of a run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BottleneckSummary {
+    /// Link direction source node.
+    pub from: String,
+    /// Link direction destination node.
+    pub to: String,
+    /// Capacity in bits/s (`None` for a trace-driven direction).
+    pub capacity_bps: Option<f64>,
+    /// Bytes transmitted · 8 / (capacity · duration).
+    pub utilization: Option<f64>,
+}
+
+/// One link direction over a whole run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LinkSummary {
+    /// Source node.
+    pub from: String,
+    /// Destination node.
+    pub to: String,
+    /// Bytes transmitted · 8 / (capacity · duration); `None` for trace-driven directions.
+    pub utilization: Option<f64>,
+    /// Packets dropped.
+    pub drops: u64,
+    /// Packets transmitted.
+    pub departures: u64,
+}
+
+#[cfg(test)]
+mod tests;
