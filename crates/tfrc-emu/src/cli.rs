@@ -171,11 +171,20 @@ fn describe(link: &LinkArgs, direction: &str) -> String {
     };
     let capacity = match &direction.capacity {
         crate::spec::CapacitySpec::Rate(bits) => format!("{bits} bit/s"),
-        crate::spec::CapacitySpec::Trace(path, offset) if offset.is_zero() => {
-            format!("trace {}", path.display())
-        }
-        crate::spec::CapacitySpec::Trace(path, offset) => {
-            format!("trace {} from {:?}", path.display(), offset)
+        crate::spec::CapacitySpec::Trace {
+            path,
+            offset,
+            opportunity,
+        } => {
+            let rule = match opportunity {
+                tfrc_sim::OpportunityUse::SharedBytes => "1500 shared bytes per opportunity",
+                tfrc_sim::OpportunityUse::PacketPerOpportunity => "one packet per opportunity",
+            };
+            if offset.is_zero() {
+                format!("trace {} ({rule})", path.display())
+            } else {
+                format!("trace {} from {:?} ({rule})", path.display(), offset)
+            }
         }
     };
     format!(

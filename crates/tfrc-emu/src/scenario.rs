@@ -67,7 +67,15 @@ fn direction_spec(spec: &LinkDirectionSpec) -> DirectionSpec {
     DirectionSpec {
         capacity: match &spec.capacity {
             Capacity::Rate(rate) => CapacitySpec::Rate(rate.bits_per_second()),
-            Capacity::Trace { path, offset } => CapacitySpec::Trace(path.clone(), *offset),
+            Capacity::Trace {
+                path,
+                offset,
+                opportunity,
+            } => CapacitySpec::Trace {
+                path: path.clone(),
+                offset: *offset,
+                opportunity: (*opportunity).into(),
+            },
         },
         delay: spec.delay,
         queue: queue_config(&spec.queue),

@@ -6,7 +6,7 @@
 //! |---|---|---|
 //! | `--rate` | a rate (`tfrc_scenario::units`) | `1Mbps`, `800kbps`, `1000000` |
 //! | `--delay` | a duration with unit | `25ms` |
-//! | `--trace` | a Mahimahi delivery trace file (instead of `--rate`) | `down.trace` |
+//! | `--trace` | a Mahimahi delivery trace file (instead of `--rate`), then optional `:offset=D` (where in the trace time 0 is) and `:opportunity=bytes` (Mahimahi's rule, the default: each opportunity carries 1500 bytes that packets share) or `:opportunity=packet` (one packet per opportunity) | `down.trace`, `up.trace:opportunity=packet` |
 //! | `--queue` | `droptail[:LIMIT]`, `red[:KEY=VALUE,…]`, `rio[:KEY=VALUE,…]` | `red:limit=50,min_th=5,max_th=15` |
 //! | `--loss` | `bernoulli:P`, `exponential:GAP`, `gilbert-elliott:P_GB:P_BG[:LOSS_GOOD:LOSS_BAD]`, `none`; then optional `:start=D`, `:stop=D` | `bernoulli:0.01:start=30s:stop=90s` |
 //! | `--marker` | `token-bucket:RATE:BUCKET_BYTES[:ports=P,P…]` | `token-bucket:800kbps:10000` |
@@ -23,7 +23,8 @@ use tfrc_proto::Instant;
 use tfrc_scenario::units::{parse_duration, parse_rate};
 use tfrc_sim::{
     DeliveryTrace, FlowId, FlowSelector, GilbertElliottParams, LinkDirectionConfig, LossConfig,
-    LossKind, QueueConfig, RedParams, RioParams, TimeWindow, TokenBucketConfig, Transmitter,
+    LossKind, OpportunityUse, QueueConfig, RedParams, RioParams, TimeWindow, TokenBucketConfig,
+    Transmitter,
 };
 
 /// A command-line value that could not be understood: names the flag and the value.
@@ -75,8 +76,15 @@ impl Direction {
 pub enum CapacitySpec {
     /// A constant rate in bits/s.
     Rate(u64),
-    /// A Mahimahi delivery trace file, started this far into itself.
-    Trace(PathBuf, Duration),
+    /// A Mahimahi delivery trace file.
+    Trace {
+        /// The file.
+        path: PathBuf,
+        /// Where in the trace the emulator's time 0 is.
+        offset: Duration,
+        /// How queued packets use its opportunities (Mahimahi's shared bytes by default).
+        opportunity: OpportunityUse,
+    },
 }
 
 /// A token-bucket marker of one direction.
@@ -125,9 +133,15 @@ impl DirectionSpec {
     pub fn to_config(&self, start: Instant) -> anyhow::Result<LinkDirectionConfig> {
         let transmitter = match &self.capacity {
             CapacitySpec::Rate(bits) => Transmitter::fixed_rate(*bits)?,
-            CapacitySpec::Trace(path, offset) => {
-                Transmitter::trace(DeliveryTrace::from_file(path)?.starting_at(*offset), start)
-            }
+            CapacitySpec::Trace {
+                path,
+                offset,
+                opportunity,
+            } => Transmitter::trace_with(
+                DeliveryTrace::from_file(path)?.starting_at(*offset),
+                start,
+                *opportunity,
+            ),
         };
         Ok(LinkDirectionConfig {
             transmitter,
@@ -153,7 +167,7 @@ impl DirectionSpec {
     pub fn rate_bits_per_second(&self) -> Option<u64> {
         match self.capacity {
             CapacitySpec::Rate(bits) => Some(bits),
-            CapacitySpec::Trace(..) => None,
+            CapacitySpec::Trace { .. } => None,
         }
     }
 }
@@ -202,13 +216,10 @@ impl LinkSpec {
         }
         for value in flags.trace {
             let (directions, text) = split_direction("--trace", value)?;
-            let path = PathBuf::from(text);
-            if !path.is_file() {
-                return Err(SpecError::new("--trace", value, "no such file"));
-            }
+            let capacity =
+                parse_trace(text).map_err(|reason| SpecError::new("--trace", value, reason))?;
             for direction in directions {
-                link.direction_mut(direction).capacity =
-                    CapacitySpec::Trace(path.clone(), Duration::ZERO);
+                link.direction_mut(direction).capacity = capacity.clone();
             }
         }
         for value in flags.delay {
@@ -288,6 +299,42 @@ fn split_direction<'a>(flag: &str, value: &'a str) -> Result<(Vec<Direction>, &'
         return Err(SpecError::new(flag, value, "empty value"));
     }
     Ok((Direction::BOTH.to_vec(), value_trimmed))
+}
+
+/// Parses a trace: `FILE[:offset=D][:opportunity=bytes|packet]` (options at the end, in any
+/// order, so a file name may itself hold `:`). The file must exist.
+pub fn parse_trace(text: &str) -> Result<CapacitySpec, String> {
+    let mut path = text;
+    let mut offset = Duration::ZERO;
+    let mut opportunity = OpportunityUse::default();
+    while let Some((head, option)) = path.rsplit_once(':') {
+        if let Some(value) = option.strip_prefix("offset=") {
+            offset =
+                parse_duration(value).map_err(|error| format!("offset: {}", error.message()))?;
+        } else if let Some(value) = option.strip_prefix("opportunity=") {
+            opportunity = match value {
+                "bytes" => OpportunityUse::SharedBytes,
+                "packet" => OpportunityUse::PacketPerOpportunity,
+                other => {
+                    return Err(format!(
+                        "opportunity: expected bytes (Mahimahi: 1500 bytes per opportunity shared by the queued packets) or packet (one packet per opportunity), got {other:?}"
+                    ))
+                }
+            };
+        } else {
+            break;
+        }
+        path = head;
+    }
+    let path = PathBuf::from(path);
+    if !path.is_file() {
+        return Err(format!("{}: no such file", path.display()));
+    }
+    Ok(CapacitySpec::Trace {
+        path,
+        offset,
+        opportunity,
+    })
 }
 
 /// Parses a queue: `droptail[:LIMIT]`, `red[:KEY=VALUE,…]` (keys `limit`, `min_th`, `max_th`,
@@ -511,6 +558,41 @@ fn parse_bool(text: &str, key: &str) -> Result<bool, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn traces_take_an_offset_and_mahimahi_s_shared_bytes_by_default() {
+        let directory =
+            std::env::temp_dir().join(format!("tfrc-spec-trace-{}", std::process::id()));
+        std::fs::create_dir_all(&directory).unwrap();
+        let file = directory.join("a:b.trace");
+        std::fs::write(&file, "1\n2\n").unwrap();
+        let name = file.display().to_string();
+        let parsed = |text: &str| parse_trace(text);
+        assert_eq!(
+            parsed(&name),
+            Ok(CapacitySpec::Trace {
+                path: file.clone(),
+                offset: Duration::ZERO,
+                opportunity: OpportunityUse::SharedBytes,
+            })
+        );
+        assert_eq!(
+            parsed(&format!("{name}:opportunity=packet:offset=480s")),
+            Ok(CapacitySpec::Trace {
+                path: file.clone(),
+                offset: Duration::from_secs(480),
+                opportunity: OpportunityUse::PacketPerOpportunity,
+            })
+        );
+        let error = parsed(&format!("{name}:opportunity=shared")).unwrap_err();
+        assert!(
+            error.contains("bytes") && error.contains("packet"),
+            "{error}"
+        );
+        let error = parsed("/no/such.trace:opportunity=bytes").unwrap_err();
+        assert!(error.contains("/no/such.trace: no such file"), "{error}");
+        std::fs::remove_dir_all(&directory).ok();
+    }
 
     fn strings(values: &[&str]) -> Vec<String> {
         values.iter().map(|value| value.to_string()).collect()

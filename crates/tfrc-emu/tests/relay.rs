@@ -228,3 +228,70 @@ fn loss_model_drops_the_configured_fraction() {
     // 3000 Bernoulli(0.1) trials: standard deviation 0.55 %; ±2 % is over 3.5 sigma.
     assert!((fraction - 0.1).abs() < 0.02, "lost {fraction}");
 }
+
+/// Sends `count` UDP payloads of `payload` bytes in a burst through a relay whose forward
+/// direction follows a constant trace of one 1500-byte opportunity per millisecond, and returns
+/// the seconds between the first and the last arrival.
+fn trace_burst_spread(payload: usize, count: u32, opportunity: &str) -> f64 {
+    let directory = tempfile::tempdir().unwrap();
+    let trace = directory.path().join("constant12.trace");
+    let lines: String = (1..=1000).map(|ms| format!("{ms}\n")).collect();
+    std::fs::write(&trace, lines).unwrap();
+    let trace = vec![format!("forward={}{opportunity}", trace.display())];
+    let queue = vec!["droptail:5000".to_string()];
+    let spec = LinkSpec::from_flags(&LinkFlags {
+        trace: &trace,
+        queue: &queue,
+        ..LinkFlags::default()
+    })
+    .unwrap();
+    let sink = UdpSocket::bind(loopback()).unwrap();
+    sink.set_read_timeout(Some(Duration::from_millis(500)))
+        .unwrap();
+    let config = RelayConfig::new(loopback(), sink.local_addr().unwrap(), spec);
+    let stop = Arc::new(AtomicBool::new(false));
+    let (relay_address, relay_thread) = relay::spawn(config, stop.clone()).unwrap();
+    let source = UdpSocket::bind(loopback()).unwrap();
+    source.connect(relay_address).unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut arrivals = Vec::new();
+        let mut buffer = [0u8; 2048];
+        while sink.recv(&mut buffer).is_ok() {
+            arrivals.push(std::time::Instant::now());
+        }
+        arrivals
+    });
+    for index in 0..count {
+        source.send(&vec![0u8; payload]).unwrap();
+        if index % 50 == 49 {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+    let arrivals = reader.join().unwrap();
+    stop.store(true, Ordering::Relaxed);
+    relay_thread.join().unwrap().unwrap();
+    assert_eq!(arrivals.len() as u32, count, "every packet arrives");
+    (arrivals[arrivals.len() - 1] - arrivals[0]).as_secs_f64()
+}
+
+/// Mahimahi's rule on a trace link (`link_queue.cc`): each opportunity carries 1500 bytes that
+/// the queued packets share, so a burst drains at 1.5 MB/s whatever the packet size (the link
+/// counts payload + 28 bytes of IPv4/UDP header); one packet per opportunity drains 1000
+/// packets/s. Loose bounds: a shared machine wakes the relay late, never early.
+#[test]
+fn trace_links_drain_1500_bytes_per_opportunity() {
+    // 1500 packets of 200 bytes: 0.2 s under Mahimahi's rule, 1.5 s one packet each.
+    let small = trace_burst_spread(172, 1500, "");
+    assert!((0.17..0.5).contains(&small), "200-byte packets: {small} s");
+    let small_per_packet = trace_burst_spread(172, 1500, ":opportunity=packet");
+    assert!(
+        small_per_packet > 1.3,
+        "one packet per opportunity: {small_per_packet} s"
+    );
+    // 600 packets of 1000 bytes: 0.4 s under Mahimahi's rule, 0.6 s one packet each.
+    let large = trace_burst_spread(972, 600, "");
+    assert!(
+        (0.35..0.52).contains(&large),
+        "1000-byte packets: {large} s"
+    );
+}

@@ -66,7 +66,7 @@ pub use error::ScenarioError;
 pub use model::{
     Capacity, FlowKind, FlowSpec, Link, LinkDirectionSpec, LossModel, LossSpec, MarkerKind,
     MarkerSpec, OnOffSpec, Output, QueueSpec, RedSpec, RioSpec, SweepAxis, SweepChoice, SweepForm,
-    TcpSpec, TcpVariant, TfrcProfile, TfrcSpec, VenoSpec,
+    TcpSpec, TcpVariant, TfrcProfile, TfrcSpec, TraceOpportunity, VenoSpec,
 };
 pub use replicate::replication_seed;
 pub use resolve::{MAX_FLOW_COUNT, MAX_PACKET_SIZE, MAX_TOML_INTEGER, MAX_TOTAL_FLOWS};

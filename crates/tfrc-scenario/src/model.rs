@@ -85,7 +85,33 @@ pub enum Capacity {
         /// Where in the trace the run starts (key `trace_offset`, default 0): the link's time 0
         /// is the trace's time `offset` (whole milliseconds; the trace repeats at its end).
         offset: Duration,
+        /// How queued packets use the trace's opportunities (key `trace_opportunity`).
+        opportunity: TraceOpportunity,
     },
+}
+
+/// How packets use a trace's delivery opportunities (key `trace_opportunity`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TraceOpportunity {
+    /// `"bytes"` (the default), Mahimahi's rule (`LinkQueue` in `link_queue.cc`): each
+    /// opportunity carries 1500 bytes that the queued packets share, several small packets in
+    /// one opportunity or one packet over several; a packet leaves with its last byte.
+    #[default]
+    Bytes,
+    /// `"packet"`: one packet per opportunity whatever its size up to 1500 bytes (a larger one
+    /// takes ⌈size / 1500⌉ opportunities): every flow gets the same packet rate regardless of
+    /// packet size.
+    Packet,
+}
+
+impl TraceOpportunity {
+    /// The key's value in a scenario file.
+    pub fn name(self) -> &'static str {
+        match self {
+            TraceOpportunity::Bytes => "bytes",
+            TraceOpportunity::Packet => "packet",
+        }
+    }
 }
 
 /// The queue in front of a link direction. Limits and thresholds count packets.

@@ -128,6 +128,8 @@ pub(crate) struct RawLink {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) trace_offset: Option<DurationText>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) trace_opportunity: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) delay: Option<DurationText>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) queue: Option<RawQueue>,
@@ -150,6 +152,8 @@ pub(crate) struct RawDirection {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) trace_offset: Option<DurationText>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) trace_opportunity: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) delay: Option<DurationText>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) queue: Option<RawQueue>,
@@ -162,6 +166,7 @@ impl RawDirection {
         self.rate.is_none()
             && self.trace.is_none()
             && self.trace_offset.is_none()
+            && self.trace_opportunity.is_none()
             && self.delay.is_none()
             && self.queue.is_none()
             && self.loss.is_none()

@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 use crate::error::ScenarioError;
 use crate::model::{
     Capacity, FlowKind, FlowSpec, Link, LinkDirectionSpec, LossModel, LossSpec, MarkerSpec,
-    OnOffSpec, Output, QueueSpec, RedSpec, RioSpec, TcpSpec, TfrcProfile, TfrcSpec, VenoSpec,
+    OnOffSpec, Output, QueueSpec, RedSpec, RioSpec, TcpSpec, TfrcProfile, TfrcSpec,
+    TraceOpportunity, VenoSpec,
 };
 use crate::raw::{
     flatten, kind_keys, FlowKindName, LossKindName, NoneOr, QueueKindName, RawDirection, RawFlow,
@@ -287,6 +288,7 @@ fn resolve_link(r: &Resolver<'_>, index: usize, raw: RawLink) -> Result<Link> {
         rate: raw.rate,
         trace: raw.trace,
         trace_offset: raw.trace_offset,
+        trace_opportunity: raw.trace_opportunity,
         delay: raw.delay,
         queue: raw.queue,
         loss: raw.loss,
@@ -313,6 +315,25 @@ fn level_capacity(
             "trace_offset needs a trace at the same level (it says where in the trace the run starts)",
         ));
     }
+    if level.trace_opportunity.is_some() && trace.is_none() {
+        return Err(r.error(
+            format!("{prefix}.trace_opportunity"),
+            "trace_opportunity needs a trace at the same level (it says how packets use the trace's opportunities)",
+        ));
+    }
+    let opportunity = match level.trace_opportunity.as_deref() {
+        None => TraceOpportunity::default(),
+        Some("bytes") => TraceOpportunity::Bytes,
+        Some("packet") => TraceOpportunity::Packet,
+        Some(other) => {
+            return Err(r.error(
+                format!("{prefix}.trace_opportunity"),
+                format!(
+                    "expected \"bytes\" (Mahimahi: each opportunity carries 1500 bytes that packets share) or \"packet\" (one packet per opportunity), got \"{other}\""
+                ),
+            ))
+        }
+    };
     match (flatten(level.rate.clone()), trace) {
         (Some(_), Some(_)) => Err(r.error(
             format!("{prefix}.trace"),
@@ -331,6 +352,7 @@ fn level_capacity(
             Ok(Some(Capacity::Trace {
                 path: resolve_path(r.base_dir, &path),
                 offset: level.trace_offset.map_or(Duration::ZERO, |offset| offset.0),
+                opportunity,
             }))
         }
         (None, None) => Ok(None),
@@ -447,6 +469,12 @@ fn resolve_queue(r: &Resolver<'_>, prefix: &str, raw: &RawQueue) -> Result<Queue
         ));
     }
     match kind {
+        // ns-2's DropTail counts the packet in transmission, so a limit of 1 drops every
+        // packet that finds the link busy: the simulator refuses it, so does the file.
+        QueueKindName::Droptail if limit < 2 => Err(r.error(
+            key("limit"),
+            format!("expected a DropTail limit of at least 2 packets (the limit includes the packet in transmission), got {limit}"),
+        )),
         QueueKindName::Droptail => Ok(QueueSpec::DropTail { limit }),
         QueueKindName::Red => {
             let defaults = RedSpec::default();
@@ -1014,9 +1042,15 @@ pub(crate) fn unresolve(scenario: &Scenario) -> RawScenario {
 fn capacity_to_raw(capacity: &Capacity, level: &mut RawDirection) {
     match capacity {
         Capacity::Rate(rate) => level.rate = Some(NoneOr::Some(*rate)),
-        Capacity::Trace { path, offset } => {
+        Capacity::Trace {
+            path,
+            offset,
+            opportunity,
+        } => {
             level.trace = Some(NoneOr::Some(path.to_string_lossy().into_owned()));
             level.trace_offset = (!offset.is_zero()).then_some(DurationText(*offset));
+            level.trace_opportunity = (*opportunity != TraceOpportunity::default())
+                .then(|| opportunity.name().to_owned());
         }
     }
 }
@@ -1053,6 +1087,7 @@ fn unresolve_link(link: &Link) -> RawLink {
         rate: top.rate,
         trace: top.trace,
         trace_offset: top.trace_offset,
+        trace_opportunity: top.trace_opportunity,
         delay: top.delay,
         queue: top.queue,
         loss: top.loss,

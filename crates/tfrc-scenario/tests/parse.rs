@@ -5,7 +5,8 @@ use std::path::{Path, PathBuf};
 
 use tfrc_scenario::{
     Capacity, FlowKind, LossModel, LossSpec, MarkerKind, OnOffSpec, QueueSpec, Rate, RedSpec,
-    RioSpec, Scenario, ScenarioError, TcpSpec, TcpVariant, TfrcProfile, TfrcSpec, VenoSpec,
+    RioSpec, Scenario, ScenarioError, TcpSpec, TcpVariant, TfrcProfile, TfrcSpec, TraceOpportunity,
+    VenoSpec,
 };
 
 const EXAMPLE_PATH: &str = "tests/data/example.toml";
@@ -513,7 +514,7 @@ fn unknown_keys_are_rejected_with_their_name() {
     assert_error(
         &minimal("reverse = { bandwidth = \"1Mbps\" }"),
         "link[0].reverse.bandwidth",
-        "expected one of: rate, trace, trace_offset, delay, queue, loss",
+        "expected one of: rate, trace, trace_offset, trace_opportunity, delay, queue, loss",
     );
     assert_error(
         &minimal(
@@ -573,6 +574,7 @@ fn wrong_values_name_the_key_and_what_was_expected() {
         (minimal("").replace("duration", "seed = -3\nduration"), "seed", "expected a whole number ≥ 0"),
         (minimal("queue = { kind = \"fifo\" }"), "link[0].queue.kind", "expected one of \"droptail\", \"red\", \"rio\", got \"fifo\""),
         (minimal("queue = { limit = 0 }"), "link[0].queue.limit", "at least 1 packet"),
+        (minimal("queue = { kind = \"droptail\", limit = 1 }"), "link[0].queue.limit", "expected a DropTail limit of at least 2 packets (the limit includes the packet in transmission), got 1"),
         (minimal("queue = { limit = \"50\" }"), "link[0].queue.limit", "expected a whole number ≥ 0, got string \"50\""),
         (minimal("queue = { kind = \"red\", min_th = 20, max_th = 10 }"), "link[0].queue.min_th", "expected a value below max_th (10)"),
         (minimal("queue = { kind = \"rio\", p_out = 1.5 }"), "link[0].queue.p_out", "expected a probability above 0 and at most 1, got 1.5"),
@@ -779,5 +781,64 @@ fn trace_offsets_travel_with_their_trace() {
     .unwrap_err()
     .to_string();
     assert!(error.contains("trace_offset needs a trace"), "{error}");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// `trace_opportunity` chooses how packets use a trace's opportunities: Mahimahi's shared
+/// 1500 bytes by default, or one packet each; it needs a trace at the same level, names its
+/// two values when wrong, and survives writing back.
+#[test]
+fn trace_opportunity_defaults_to_mahimahi_bytes() {
+    let dir = std::env::temp_dir().join(format!("tfrc-trace-opportunity-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("t.down"), "0\n5\n10\n").unwrap();
+    let text = |extra: &str| {
+        format!(
+            "name = \"t\"\nduration = \"10s\"\n[[link]]\nbetween = [\"a\", \"b\"]\ntrace = \"t.down\"\ndelay = \"10ms\"\n{extra}\n[[flow]]\nname = \"x\"\nkind = \"cbr\"\nrate = \"100kbps\"\nfrom = \"a\"\nto = \"b\"\n"
+        )
+    };
+    let opportunity = |scenario: &Scenario, reverse: bool| {
+        let link = &scenario.links[0];
+        match &(if reverse {
+            &link.reverse
+        } else {
+            &link.forward
+        })
+        .capacity
+        {
+            Capacity::Trace { opportunity, .. } => *opportunity,
+            Capacity::Rate(_) => panic!("not a trace"),
+        }
+    };
+    let default = Scenario::from_str_in_dir(&text(""), "t.toml", &dir).unwrap();
+    assert_eq!(opportunity(&default, false), TraceOpportunity::Bytes);
+    assert_eq!(opportunity(&default, true), TraceOpportunity::Bytes);
+    let mixed = Scenario::from_str_in_dir(
+        &text("reverse = { trace = \"t.down\", trace_opportunity = \"packet\" }"),
+        "t.toml",
+        &dir,
+    )
+    .unwrap();
+    assert_eq!(opportunity(&mixed, false), TraceOpportunity::Bytes);
+    assert_eq!(opportunity(&mixed, true), TraceOpportunity::Packet);
+    let again = Scenario::from_str_in_dir(&mixed.to_toml_string(), "again.toml", &dir).unwrap();
+    assert_eq!(again, mixed);
+    let error = Scenario::from_str_in_dir(&text("trace_opportunity = \"shared\""), "t.toml", &dir)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains("link[0].trace_opportunity")
+            && error.contains("\"bytes\"")
+            && error.contains("\"packet\""),
+        "{error}"
+    );
+    let error = Scenario::from_str_in_dir(
+        &text("reverse = { rate = \"1Mbps\", trace_opportunity = \"packet\" }"),
+        "t.toml",
+        &dir,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(error.contains("trace_opportunity needs a trace"), "{error}");
     std::fs::remove_dir_all(&dir).ok();
 }

@@ -53,9 +53,10 @@ impl Transmitter {
         })
     }
 
-    /// A trace-driven transmitter whose trace time 0 is `start`, one packet per opportunity.
+    /// A trace-driven transmitter whose trace time 0 is `start`, with Mahimahi's rule (each
+    /// opportunity carries 1500 bytes that the queued packets share).
     pub fn trace(trace: DeliveryTrace, start: Instant) -> Self {
-        Self::trace_with(trace, start, OpportunityUse::PacketPerOpportunity)
+        Self::trace_with(trace, start, OpportunityUse::SharedBytes)
     }
 
     /// A trace-driven transmitter with an explicit way of using opportunities.

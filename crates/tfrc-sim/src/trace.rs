@@ -27,14 +27,25 @@ const NANOS_PER_MILLI: u64 = 1_000_000;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum OpportunityUse {
     /// One packet per opportunity, whatever its size up to 1500 bytes; a larger packet uses
-    /// `⌈size / 1500⌉` consecutive opportunities and leaves at the last one. The default: a
-    /// trace then gives the same packet rate to every flow regardless of packet size.
-    #[default]
+    /// `⌈size / 1500⌉` consecutive opportunities and leaves at the last one: a trace then gives
+    /// the same packet rate to every flow regardless of packet size (scenario key
+    /// `trace_opportunity = "packet"`).
     PacketPerOpportunity,
-    /// Mahimahi's byte accounting: each opportunity carries 1500 bytes, shared by as many
-    /// queued packets as fit; a packet may span opportunities and leaves when its last byte
-    /// does.
+    /// Mahimahi's byte accounting, the default: each opportunity carries 1500 bytes, shared by
+    /// as many queued packets as fit; a packet may span opportunities and leaves when its last
+    /// byte does. Mahimahi (`LinkQueue` in `link_queue.cc`) refuses packets over 1500 bytes;
+    /// here they span opportunities like any other.
+    #[default]
     SharedBytes,
+}
+
+impl From<tfrc_scenario::TraceOpportunity> for OpportunityUse {
+    fn from(opportunity: tfrc_scenario::TraceOpportunity) -> Self {
+        match opportunity {
+            tfrc_scenario::TraceOpportunity::Bytes => OpportunityUse::SharedBytes,
+            tfrc_scenario::TraceOpportunity::Packet => OpportunityUse::PacketPerOpportunity,
+        }
+    }
 }
 
 /// A parsed delivery trace, cheap to clone (the timestamps are shared).

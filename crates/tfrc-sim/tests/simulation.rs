@@ -493,7 +493,7 @@ fn token_bucket_marks_and_rio_protects_the_in_profile_flow() {
 
 #[test]
 fn a_trace_driven_link_delivers_what_the_trace_allows() {
-    // One 1500-byte opportunity every 10 ms: 100 packets/s whatever the offered load.
+    // One 1500-byte opportunity every 10 ms: 100 full-size packets/s whatever the offered load.
     let directory = tempfile::tempdir().unwrap();
     let trace = directory.path().join("every10ms.trace");
     let lines: String = (1..=100).map(|ms| format!("{}\n", ms * 10)).collect();
@@ -510,6 +510,7 @@ fn a_trace_driven_link_delivers_what_the_trace_allows() {
         name = "u"
         kind = "cbr"
         rate = "2Mbps"
+        packet_size = 1500
         from = "a"
         to = "b""#,
         trace.display()
@@ -519,6 +520,55 @@ fn a_trace_driven_link_delivers_what_the_trace_allows() {
     // 30 s × 100 opportunities/s, less the last propagation delay.
     assert!((2990..=3000).contains(&packets), "{packets} packets");
     assert_eq!(summary.bottleneck.as_ref().unwrap().capacity_bps, None);
+}
+
+/// Mahimahi's rule (`LinkQueue`, `link_queue.cc`): each trace line is a 1500-byte delivery
+/// opportunity that queued packets share. A constant 12 Mb/s trace (one line per ms) then
+/// carries a 10 Mb/s CBR flow whole with 200-byte and with 1000-byte packets; the other rule
+/// (`trace_opportunity = "packet"`) gives 1000 packets/s whatever their size.
+#[test]
+fn trace_links_share_each_opportunity_s_1500_bytes_as_mahimahi_does() {
+    let directory = tempfile::tempdir().unwrap();
+    let trace = directory.path().join("constant12.trace");
+    let lines: String = (1..=1000).map(|ms| format!("{ms}\n")).collect();
+    std::fs::write(&trace, lines).unwrap();
+    let delivered_mbps = |packet_size: u32, opportunity: &str| {
+        let summary = run(&format!(
+            r#"name = "mahimahi"
+            duration = "20s"
+            [[link]]
+            between = ["a", "b"]
+            delay = "10ms"
+            forward = {{ trace = "{}", {opportunity} queue = {{ kind = "droptail", limit = 1000 }} }}
+            reverse = {{ rate = "12Mbps" }}
+            [[flow]]
+            name = "c"
+            kind = "cbr"
+            rate = "10Mbps"
+            packet_size = {packet_size}
+            from = "a"
+            to = "b""#,
+            trace.display()
+        ));
+        let flow = &summary.flows[0];
+        (
+            flow.recv_bytes as f64 * 8.0 / 20e6,
+            flow.recv_bytes as f64 / flow.sent_bytes as f64,
+        )
+    };
+    for size in [200, 1000] {
+        let (mbps, share) = delivered_mbps(size, "");
+        assert!(
+            share >= 0.99,
+            "{size} B, shared bytes: {mbps} Mb/s, {share} of sent"
+        );
+    }
+    // One packet per opportunity: 1000 packets/s, 1.6 Mb/s of 200-byte packets, 8 Mb/s of
+    // 1000-byte ones (less the queue still held at the end).
+    let (small, _) = delivered_mbps(200, "trace_opportunity = \"packet\",");
+    assert!((1.55..=1.61).contains(&small), "{small} Mb/s");
+    let (large, _) = delivered_mbps(1000, "trace_opportunity = \"packet\",");
+    assert!((7.9..=8.01).contains(&large), "{large} Mb/s");
 }
 
 #[test]

@@ -149,7 +149,7 @@ fn capacity_kbps(scenario: &Scenario, run: &Run) -> Option<f64> {
     let direction = scenario.link_direction(&bottleneck.from, &bottleneck.to)?;
     match &direction.capacity {
         Capacity::Rate(rate) => Some(rate.kbps()),
-        Capacity::Trace { path, offset } => tfrc_sim::DeliveryTrace::from_file(path)
+        Capacity::Trace { path, offset, .. } => tfrc_sim::DeliveryTrace::from_file(path)
             .ok()
             .map(|trace| trace.starting_at(*offset).mean_rate_over(scenario.duration) / 1000.0),
     }

@@ -31,9 +31,14 @@ pub fn link_direction_config(
 ) -> Result<LinkDirectionConfig, SimulationError> {
     let transmitter = match &spec.capacity {
         Capacity::Rate(rate) => Transmitter::fixed_rate(rate.bits_per_second())?,
-        Capacity::Trace { path, offset } => Transmitter::trace(
+        Capacity::Trace {
+            path,
+            offset,
+            opportunity,
+        } => Transmitter::trace_with(
             DeliveryTrace::from_file(path)?.starting_at(*offset),
             trace_start,
+            (*opportunity).into(),
         ),
     };
     Ok(LinkDirectionConfig {
