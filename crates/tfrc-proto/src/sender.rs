@@ -146,6 +146,13 @@ pub struct Sender {
     recv_limit: f64,
     /// X_recv_set: (time, rate); the initial item is infinite.
     x_recv_set: Vec<(Instant, f64)>,
+    /// gTFRC: the most the floor g may give while no feedback arrives (infinite while it does).
+    /// Paper 000 (§II): "the rest of the TFRC protocol ... follow entirely the TFRC
+    /// specification", and the no-feedback timer (RFC 5348 §4.4) "cut[s] the sending rate in
+    /// half" at each expiry: each expiry caps G at half the rate used before it, so a sender
+    /// whose receiver is gone comes down to s/t_mbi as plain TFRC does. The first feedback
+    /// lifts the cap: G = max(g, X) again.
+    target_cap: f64,
     p: f64,
     rtt: Option<Duration>,
     base_rtt: Option<Duration>,
@@ -197,6 +204,7 @@ impl Sender {
             x_recv: 0.0,
             recv_limit: f64::INFINITY,
             x_recv_set: vec![(now, f64::INFINITY)],
+            target_cap: f64::INFINITY,
             p: 0.0,
             rtt: None,
             base_rtt: None,
@@ -253,12 +261,18 @@ impl Sender {
         self.rtt.map(|rtt| window / secs(rtt).max(1e-9))
     }
 
-    /// The rate used for sending: G = max(g, X) with gTFRC, else X (bytes/s).
+    /// The rate used for sending: G = max(g, X) with gTFRC, else X (bytes/s). While feedback
+    /// is missing, g is capped by the no-feedback timer ([`Sender::handle_timeout`]).
     pub fn sending_rate(&self) -> f64 {
-        match self.config.target_rate {
+        match self.target_rate() {
             Some(g) => g.max(self.x),
             None => self.x,
         }
+    }
+
+    /// The gTFRC floor in force: g, or less after no-feedback expiries.
+    fn target_rate(&self) -> Option<f64> {
+        self.config.target_rate.map(|g| g.min(self.target_cap))
     }
 
     /// Sets or clears the gTFRC target rate g (bytes/s) during the session.
@@ -286,7 +300,7 @@ impl Sender {
             x_calc: self.x_calc,
             x_recv: self.x_recv,
             recv_limit,
-            target_rate: self.config.target_rate,
+            target_rate: self.target_rate(),
             p: self.p,
             rtt: self.rtt,
             base_rtt: self.base_rtt,
@@ -347,7 +361,7 @@ impl Sender {
 
     /// ns-2 slow-start creep: s / max(g, `oldrate_`), not damped (`TfrcAgent::nextpkt()`).
     fn creep_interval(&self, old_rate: f64) -> Duration {
-        let rate = match self.config.target_rate {
+        let rate = match self.target_rate() {
             Some(g) => g.max(old_rate),
             None => old_rate,
         };
@@ -570,6 +584,7 @@ impl Sender {
     /// RFC 5348 §4.3: sender behaviour when a feedback packet is received.
     fn on_feedback(&mut self, now: Instant, feedback: &FeedbackRepr) {
         self.stats.feedbacks += 1;
+        self.target_cap = f64::INFINITY;
         let s = self.s();
 
         // (1) RTT sample: R_sample = (t_now - t_recvdata) - t_delay.
@@ -783,12 +798,14 @@ impl Sender {
             return;
         }
         self.stats.no_feedback_expiries += 1;
+        let rate_before = self.sending_rate();
         if let Some(state) = &mut self.ns2 {
             // TfrcAgent::reduce_rate_on_no_feedback().
             let rtt = self.rtt.map(secs);
             self.x = state
                 .no_feedback_rate(self.x, self.config.s(), rtt, self.data_limited)
                 .max(self.minimum_rate());
+            self.cap_target(rate_before);
             self.set_no_feedback_timer_ns2(now, self.sending_rate());
             self.next_send = now;
             return;
@@ -800,6 +817,7 @@ impl Sender {
             // No RTT sample and no feedback yet: halve, unless the sender was idle all along.
             if !idle_since_set {
                 self.x = (self.x / 2.0).max(self.minimum_rate());
+                self.cap_target(rate_before);
             }
         } else if idle_since_set
             && self.initial_rate().is_some_and(|recover_rate| {
@@ -809,18 +827,31 @@ impl Sender {
             })
         {
             // Idle and the receive rate is already below recover_rate: keep the rate.
-        } else if self.p == 0.0 {
-            // No X_calc yet: halve.
-            self.x = (self.x / 2.0).max(self.minimum_rate());
-        } else if self.x_calc > 2.0 * self.x_recv {
-            // 2*X_recv was limiting the rate.
-            self.update_limits(now, self.x_recv);
         } else {
-            // X_calc was limiting the rate.
-            self.update_limits(now, self.x_calc / 2.0);
+            if self.p == 0.0 {
+                // No X_calc yet: halve.
+                self.x = (self.x / 2.0).max(self.minimum_rate());
+            } else if self.x_calc > 2.0 * self.x_recv {
+                // 2*X_recv was limiting the rate.
+                self.update_limits(now, self.x_recv);
+            } else {
+                // X_calc was limiting the rate.
+                self.update_limits(now, self.x_calc / 2.0);
+            }
+            self.cap_target(rate_before);
         }
         self.reschedule();
         self.restart_no_feedback_timer(now);
+    }
+
+    /// gTFRC: after a no-feedback expiry that cut X, the floor may give at most half the rate
+    /// used before it (see `target_cap`).
+    fn cap_target(&mut self, rate_before: f64) {
+        if self.config.target_rate.is_some() {
+            self.target_cap = self
+                .target_cap
+                .min((rate_before / 2.0).max(self.minimum_rate()));
+        }
     }
 
     /// Update_Limits(timer_limit) of RFC 5348 §4.4: X_recv_set := {timer_limit/2}, then X is

@@ -423,9 +423,9 @@ fn data_limited_interval_with_loss_uses_085_x_recv() {
     assert!(state.recv_limit >= 0.85 * 50_000.0 - 1e-6);
 }
 
-// gTFRC: the rate used is G = max(g, X) at every update, including after a no-feedback halving.
+// gTFRC (paper 000, §II): the rate used is G = max(g, X) at every update while feedback arrives.
 #[test]
-fn gtfrc_never_sends_below_target() {
+fn gtfrc_never_sends_below_target_while_feedback_arrives() {
     let g = 100_000.0;
     let config = Config {
         target_rate: Some(g),
@@ -441,20 +441,90 @@ fn gtfrc_never_sends_below_target() {
     assert!(state.x < g, "TFRC alone would send {}", state.x);
     assert_eq!(state.sending_rate, g);
     assert_eq!(sender.inter_packet_interval(), Duration::from_millis(10));
-    for k in 1..=4 {
-        send_forced(&mut sender, t);
-        let deadline = sender.no_feedback_deadline().max(t);
-        t = deadline + Duration::from_millis(k);
-        sender.handle_timeout(t);
-        assert!(sender.state().sending_rate >= g);
+    for _ in 0..4 {
+        t = round_trip(&mut sender, t, rtt, 1e6, 0.05);
+        assert_eq!(sender.state().sending_rate, g);
     }
-    assert!(sender.stats().no_feedback_expiries >= 4);
     // g may change during the session.
     sender.set_target_rate(Some(2.0 * g)).unwrap();
     assert_eq!(sender.state().sending_rate, 2.0 * g);
     sender.set_target_rate(None).unwrap();
     assert!(sender.state().sending_rate < g);
     assert!(sender.set_target_rate(Some(-1.0)).is_err());
+}
+
+// gTFRC without feedback. Paper 000, §II: besides G = max(g, X), "the rest of the TFRC
+// protocol ... follow entirely the TFRC specification"; RFC 5348 §4.4: at each expiry of the
+// no-feedback timer the sender cuts its sending rate in half. So G halves at every expiry down
+// to s/t_mbi, and the first feedback brings back G = max(g, X).
+#[test]
+fn gtfrc_without_feedback_backs_off_like_tfrc_and_recovers_with_feedback() {
+    let g = 100_000.0;
+    let floor = 1000.0 / 64.0;
+    let mut sender = sender(Config {
+        target_rate: Some(g),
+        ..Config::default()
+    });
+    let rtt = Duration::from_millis(100);
+    let mut t = round_trip(&mut sender, Instant::ZERO, rtt, 0.0, 0.0);
+    t = round_trip(&mut sender, t, rtt, 1e6, 0.0);
+    t = round_trip(&mut sender, t, rtt, 1e6, 0.05);
+    assert_eq!(sender.state().sending_rate, g);
+    // Feedback cut: every expiry halves G, down to the floor. The timer, max(4R, 2s/G), grows as
+    // G falls: 11 expiries in the first 30 s (G = g/2^11), the floor after 13.
+    let cut = t;
+    let mut expected = g;
+    let mut expiries = 0;
+    let mut at_30_s = g;
+    while expiries < 24 {
+        send_forced(&mut sender, t);
+        let deadline = sender.no_feedback_deadline();
+        sender.handle_timeout(deadline);
+        expiries += 1;
+        expected = (expected / 2.0).max(floor);
+        let rate = sender.state().sending_rate;
+        assert!(
+            (rate - expected).abs() <= 1e-6 * expected,
+            "expiry {expiries}: G {rate}, expected {expected}"
+        );
+        t = deadline;
+        if t <= cut + Duration::from_secs(30) {
+            at_30_s = rate;
+        }
+    }
+    assert!(at_30_s <= g / 1000.0, "G {at_30_s} 30 s into the cut");
+    assert_eq!(
+        sender.state().sending_rate,
+        floor,
+        "after {expiries} expiries"
+    );
+    assert_eq!(sender.state().target_rate, Some(floor));
+    // Feedback back: the floor g holds again.
+    round_trip(&mut sender, t, rtt, 1e6, 0.05);
+    assert_eq!(sender.state().sending_rate, g.max(sender.state().x));
+    assert_eq!(sender.state().target_rate, Some(g));
+}
+
+// gTFRC with no feedback at all: the first no-feedback timer (2 s, RFC 5348 §4.2) already cuts G.
+#[test]
+fn gtfrc_without_any_feedback_does_not_keep_g() {
+    let g = 100_000.0;
+    let mut sender = sender(Config {
+        target_rate: Some(g),
+        ..Config::default()
+    });
+    let mut t = Instant::ZERO;
+    for _ in 0..10 {
+        send_forced(&mut sender, t);
+        let deadline = sender.no_feedback_deadline();
+        sender.handle_timeout(deadline);
+        t = deadline;
+    }
+    assert!(
+        sender.state().sending_rate < g / 500.0,
+        "G {} after 10 expiries",
+        sender.state().sending_rate
+    );
 }
 
 // Veno: N = X·(RTT − BaseRTT)/s is carried in every data packet.

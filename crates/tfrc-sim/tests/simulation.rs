@@ -632,3 +632,56 @@ fn the_ns2_profile_runs_in_the_simulator_with_ns2_packet_sizes() {
         flow.goodput_bps.unwrap()
     );
 }
+
+/// gTFRC whose feedback is lost from 20 s to 50 s (paper 000's flow, g = 800 kb/s, on 2 Mb/s):
+/// the no-feedback timer brings G down as it brings TFRC's X down, far below g by 40-50 s, and
+/// once feedback is back the floor g holds again.
+#[test]
+fn gtfrc_backs_off_without_feedback_and_recovers_its_floor_with_it() {
+    let mut simulation = Simulation::new(
+        &scenario(
+            r#"name = "gtfrc-outage"
+            duration = "70s"
+            [[link]]
+            between = ["a", "b"]
+            delay = "50ms"
+            forward = { rate = "2Mbps", queue = { kind = "droptail", limit = 30 } }
+            reverse = { rate = "2Mbps", queue = { kind = "droptail", limit = 30 }, loss = { kind = "bernoulli", rate = 1.0, start = "20s", stop = "50s" } }
+            [[flow]]
+            name = "g"
+            kind = "tfrc"
+            from = "a"
+            to = "b"
+            packet_size = 1000
+            target_rate = "800kbps""#,
+        ),
+        None,
+    )
+    .expect("scenario builds");
+    simulation.keep_rows();
+    let (_, rows) = simulation.finish_with_rows().expect("simulation runs");
+    let mean_kbps = |from: f64, to: f64| {
+        let rates: Vec<f64> = rows
+            .flows
+            .iter()
+            .filter(|row| row.time_s > from && row.time_s <= to)
+            .map(|row| row.send_kbps)
+            .collect();
+        rates.iter().sum::<f64>() / rates.len() as f64
+    };
+    assert!(
+        mean_kbps(10.0, 20.0) >= 800.0,
+        "{} kb/s before",
+        mean_kbps(10.0, 20.0)
+    );
+    assert!(
+        mean_kbps(40.0, 50.0) <= 10.0,
+        "{} kb/s without feedback",
+        mean_kbps(40.0, 50.0)
+    );
+    assert!(
+        mean_kbps(60.0, 70.0) >= 800.0,
+        "{} kb/s after",
+        mean_kbps(60.0, 70.0)
+    );
+}
