@@ -356,6 +356,9 @@ impl Receiver {
             self.stats.duplicates += 1;
             return;
         }
+        if first_packet && self.ns2.is_none() {
+            self.note_lost_first_packets(data.sequence, sequence, loss_clock);
+        }
         if let Some(state) = &mut self.ns2 {
             // ns-2 takes round_id from every new packet before judging the losses it reveals.
             state.round = flags & wire::NS2_ROUND_MASK;
@@ -433,6 +436,30 @@ impl Receiver {
         if urgent || event {
             self.feedback_pending = true;
         }
+    }
+
+    /// A sender numbers its data packets from 0 (`Sender`), so a first arrival numbered k > 0
+    /// (k < 2^31, ahead of 0 in wrapping order) means packets 0 … k−1 were lost: RFC 5348
+    /// §5.1's loss detection then treats them as any other gap ("a packet is lost if at least
+    /// NDUPACK packets with a higher sequence number have arrived"), with the first arrival's
+    /// time as their nominal time. Without this, losing packet 0 would go unseen (p = 0) where
+    /// losing packet 1 counts. A first arrival behind 0 in wrapping order (a sender that does
+    /// not start at 0) opens no gap.
+    fn note_lost_first_packets(&mut self, wire_sequence: u32, extended: u64, time: Instant) {
+        let ahead = wire::sequence_distance(0, wire_sequence);
+        if ahead <= 0 {
+            return;
+        }
+        let first = extended - ahead as u64;
+        self.gaps.push_back(Gap {
+            first,
+            end: extended,
+            before_sequence: first - 1,
+            before_time: time,
+            after_sequence: extended,
+            after_time: time,
+            later_packets: 1,
+        });
     }
 
     /// Records the arrival of `sequence`; returns false for a duplicate.

@@ -356,7 +356,9 @@ impl Sender {
                 }
             }
         }
-        duration_from_secs(self.s() / rate.max(1e-9))
+        // X itself is never below s/t_mbi (§4.3); nor is the rate that paces it: a damped
+        // X_inst below the floor would space packets more than t_mbi apart.
+        duration_from_secs(self.s() / rate.max(self.minimum_rate()))
     }
 
     /// ns-2 slow-start creep: s / max(g, `oldrate_`), not damped (`TfrcAgent::nextpkt()`).
@@ -622,6 +624,10 @@ impl Sender {
             return;
         }
 
+        // (3) "Update the timeout interval: RTO = max(4*R, 2*s/X)" (§4.3), with the new R and
+        // the X of before step 4 updates it.
+        let rto = self.no_feedback_interval();
+
         // (4) Update the allowed sending rate.
         let p = feedback.loss_event_rate();
         let p_increased = p > self.p;
@@ -661,8 +667,8 @@ impl Sender {
         }
         self.feedback_received = true;
 
-        // (3) t_RTO = max(4R, 2s/X) and (5) restart the no-feedback timer.
-        self.restart_no_feedback_timer(now);
+        // (5) "Reset the nofeedback timer to expire after RTO seconds."
+        self.set_no_feedback_timer(now, rto);
         self.reschedule();
     }
 
@@ -728,10 +734,21 @@ impl Sender {
     }
 
     fn restart_no_feedback_timer(&mut self, now: Instant) {
+        let interval = self.no_feedback_interval();
+        self.set_no_feedback_timer(now, interval);
+    }
+
+    /// t_RTO = max(4R, 2s/X) (RFC 5348 §4.3 step 3), with X the rate in use now (G for gTFRC).
+    fn no_feedback_interval(&self) -> Duration {
         let four_rtt = self.rtt.map_or(Duration::ZERO, |rtt| rtt * 4);
         let two_packets = duration_from_secs(2.0 * self.s() / self.sending_rate().max(1e-9));
-        self.rto = four_rtt.max(two_packets);
-        self.no_feedback_deadline = now + self.rto;
+        four_rtt.max(two_packets)
+    }
+
+    /// Sets t_RTO and starts the no-feedback timer to expire `interval` from `now`.
+    fn set_no_feedback_timer(&mut self, now: Instant, interval: Duration) {
+        self.rto = interval;
+        self.no_feedback_deadline = now + interval;
         self.no_feedback_set_at = now;
     }
 

@@ -195,9 +195,10 @@ fn no_feedback_timer_halves_the_rate() {
     ns2.handle_timeout(ns2.no_feedback_deadline());
     assert!(close(ns2.state().x, x / 4.0));
 
+    // RFC 5348 §4.3: max(4R, 2s/X) with the X of before the feedback (1 packet/s): 2 s.
     let mut rfc = sender(Config::default());
     let t1 = round_trip(&mut rfc, Instant::ZERO, rtt, 0.0, 0.0);
-    assert_eq!(rfc.no_feedback_deadline(), t1 + rtt * 4);
+    assert_eq!(rfc.no_feedback_deadline(), t1 + Duration::from_secs(2));
 }
 
 /// A data packet of the ns-2 profile: send time `sequence`·10 ms, R in the header, flags.

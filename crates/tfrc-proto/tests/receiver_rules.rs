@@ -383,6 +383,36 @@ fn without_rtt_every_packet_is_answered() {
     assert_eq!(receiver.feedback_interval(), None);
 }
 
+// The sender numbers its packets from 0, so a lost packet 0 is a loss like a lost packet 1
+// (RFC 5348 §5.1: lost once NDUPACK = 3 later packets have arrived), not an unseen one.
+#[test]
+fn a_lost_first_packet_is_detected() {
+    let lose = |lost: u32| {
+        let mut receiver = Receiver::new(Config::default()).unwrap();
+        let sequences = (0..200u32).filter(|s| *s != lost);
+        feed(&mut receiver, sequences, Instant::ZERO, SPACING, RTT, 0.0);
+        (receiver.stats().lost, receiver.loss_event_rate())
+    };
+    let (lost_0, p_0) = lose(0);
+    let (lost_1, p_1) = lose(1);
+    assert_eq!((lost_0, lost_1), (1, 1));
+    assert!(p_1 > 0.0, "losing packet 1: p = {p_1}");
+    assert!(p_0 > 0.0, "losing packet 0: p = {p_0}");
+    // Only the first three packets reveal it: the loss needs three later arrivals.
+    let mut receiver = Receiver::new(Config::default()).unwrap();
+    feed(&mut receiver, 1..3u32, Instant::ZERO, SPACING, RTT, 0.0);
+    assert_eq!(receiver.stats().lost, 0);
+    feed(
+        &mut receiver,
+        3..4u32,
+        Instant::ZERO + SPACING * 2,
+        SPACING,
+        RTT,
+        0.0,
+    );
+    assert_eq!(receiver.stats().lost, 1);
+}
+
 // Sequence numbers wrap around at 2^32 without false losses, and losses across the wrap count.
 #[test]
 fn sequence_numbers_wrap() {

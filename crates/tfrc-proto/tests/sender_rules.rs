@@ -111,32 +111,35 @@ fn rtt_is_filtered_with_q_point_nine() {
     assert_eq!(sender.state().base_rtt, Some(Duration::from_millis(100)));
 }
 
-// RFC 5348 §4.3 step 3: t_RTO = max(4R, 2s/X).
+// RFC 5348 §4.3, in this order: "3) Update the timeout interval: RTO = max(4*R, 2*s/X)",
+// "4) Update the allowed sending rate", "5) Reset the nofeedback timer to expire after RTO
+// seconds": t_RTO takes the new R and the X of before the update.
 #[test]
-fn no_feedback_timeout_is_max_of_four_rtt_and_two_packets() {
+fn no_feedback_timeout_is_max_of_four_rtt_and_two_packets_before_the_rate_update() {
     let mut sender = sender(Config::default());
-    let t = round_trip(
-        &mut sender,
-        Instant::ZERO,
-        Duration::from_millis(100),
-        0.0,
-        0.0,
-    );
-    // X = 40000 B/s: 2s/X = 50 ms < 4R = 400 ms.
+    let rtt = Duration::from_millis(100);
+    // First feedback: X was 1 packet/s (1000 B/s): 2s/X = 2 s > 4R = 400 ms, though X becomes
+    // W_init/R = 40 000 B/s in step 4.
+    let t = round_trip(&mut sender, Instant::ZERO, rtt, 0.0, 0.0);
+    assert_eq!(sender.state().x, 40_000.0);
+    assert_eq!(sender.state().rto, Duration::from_secs(2));
+    assert_eq!(sender.no_feedback_deadline(), t + Duration::from_secs(2));
+    // Second feedback: X was 40 000 B/s: 2s/X = 50 ms < 4R = 400 ms.
+    let t = round_trip(&mut sender, t, rtt, 40_000.0, 0.0);
     assert_eq!(sender.state().rto, Duration::from_millis(400));
     assert_eq!(
-        sender
-            .poll_timeout()
-            .unwrap()
-            .max(t + Duration::from_millis(400)),
+        sender.no_feedback_deadline(),
         t + Duration::from_millis(400)
     );
-    // A slow path: R = 1 ms, X = 4000/0.001 = 4 MB/s, but a tiny rate gives 2s/X.
+    // A short path at a tiny rate: R = 1 ms, p = 1 keeps X near s/t_mbi, so 2s/X (of the X
+    // before each feedback) is far above 4R.
     let mut slow = Sender::new(Config::default(), SESSION, NONCE, Instant::ZERO).unwrap();
-    round_trip(&mut slow, Instant::ZERO, Duration::from_millis(1), 0.0, 1.0);
-    let state = slow.state();
-    let two_packets = 2.0 * 1000.0 / state.sending_rate;
-    assert!((state.rto.as_secs_f64() - two_packets.max(0.004)).abs() < 1e-6);
+    let fast = Duration::from_millis(1);
+    let t = round_trip(&mut slow, Instant::ZERO, fast, 0.0, 1.0);
+    let before = slow.state().sending_rate;
+    round_trip(&mut slow, t, fast, 0.0, 1.0);
+    let two_packets = 2.0 * 1000.0 / before;
+    assert!((slow.state().rto.as_secs_f64() - two_packets.max(0.004)).abs() < 1e-6);
 }
 
 // RFC 5348 §4.3 step 4: in slow start the rate doubles at most once per RTT and is bounded by
@@ -421,6 +424,28 @@ fn data_limited_interval_with_loss_uses_085_x_recv() {
         state.recv_limit
     );
     assert!(state.recv_limit >= 0.85 * 50_000.0 - 1e-6);
+}
+
+// RFC 5348 §4.5: X_inst = X·R_sqmean/sqrt(R_sample) paces the packets; like X (§4.3: never
+// below s/t_mbi), it is floored, so packets are never more than t_mbi = 64 s apart.
+#[test]
+fn damped_pacing_never_spaces_packets_beyond_t_mbi() {
+    let mut sender = sender(Config {
+        oscillation_damping: true,
+        ..Config::default()
+    });
+    // R_sqmean from a 10 ms sample, then a 4 s sample: X_inst = 0.145·X.
+    let t = round_trip(
+        &mut sender,
+        Instant::ZERO,
+        Duration::from_millis(10),
+        0.0,
+        0.0,
+    );
+    let t = round_trip(&mut sender, t, Duration::from_secs(4), 1000.0, 0.5);
+    expire_busy(&mut sender, t, 30);
+    assert_eq!(sender.state().x, 1000.0 / 64.0);
+    assert_eq!(sender.inter_packet_interval(), Duration::from_secs(64));
 }
 
 // gTFRC (paper 000, §II): the rate used is G = max(g, X) at every update while feedback arrives.
