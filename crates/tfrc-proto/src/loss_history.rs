@@ -35,6 +35,9 @@ pub struct LossHistory {
     event_start: Option<(u64, Instant)>,
     /// Number of loss events so far.
     events: u64,
+    /// Veno: α when the loss event that opened the current interval was a non-congestion loss
+    /// (the interval then counts α times its length, open and, once closed, closed).
+    open_stretch: Option<f64>,
     history_discounting: bool,
     /// ns-2.35 counting (`est_loss_WALI()`, `smooth_ 1`); see [`LossHistory::new_ns2`].
     ns2_counting: bool,
@@ -47,6 +50,7 @@ impl LossHistory {
             closed: VecDeque::with_capacity(INTERVALS_AVERAGED + 1),
             event_start: None,
             events: 0,
+            open_stretch: None,
             history_discounting,
             ns2_counting: false,
         }
@@ -89,8 +93,16 @@ impl LossHistory {
     }
 
     /// Records the first loss event (RFC 5348 §6.3.1): the interval before it is the synthetic
-    /// `first_interval` (packets), and the open interval starts at `sequence`.
-    pub fn first_event(&mut self, sequence: u64, time: Instant, first_interval: f64) {
+    /// `first_interval` (packets), and the open interval starts at `sequence`. With
+    /// `stretch = Some(α)` (Veno: the first event is a non-congestion loss) the interval it opens
+    /// counts α times; the synthetic interval, derived from the receive rate, is never stretched.
+    pub fn first_event(
+        &mut self,
+        sequence: u64,
+        time: Instant,
+        first_interval: f64,
+        stretch: Option<f64>,
+    ) {
         let length = first_interval.max(1.0);
         self.closed.clear();
         self.closed.push_front(ClosedInterval {
@@ -101,15 +113,24 @@ impl LossHistory {
         });
         self.event_start = Some((sequence, time));
         self.events = 1;
+        self.open_stretch = stretch;
     }
 
     /// Records a new loss event at `sequence`, closing the open interval. `highest` is the highest
-    /// sequence number received so far (for the discount factor). With `stretch = Some(α)` the
-    /// closed interval counts α times its length (Veno non-congestion loss).
+    /// sequence number received so far (for the discount factor).
+    ///
+    /// Veno (paper 003, §III-B): "When the receiver detected a new loss event i, it will
+    /// calculate the loss interval Ā_i based on the current value of N ... If N < β ... we
+    /// extend the current loss interval A_i by certain times α, i.e., Ā_i = αA_i", and with every
+    /// loss non-congestion "Ā_i = αA_i ∀i", the open interval A_0 included (eq. (11)), so that
+    /// p̄ = p/α (eq. (13)). The interval a loss event opens is the one classified by the N of
+    /// that moment: with `stretch = Some(α)` the interval opened now counts α times its length,
+    /// while open and once closed; the interval closed now keeps the class of the event that
+    /// opened it.
     pub fn new_event(&mut self, sequence: u64, time: Instant, highest: u64, stretch: Option<f64>) {
         let Some((start, _)) = self.event_start else {
             // No earlier event: callers use first_event; treat as a first event of length 1.
-            self.first_event(sequence, time, 1.0);
+            self.first_event(sequence, time, 1.0, stretch);
             return;
         };
         if self.history_discounting {
@@ -121,10 +142,11 @@ impl LossHistory {
             }
         }
         let raw_length = sequence.saturating_sub(start).max(1);
-        let (length, stretched) = match stretch {
+        let (length, stretched) = match self.open_stretch {
             Some(alpha) => (raw_length as f64 * alpha, true),
             None => (raw_length as f64, false),
         };
+        self.open_stretch = stretch;
         self.closed.push_front(ClosedInterval {
             length,
             raw_length,
@@ -136,11 +158,13 @@ impl LossHistory {
         self.events += 1;
     }
 
-    /// I_0: packets from the start of the current loss event up to `highest` (inclusive).
+    /// I_0: packets from the start of the current loss event up to `highest` (inclusive), times
+    /// α when a Veno non-congestion loss opened it.
     pub fn open_interval(&self, highest: u64) -> Option<f64> {
         let counted_start = u64::from(!self.ns2_counting);
+        let factor = self.open_stretch.unwrap_or(1.0);
         self.event_start
-            .map(|(start, _)| (highest.saturating_sub(start) + counted_start) as f64)
+            .map(|(start, _)| (highest.saturating_sub(start) + counted_start) as f64 * factor)
     }
 
     /// Mean of the closed intervals alone, I_tot1/W_tot with their own discounts.
@@ -210,7 +234,12 @@ mod tests {
     fn history_with(intervals_oldest_first: &[u64]) -> LossHistory {
         let mut history = LossHistory::new(false);
         let mut sequence = 1000;
-        history.first_event(sequence, Instant::ZERO, intervals_oldest_first[0] as f64);
+        history.first_event(
+            sequence,
+            Instant::ZERO,
+            intervals_oldest_first[0] as f64,
+            None,
+        );
         for &length in &intervals_oldest_first[1..] {
             sequence += length;
             history.new_event(sequence, Instant::ZERO, sequence, None);
@@ -257,7 +286,7 @@ mod tests {
     fn fewer_than_eight_intervals_use_their_weights() {
         // One synthetic interval of 100 and I_0 = 10: I_mean = max(10, 100) = 100.
         let mut history = LossHistory::new(false);
-        history.first_event(0, Instant::ZERO, 100.0);
+        history.first_event(0, Instant::ZERO, 100.0, None);
         assert_eq!(history.mean_interval(9), Some(100.0));
         // I_0 = 300: I_tot0 = 300*1 / w_1 = 300.
         assert_eq!(history.mean_interval(299), Some(300.0));
@@ -268,32 +297,50 @@ mod tests {
     #[test]
     fn loss_event_membership_uses_one_rtt() {
         let mut history = LossHistory::new(false);
-        history.first_event(10, Instant::from_millis(1000), 50.0);
+        history.first_event(10, Instant::from_millis(1000), 50.0, None);
         let rtt = Duration::from_millis(100);
         assert!(!history.starts_new_event(Instant::from_millis(1100), rtt));
         assert!(history.starts_new_event(Instant::from_millis(1101), rtt));
     }
 
-    /// Veno: a non-congestion interval counts α times its length, so p falls by α when all are.
+    /// Veno, paper 003 eqs. (9)-(13): with every loss non-congestion, "Ā_i = αA_i ∀i", the
+    /// open interval included, so p̄ = p/α whatever the open interval's length (100-packet
+    /// closed intervals; the open one short, 250 and 600 packets long).
     #[test]
-    fn veno_stretch_multiplies_the_closed_interval() {
-        let mut plain = LossHistory::new(false);
-        let mut veno = LossHistory::new(false);
-        plain.first_event(0, Instant::ZERO, 100.0);
-        veno.first_event(0, Instant::ZERO, 300.0);
-        let mut sequence = 0;
-        for _ in 0..8 {
-            sequence += 100;
-            plain.new_event(sequence, Instant::ZERO, sequence, None);
-            veno.new_event(sequence, Instant::ZERO, sequence, Some(3.0));
+    fn veno_stretch_multiplies_every_interval_open_one_included() {
+        for open in [10, 250, 600] {
+            let mut plain = LossHistory::new(false);
+            let mut veno = LossHistory::new(false);
+            plain.first_event(0, Instant::ZERO, 100.0, None);
+            veno.first_event(0, Instant::ZERO, 300.0, Some(3.0));
+            let mut sequence = 0;
+            for _ in 0..8 {
+                sequence += 100;
+                plain.new_event(sequence, Instant::ZERO, sequence, None);
+                veno.new_event(sequence, Instant::ZERO, sequence, Some(3.0));
+            }
+            assert!(veno
+                .closed_intervals()
+                .all(|i| i.stretched && i.length == 300.0));
+            let p_plain = plain.loss_event_rate(sequence + open - 1);
+            let p_veno = veno.loss_event_rate(sequence + open - 1);
+            let ratio = p_plain / p_veno;
+            assert!((ratio - 3.0).abs() < 1e-9, "open {open}: p ratio {ratio}");
         }
-        assert!(veno
-            .closed_intervals()
-            .all(|i| i.stretched && i.length == 300.0));
-        let p_plain = plain.loss_event_rate(sequence + 10);
-        let p_veno = veno.loss_event_rate(sequence + 10);
-        assert!((p_plain - 0.01).abs() < 1e-12);
-        assert!((p_veno - 0.01 / 3.0).abs() < 1e-12);
+    }
+
+    /// Veno: the interval a loss event opens takes that event's class; the interval it closes
+    /// keeps the class of the event that opened it.
+    #[test]
+    fn veno_classifies_an_interval_by_the_event_that_opens_it() {
+        let mut history = LossHistory::new(false);
+        history.first_event(0, Instant::ZERO, 50.0, None);
+        history.new_event(100, Instant::ZERO, 100, Some(3.0)); // closes [0, 100): congestion-opened
+        assert_eq!(history.open_interval(149), Some(150.0)); // [100, 149] × 3
+        history.new_event(200, Instant::ZERO, 200, None); // closes [100, 200) ×3, opens a plain one
+        let lengths: Vec<f64> = history.closed_intervals().map(|i| i.length).collect();
+        assert_eq!(lengths, [300.0, 100.0, 50.0]);
+        assert_eq!(history.open_interval(209), Some(10.0));
     }
 
     /// RFC 5348 §5.5: with a long loss-free I_0 the older intervals are discounted, raising I_mean.
@@ -302,7 +349,7 @@ mod tests {
         let mut plain = LossHistory::new(false);
         let mut discounted = LossHistory::new(true);
         for history in [&mut plain, &mut discounted] {
-            history.first_event(0, Instant::ZERO, 100.0);
+            history.first_event(0, Instant::ZERO, 100.0, None);
             let mut sequence = 0;
             for _ in 0..8 {
                 sequence += 100;
@@ -330,7 +377,7 @@ mod tests {
         let mut rfc = LossHistory::new(false);
         let mut ns2 = LossHistory::new_ns2(false);
         for history in [&mut rfc, &mut ns2] {
-            history.first_event(0, Instant::ZERO, 100.0);
+            history.first_event(0, Instant::ZERO, 100.0, None);
             history.new_event(50, Instant::ZERO, 50, None);
         }
         // Closed intervals I_1 = 50, I_2 = 100; highest 349.

@@ -602,16 +602,18 @@ impl Receiver {
             self.start_event_ns2(sequence, time, highest);
             return;
         }
-        if self.history.loss_events() == 0 {
-            let interval = self.synthetic_first_interval(now);
-            self.history.first_event(sequence, time, interval);
-            return;
-        }
+        // Veno: this event's class (N of the latest data packet against β) is the class of the
+        // interval it opens, the first event's included.
         let stretch = self
             .config
             .veno
             .filter(|veno| self.veno_backlog < veno.beta)
             .map(|veno| veno.alpha);
+        if self.history.loss_events() == 0 {
+            let interval = self.synthetic_first_interval(now);
+            self.history.first_event(sequence, time, interval, stretch);
+            return;
+        }
         self.history.new_event(sequence, time, highest, stretch);
     }
 
@@ -647,7 +649,8 @@ impl Receiver {
             .filter(|&start| start < sequence)
             .unwrap_or(sequence);
         let interval = (1.0 / p).floor().max(1.0);
-        self.history.first_event(start, state.loss_clock, interval);
+        self.history
+            .first_event(start, state.loss_clock, interval, stretch);
     }
 
     /// RFC 5348 §6.3.1: "TFRC approximates this target rate by X_recv, the receive rate over the
