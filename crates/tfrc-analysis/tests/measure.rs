@@ -110,6 +110,7 @@ fn synthetic_run(a: &[f64], b: &[f64]) -> Run {
         mean_p: None,
         mean_rtt_s: None,
         cov_sent_100ms: None,
+        feedbacks: None,
     };
     let mut flows = Vec::new();
     for (index, (&rate_a, &rate_b)) in a.iter().zip(b).enumerate() {

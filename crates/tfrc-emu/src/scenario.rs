@@ -781,6 +781,9 @@ fn write_outputs(
             mean_p,
             mean_rtt_s: mean_rtt,
             cov_sent_100ms: cov,
+            // The testbed's receivers run in their own processes; their feedback counts are
+            // not collected.
+            feedbacks: None,
         });
     }
     if goodputs.is_empty() {

@@ -375,6 +375,23 @@ pub struct FlowSummary {
     pub mean_rtt_s: Option<f64>,
     /// Std / mean of packets sent per 0.1 s bin over the active time.
     pub cov_sent_100ms: Option<f64>,
+    /// TFRC: feedback packets the receiver sent (absent in files written before it existed,
+    /// and where the source does not count them).
+    #[serde(default)]
+    pub feedbacks: Option<u64>,
+}
+
+impl FlowSummary {
+    /// TFRC: feedbacks per RTT as sent, `feedbacks · mean_rtt_s / (stop_s − start_s)`: what a
+    /// nominal count (a fixed `feedbacks_per_rtt`, or the `rtt_ref` rule, whose count follows
+    /// the RTT with its queueing delay) gave in the run.
+    pub fn feedbacks_per_rtt(&self) -> Option<f64> {
+        let active = self.stop_s - self.start_s;
+        match (self.feedbacks, self.mean_rtt_s) {
+            (Some(count), Some(rtt)) if active > 0.0 => Some(count as f64 * rtt / active),
+            _ => None,
+        }
+    }
 }
 
 /// The bottleneck of a run.

@@ -237,3 +237,37 @@ fn quantiles_interpolate_between_order_statistics() {
     assert_eq!(stats::quantile(&[1.0], 1.5), None);
     assert_eq!(stats::quantile(&[], 0.5), None);
 }
+
+#[test]
+fn feedbacks_per_rtt_is_count_times_rtt_over_active_time() {
+    let summary = FlowSummary {
+        name: "f".into(),
+        kind: "tfrc".into(),
+        from: "a".into(),
+        to: "b".into(),
+        start_s: 10.0,
+        stop_s: 110.0,
+        sent_bytes: 0,
+        recv_bytes: 0,
+        sent_packets: 0,
+        recv_packets: 0,
+        send_rate_bps: None,
+        goodput_bps: None,
+        receiving_ratio: None,
+        mean_p: None,
+        mean_rtt_s: Some(0.25),
+        cov_sent_100ms: None,
+        feedbacks: Some(1200),
+    };
+    assert_eq!(summary.feedbacks_per_rtt(), Some(3.0));
+    let unknown = FlowSummary {
+        feedbacks: None,
+        ..summary.clone()
+    };
+    assert_eq!(unknown.feedbacks_per_rtt(), None);
+    // A file written before the field existed reads with `feedbacks` absent.
+    let mut json: serde_json::Value = serde_json::to_value(&summary).unwrap();
+    json.as_object_mut().unwrap().remove("feedbacks");
+    let read: FlowSummary = serde_json::from_value(json).unwrap();
+    assert_eq!(read.feedbacks, None);
+}

@@ -685,3 +685,32 @@ fn gtfrc_backs_off_without_feedback_and_recovers_its_floor_with_it() {
         mean_kbps(60.0, 70.0)
     );
 }
+
+/// The summary counts the feedbacks a TFRC receiver sent, so a nominal count can be checked
+/// against what the run did: 1 and a fixed 4 per RTT on an uncongested 100 ms path.
+#[test]
+fn summaries_count_tfrc_feedbacks_per_rtt() {
+    for nominal in [1, 4] {
+        let summary = run(&format!(
+            r#"name = "feedbacks"
+            duration = "60s"
+            [[link]]
+            between = ["a", "b"]
+            rate = "10Mbps"
+            delay = "50ms"
+            [[flow]]
+            name = "f"
+            kind = "tfrc"
+            from = "a"
+            to = "b"
+            feedbacks_per_rtt = {nominal}"#
+        ));
+        let flow = &summary.flows[0];
+        assert!(flow.feedbacks.is_some_and(|count| count > 0));
+        let measured = flow.feedbacks_per_rtt().unwrap();
+        assert!(
+            (measured - f64::from(nominal)).abs() <= 0.1 * f64::from(nominal),
+            "nominal {nominal}: {measured} feedbacks per RTT"
+        );
+    }
+}

@@ -728,6 +728,65 @@ pub fn table(experiment: &Experiment) -> Option<Table> {
     })
 }
 
+/// Feedbacks per RTT, nominal and as sent, for an experiment whose TFRC flows ask for several
+/// (a fixed `feedbacks_per_rtt`, or `rtt_ref`, whose count follows the measured RTT with its
+/// queueing delay): one row per variant of replication 0, the measured value the mean over its
+/// TFRC flows of feedbacks · mean R / active time. `None` when no flow asks for more than one.
+pub fn feedback_table(experiment: &Experiment) -> Option<Table> {
+    let nominal = |run: &LoadedRun| -> Option<String> {
+        let mut kinds: Vec<String> = run
+            .scenario
+            .flows
+            .iter()
+            .filter_map(|flow| match &flow.kind {
+                FlowKind::Tfrc(spec) => match (spec.feedbacks_per_rtt, spec.rtt_ref) {
+                    (Some(count), _) => Some(format!("N = {count} (fixed)")),
+                    (None, Some(rtt_ref)) => Some(format!(
+                        "RTT_ref = {} ms (N = max(int(R / RTT_ref), 1))",
+                        rtt_ref.as_secs_f64() * 1000.0
+                    )),
+                    (None, None) => Some("N = 1 (RFC 5348)".to_string()),
+                },
+                _ => None,
+            })
+            .collect();
+        kinds.dedup();
+        (!kinds.is_empty()).then(|| kinds.join(", "))
+    };
+    let asks_for_several = experiment.runs.iter().any(|run| {
+        run.scenario.flows.iter().any(|flow| {
+            matches!(&flow.kind, FlowKind::Tfrc(spec)
+                if spec.rtt_ref.is_some() || spec.feedbacks_per_rtt.is_some_and(|n| n > 1))
+        })
+    });
+    if !asks_for_several {
+        return None;
+    }
+    let mut table = Table::new(
+        "Feedbacks per RTT: nominal, and as sent (replication 0; mean over the TFRC flows of feedbacks × mean R / active time)",
+        vec!["run".into(), "nominal".into(), "as sent".into()],
+    );
+    for run in &experiment.runs {
+        let Some(nominal) = nominal(run) else {
+            continue;
+        };
+        let measured = mean_of_all(
+            run.run
+                .summary
+                .flows
+                .iter()
+                .filter(|flow| flow.kind == "tfrc")
+                .map(|flow| flow.feedbacks_per_rtt()),
+        );
+        table = table.row(vec![
+            run_name(run),
+            nominal,
+            measured.map_or_else(|| "n/a".to_string(), |n| format!("{n:.2}")),
+        ]);
+    }
+    Some(table)
+}
+
 /// ns-2 vs our runs: mean receiver throughput and recovery time of the TFRC flow.
 pub fn ns2_comparison(
     experiment: &Experiment,

@@ -898,6 +898,9 @@ fn build_report(
         if let Some(table) = figures::table(experiment) {
             section = section.table(table);
         }
+        if let Some(table) = figures::feedback_table(experiment) {
+            section = section.table(table);
+        }
         if let Some(ns2) = &experiment.ns2 {
             for (quantity, paper, ours) in figures::ns2_comparison(experiment, ns2) {
                 section = section.measurement(quantity, paper, ours);

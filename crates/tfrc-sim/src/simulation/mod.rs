@@ -607,7 +607,13 @@ impl Simulation {
         let flows: Vec<FlowSummary> = self
             .flows
             .iter()
-            .map(|flow| flow.record.summary())
+            .map(|flow| {
+                let feedbacks = match &flow.protocol {
+                    Protocol::Tfrc { receiver, .. } => Some(receiver.stats().feedbacks),
+                    _ => None,
+                };
+                flow.record.summary(feedbacks)
+            })
             .collect();
         let protocol_goodputs: Vec<f64> = self
             .flows

@@ -304,7 +304,8 @@ impl Recorder {
 }
 
 impl FlowRecord {
-    pub fn summary(&self) -> FlowSummary {
+    /// The flow's line of `summary.json`; `feedbacks` is the TFRC receiver's count.
+    pub fn summary(&self, feedbacks: Option<u64>) -> FlowSummary {
         let active = self
             .stop
             .saturating_duration_since(self.start)
@@ -334,6 +335,7 @@ impl FlowRecord {
                     .map(|&count| f64::from(count))
                     .collect::<Vec<_>>(),
             ),
+            feedbacks,
         }
     }
 }
