@@ -22,9 +22,8 @@ use std::path::PathBuf;
 use tfrc_proto::Instant;
 use tfrc_scenario::units::{parse_duration, parse_rate};
 use tfrc_sim::{
-    DeliveryTrace, FlowId, FlowSelector, GilbertElliottParams, LinkDirectionConfig, LossConfig,
-    LossKind, OpportunityUse, QueueConfig, RedParams, RioParams, TimeWindow, TokenBucketConfig,
-    Transmitter,
+    FlowId, FlowSelector, GilbertElliottParams, LinkDirectionConfig, LossConfig, LossKind,
+    OpportunityUse, QueueConfig, RedParams, RioParams, TimeWindow, TokenBucketConfig, Transmitter,
 };
 
 /// A command-line value that could not be understood: names the flag and the value.
@@ -137,11 +136,7 @@ impl DirectionSpec {
                 path,
                 offset,
                 opportunity,
-            } => Transmitter::trace_with(
-                DeliveryTrace::from_file(path)?.starting_at(*offset),
-                start,
-                *opportunity,
-            ),
+            } => Transmitter::trace_file(path, *offset, start, *opportunity)?,
         };
         Ok(LinkDirectionConfig {
             transmitter,

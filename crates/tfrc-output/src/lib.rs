@@ -20,9 +20,11 @@ use serde::{Deserialize, Serialize};
 
 mod cell;
 pub mod stats;
+mod writer;
 
 pub use cell::{format_seconds, format_time_nanos, round_decimals, Fixed, Seconds, Shortest};
 pub use stats::{coefficient_of_variation, jain_index};
+pub use writer::{CsvRow, RowFile, RunWriter, WriteError};
 
 /// Version of the output schema, written in `summary.json`. A reader refuses any other
 /// version: a change of version means a column was renamed or removed (a column added at the

@@ -59,6 +59,18 @@ impl Transmitter {
         Self::trace_with(trace, start, OpportunityUse::SharedBytes)
     }
 
+    /// A transmitter driven by the Mahimahi trace in `path`, whose trace time `offset` is the
+    /// link's time `start`: how the simulator, the emulator and the testbed all build one.
+    pub fn trace_file(
+        path: &std::path::Path,
+        offset: Duration,
+        start: Instant,
+        opportunity_use: OpportunityUse,
+    ) -> Result<Self, crate::TraceError> {
+        let trace = DeliveryTrace::from_file(path)?.starting_at(offset);
+        Ok(Self::trace_with(trace, start, opportunity_use))
+    }
+
     /// A trace-driven transmitter with an explicit way of using opportunities.
     pub fn trace_with(
         trace: DeliveryTrace,

@@ -14,7 +14,6 @@ use crate::loss::{GilbertElliottParams, LossConfig, LossKind, TimeWindow};
 use crate::marker::{FlowSelector, TokenBucketConfig};
 use crate::packet::FlowId;
 use crate::queue::{QueueConfig, RedParams, RioParams, RioThresholds};
-use crate::trace::DeliveryTrace;
 
 use super::SimulationError;
 
@@ -35,11 +34,7 @@ pub fn link_direction_config(
             path,
             offset,
             opportunity,
-        } => Transmitter::trace_with(
-            DeliveryTrace::from_file(path)?.starting_at(*offset),
-            trace_start,
-            (*opportunity).into(),
-        ),
+        } => Transmitter::trace_file(path, *offset, trace_start, (*opportunity).into())?,
     };
     Ok(LinkDirectionConfig {
         transmitter,

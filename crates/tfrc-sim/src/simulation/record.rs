@@ -1,13 +1,10 @@
 //! What a run records: the per-interval rows of `flows.csv`, `state.csv` and `links.csv`, and
 //! the per-run `summary.json` (schema in `docs/output-format.md`).
 
-use std::fs::File;
-use std::io::{BufWriter, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use tfrc_output::{
-    coefficient_of_variation, FlowRow, FlowSummary, LinkRow, Rows, StateRow, FLOWS_FILE,
-    LINKS_FILE, STATE_FILE,
+    coefficient_of_variation, FlowRow, FlowSummary, LinkRow, Rows, RunWriter, StateRow, WriteError,
 };
 use tfrc_proto::Instant;
 
@@ -115,88 +112,36 @@ impl FlowRecord {
     }
 }
 
-/// The three CSV files of a run.
-struct CsvFiles {
-    flows: BufWriter<File>,
-    state: BufWriter<File>,
-    links: BufWriter<File>,
-    directory: PathBuf,
-}
-
-fn create(directory: &Path, name: &str, header: &str) -> Result<BufWriter<File>, SimulationError> {
-    let path = directory.join(name);
-    let file = File::create(&path).map_err(|source| SimulationError::Io {
-        path: path.clone(),
-        source,
-    })?;
-    let mut writer = BufWriter::with_capacity(1 << 16, file);
-    writeln!(writer, "{header}").map_err(|source| SimulationError::Io { path, source })?;
-    Ok(writer)
-}
-
-impl CsvFiles {
-    fn create(directory: &Path) -> Result<CsvFiles, SimulationError> {
-        std::fs::create_dir_all(directory).map_err(|source| SimulationError::Io {
-            path: directory.to_path_buf(),
-            source,
-        })?;
-        Ok(CsvFiles {
-            flows: create(directory, FLOWS_FILE, FlowRow::HEADER)?,
-            state: create(directory, STATE_FILE, StateRow::HEADER)?,
-            links: create(directory, LINKS_FILE, LinkRow::HEADER)?,
-            directory: directory.to_path_buf(),
-        })
-    }
-
-    fn io_error(&self, file: &str, source: std::io::Error) -> SimulationError {
-        SimulationError::Io {
-            path: self.directory.join(file),
-            source,
-        }
-    }
-
-    fn finish(mut self) -> Result<(), SimulationError> {
-        for (name, writer) in [
-            (FLOWS_FILE, &mut self.flows),
-            (STATE_FILE, &mut self.state),
-            (LINKS_FILE, &mut self.links),
-        ] {
-            if let Err(source) = writer.flush() {
-                return Err(SimulationError::Io {
-                    path: self.directory.join(name),
-                    source,
-                });
-            }
-        }
-        Ok(())
-    }
-}
-
-/// Where a run's rows go: its CSV files, memory ([`Rows`], each row as its file would read
-/// back), both, or nowhere.
+/// Builds a run's rows from the simulation's state and hands them to the one writer of the
+/// output schema ([`RunWriter`]): files, memory, both or nowhere.
 #[derive(Default)]
 pub(crate) struct Recorder {
-    files: Option<CsvFiles>,
-    memory: Option<Rows>,
+    writer: RunWriter,
+}
+
+fn io_error(error: WriteError) -> SimulationError {
+    SimulationError::Io {
+        path: error.path,
+        source: error.source,
+    }
 }
 
 impl Recorder {
     /// Rows written to the CSV files of `directory` (created if missing), if given.
     pub fn new(directory: Option<&Path>) -> Result<Recorder, SimulationError> {
         Ok(Recorder {
-            files: directory.map(CsvFiles::create).transpose()?,
-            memory: None,
+            writer: RunWriter::new(directory).map_err(io_error)?,
         })
     }
 
     /// Also keeps every row in memory.
     pub fn keep_rows(&mut self) {
-        self.memory.get_or_insert_with(Rows::default);
+        self.writer.keep_rows();
     }
 
     /// Whether rows go anywhere (building them can be skipped otherwise).
     pub fn is_recording(&self) -> bool {
-        self.files.is_some() || self.memory.is_some()
+        self.writer.is_recording()
     }
 
     pub fn flow_row(
@@ -218,27 +163,11 @@ impl Recorder {
             send_kbps: kbps(counts.sent_bytes),
             recv_kbps: kbps(counts.recv_bytes),
         };
-        if let Some(files) = &mut self.files {
-            if let Err(error) = row.write_csv(&mut files.flows) {
-                return Err(files.io_error(FLOWS_FILE, error));
-            }
-        }
-        if let Some(memory) = &mut self.memory {
-            memory.flows.push(row.as_written());
-        }
-        Ok(())
+        self.writer.push(row).map_err(io_error)
     }
 
     pub fn state_row(&mut self, row: StateRow) -> Result<(), SimulationError> {
-        if let Some(files) = &mut self.files {
-            if let Err(error) = row.write_csv(&mut files.state) {
-                return Err(files.io_error(STATE_FILE, error));
-            }
-        }
-        if let Some(memory) = &mut self.memory {
-            memory.states.push(row.as_written());
-        }
-        Ok(())
+        self.writer.push(row).map_err(io_error)
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -283,23 +212,12 @@ impl Recorder {
             marked_in: Some(delta(now.marked_in, previous.marked_in)),
             marked_out: Some(delta(now.marked_out, previous.marked_out)),
         };
-        if let Some(files) = &mut self.files {
-            if let Err(error) = row.write_csv(&mut files.links) {
-                return Err(files.io_error(LINKS_FILE, error));
-            }
-        }
-        if let Some(memory) = &mut self.memory {
-            memory.links.push(row.as_written());
-        }
-        Ok(())
+        self.writer.push(row).map_err(io_error)
     }
 
     /// Flushes the files and gives back the rows kept in memory, if any.
     pub fn finish(self) -> Result<Option<Rows>, SimulationError> {
-        if let Some(files) = self.files {
-            files.finish()?;
-        }
-        Ok(self.memory)
+        self.writer.finish().map_err(io_error)
     }
 }
 

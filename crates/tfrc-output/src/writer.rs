@@ -1,0 +1,179 @@
+//! One writer for a run's three CSV files: rows go to the files, to memory, to both or nowhere.
+
+use std::fs::File;
+use std::io::{self, BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use crate::{FlowRow, LinkRow, Rows, StateRow, FLOWS_FILE, LINKS_FILE, STATE_FILE};
+
+/// Which of a run's CSV files a row type belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RowFile {
+    /// `flows.csv`.
+    Flows,
+    /// `state.csv`.
+    State,
+    /// `links.csv`.
+    Links,
+}
+
+impl RowFile {
+    const ALL: [RowFile; 3] = [RowFile::Flows, RowFile::State, RowFile::Links];
+
+    /// The file name.
+    pub fn name(self) -> &'static str {
+        match self {
+            RowFile::Flows => FLOWS_FILE,
+            RowFile::State => STATE_FILE,
+            RowFile::Links => LINKS_FILE,
+        }
+    }
+
+    fn header(self) -> &'static str {
+        match self {
+            RowFile::Flows => FlowRow::HEADER,
+            RowFile::State => StateRow::HEADER,
+            RowFile::Links => LinkRow::HEADER,
+        }
+    }
+
+    fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// A row of one of the CSV files, as [`RunWriter`] handles it.
+pub trait CsvRow: Sized {
+    /// The file it goes in.
+    const FILE: RowFile;
+    /// Writes it as one CSV line.
+    fn write_line(&self, out: &mut impl Write) -> io::Result<()>;
+    /// The row its line reads back as.
+    fn read_back(self) -> Self;
+    /// Its rows among a run's rows.
+    fn rows_of(rows: &mut Rows) -> &mut Vec<Self>;
+}
+
+impl CsvRow for FlowRow {
+    const FILE: RowFile = RowFile::Flows;
+    fn write_line(&self, out: &mut impl Write) -> io::Result<()> {
+        self.write_csv(out)
+    }
+    fn read_back(self) -> Self {
+        self.as_written()
+    }
+    fn rows_of(rows: &mut Rows) -> &mut Vec<Self> {
+        &mut rows.flows
+    }
+}
+
+impl CsvRow for StateRow {
+    const FILE: RowFile = RowFile::State;
+    fn write_line(&self, out: &mut impl Write) -> io::Result<()> {
+        self.write_csv(out)
+    }
+    fn read_back(self) -> Self {
+        self.as_written()
+    }
+    fn rows_of(rows: &mut Rows) -> &mut Vec<Self> {
+        &mut rows.states
+    }
+}
+
+impl CsvRow for LinkRow {
+    const FILE: RowFile = RowFile::Links;
+    fn write_line(&self, out: &mut impl Write) -> io::Result<()> {
+        self.write_csv(out)
+    }
+    fn read_back(self) -> Self {
+        self.as_written()
+    }
+    fn rows_of(rows: &mut Rows) -> &mut Vec<Self> {
+        &mut rows.links
+    }
+}
+
+/// A file that could not be created or written.
+#[derive(Debug, thiserror::Error)]
+#[error("{}: {source}", path.display())]
+pub struct WriteError {
+    /// The file.
+    pub path: PathBuf,
+    /// Why.
+    pub source: io::Error,
+}
+
+/// Where a run's rows go: its CSV files in a directory (headers first), memory ([`Rows`], each
+/// row exactly as its file reads back), both, or nowhere.
+#[derive(Debug, Default)]
+pub struct RunWriter {
+    files: Option<(Vec<BufWriter<File>>, PathBuf)>,
+    memory: Option<Rows>,
+}
+
+impl RunWriter {
+    /// Rows written to the three CSV files of `directory` (created if missing), if given.
+    pub fn new(directory: Option<&Path>) -> Result<RunWriter, WriteError> {
+        let files = match directory {
+            None => None,
+            Some(directory) => {
+                std::fs::create_dir_all(directory).map_err(|source| WriteError {
+                    path: directory.to_path_buf(),
+                    source,
+                })?;
+                let mut writers = Vec::with_capacity(RowFile::ALL.len());
+                for file in RowFile::ALL {
+                    let path = directory.join(file.name());
+                    let created = File::create(&path).and_then(|handle| {
+                        let mut writer = BufWriter::with_capacity(1 << 16, handle);
+                        writeln!(writer, "{}", file.header()).map(|()| writer)
+                    });
+                    writers.push(created.map_err(|source| WriteError { path, source })?);
+                }
+                Some((writers, directory.to_path_buf()))
+            }
+        };
+        Ok(RunWriter {
+            files,
+            memory: None,
+        })
+    }
+
+    /// Also keeps every row in memory.
+    pub fn keep_rows(&mut self) {
+        self.memory.get_or_insert_with(Rows::default);
+    }
+
+    /// Whether rows go anywhere (building them can be skipped otherwise).
+    pub fn is_recording(&self) -> bool {
+        self.files.is_some() || self.memory.is_some()
+    }
+
+    /// Writes `row` to its file and keeps it, as configured.
+    pub fn push<R: CsvRow>(&mut self, row: R) -> Result<(), WriteError> {
+        if let Some((writers, directory)) = &mut self.files {
+            row.write_line(&mut writers[R::FILE.index()])
+                .map_err(|source| WriteError {
+                    path: directory.join(R::FILE.name()),
+                    source,
+                })?;
+        }
+        if let Some(memory) = &mut self.memory {
+            R::rows_of(memory).push(row.read_back());
+        }
+        Ok(())
+    }
+
+    /// Flushes the files and gives back the rows kept in memory, if any.
+    pub fn finish(self) -> Result<Option<Rows>, WriteError> {
+        if let Some((writers, directory)) = self.files {
+            for (mut writer, file) in writers.into_iter().zip(RowFile::ALL) {
+                writer.flush().map_err(|source| WriteError {
+                    path: directory.join(file.name()),
+                    source,
+                })?;
+            }
+        }
+        Ok(self.memory)
+    }
+}
