@@ -271,3 +271,21 @@ fn feedbacks_per_rtt_is_count_times_rtt_over_active_time() {
     let read: FlowSummary = serde_json::from_value(json).unwrap();
     assert_eq!(read.feedbacks, None);
 }
+
+proptest! {
+    /// The streaming CoV of counts is the slice formula's, to rounding.
+    #[test]
+    fn streaming_count_moments_match_the_slice_formula(
+        counts in proptest::collection::vec(0u64..5000, 1..400),
+    ) {
+        let mut moments = stats::CountMoments::default();
+        for &count in &counts {
+            if count == 0 { moments.add_zeros(1) } else { moments.add(count) }
+        }
+        let values: Vec<f64> = counts.iter().map(|&c| c as f64).collect();
+        match (moments.coefficient_of_variation(), coefficient_of_variation(&values)) {
+            (Some(a), Some(b)) => prop_assert!((a - b).abs() <= 1e-9 * b.max(1e-9), "{} vs {}", a, b),
+            (a, b) => prop_assert_eq!(a, b),
+        }
+    }
+}

@@ -3,9 +3,8 @@
 
 use std::path::Path;
 
-use tfrc_output::{
-    coefficient_of_variation, FlowRow, FlowSummary, LinkRow, Rows, RunWriter, StateRow, WriteError,
-};
+use tfrc_output::stats::CountMoments;
+use tfrc_output::{FlowRow, FlowSummary, LinkRow, Rows, RunWriter, StateRow, WriteError};
 use tfrc_proto::Instant;
 
 use crate::link::{DropReason, LinkCounters, LinkSample};
@@ -54,8 +53,12 @@ pub(crate) struct FlowRecord {
     pub is_protocol: bool,
     pub interval: Counts,
     pub total: Counts,
-    /// Packets sent per [`COV_BIN`] over `[start, stop)`.
-    pub sent_bins: Vec<u32>,
+    /// Packets sent per [`COV_BIN`] over `[start, stop)`, in constant memory: the bins closed
+    /// so far, and the open bin with its count.
+    pub sent_bins: CountMoments,
+    open_bin: Option<(u64, u64)>,
+    /// Bins in `[start, stop)`.
+    bin_count: u64,
     pub p_sum: f64,
     pub p_samples: u64,
     pub rtt_sum: f64,
@@ -71,7 +74,8 @@ impl FlowRecord {
         is_protocol: bool,
     ) -> FlowRecord {
         let active = stop.saturating_duration_since(start);
-        let bins = active.as_nanos().div_ceil(COV_BIN.as_nanos()) as usize;
+        let bins =
+            u64::try_from(active.as_nanos().div_ceil(COV_BIN.as_nanos())).unwrap_or(u64::MAX);
         FlowRecord {
             name,
             kind,
@@ -82,7 +86,9 @@ impl FlowRecord {
             is_protocol,
             interval: Counts::default(),
             total: Counts::default(),
-            sent_bins: vec![0; bins],
+            sent_bins: CountMoments::default(),
+            open_bin: None,
+            bin_count: bins,
             p_sum: 0.0,
             p_samples: 0,
             rtt_sum: 0.0,
@@ -96,12 +102,31 @@ impl FlowRecord {
         self.total.sent_bytes += u64::from(bytes);
         self.total.sent_packets += 1;
         if now >= self.start {
-            let bin = (now.saturating_duration_since(self.start).as_nanos() / COV_BIN.as_nanos())
-                as usize;
-            if let Some(count) = self.sent_bins.get_mut(bin) {
-                *count += 1;
+            let bin = now.saturating_duration_since(self.start).as_nanos() / COV_BIN.as_nanos();
+            let bin = u64::try_from(bin).unwrap_or(u64::MAX);
+            if bin < self.bin_count {
+                match &mut self.open_bin {
+                    Some((open, count)) if *open == bin => *count += 1,
+                    _ => {
+                        self.close_bins_before(bin);
+                        self.open_bin = Some((bin, 1));
+                    }
+                }
             }
         }
+    }
+
+    /// Closes the open bin and the empty bins after it, up to (not including) `bin`.
+    fn close_bins_before(&mut self, bin: u64) {
+        close_bins(&mut self.sent_bins, self.open_bin.take(), bin);
+    }
+
+    /// CoV of the packets sent per bin over the whole active time (bins after the last packet
+    /// count as empty).
+    fn cov_sent(&self) -> Option<f64> {
+        let mut moments = self.sent_bins;
+        close_bins(&mut moments, self.open_bin, self.bin_count);
+        moments.coefficient_of_variation()
     }
 
     pub fn record_received(&mut self, bytes: u32) {
@@ -221,6 +246,16 @@ impl Recorder {
     }
 }
 
+/// Adds the `open` bin (index, count) and the empty bins around it to `moments`, up to (not
+/// including) bin `until`.
+fn close_bins(moments: &mut CountMoments, open: Option<(u64, u64)>, until: u64) {
+    if let Some((index, count)) = open {
+        moments.add_zeros(index.saturating_sub(moments.bins()));
+        moments.add(count);
+    }
+    moments.add_zeros(until.saturating_sub(moments.bins()));
+}
+
 impl FlowRecord {
     /// The flow's line of `summary.json`; `feedbacks` is the TFRC receiver's count.
     pub fn summary(&self, feedbacks: Option<u64>) -> FlowSummary {
@@ -246,13 +281,7 @@ impl FlowRecord {
                 .then(|| self.total.recv_packets as f64 / self.total.sent_packets as f64),
             mean_p: (self.p_samples > 0).then(|| self.p_sum / self.p_samples as f64),
             mean_rtt_s: (self.rtt_samples > 0).then(|| self.rtt_sum / self.rtt_samples as f64),
-            cov_sent_100ms: coefficient_of_variation(
-                &self
-                    .sent_bins
-                    .iter()
-                    .map(|&count| f64::from(count))
-                    .collect::<Vec<_>>(),
-            ),
+            cov_sent_100ms: self.cov_sent(),
             feedbacks,
         }
     }
@@ -280,11 +309,27 @@ mod tests {
             (Instant::from_secs(1), Instant::from_millis(1_300)),
             false,
         );
-        assert_eq!(record.sent_bins.len(), 3);
+        assert_eq!(record.bin_count, 3);
         record.record_sent(Instant::from_millis(1_000), 100);
         record.record_sent(Instant::from_millis(1_099), 100);
         record.record_sent(Instant::from_millis(1_250), 100);
-        assert_eq!(record.sent_bins, [2, 0, 1]);
+        // Bins [2, 0, 1]: mean 1, std sqrt(2/3).
+        let cov = record.summary(None).cov_sent_100ms.unwrap();
+        assert!((cov - (2.0f64 / 3.0).sqrt()).abs() < 1e-12, "{cov}");
         assert_eq!(record.total.sent_bytes, 300);
+        // A trailing empty bin counts: [2, 0, 1, 0] over 0.4 s.
+        let mut longer = FlowRecord::new(
+            "b".into(),
+            "cbr",
+            ("s".into(), "r".into()),
+            (Instant::from_secs(1), Instant::from_millis(1_400)),
+            false,
+        );
+        for at in [1_000, 1_099, 1_250] {
+            longer.record_sent(Instant::from_millis(at), 100);
+        }
+        let cov = longer.summary(None).cov_sent_100ms.unwrap();
+        // mean 0.75, variance (1.5625 + 0.5625 + 0.0625 + 0.5625) / 4 = 0.6875.
+        assert!((cov - 0.6875f64.sqrt() / 0.75).abs() < 1e-12, "{cov}");
     }
 }
