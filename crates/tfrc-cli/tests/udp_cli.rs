@@ -380,3 +380,43 @@ fn tcp_runs_log_tcp_info_for_each_congestion_control() {
             .any(|row| !cell(&header, row, "delivery_rate_bits_per_s").is_empty()));
     }
 }
+
+/// With nobody listening, `tfrc send` fails and says why, as iperf3 does when it cannot reach
+/// its server.
+#[test]
+fn send_without_a_receiver_fails_with_a_reason() {
+    // A port bound and then released: nobody listens there.
+    let port = std::net::UdpSocket::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let child = tfrc()
+        .args(["send", "--to", &format!("127.0.0.1:{port}"), "--time", "1"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let output = finish(child, Duration::from_secs(20));
+    assert!(!output.status.success(), "{:?}", output.status);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("no feedback arrived from"), "{stderr}");
+}
+
+/// A reader that goes away (`tfrc send --json | head -c 1`) ends the sender quietly with the
+/// SIGPIPE status, not a panic.
+#[test]
+fn send_whose_reader_goes_away_does_not_panic() {
+    let (receiver, address) = start_receiver(&[]);
+    let mut child = tfrc()
+        .args(["send", "--to", &address, "--time", "1", "--json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let output = finish(child, Duration::from_secs(20));
+    let _ = finish(receiver, Duration::from_secs(20));
+    assert_eq!(output.status.code(), Some(141), "{output:?}");
+    assert!(!String::from_utf8_lossy(&output.stderr).contains("panicked"));
+}

@@ -6,6 +6,31 @@
 //! SIGINT or SIGTERM ends a run cleanly with its summary and logs; a second one exits at once.
 
 use core::time::Duration;
+
+/// `println!` for the report on standard output: when the reader has gone (`tfrc send --json |
+/// head -c 1`), the run ends quietly with the status a shell gives a process killed by SIGPIPE
+/// (141), as iperf3 and other Unix tools do, instead of panicking.
+macro_rules! say {
+    ($($argument:tt)*) => {
+        $crate::cli::write_stdout(format_args!($($argument)*))
+    };
+}
+
+/// Writes one line to standard output; see [`say!`].
+pub(crate) fn write_stdout(line: std::fmt::Arguments<'_>) {
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    let written = stdout
+        .write_fmt(line)
+        .and_then(|()| stdout.write_all(b"\n"));
+    if let Err(error) = written.and_then(|()| stdout.flush()) {
+        if error.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(141);
+        }
+        eprintln!("tfrc: cannot write to standard output: {error}");
+        std::process::exit(1);
+    }
+}
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
@@ -79,7 +104,7 @@ pub struct SendArgs {
     /// Application rate cap in bits/s (like iperf -b): the sender is data-limited above it.
     #[arg(long, value_name = "RATE", value_parser = rate_argument, conflicts_with = "tcp")]
     pub max_rate: Option<f64>,
-    /// Several feedbacks per RTT: the receiver reports every RTT_ref (e.g. 100ms).
+    /// Several feedbacks per RTT: N = max(int(R / RTT_ref), 1) reports per RTT (e.g. 100ms).
     #[arg(long, value_name = "DURATION", value_parser = duration_argument, conflicts_with = "tcp")]
     pub rtt_ref: Option<Duration>,
     /// Veno loss differentiation: threshold beta in packets (paper default 1).
@@ -239,20 +264,20 @@ pub fn run_send(args: &SendArgs) -> Result<()> {
         },
     });
     if !args.json {
-        println!(
+        say!(
             "Connecting to {} from {local}, TFRC session {session}, s = {} bytes, {} s",
             args.to,
             args.packet_size,
             args.time.as_secs_f64()
         );
-        println!(
+        say!(
             "Timer: kernel sleep late by {:.0} µs (p50) / {:.0} µs (p90); spinning the last {:.0} µs; granularity {:.1} µs",
             calibration.sleep_late_p50_us,
             calibration.sleep_late_p90_us,
             calibration.spin_margin_us,
             config.timer_granularity.as_secs_f64() * 1e6
         );
-        println!(
+        say!(
             "[      ID] Interval          Transfer      Bitrate         X (rate)        p           RTT"
         );
     }
@@ -271,7 +296,7 @@ pub fn run_send(args: &SendArgs) -> Result<()> {
                 },
             }));
         } else {
-            println!(
+            say!(
                 "[{session}] {:6.2}-{:<6.2} s  {:>12}  {:>14}  {:>14}  {:<10.6}  {}",
                 interval.start,
                 interval.end,
@@ -324,10 +349,10 @@ pub fn run_send(args: &SendArgs) -> Result<()> {
                 "cpu_utilization_percent": report.cpu_utilization_percent,
             },
         });
-        println!("{}", serde_json::to_string_pretty(&document)?);
+        say!("{}", serde_json::to_string_pretty(&document)?);
     } else {
-        println!("- - - - - - - - - - - - - - - - - - - - - - - - -");
-        println!(
+        say!("- - - - - - - - - - - - - - - - - - - - - - - - -");
+        say!(
             "[{session}] {:6.2}-{:<6.2} s  {:>12}  {:>14}  sender    {} packets",
             0.0,
             report.seconds,
@@ -336,7 +361,7 @@ pub fn run_send(args: &SendArgs) -> Result<()> {
             report.packets
         );
         match report.receiver {
-            Some(receiver) => println!(
+            Some(receiver) => say!(
                 "[{session}] {:6.2}-{:<6.2} s  {:>12}  {:>14}  receiver  lost {}/{} ({:.3}%), {} loss events",
                 0.0,
                 report.seconds,
@@ -347,9 +372,9 @@ pub fn run_send(args: &SendArgs) -> Result<()> {
                 receiver.loss_ratio * 100.0,
                 receiver.loss_events,
             ),
-            None => println!("[{session}] receiver did not acknowledge the end of the session"),
+            None => say!("[{session}] receiver did not acknowledge the end of the session"),
         }
-        println!(
+        say!(
             "mean p {:.6}; RTT mean {} (min {}, max {}); pacing error p50 {:.1} µs, p99 {:.1} µs; CPU {:.1}%",
             report.mean_p,
             optional_millis(report.rtt.mean_ms),
@@ -359,7 +384,7 @@ pub fn run_send(args: &SendArgs) -> Result<()> {
             report.pacing.p99_us,
             report.cpu_utilization_percent.host_total,
         );
-        println!(
+        say!(
             "feedback: {} accepted, {} malformed, {} foreign, {} invalid echo; {} send errors, {} ICMP errors{}",
             stats.feedbacks,
             stats.malformed,
@@ -373,12 +398,15 @@ pub fn run_send(args: &SendArgs) -> Result<()> {
                 ""
             }
         );
-        if stats.feedbacks == 0 {
-            println!(
-                "no feedback arrived: is `tfrc recv` listening on {}?",
-                args.to
-            );
-        }
+    }
+    if stats.feedbacks == 0 {
+        // iperf3 fails when it cannot reach its server; a TFRC sender that never heard from its
+        // receiver has measured nothing either.
+        bail!(
+            "no feedback arrived from {} in {:.1} s: is `tfrc recv` listening there?",
+            args.to,
+            report.seconds
+        );
     }
     Ok(())
 }
@@ -419,12 +447,12 @@ fn run_send_tcp(args: &SendArgs, stop: &AtomicBool) -> Result<()> {
         },
     });
     if !args.json {
-        println!(
+        say!(
             "Connecting to {} from {local}, TCP {congestion}, {} s",
             args.to,
             args.time.as_secs_f64()
         );
-        println!("[ID] Interval          Transfer      Bitrate          cwnd    ssthresh  RTT         retr");
+        say!("[ID] Interval          Transfer      Bitrate          cwnd    ssthresh  RTT         retr");
     }
     let mut intervals = Vec::new();
     let json_mode = args.json;
@@ -432,7 +460,7 @@ fn run_send_tcp(args: &SendArgs, stop: &AtomicBool) -> Result<()> {
         if json_mode {
             intervals.push(serde_json::to_value(interval).unwrap_or(Value::Null));
         } else if let Some(stream) = interval.streams.first() {
-            println!(
+            say!(
                 "[tcp] {:6.2}-{:<6.2} s  {:>12}  {:>14}  {:>6}  {:>8}  {:>9.3} ms  {}",
                 interval.start,
                 interval.end,
@@ -448,10 +476,10 @@ fn run_send_tcp(args: &SendArgs, stop: &AtomicBool) -> Result<()> {
     if args.json {
         let document =
             json!({"start": start, "intervals": intervals, "end": {"streams": [summary]}});
-        println!("{}", serde_json::to_string_pretty(&document)?);
+        say!("{}", serde_json::to_string_pretty(&document)?);
     } else {
-        println!("- - - - - - - - - - - - - - - - - - - - - - - - -");
-        println!(
+        say!("- - - - - - - - - - - - - - - - - - - - - - - - -");
+        say!(
             "[tcp] {:6.2}-{:<6.2} s  {:>12}  {:>14}  sender, {} retransmissions, RTT mean {}; CPU {:.1}%",
             0.0,
             summary.seconds,
@@ -481,7 +509,7 @@ fn announce_listening(json: bool, protocol: &str, address: SocketAddr) {
     if json {
         eprintln!("{line}");
     } else {
-        println!("{line}");
+        say!("{line}");
     }
 }
 
@@ -520,7 +548,7 @@ pub fn run_recv(args: &RecvArgs) -> Result<()> {
     let report = receiver.run(&stop, &mut |event| match event {
         ReceiverEvent::FlowStarted { flow_id, peer } => {
             if !json_mode {
-                println!("[{flow_id}] flow from {peer}");
+                say!("[{flow_id}] flow from {peer}");
             }
         }
         ReceiverEvent::Interval(interval) => {
@@ -528,7 +556,7 @@ pub fn run_recv(args: &RecvArgs) -> Result<()> {
                 intervals.push(serde_json::to_value(interval).unwrap_or(Value::Null));
             } else {
                 for stream in &interval.streams {
-                    println!(
+                    say!(
                         "[{}] {:6.2}-{:<6.2} s  {:>12}  {:>14}  lost {:<6}  p {:<10.6}  R_m {}",
                         &stream.flow_id[..8.min(stream.flow_id.len())],
                         interval.start,
@@ -541,7 +569,7 @@ pub fn run_recv(args: &RecvArgs) -> Result<()> {
                     );
                 }
                 if interval.streams.len() > 1 {
-                    println!(
+                    say!(
                         "[     SUM] {:6.2}-{:<6.2} s  {:>12}  {:>14}  lost {}",
                         interval.start,
                         interval.end,
@@ -554,8 +582,8 @@ pub fn run_recv(args: &RecvArgs) -> Result<()> {
         }
         ReceiverEvent::FlowEnded(summary) => {
             if !json_mode {
-                println!("- - - - - - - - - - - - - - - - - - - - - - - - -");
-                println!(
+                say!("- - - - - - - - - - - - - - - - - - - - - - - - -");
+                say!(
                     "[{}] {:6.2}-{:<6.2} s  {:>12}  {:>14}  receiver ({:?}) goodput {}",
                     summary.session_id,
                     0.0,
@@ -565,7 +593,7 @@ pub fn run_recv(args: &RecvArgs) -> Result<()> {
                     summary.reason,
                     format_bits_per_second(summary.goodput_bits_per_second),
                 );
-                println!(
+                say!(
                     "[{}] received {} packets, lost {} ({:.3}%), {} loss events; mean p {:.6}, final p {:.6}; R_m mean {}",
                     summary.session_id,
                     summary.packets,
@@ -596,9 +624,9 @@ pub fn run_recv(args: &RecvArgs) -> Result<()> {
                 "cpu_utilization_percent": report.cpu_utilization_percent,
             },
         });
-        println!("{}", serde_json::to_string_pretty(&document)?);
+        say!("{}", serde_json::to_string_pretty(&document)?);
     } else {
-        println!(
+        say!(
             "receiver: {} flows ({} completed, {} idle), {} datagrams, {} malformed, {} spoofed, {} stray, {} rejected; CPU {:.1}%",
             counters.flows_opened,
             counters.flows_completed,
@@ -645,7 +673,7 @@ fn run_recv_tcp(args: &RecvArgs, stop: &AtomicBool) -> Result<()> {
             congestion,
         } => {
             if !json_mode {
-                println!("[{flow_id}] connection from {peer} ({congestion})");
+                say!("[{flow_id}] connection from {peer} ({congestion})");
             }
         }
         TcpReceiverEvent::Interval(interval) => {
@@ -653,7 +681,7 @@ fn run_recv_tcp(args: &RecvArgs, stop: &AtomicBool) -> Result<()> {
                 intervals.push(serde_json::to_value(interval).unwrap_or(Value::Null));
             } else {
                 for stream in &interval.streams {
-                    println!(
+                    say!(
                         "[{}] {:6.2}-{:<6.2} s  {:>12}  {:>14}",
                         stream.flow_id,
                         interval.start,
@@ -666,8 +694,8 @@ fn run_recv_tcp(args: &RecvArgs, stop: &AtomicBool) -> Result<()> {
         }
         TcpReceiverEvent::FlowEnded(summary) => {
             if !json_mode {
-                println!("- - - - - - - - - - - - - - - - - - - - - - - - -");
-                println!(
+                say!("- - - - - - - - - - - - - - - - - - - - - - - - -");
+                say!(
                     "[{}] {:6.2}-{:<6.2} s  {:>12}  {:>14}  receiver",
                     summary.flow_id,
                     0.0,
@@ -681,7 +709,7 @@ fn run_recv_tcp(args: &RecvArgs, stop: &AtomicBool) -> Result<()> {
     if args.json {
         let document =
             json!({"start": start, "intervals": intervals, "end": {"streams": summaries}});
-        println!("{}", serde_json::to_string_pretty(&document)?);
+        say!("{}", serde_json::to_string_pretty(&document)?);
     }
     Ok(())
 }
