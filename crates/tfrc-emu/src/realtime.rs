@@ -49,7 +49,8 @@ pub const DEFAULT_SPIN_MARGIN: Duration = Duration::from_micros(60);
 pub enum Wake {
     /// A file descriptor is readable.
     Readable,
-    /// The deadline passed (or there was none and the timeout elapsed).
+    /// The deadline passed, or the wait ended without an event before it (waits are at most
+    /// 50 ms, so the caller sees its stop flag): check what is due and wait again.
     Deadline,
 }
 
@@ -101,6 +102,12 @@ impl Waiter {
             }
         }
         if let Some(deadline) = deadline {
+            // A sleep capped at `max_sleep` may end far before the deadline: spin only through
+            // the last `spin_margin`, and otherwise let the caller check its stop flag and wait
+            // again (spinning from here would burn a core for the rest of a long idle wait).
+            if deadline.saturating_duration_since(self.clock.now()) > self.spin_margin {
+                return Wake::Deadline;
+            }
             if self.clock.now() < deadline {
                 // Spin, still noticing arrivals: a packet read late would be timestamped late.
                 while self.clock.now() < deadline {
@@ -151,4 +158,25 @@ pub fn poll(fds: &[RawFd], timeout: Duration) -> bool {
         )
     };
     result > 0 && poll_fds.iter().any(|poll_fd| poll_fd.revents != 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A far deadline is waited for in bounded sleeps, never by spinning towards it: `wait`
+    /// comes back before the deadline (after one sleep of at most 50 ms), so an idle relay
+    /// uses no CPU and sees its stop flag.
+    #[test]
+    fn a_far_deadline_is_not_spun_towards() {
+        let clock = Clock::new();
+        let waiter = Waiter::new(clock, Duration::from_millis(2));
+        let deadline = clock.now() + Duration::from_secs(10);
+        assert_eq!(waiter.wait(&[], Some(deadline)), Wake::Deadline);
+        assert!(clock.now() < deadline, "waited until the deadline");
+        // A near deadline is met, not returned early.
+        let near = clock.now() + Duration::from_millis(5);
+        while waiter.wait(&[], Some(near)) != Wake::Deadline || clock.now() < near {}
+        assert!(clock.now() >= near);
+    }
 }
