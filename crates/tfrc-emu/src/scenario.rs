@@ -30,8 +30,8 @@ use clap::Args;
 use tfrc_proto::Instant;
 use tfrc_scenario::{Capacity, FlowKind, FlowSpec, LinkDirectionSpec, Scenario};
 use tfrc_sim::simulation::{
-    coefficient_of_variation, jain_index, BottleneckSummary, FlowSummary, LinkSummary, Summary,
-    SCHEMA_VERSION,
+    coefficient_of_variation, jain_index, BottleneckSummary, FlowSummary, LinkSummary, StateRow,
+    Summary, SCHEMA_VERSION,
 };
 use tfrc_sim::{
     CbrParams, CbrSource, FlowId, LossConfig, OnOffDistribution, OnOffParams, OnOffSource,
@@ -210,19 +210,6 @@ pub struct RunArgs {
     pub realtime: bool,
 }
 
-/// One state.csv row.
-#[derive(Debug, Clone)]
-struct StateRow {
-    time_s: f64,
-    flow: usize,
-    x_bps: Option<f64>,
-    x_recv_bps: Option<f64>,
-    p: Option<f64>,
-    rtt_s: Option<f64>,
-    target_bps: Option<f64>,
-    feedbacks_per_rtt: Option<u64>,
-}
-
 /// Runs `tfrc testbed run`.
 pub fn run(args: &RunArgs) -> Result<()> {
     let mut scenario = Scenario::from_path(&args.scenario)?;
@@ -288,7 +275,8 @@ pub fn run(args: &RunArgs) -> Result<()> {
         plan.flows.len(),
         duration.as_secs_f64()
     );
-    let states: Arc<Mutex<Vec<StateRow>>> = Arc::default();
+    // state.csv rows (the output schema's), with the index of their flow for sorting.
+    let states: Arc<Mutex<Vec<(usize, StateRow)>>> = Arc::default();
     let mut workers = Vec::new();
     let stop = Arc::new(AtomicBool::new(false));
     for (index, (flow, port)) in plan.flows.iter().zip(&plan.ports).enumerate() {
@@ -323,6 +311,7 @@ pub fn run(args: &RunArgs) -> Result<()> {
                 };
                 let target_bps = tfrc.target_rate.map(|rate| rate.bits_per_second() as f64);
                 let states = states.clone();
+                let (flow_name, flow_kind) = (flow.name.clone(), flow.kind_name());
                 let sender_stop = stop.clone();
                 workers.push(in_namespace(&from.namespace, move || -> Result<()> {
                     sleep_until(start, &sender_stop);
@@ -342,17 +331,20 @@ pub fn run(args: &RunArgs) -> Result<()> {
                             }
                             _ => Some(1),
                         };
+                        let time_s = (elapsed / step).round() * step;
                         let mut rows = states.lock().unwrap_or_else(|p| p.into_inner());
-                        rows.push(StateRow {
-                            time_s: (elapsed / step).round() * step,
-                            flow: index,
-                            x_bps: Some(interval.sending_rate_bits_per_second),
-                            x_recv_bps: Some(interval.x_recv_bits_per_second),
-                            p: Some(interval.p),
-                            rtt_s: rtt,
-                            target_bps,
-                            feedbacks_per_rtt: feedbacks,
-                        });
+                        rows.push((
+                            index,
+                            StateRow {
+                                x_bps: Some(interval.sending_rate_bits_per_second),
+                                x_recv_bps: Some(interval.x_recv_bits_per_second),
+                                p: Some(interval.p),
+                                rtt_s: rtt,
+                                target_bps,
+                                feedbacks_per_rtt: feedbacks.map(|count| count as f64),
+                                ..StateRow::empty(time_s, &flow_name, flow_kind)
+                            },
+                        ));
                     })?;
                     Ok(())
                 })?);
@@ -616,13 +608,6 @@ fn run_udp_source(
     Ok(())
 }
 
-fn option_cell(value: Option<f64>) -> String {
-    value
-        .filter(|value| value.is_finite())
-        .map(|value| format!("{value}"))
-        .unwrap_or_default()
-}
-
 /// Sum of `departure_bytes` of the `links.csv` rows of `from → to` with `time_s ≤ until`;
 /// `None` if the text has no such column or no such rows.
 fn departed_bytes_until(links_csv: &str, from: &str, to: &str, until: f64) -> Option<u64> {
@@ -658,7 +643,7 @@ fn write_outputs(
     scenario: &Scenario,
     plan: &Plan,
     flow_log: &FlowLog,
-    states: &[StateRow],
+    states: &[(usize, StateRow)],
     report: &crate::testbed::TestbedReport,
 ) -> Result<()> {
     let interval = scenario.output.interval;
@@ -701,28 +686,15 @@ fn write_outputs(
     }
     std::fs::write(args.out.join("flows.csv"), flows_csv)?;
     // state.csv
-    let mut sorted: Vec<&StateRow> = states
+    let mut sorted: Vec<&(usize, StateRow)> = states
         .iter()
-        .filter(|row| row.time_s <= duration.as_secs_f64() + 1e-9)
+        .filter(|(_, row)| row.time_s <= duration.as_secs_f64() + 1e-9)
         .collect();
-    sorted.sort_by(|a, b| a.time_s.total_cmp(&b.time_s).then(a.flow.cmp(&b.flow)));
-    let mut state_csv = format!("{}\n", tfrc_sim::simulation::STATE_HEADER);
-    for row in &sorted {
-        let flow = &plan.flows[row.flow];
-        state_csv.push_str(&format!(
-            "{},{},{},{},{},{},{},,{},{},,,,\n",
-            format_seconds(row.time_s),
-            flow.name,
-            kind_name(flow),
-            option_cell(row.x_bps),
-            option_cell(row.x_recv_bps),
-            option_cell(row.p),
-            option_cell(row.rtt_s),
-            option_cell(row.target_bps),
-            row.feedbacks_per_rtt
-                .map(|n| n.to_string())
-                .unwrap_or_default(),
-        ));
+    sorted
+        .sort_by(|(a_flow, a), (b_flow, b)| a.time_s.total_cmp(&b.time_s).then(a_flow.cmp(b_flow)));
+    let mut state_csv = format!("{}\n", StateRow::HEADER).into_bytes();
+    for (_, row) in &sorted {
+        row.write_csv(&mut state_csv)?;
     }
     std::fs::write(args.out.join("state.csv"), state_csv)?;
     // summary.json
@@ -738,9 +710,10 @@ fn write_outputs(
         let start = flow.start.as_secs_f64();
         let stop = flow.stop_time(duration).min(duration).as_secs_f64();
         let active = (stop - start).max(1e-9);
-        let flow_states: Vec<&&StateRow> = sorted
+        let flow_states: Vec<&StateRow> = sorted
             .iter()
-            .filter(|row| row.flow == index && row.time_s >= start && row.time_s <= stop)
+            .filter(|(flow, row)| *flow == index && row.time_s >= start && row.time_s <= stop)
+            .map(|(_, row)| row)
             .collect();
         let mean = |values: Vec<f64>| -> Option<f64> {
             (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64)

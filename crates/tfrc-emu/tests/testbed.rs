@@ -433,6 +433,10 @@ fn scenario_run_writes_the_simulator_outputs() {
     assert!(links.contains(",edge,dst,"));
     let state = std::fs::read_to_string(out.join("state.csv")).unwrap();
     assert!(
+        state.starts_with(tfrc_sim::simulation::STATE_HEADER),
+        "{state}"
+    );
+    assert!(
         state.lines().filter(|row| row.contains(",a,tfrc,")).count() >= 5,
         "{state}"
     );
