@@ -9,64 +9,15 @@ use core::time::Duration;
 use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
+use tfrc_output::{FlowRow, LinkRow, StateRow, SCHEMA_VERSION};
 
 use crate::error::Ns2Error;
 use crate::generate::{Layout, SampleKind};
 
-/// `summary.json`'s schema version this converter writes.
-const SCHEMA_VERSION: u32 = 1;
-
-/// The header of `flows.csv`.
-const FLOWS_HEADER: [&str; 9] = [
-    "time_s",
-    "flow",
-    "kind",
-    "sent_bytes",
-    "recv_bytes",
-    "sent_packets",
-    "recv_packets",
-    "send_kbps",
-    "recv_kbps",
-];
-
-/// The header of `state.csv`.
-const STATE_HEADER: [&str; 14] = [
-    "time_s",
-    "flow",
-    "kind",
-    "x_bps",
-    "x_recv_bps",
-    "p",
-    "rtt_s",
-    "rto_s",
-    "target_bps",
-    "feedbacks_per_rtt",
-    "veno_n",
-    "cwnd",
-    "ssthresh",
-    "srtt_s",
-];
-
-/// The header of `links.csv`.
-const LINKS_HEADER: [&str; 17] = [
-    "time_s",
-    "from",
-    "to",
-    "queue_packets",
-    "queue_bytes",
-    "average_queue",
-    "arrivals",
-    "departures",
-    "departure_bytes",
-    "utilization",
-    "drops",
-    "drops_unmarked",
-    "drops_in",
-    "drops_out",
-    "drops_loss_model",
-    "marked_in",
-    "marked_out",
-];
+/// A header line of the output schema (`tfrc-output`) as cells.
+fn header_cells(header: &str) -> Vec<String> {
+    header.split(',').map(str::to_owned).collect()
+}
 
 /// The converted run: rows of the three CSV files (header first) and the summary.
 #[derive(Debug, Clone)]
@@ -129,7 +80,7 @@ pub fn convert_samples(layout: &Layout, output: &str, path: &Path) -> Result<Con
     };
 
     // flows.csv
-    let mut flows = vec![FLOWS_HEADER.iter().map(|s| (*s).to_owned()).collect()];
+    let mut flows = vec![header_cells(FlowRow::HEADER)];
     let mut totals = vec![FlowCounters::default(); layout.flows.len()];
     let mut per_interval_sent: Vec<Vec<u64>> = vec![Vec::new(); layout.flows.len()];
     for (k, &time) in layout.flow_times.iter().enumerate() {
@@ -178,7 +129,7 @@ pub fn convert_samples(layout: &Layout, output: &str, path: &Path) -> Result<Con
     }
 
     // state.csv
-    let mut state = vec![STATE_HEADER.iter().map(|s| (*s).to_owned()).collect()];
+    let mut state = vec![header_cells(StateRow::HEADER)];
     let mut rtt_sums: Vec<(f64, u32)> = vec![(0.0, 0); layout.flows.len()];
     for (k, &time) in layout.state_times.iter().enumerate() {
         for (i, flow) in layout.flows.iter().enumerate() {
@@ -193,7 +144,7 @@ pub fn convert_samples(layout: &Layout, output: &str, path: &Path) -> Result<Con
                 ))
             })?;
             let value = |index: usize| sample.values.get(index).copied().flatten();
-            let mut row = vec![String::new(); STATE_HEADER.len()];
+            let mut row = vec![String::new(); state[0].len()];
             row[0] = seconds_text(time);
             row[1] = flow.name.clone();
             row[2] = flow.kind.to_owned();
@@ -223,7 +174,7 @@ pub fn convert_samples(layout: &Layout, output: &str, path: &Path) -> Result<Con
     }
 
     // links.csv
-    let mut links = vec![LINKS_HEADER.iter().map(|s| (*s).to_owned()).collect()];
+    let mut links = vec![header_cells(LinkRow::HEADER)];
     let mut link_totals = vec![LinkCounters::default(); layout.directions.len()];
     for (k, &time) in layout.flow_times.iter().enumerate() {
         let width = time
