@@ -27,6 +27,7 @@ use std::sync::{Arc, Mutex};
 
 use anyhow::{anyhow, bail, Context, Result};
 use clap::Args;
+use tfrc_output::CsvRow;
 use tfrc_proto::Instant;
 use tfrc_scenario::{Capacity, FlowKind, FlowSpec, LinkDirectionSpec, Scenario};
 use tfrc_sim::simulation::{
@@ -715,9 +716,7 @@ fn write_outputs(
             .filter(|(flow, row)| *flow == index && row.time_s >= start && row.time_s <= stop)
             .map(|(_, row)| row)
             .collect();
-        let mean = |values: Vec<f64>| -> Option<f64> {
-            (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64)
-        };
+        let mean = |values: Vec<f64>| tfrc_output::stats::mean(&values);
         let mean_p = matches!(flow.kind, FlowKind::Tfrc(_))
             .then(|| mean(flow_states.iter().filter_map(|row| row.p).collect()))
             .flatten();

@@ -7,8 +7,8 @@
 //! schema version, and the statistics ([`stats`]: mean, standard deviation, quantiles, CoV,
 //! Jain's index) that summaries and metrics compute.
 //!
-//! Each row type writes itself ([`FlowRow::write_csv`]) with a fixed number of decimals per
-//! column, and [`FlowRow::as_written`] gives the row a reader would parse back from that text,
+//! Each row type writes itself ([`CsvRow::write_csv`]) with a fixed number of decimals per
+//! column, and [`CsvRow::into_written`] gives the row a reader would parse back from that text,
 //! bit for bit. A run kept in memory (`tfrc reproduce` keeps most replications that way) is
 //! therefore the same run as its files read back.
 
@@ -70,9 +70,12 @@ impl FlowRow {
     /// The header line of `flows.csv` (the field names, in order).
     pub const HEADER: &'static str =
         "time_s,flow,kind,sent_bytes,recv_bytes,sent_packets,recv_packets,send_kbps,recv_kbps";
+}
 
+impl CsvRow for FlowRow {
+    const FILE: RowFile = RowFile::Flows;
     /// Writes the row as one CSV line.
-    pub fn write_csv(&self, out: &mut impl Write) -> io::Result<()> {
+    fn write_csv(&self, out: &mut impl Write) -> io::Result<()> {
         writeln!(
             out,
             "{},{},{},{},{},{},{},{},{}",
@@ -88,12 +91,16 @@ impl FlowRow {
         )
     }
 
-    /// The row a reader parses back from [`FlowRow::write_csv`]'s text.
-    pub fn as_written(mut self) -> FlowRow {
+    /// The row a reader parses back from the text `write_csv` writes.
+    fn into_written(mut self) -> Self {
         self.time_s = cell::round_seconds(self.time_s);
         self.send_kbps = round_decimals(self.send_kbps, KBPS_DECIMALS).unwrap_or(f64::NAN);
         self.recv_kbps = round_decimals(self.recv_kbps, KBPS_DECIMALS).unwrap_or(f64::NAN);
         self
+    }
+
+    fn rows_of(rows: &mut Rows) -> &mut Vec<Self> {
+        &mut rows.flows
     }
 }
 
@@ -160,10 +167,13 @@ impl StateRow {
             srtt_s: None,
         }
     }
+}
 
+impl CsvRow for StateRow {
+    const FILE: RowFile = RowFile::State;
     /// Writes the row as one CSV line (`p`, the feedback count and ssthresh in the shortest
     /// form that reads back exactly; the others with fixed decimals).
-    pub fn write_csv(&self, out: &mut impl Write) -> io::Result<()> {
+    fn write_csv(&self, out: &mut impl Write) -> io::Result<()> {
         writeln!(
             out,
             "{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
@@ -184,8 +194,8 @@ impl StateRow {
         )
     }
 
-    /// The row a reader parses back from [`StateRow::write_csv`]'s text.
-    pub fn as_written(mut self) -> StateRow {
+    /// The row a reader parses back from the text `write_csv` writes.
+    fn into_written(mut self) -> Self {
         let fixed = |value: Option<f64>, decimals| value.and_then(|v| round_decimals(v, decimals));
         let finite = |value: Option<f64>| value.filter(|v| v.is_finite());
         self.time_s = cell::round_seconds(self.time_s);
@@ -201,6 +211,10 @@ impl StateRow {
         self.ssthresh = finite(self.ssthresh);
         self.srtt_s = fixed(self.srtt_s, SECONDS_DECIMALS);
         self
+    }
+
+    fn rows_of(rows: &mut Rows) -> &mut Vec<Self> {
+        &mut rows.states
     }
 }
 
@@ -252,9 +266,12 @@ const UTILIZATION_DECIMALS: usize = 4;
 impl LinkRow {
     /// The header line of `links.csv`.
     pub const HEADER: &'static str = "time_s,from,to,queue_packets,queue_bytes,average_queue,arrivals,departures,departure_bytes,utilization,drops,drops_unmarked,drops_in,drops_out,drops_loss_model,marked_in,marked_out";
+}
 
+impl CsvRow for LinkRow {
+    const FILE: RowFile = RowFile::Links;
     /// Writes the row as one CSV line.
-    pub fn write_csv(&self, out: &mut impl Write) -> io::Result<()> {
+    fn write_csv(&self, out: &mut impl Write) -> io::Result<()> {
         let count = |value: Option<u64>| Cell(value);
         writeln!(
             out,
@@ -279,8 +296,8 @@ impl LinkRow {
         )
     }
 
-    /// The row a reader parses back from [`LinkRow::write_csv`]'s text.
-    pub fn as_written(mut self) -> LinkRow {
+    /// The row a reader parses back from the text `write_csv` writes.
+    fn into_written(mut self) -> Self {
         self.time_s = cell::round_seconds(self.time_s);
         self.average_queue = self
             .average_queue
@@ -289,6 +306,10 @@ impl LinkRow {
             .utilization
             .and_then(|v| round_decimals(v, UTILIZATION_DECIMALS));
         self
+    }
+
+    fn rows_of(rows: &mut Rows) -> &mut Vec<Self> {
+        &mut rows.links
     }
 }
 

@@ -171,7 +171,7 @@ proptest! {
         };
         let line = written(|out| flow.write_csv(out));
         let read: FlowRow = read_back(FlowRow::HEADER, &line);
-        prop_assert_eq!(&read, &flow.clone().as_written());
+        prop_assert_eq!(&read, &flow.clone().into_written());
         prop_assert_eq!(written(|out| read.write_csv(out)), line);
 
         let state = StateRow {
@@ -191,7 +191,7 @@ proptest! {
         let line = written(|out| state.write_csv(out));
         let read: StateRow = read_back(StateRow::HEADER, &line);
         // NaN ≠ NaN: compare the texts of what was read and what memory keeps, then the rows.
-        let kept = state.clone().as_written();
+        let kept = state.clone().into_written();
         prop_assert_eq!(written(|out| kept.write_csv(out)), line.clone());
         prop_assert_eq!(format!("{read:?}"), format!("{kept:?}"));
 
@@ -205,7 +205,7 @@ proptest! {
         };
         let line = written(|out| link.write_csv(out));
         let read: LinkRow = read_back(LinkRow::HEADER, &line);
-        prop_assert_eq!(format!("{read:?}"), format!("{:?}", link.clone().as_written()));
+        prop_assert_eq!(format!("{read:?}"), format!("{:?}", link.clone().into_written()));
     }
 }
 

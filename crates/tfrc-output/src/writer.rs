@@ -42,55 +42,16 @@ impl RowFile {
     }
 }
 
-/// A row of one of the CSV files, as [`RunWriter`] handles it.
+/// A row of one of the CSV files: how it is written, and what a reader gets back.
 pub trait CsvRow: Sized {
     /// The file it goes in.
     const FILE: RowFile;
     /// Writes it as one CSV line.
-    fn write_line(&self, out: &mut impl Write) -> io::Result<()>;
-    /// The row its line reads back as.
-    fn read_back(self) -> Self;
+    fn write_csv(&self, out: &mut impl Write) -> io::Result<()>;
+    /// The row a reader parses back from [`CsvRow::write_csv`]'s text, bit for bit.
+    fn into_written(self) -> Self;
     /// Its rows among a run's rows.
     fn rows_of(rows: &mut Rows) -> &mut Vec<Self>;
-}
-
-impl CsvRow for FlowRow {
-    const FILE: RowFile = RowFile::Flows;
-    fn write_line(&self, out: &mut impl Write) -> io::Result<()> {
-        self.write_csv(out)
-    }
-    fn read_back(self) -> Self {
-        self.as_written()
-    }
-    fn rows_of(rows: &mut Rows) -> &mut Vec<Self> {
-        &mut rows.flows
-    }
-}
-
-impl CsvRow for StateRow {
-    const FILE: RowFile = RowFile::State;
-    fn write_line(&self, out: &mut impl Write) -> io::Result<()> {
-        self.write_csv(out)
-    }
-    fn read_back(self) -> Self {
-        self.as_written()
-    }
-    fn rows_of(rows: &mut Rows) -> &mut Vec<Self> {
-        &mut rows.states
-    }
-}
-
-impl CsvRow for LinkRow {
-    const FILE: RowFile = RowFile::Links;
-    fn write_line(&self, out: &mut impl Write) -> io::Result<()> {
-        self.write_csv(out)
-    }
-    fn read_back(self) -> Self {
-        self.as_written()
-    }
-    fn rows_of(rows: &mut Rows) -> &mut Vec<Self> {
-        &mut rows.links
-    }
 }
 
 /// A file that could not be created or written.
@@ -152,14 +113,14 @@ impl RunWriter {
     /// Writes `row` to its file and keeps it, as configured.
     pub fn push<R: CsvRow>(&mut self, row: R) -> Result<(), WriteError> {
         if let Some((writers, directory)) = &mut self.files {
-            row.write_line(&mut writers[R::FILE.index()])
+            row.write_csv(&mut writers[R::FILE.index()])
                 .map_err(|source| WriteError {
                     path: directory.join(R::FILE.name()),
                     source,
                 })?;
         }
         if let Some(memory) = &mut self.memory {
-            R::rows_of(memory).push(row.read_back());
+            R::rows_of(memory).push(row.into_written());
         }
         Ok(())
     }

@@ -1093,24 +1093,22 @@ impl Simulation {
 
     fn state_sample(&mut self) {
         let now = self.now;
-        let time_s = now.as_nanos() as f64 / 1e9;
         for flow in &mut self.flows {
             if now < flow.record.start || now > flow.record.stop {
                 continue;
             }
-            let Some(state) = sender_state(&flow.protocol) else {
+            let Some(row) = state_row(now, &flow.record, &flow.protocol) else {
                 continue;
             };
-            if let Some(p) = state.p {
+            if let Some(p) = row.p {
                 flow.record.p_sum += p;
                 flow.record.p_samples += 1;
             }
-            if let Some(rtt) = state.rtt_s {
+            if let Some(rtt) = row.rtt_s {
                 flow.record.rtt_sum += rtt;
                 flow.record.rtt_samples += 1;
             }
             if self.recorder.is_recording() {
-                let row = state.row(time_s, &flow.record.name, flow.record.kind);
                 if let Err(error) = self.recorder.state_row(row) {
                     self.failed = Some(error);
                     return;
@@ -1124,44 +1122,10 @@ impl Simulation {
     }
 }
 
-/// The sampled state of a sender: the cells of its `state.csv` row.
-#[derive(Debug, Clone, Copy, Default)]
-struct SenderState {
-    x_bps: Option<f64>,
-    x_recv_bps: Option<f64>,
-    p: Option<f64>,
-    rtt_s: Option<f64>,
-    rto_s: Option<f64>,
-    target_bps: Option<f64>,
-    feedbacks_per_rtt: Option<u32>,
-    veno_n: Option<f64>,
-    cwnd: Option<f64>,
-    ssthresh: Option<u32>,
-    srtt_s: Option<f64>,
-}
-
-impl SenderState {
-    fn row(&self, time_s: f64, flow: &str, kind: &str) -> StateRow {
-        StateRow {
-            x_bps: self.x_bps,
-            x_recv_bps: self.x_recv_bps,
-            p: self.p,
-            rtt_s: self.rtt_s,
-            rto_s: self.rto_s,
-            target_bps: self.target_bps,
-            feedbacks_per_rtt: self.feedbacks_per_rtt.map(f64::from),
-            veno_n: self.veno_n,
-            cwnd: self.cwnd,
-            ssthresh: self.ssthresh.map(f64::from),
-            srtt_s: self.srtt_s,
-            ..StateRow::empty(time_s, flow, kind)
-        }
-    }
-}
-
-/// The state of a flow's sender, if it has one.
-fn sender_state(protocol: &Protocol) -> Option<SenderState> {
+/// The `state.csv` row of a flow's sender at `now`, if it has a sender.
+fn state_row(now: Instant, record: &FlowRecord, protocol: &Protocol) -> Option<StateRow> {
     let seconds = |duration: Duration| duration.as_secs_f64();
+    let empty = || StateRow::empty(record::seconds(now), &record.name, record.kind);
     match protocol {
         Protocol::Tfrc {
             sender: Some(sender),
@@ -1169,28 +1133,28 @@ fn sender_state(protocol: &Protocol) -> Option<SenderState> {
             ..
         } => {
             let state = sender.state();
-            Some(SenderState {
+            Some(StateRow {
                 x_bps: Some(state.sending_rate * 8.0),
                 x_recv_bps: Some(state.x_recv * 8.0),
                 p: Some(state.p),
                 rtt_s: state.rtt.map(seconds),
                 rto_s: Some(seconds(state.rto)),
                 target_bps: state.target_rate.map(|rate| rate * 8.0),
-                feedbacks_per_rtt: Some(receiver.feedbacks_per_rtt()),
+                feedbacks_per_rtt: Some(f64::from(receiver.feedbacks_per_rtt())),
                 veno_n: Some(state.veno_backlog),
-                ..SenderState::default()
+                ..empty()
             })
         }
         Protocol::Tcp {
             sender: Some(sender),
             ..
-        } => Some(SenderState {
+        } => Some(StateRow {
             rtt_s: sender.latest_rtt().map(seconds),
             rto_s: Some(seconds(sender.retransmission_timeout())),
             cwnd: Some(sender.congestion_window()),
-            ssthresh: Some(sender.slow_start_threshold()),
+            ssthresh: Some(f64::from(sender.slow_start_threshold())),
             srtt_s: sender.smoothed_rtt().map(seconds),
-            ..SenderState::default()
+            ..empty()
         }),
         _ => None,
     }

@@ -28,7 +28,7 @@ pub fn format_time(at: Instant) -> String {
 }
 
 /// A time as the rows hold it (the value a reader parses back from its exact text).
-fn seconds(at: Instant) -> f64 {
+pub(crate) fn seconds(at: Instant) -> f64 {
     at.as_nanos() as f64 / 1e9
 }
 
