@@ -307,15 +307,11 @@ pub fn parse_trace(text: &str) -> Result<CapacitySpec, String> {
             offset =
                 parse_duration(value).map_err(|error| format!("offset: {}", error.message()))?;
         } else if let Some(value) = option.strip_prefix("opportunity=") {
-            opportunity = match value {
-                "bytes" => OpportunityUse::SharedBytes,
-                "packet" => OpportunityUse::PacketPerOpportunity,
-                other => {
-                    return Err(format!(
-                        "opportunity: expected bytes (Mahimahi: 1500 bytes per opportunity shared by the queued packets) or packet (one packet per opportunity), got {other:?}"
-                    ))
-                }
-            };
+            opportunity = tfrc_scenario::TraceOpportunity::from_name(value)
+                .ok_or_else(|| format!(
+                    "opportunity: expected bytes (Mahimahi: 1500 bytes per opportunity shared by the queued packets) or packet (one packet per opportunity), got {value:?}"
+                ))?
+                .into();
         } else {
             break;
         }

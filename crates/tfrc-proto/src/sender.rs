@@ -728,9 +728,7 @@ impl Sender {
     fn set_no_feedback_timer_ns2(&mut self, now: Instant, rate: f64) {
         let two_rtt = self.rtt.map_or(Duration::ZERO, |rtt| rtt * 2);
         let two_packets = duration_from_secs(2.0 * self.s() / rate.max(self.minimum_rate()));
-        self.rto = two_rtt.max(two_packets);
-        self.no_feedback_deadline = now + self.rto;
-        self.no_feedback_set_at = now;
+        self.set_no_feedback_timer(now, two_rtt.max(two_packets));
     }
 
     fn restart_no_feedback_timer(&mut self, now: Instant) {

@@ -105,12 +105,23 @@ pub enum TraceOpportunity {
 }
 
 impl TraceOpportunity {
+    /// Every value, in the order error messages list them.
+    pub const ALL: [TraceOpportunity; 2] = [TraceOpportunity::Bytes, TraceOpportunity::Packet];
+
     /// The key's value in a scenario file.
     pub fn name(self) -> &'static str {
         match self {
             TraceOpportunity::Bytes => "bytes",
             TraceOpportunity::Packet => "packet",
         }
+    }
+
+    /// The value named `name` (`"bytes"` or `"packet"`), as the scenario file and
+    /// `tfrc emulate --trace FILE:opportunity=…` spell it.
+    pub fn from_name(name: &str) -> Option<TraceOpportunity> {
+        TraceOpportunity::ALL
+            .into_iter()
+            .find(|opportunity| opportunity.name() == name)
     }
 }
 

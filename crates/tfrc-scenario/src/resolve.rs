@@ -323,16 +323,14 @@ fn level_capacity(
     }
     let opportunity = match level.trace_opportunity.as_deref() {
         None => TraceOpportunity::default(),
-        Some("bytes") => TraceOpportunity::Bytes,
-        Some("packet") => TraceOpportunity::Packet,
-        Some(other) => {
-            return Err(r.error(
+        Some(name) => TraceOpportunity::from_name(name).ok_or_else(|| {
+            r.error(
                 format!("{prefix}.trace_opportunity"),
                 format!(
-                    "expected \"bytes\" (Mahimahi: each opportunity carries 1500 bytes that packets share) or \"packet\" (one packet per opportunity), got \"{other}\""
+                    "expected \"bytes\" (Mahimahi: each opportunity carries 1500 bytes that packets share) or \"packet\" (one packet per opportunity), got \"{name}\""
                 ),
-            ))
-        }
+            )
+        })?,
     };
     match (flatten(level.rate.clone()), trace) {
         (Some(_), Some(_)) => Err(r.error(

@@ -5,13 +5,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant as WallInstant};
 
+use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use tfrc_analysis::run::Run;
+use tfrc_analysis::run::{Run, SUMMARY_FILE};
 use tfrc_scenario::Scenario;
 use tfrc_sim::simulation::Summary;
-
-use anyhow::{Context, Result};
-use tfrc_analysis::run::SUMMARY_FILE;
 
 use crate::sim::run_scenario;
 
