@@ -509,8 +509,14 @@ fn domain_entry(
     (entry.ordered == ordered).then_some(entry)
 }
 
+/// TFRC's s for a descriptor's datagram size: what is left for frames once the ETP and TFRC
+/// headers are counted (RFC 5348 §3.1: s excludes transport headers; TFRC puts its own header
+/// on top of s).
 fn tfrc_packet_size(descriptor: &Descriptor) -> u32 {
-    descriptor.packet_size - wire::DATA_HEADER_LEN as u32
+    descriptor
+        .packet_size
+        .saturating_sub((wire::DATA_HEADER_LEN + tfrc_proto::wire::DATA_HEADER_LEN) as u32)
+        .max(1)
 }
 
 fn reason_bytes(text: &str) -> Vec<u8> {

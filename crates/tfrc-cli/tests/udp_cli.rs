@@ -265,7 +265,7 @@ fn bad_flags_are_named_in_the_error() {
             "--target-rate",
         ),
         (
-            &["send", "--to", "127.0.0.1:9", "--packet-size", "20"],
+            &["send", "--to", "127.0.0.1:9", "--packet-size", "19"],
             "--packet-size",
         ),
         (&["send", "--to", "nowhere"], "--to"),

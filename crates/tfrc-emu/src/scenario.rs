@@ -8,8 +8,11 @@
 //! - Flow `i` (in file order, after `count` expansion) uses port `5201 + i`; markers select the
 //!   ports of their flows.
 //! - Sizes: the scenario's `packet_size` counts headers, so TFRC, CBR and on/off flows send UDP
-//!   payloads of `packet_size − 28` bytes (an IP packet of `packet_size`), and TCP flows use
-//!   an MSS of `packet_size − 40`.
+//!   payloads of `packet_size − 28` bytes (an IP packet of `packet_size`; for TFRC that is the
+//!   32-byte TFRC header and s = `packet_size − 60` bytes of payload, RFC 5348 §3.1), and TCP
+//!   flows use an MSS of `packet_size − 40`.
+//! - TFRC options follow the simulator's mapping (`tfrc_sim::simulation::tfrc_config`); the
+//!   ns-2 profile and `feedbacks_per_rtt`, which the real receiver cannot follow, are refused.
 //! - `flows.csv` counts are taken by the emulator on its clock (time zero = when the emulator
 //!   started, just before the flows): bytes are IP packet sizes; `sent` counts data packets
 //!   entering the first link, `recv` those delivered to the destination host.
@@ -91,12 +94,38 @@ fn direction_spec(spec: &LinkDirectionSpec) -> DirectionSpec {
     }
 }
 
+/// TFRC options the real receiver (`tfrc recv`, which learns a flow's options from its first
+/// packet) cannot follow are refused by name rather than silently dropped: the ns-2 profile
+/// and a fixed number of feedbacks per RTT exist in the simulator only.
+fn refuse_simulator_only_options(flow: &FlowSpec) -> Result<()> {
+    if let FlowKind::Tfrc(tfrc) = &flow.kind {
+        if tfrc.profile == tfrc_scenario::TfrcProfile::Ns2 {
+            bail!(
+                "flow {}: profile = \"ns2\" is a simulator option; the testbed's receiver runs \
+                 RFC 5348 (remove the key, or run the scenario with `tfrc sim`)",
+                flow.name
+            );
+        }
+        if let Some(count) = tfrc.feedbacks_per_rtt {
+            bail!(
+                "flow {}: feedbacks_per_rtt = {count} is a simulator option; the testbed's \
+                 receiver knows rtt_ref only (use rtt_ref, or run the scenario with `tfrc sim`)",
+                flow.name
+            );
+        }
+    }
+    Ok(())
+}
+
 impl Plan {
     /// Builds the plan of a scenario whose counts are expanded.
     pub fn new(scenario: &Scenario) -> Result<Plan> {
         let flows = scenario.flows.clone();
         if flows.len() > usize::from(u16::MAX - FIRST_PORT) {
             bail!("too many flows for one testbed: {}", flows.len());
+        }
+        for flow in &flows {
+            refuse_simulator_only_options(flow)?;
         }
         let ports: Vec<u16> = (0..flows.len()).map(|i| FIRST_PORT + i as u16).collect();
         let port_of: HashMap<&str, u16> = flows
@@ -298,18 +327,13 @@ pub fn run(args: &RunArgs) -> Result<()> {
                     receiver.run(&receiver_stop, &mut |_| {})?;
                     Ok(())
                 })?);
-                let config = tfrc_proto::Config {
-                    packet_size: packet_size.saturating_sub(UDP_OVERHEAD).max(64),
-                    target_rate: tfrc.target_rate.map(|rate| rate.bytes_per_second()),
-                    rtt_ref: tfrc.rtt_ref,
-                    veno: tfrc.veno.map(|veno| tfrc_proto::config::Veno {
-                        beta: veno.beta,
-                        alpha: veno.alpha,
-                    }),
-                    history_discounting: tfrc.history_discounting,
-                    oscillation_damping: tfrc.oscillation_damping,
-                    ..tfrc_proto::Config::default()
-                };
+                // The simulator's mapping, for TFRC packets of `packet_size − 28` bytes (the
+                // IP packet is `packet_size`).
+                let config = tfrc_sim::simulation::tfrc_config(
+                    tfrc,
+                    packet_size.saturating_sub(UDP_OVERHEAD),
+                    &format!("flow {}", flow.name),
+                )?;
                 let target_bps = tfrc.target_rate.map(|rate| rate.bits_per_second() as f64);
                 let states = states.clone();
                 let (flow_name, flow_kind) = (flow.name.clone(), flow.kind_name());

@@ -93,8 +93,11 @@ pub enum Profile {
 /// `rtt_ref`, Veno differentiation is `veno`. `Config::default()` is plain RFC 5348 TFRC.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Config {
-    /// Segment size s in bytes used by the throughput equation and by the sender's packets
-    /// (header included). Default 1000.
+    /// Segment size s in bytes: the payload of a full-size packet, which the throughput
+    /// equation uses. RFC 5348 §3.1: "s is the segment size in bytes (excluding IP and
+    /// transport protocol headers)", so the 32-byte TFRC header travels on top: a full packet
+    /// is `packet_size + 32` bytes on the wire (as ns-2's `useHeaders_ true`). Only the ns-2
+    /// profile with [`Config::ns2_use_headers`] off counts the header inside s. Default 1000.
     pub packet_size: u32,
     /// gTFRC target rate g in bytes/s: the sender uses G = max(g, X). `None` = standard TFRC.
     pub target_rate: Option<f64>,
@@ -121,8 +124,9 @@ pub struct Config {
     pub profile: Profile,
     /// ns-2 profile only (`useHeaders_`): the 32-byte header travels on top of `packet_size`
     /// bytes of payload, so packets are `packet_size + 32` bytes on the wire while the equation
-    /// uses s = `packet_size`. When false (or under RFC 5348) packets are `packet_size` bytes
-    /// in all. Default true, as in ns-2.35.
+    /// uses s = `packet_size` (what RFC 5348 does too). When false, ns-2's `useHeaders_ false`:
+    /// packets are `packet_size` bytes in all, header included. Default true, as in ns-2.35.
+    /// The RFC 5348 profile ignores it.
     pub ns2_use_headers: bool,
     /// Most gaps (missing sequence numbers) the receiver tracks at once; larger jumps count the
     /// oldest gaps as lost immediately. Bounds receiver memory against hostile input.
@@ -151,7 +155,8 @@ impl Default for Config {
 /// A configuration value outside its domain.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ConfigError {
-    /// Packet size below the data header or above 65507 bytes (largest UDP payload) on the wire.
+    /// Packet size below the smallest allowed (1 byte of payload, or the data header where s
+    /// includes it) or above 65507 bytes (largest UDP payload) on the wire.
     #[error("packet_size must be between {min} and {max} bytes, got {got}")]
     PacketSize {
         /// The smallest allowed size.
@@ -202,7 +207,11 @@ impl Config {
 
     /// Checks every field; the sender and receiver constructors call this.
     pub fn validate(&self) -> Result<(), ConfigError> {
-        let min = crate::wire::DATA_HEADER_LEN;
+        let min = if self.header_outside_s() > 0 {
+            1
+        } else {
+            crate::wire::DATA_HEADER_LEN
+        };
         let max = 65_507 - self.header_outside_s() as u32;
         if (self.packet_size as usize) < min || self.packet_size > max {
             return Err(ConfigError::PacketSize {
@@ -249,12 +258,14 @@ impl Config {
         self.profile == Profile::Ns2
     }
 
-    /// Header bytes sent on top of `packet_size` (ns-2 profile with `ns2_use_headers`), else 0.
-    pub(crate) fn header_outside_s(&self) -> usize {
-        if self.is_ns2() && self.ns2_use_headers {
-            crate::wire::DATA_HEADER_LEN
-        } else {
+    /// Header bytes sent on top of `packet_size`: the data header (RFC 5348 §3.1, s excludes
+    /// transport headers; ns-2 with `useHeaders_ true`), or 0 under the ns-2 profile with
+    /// `ns2_use_headers` off.
+    pub fn header_outside_s(&self) -> usize {
+        if self.is_ns2() && !self.ns2_use_headers {
             0
+        } else {
+            crate::wire::DATA_HEADER_LEN
         }
     }
 }
@@ -266,15 +277,34 @@ mod tests {
     #[test]
     fn default_is_valid_and_bad_values_are_named() {
         assert!(Config::default().validate().is_ok());
-        let bad = Config {
-            packet_size: 10,
-            ..Config::default()
-        };
-        assert!(bad
+        for (packet_size, profile) in [
+            (0, Config::default()),
+            (31, Config::ns2()),
+            (65_476, Config::default()),
+        ] {
+            let bad = Config {
+                packet_size,
+                ns2_use_headers: false,
+                ..profile
+            };
+            assert!(
+                bad.validate()
+                    .unwrap_err()
+                    .to_string()
+                    .contains("packet_size"),
+                "{packet_size}"
+            );
+        }
+        // s excludes the header (RFC 5348 §3.1): one byte of payload is a valid segment, and
+        // the largest is 65507 − 32 so that the datagram fits UDP.
+        for packet_size in [1, 65_475] {
+            assert!(Config {
+                packet_size,
+                ..Config::default()
+            }
             .validate()
-            .unwrap_err()
-            .to_string()
-            .contains("packet_size"));
+            .is_ok());
+        }
         let bad = Config {
             target_rate: Some(f64::NAN),
             ..Config::default()

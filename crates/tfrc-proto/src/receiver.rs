@@ -366,12 +366,14 @@ impl Receiver {
         self.stats.packets += 1;
         self.stats.bytes += length;
         self.stats.payload_bytes += payload;
-        self.bytes_since_feedback += length;
+        // X_recv counts payload bytes, the unit of s (RFC 5348 §3.1: "excluding IP and
+        // transport protocol headers"), so that it compares with X.
+        self.bytes_since_feedback += payload;
         self.packets_since_feedback += 1;
         if self.ns2.is_none() {
             // Twice R_m is kept so that a growing R_m still finds a full window.
             let keep = self.rtt.map(|rtt| rtt * 2);
-            self.arrivals.record(now, length, keep);
+            self.arrivals.record(now, payload, keep);
         }
         if self.latest.is_none_or(|(_, _, arrival)| arrival <= now) {
             self.latest = Some((data.sequence, data.timestamp, now));
@@ -399,6 +401,10 @@ impl Receiver {
         } else if self.feedback_timer.is_none() {
             match (self.feedback_interval(), self.last_feedback) {
                 (Some(interval), Some(last)) => {
+                    // RFC 5348 §6.2 restarts a timer that found no data, so a packet after a
+                    // silence would wait for that timer's next expiry. Here the timer stops and
+                    // the first packet after the silence is answered at once once an interval
+                    // has passed (docs/rfc5348-readings.md says why).
                     let due = last + interval;
                     if due <= now {
                         self.feedback_pending = true;
@@ -676,8 +682,8 @@ impl Receiver {
         1.0 / p
     }
 
-    /// X_recv for a feedback sent at `now` (RFC 5348 §6.2 step 2): the bytes of the data packets
-    /// (headers included, as the sender counts s) that arrived in the previous R_m seconds,
+    /// X_recv for a feedback sent at `now` (RFC 5348 §6.2 step 2): the payload bytes of the data
+    /// packets (the unit of s, which excludes transport headers, §3.1) that arrived in the previous R_m seconds,
     /// divided by R_m, whether the feedback is on time or early because of a loss. The first
     /// report carries 0 (§6.3). Without R_m (the sender has no RTT sample yet, so it sends about
     /// one packet per second and every packet is answered) there is no window to use: the bytes

@@ -419,9 +419,8 @@ impl Sender {
         self.data_limited = true;
     }
 
-    /// Largest payload of one packet.
-    /// Under the ns-2 profile with `ns2_use_headers` the header travels on top of
-    /// `packet_size`, so the payload may be `packet_size` bytes.
+    /// Largest payload of one packet: `packet_size` (s, RFC 5348 §3.1), the header travelling
+    /// on top; `packet_size − 32` under the ns-2 profile with `ns2_use_headers` off.
     pub fn max_payload(&self) -> usize {
         self.wire_size() - wire::DATA_HEADER_LEN
     }
@@ -451,8 +450,8 @@ impl Sender {
         Ok(length)
     }
 
-    /// Builds a data packet of exactly the configured size s, zero padded (bulk transfer);
-    /// s plus the header under the ns-2 profile with `ns2_use_headers`.
+    /// Builds a full-size data packet, zero padded (bulk transfer): s bytes of payload plus
+    /// the header (s in all under the ns-2 profile with `ns2_use_headers` off).
     pub fn send_padded(&mut self, now: Instant, buffer: &mut [u8]) -> Result<usize, SendError> {
         let length = self.wire_size();
         self.emit(now, length, buffer)?;

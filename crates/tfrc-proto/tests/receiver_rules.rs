@@ -16,7 +16,8 @@ fn data(sequence: u32, rtt: Duration, veno_packets: f64) -> Vec<u8> {
         veno_backlog_millipackets: (veno_packets * 1000.0) as u32,
         nonce: NONCE,
     };
-    let mut buffer = vec![0u8; 1000];
+    // A full-size packet: s = 1000 bytes of payload, the header on top (RFC 5348 §3.1).
+    let mut buffer = vec![0u8; wire::DATA_HEADER_LEN + 1000];
     repr.emit(&mut buffer).unwrap();
     buffer
 }
@@ -518,4 +519,28 @@ fn hostile_input_is_counted_and_bounded() {
     assert!(stats.lost >= (i32::MAX as u64) - 1);
     assert!(stats.loss_events <= 1001);
     assert!(receiver.loss_event_rate() <= 1.0);
+}
+
+// RFC 5348 §6.2 step 2 with §3.1: X_recv is compared with X = s/t_ipi, so it counts what s
+// counts, payload bytes without the TFRC header. Packets of 1000 + 32 bytes every 10 ms give
+// 100 000 bytes/s, not 103 200.
+#[test]
+fn x_recv_counts_payload_bytes_as_s_does() {
+    let mut receiver = Receiver::new(Config::default()).unwrap();
+    let (feedbacks, _) = feed(&mut receiver, 0..100, Instant::ZERO, SPACING, RTT, 0.0);
+    let rates: Vec<u64> = feedbacks
+        .iter()
+        .skip(2)
+        .map(|feedback| feedback.x_recv)
+        .collect();
+    assert!(!rates.is_empty());
+    // The window (t − R, t] holds 9 or 10 packets of s = 1000 bytes.
+    for rate in rates {
+        assert!((90_000..=100_000).contains(&rate), "X_recv {rate}");
+    }
+    assert_eq!(receiver.stats().payload_bytes, 100 * 1000);
+    assert_eq!(
+        receiver.stats().bytes,
+        100 * (1000 + wire::DATA_HEADER_LEN as u64)
+    );
 }

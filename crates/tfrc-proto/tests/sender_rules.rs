@@ -656,3 +656,38 @@ fn send_errors_are_reported() {
         Err(tfrc_proto::SendError::TooEarly(_))
     ));
 }
+
+// RFC 5348 §3.1: "s is the segment size in bytes (excluding IP and transport protocol
+// headers)". A full packet carries s bytes of payload with the 32-byte TFRC header on top, and
+// the sender paces s payload bytes per t_ipi = s/X (§4.6). ns-2's `useHeaders_ false` (ns-2
+// profile with `ns2_use_headers` off) is the one reading that counts the header inside s.
+#[test]
+fn segment_size_excludes_the_tfrc_header() {
+    let mut rfc = sender(Config::default());
+    assert_eq!(rfc.max_payload(), 1000);
+    let mut buffer = [0u8; 2000];
+    assert_eq!(
+        rfc.send_padded(Instant::ZERO, &mut buffer),
+        Ok(1000 + wire::DATA_HEADER_LEN)
+    );
+    round_trip(
+        &mut rfc,
+        Instant::ZERO,
+        Duration::from_millis(100),
+        0.0,
+        0.0,
+    );
+    // X = W_init/R = 4s/R = 40 000 bytes/s of payload: one s every 25 ms.
+    assert_eq!(rfc.inter_packet_interval(), Duration::from_millis(25));
+    let too_big = [0u8; 1001];
+    assert!(rfc
+        .send_packet(Instant::from_secs(5), &too_big, &mut buffer)
+        .is_err());
+
+    let mut inside = sender(Config {
+        ns2_use_headers: false,
+        ..Config::ns2()
+    });
+    assert_eq!(inside.max_payload(), 1000 - wire::DATA_HEADER_LEN);
+    assert_eq!(inside.send_padded(Instant::ZERO, &mut buffer), Ok(1000));
+}

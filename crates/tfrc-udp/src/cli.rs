@@ -94,9 +94,10 @@ pub struct SendArgs {
     /// How long to send: 30 (seconds), 10s, 500ms, 2m.
     #[arg(long, short = 't', value_name = "DURATION", default_value = "10s", value_parser = duration_argument)]
     pub time: Duration,
-    /// TFRC segment size s in bytes, TFRC header included (= UDP payload size).
+    /// TFRC segment size s in bytes: the payload of each packet (RFC 5348 §3.1, s excludes
+    /// transport headers); the 32-byte TFRC header travels on top (UDP payload = s + 32).
     #[arg(long, short = 's', default_value_t = 1000, conflicts_with = "tcp",
-          value_parser = clap::value_parser!(u32).range(52..=65507))]
+          value_parser = clap::value_parser!(u32).range(20..=65475))]
     pub packet_size: u32,
     /// gTFRC target rate g in bits/s (800k, 2M, 1.5Mbps): the sender uses max(g, X).
     #[arg(long, value_name = "RATE", value_parser = rate_argument, conflicts_with = "tcp")]

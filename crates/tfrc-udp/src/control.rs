@@ -114,7 +114,8 @@ impl FlowOptions {
         Some(FlowOptions { rtt_ref, veno })
     }
 
-    /// A receiver configuration with these options, validated (hostile values are refused).
+    /// A receiver configuration with these options and s = `packet_size` (the payload of the
+    /// flow's first packet, RFC 5348 §3.1), validated (hostile values are refused).
     pub fn receiver_config(&self, packet_size: u32) -> Option<Config> {
         let config = Config {
             packet_size,

@@ -544,7 +544,7 @@ impl UdpReceiver {
         }
         // A new session: it must announce valid flow options.
         let Some(config) = FlowOptions::parse(packet.payload())
-            .and_then(|options| options.receiver_config(bytes.len() as u32))
+            .and_then(|options| options.receiver_config(packet.payload().len() as u32))
         else {
             self.counters.malformed += 1;
             return;

@@ -97,7 +97,7 @@ pub enum SenderError {
     #[error("invalid TFRC configuration: {0}")]
     Config(#[from] tfrc_proto::ConfigError),
     /// The packet size leaves no room for the flow options this driver puts in every payload.
-    #[error("packet size {got} is too small: it must be at least {min} bytes (TFRC header plus flow options)")]
+    #[error("packet size {got} is too small: it must be at least {min} bytes (the flow options every payload carries)")]
     PacketTooSmall {
         /// Smallest size.
         min: usize,
@@ -285,7 +285,7 @@ impl UdpSender {
     /// Opens and connects the socket, measures the timer and draws the session id and nonce
     /// from the operating system's random source.
     pub fn new(options: SenderOptions) -> Result<UdpSender, SenderError> {
-        let min = wire::DATA_HEADER_LEN + FLOW_OPTIONS_LEN;
+        let min = FLOW_OPTIONS_LEN;
         if (options.config.packet_size as usize) < min {
             return Err(SenderError::PacketTooSmall {
                 min,
@@ -429,7 +429,7 @@ impl Run {
         };
         let run = Run {
             flow_options: FlowOptions::from_config(&flow.config),
-            packet: vec![0; flow.config.packet_size as usize],
+            packet: vec![0; sender.max_payload() + wire::DATA_HEADER_LEN],
             datagram: vec![0; 2048],
             sender,
             probe,

@@ -104,17 +104,40 @@ pub fn loss_kind(model: &LossSpecModel) -> LossKind {
     }
 }
 
-/// The TFRC core configuration of a scenario flow. The simulator sends exactly on schedule
-/// (timer granularity 0), as ns-2 does. Under the `ns2` profile, packets carry ns-2's 32-byte
-/// header on top of `packet_size` on the wire (ns-2's default `useHeaders_ true`), so the
-/// equation uses `packet_size` while links see `packet_size + 32`.
+/// The TFRC core configuration of a scenario flow: the one mapping from a scenario's `[[flow]]`
+/// to `tfrc_proto::Config`, used by the simulator and the testbed.
+///
+/// `wire_size` is the size of a full TFRC packet, header included: the scenario's
+/// `packet_size`, which counts headers for every kind of flow, less what the carrier adds below
+/// TFRC (nothing in the simulator, 28 bytes of IP and UDP in the testbed).
+/// - RFC 5348 profile: s = `wire_size − 32`, since §3.1 defines s as "the segment size in
+///   bytes (excluding IP and transport protocol headers)"; the sender puts the 32-byte header
+///   on top, so packets are `wire_size` bytes.
+/// - ns-2 profile: ns-2 with `useHeaders_ false`, as the ns-2 translator runs the same
+///   scenario: packets are `wire_size` bytes and the equation uses s = `wire_size`.
+///
+/// The simulator sends exactly on schedule (timer granularity 0), as ns-2 does.
 pub fn tfrc_config(
     spec: &TfrcSpec,
-    packet_size: u32,
+    wire_size: u32,
     key: &str,
 ) -> Result<tfrc_proto::Config, SimulationError> {
+    let header = tfrc_proto::wire::DATA_HEADER_LEN as u32;
+    if wire_size <= header {
+        return Err(SimulationError::scenario(
+            key,
+            format!(
+                "a TFRC packet_size must exceed the {header}-byte TFRC header, got {wire_size}"
+            ),
+        ));
+    }
+    let packet_size = match spec.profile {
+        TfrcProfile::Rfc5348 => wire_size - header,
+        TfrcProfile::Ns2 => wire_size,
+    };
     let config = tfrc_proto::Config {
         packet_size,
+        ns2_use_headers: false,
         target_rate: spec.target_rate.map(|rate| rate.bytes_per_second()),
         rtt_ref: spec.rtt_ref,
         feedbacks_per_rtt: spec.feedbacks_per_rtt,
@@ -276,4 +299,29 @@ pub fn flow_id(position: usize) -> FlowId {
 /// goodputs enter the Jain index.
 pub fn is_protocol(kind: &FlowKind) -> bool {
     matches!(kind, FlowKind::Tfrc(_) | FlowKind::Tcp(_))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The scenario's `packet_size` counts headers for every kind of flow. RFC 5348 §3.1 "s is
+    /// the segment size in bytes (excluding IP and transport protocol headers)": s is the
+    /// packet less the 32-byte TFRC header, which the sender puts back on top. The ns-2 profile
+    /// is ns-2 with `useHeaders_ false`, as the translator runs the scenario: s is the packet.
+    #[test]
+    fn tfrc_s_excludes_the_header_under_rfc_5348_only() {
+        let rfc = tfrc_config(&TfrcSpec::default(), 1000, "flow").unwrap();
+        assert_eq!(rfc.packet_size, 968);
+        assert_eq!(rfc.header_outside_s(), 32);
+        let ns2 = TfrcSpec {
+            profile: TfrcProfile::Ns2,
+            ..TfrcSpec::default()
+        };
+        let ns2 = tfrc_config(&ns2, 1000, "flow").unwrap();
+        assert_eq!((ns2.packet_size, ns2.header_outside_s()), (1000, 0));
+        let error = tfrc_config(&TfrcSpec::default(), 32, "flow[2]").unwrap_err();
+        assert!(error.to_string().contains("flow[2]"), "{error}");
+        assert!(error.to_string().contains("32-byte TFRC header"), "{error}");
+    }
 }
