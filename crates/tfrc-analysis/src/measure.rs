@@ -17,9 +17,11 @@ pub struct FlowMetrics {
     pub kind: String,
     /// Bytes sent (sum of `flows.csv`).
     pub sent_bytes: u64,
-    /// Bytes delivered (sum of `flows.csv`).
+    /// Bytes delivered, headers and duplicates included (sum of `flows.csv`).
     pub recv_bytes: u64,
-    /// `recv_bytes · 8 / (stop_s − start_s)` (b/s).
+    /// Application payload delivered (sum of `flows.csv`'s `goodput_bytes`).
+    pub goodput_bytes: u64,
+    /// `goodput_bytes · 8 / (stop_s − start_s)` (b/s).
     pub goodput_bps: Option<f64>,
     /// Received packets / sent packets.
     pub receiving_ratio: Option<f64>,
@@ -28,8 +30,9 @@ pub struct FlowMetrics {
     pub mean_p: Option<f64>,
     /// Mean of `rtt_s` over the state samples that have one.
     pub mean_rtt_s: Option<f64>,
-    /// Burstiness index: std / mean of `recv_kbps` over the intervals ending in the flow's
-    /// active time `(start_s, stop_s]`.
+    /// Burstiness index: std / mean of `goodput_kbps` over the intervals ending in the flow's
+    /// active time `(start_s, stop_s]` (paper 004 takes the received rate from iperf, i.e. what
+    /// the application got).
     pub burstiness_index: Option<f64>,
 }
 
@@ -59,6 +62,7 @@ pub fn run_metrics(run: &Run) -> RunMetrics {
             let rows: Vec<_> = run.flow_rows(&flow.name).collect();
             let sent_bytes = rows.iter().map(|r| r.sent_bytes).sum();
             let recv_bytes = rows.iter().map(|r| r.recv_bytes).sum();
+            let goodput_bytes = rows.iter().map(|r| r.goodput_bytes).sum();
             let sent_packets = rows.iter().map(|r| r.sent_packets).sum();
             let recv_packets = rows.iter().map(|r| r.recv_packets).sum();
             let p: Vec<f64> = run
@@ -72,7 +76,7 @@ pub fn run_metrics(run: &Run) -> RunMetrics {
                 .map(|(_, r)| r)
                 .collect();
             let received = metrics::values_between(
-                &run.throughput_series(&flow.name, Direction::Received),
+                &run.throughput_series(&flow.name, Direction::Goodput),
                 flow.start_s,
                 flow.stop_s,
             );
@@ -81,7 +85,8 @@ pub fn run_metrics(run: &Run) -> RunMetrics {
                 kind: flow.kind.clone(),
                 sent_bytes,
                 recv_bytes,
-                goodput_bps: metrics::goodput_bps(recv_bytes, flow.stop_s - flow.start_s),
+                goodput_bytes,
+                goodput_bps: metrics::goodput_bps(goodput_bytes, flow.stop_s - flow.start_s),
                 receiving_ratio: metrics::receiving_ratio(recv_packets, sent_packets),
                 mean_p: metrics::cumulative_mean(&p).last().copied().flatten(),
                 mean_rtt_s: metrics::mean(&rtt),

@@ -588,6 +588,7 @@ pub fn throughput_over_time(
                 let dash = match direction {
                     Direction::Received => Dash::Solid,
                     Direction::Sent => Dash::Dashed,
+                    Direction::Goodput => Dash::Dotted,
                 };
                 plot = plot.line(
                     series_label(sources, source, &format!("{flow} {direction}")),

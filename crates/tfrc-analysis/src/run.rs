@@ -79,8 +79,10 @@ pub enum RunError {
 pub enum Direction {
     /// Bytes the sender put on the wire (`send_kbps`).
     Sent,
-    /// Bytes that reached the receiver (`recv_kbps`).
+    /// Bytes that reached the receiver, headers and duplicates included (`recv_kbps`).
     Received,
+    /// Application payload the receiver delivered (`goodput_kbps`).
+    Goodput,
 }
 
 impl fmt::Display for Direction {
@@ -88,6 +90,7 @@ impl fmt::Display for Direction {
         f.write_str(match self {
             Direction::Sent => "sender",
             Direction::Received => "receiver",
+            Direction::Goodput => "goodput",
         })
     }
 }
@@ -191,6 +194,7 @@ impl Run {
                 let kbps = match direction {
                     Direction::Sent => r.send_kbps,
                     Direction::Received => r.recv_kbps,
+                    Direction::Goodput => r.goodput_kbps,
                 };
                 (r.time_s, kbps)
             })

@@ -65,9 +65,13 @@ fn fixture_measurements_match_its_summary() {
     let run = fixture("run-small");
     assert_agrees_with_summary(&run);
     let measured = run_metrics(&run);
-    // Burstiness over the active intervals: a over (0, 3]: 384, 496, 500; b over (0, 2]: 600, 500.
-    assert!(close(measured.flows[0].burstiness_index, 53.765_0 / 460.0));
-    assert!(close(measured.flows[1].burstiness_index, 50.0 / 550.0));
+    // Burstiness of the goodput over the active intervals: a over (0, 3]: 371.712, 480.128,
+    // 484.128 kb/s (σ 52.0762, mean 445.3227); b over (0, 2]: 576, 480.16 (σ 47.92, mean 528.08).
+    assert!(close(
+        measured.flows[0].burstiness_index,
+        52.076_211 / 445.322_667
+    ));
+    assert!(close(measured.flows[1].burstiness_index, 47.92 / 528.08));
 }
 
 #[test]
@@ -104,7 +108,9 @@ fn synthetic_run(a: &[f64], b: &[f64]) -> Run {
         recv_bytes: 0,
         sent_packets: 0,
         recv_packets: 0,
+        goodput_bytes: 0,
         send_rate_bps: None,
+        recv_rate_bps: None,
         goodput_bps: None,
         receiving_ratio: None,
         mean_p: None,
@@ -126,13 +132,15 @@ fn synthetic_run(a: &[f64], b: &[f64]) -> Run {
                 recv_packets: bytes / 1000,
                 send_kbps: kbps,
                 recv_kbps: kbps,
+                goodput_bytes: bytes,
+                goodput_kbps: kbps,
             });
         }
     }
     Run {
         dir: PathBuf::from("synthetic"),
         summary: Summary {
-            schema_version: 1,
+            schema_version: tfrc_output::SCHEMA_VERSION,
             tool: "test".into(),
             scenario: "synthetic".into(),
             seed: 1,

@@ -47,6 +47,10 @@ fn series_come_from_the_right_columns() {
         run.throughput_series("a", Direction::Received),
         vec![(1.0, 384.0), (2.0, 496.0), (3.0, 500.0)]
     );
+    assert_eq!(
+        run.throughput_series("a", Direction::Goodput),
+        vec![(1.0, 371.712), (2.0, 480.128), (3.0, 484.128)]
+    );
     // Empty cells are skipped: flow a has no RTT at t = 1.
     assert_eq!(run.rtt_series("a"), vec![(2.0, 0.062), (3.0, 0.064)]);
     assert_eq!(
@@ -67,12 +71,15 @@ fn metrics_on_the_fixture_match_its_summary() {
         .flows
         .iter()
         .map(|f| {
-            let bytes: u64 = run.flow_rows(&f.name).map(|r| r.recv_bytes).sum();
-            assert_eq!(bytes, f.recv_bytes, "flow {}", f.name);
+            let received: u64 = run.flow_rows(&f.name).map(|r| r.recv_bytes).sum();
+            assert_eq!(received, f.recv_bytes, "flow {}", f.name);
+            let bytes: u64 = run.flow_rows(&f.name).map(|r| r.goodput_bytes).sum();
+            assert_eq!(bytes, f.goodput_bytes, "flow {}", f.name);
             metrics::goodput_bps(bytes, f.stop_s - f.start_s).unwrap()
         })
         .collect();
-    assert_eq!(goodputs, vec![460_000.0, 550_000.0]);
+    // Goodput is the payload delivered, below the received bytes (headers, here).
+    assert_eq!(goodputs, vec![166_996.0 * 8.0 / 3.0, 528_080.0]);
     let jain = metrics::jain_index(&goodputs).unwrap();
     assert!((jain - run.summary.jain_index.unwrap()).abs() < 1e-4);
     let bottleneck_bytes: u64 = run
@@ -134,14 +141,27 @@ fn unknown_flow_is_an_error() {
     );
 }
 
+/// Version 1 counted headers and duplicates as goodput: its files are refused, not misread.
 #[test]
-fn newer_schema_is_refused_and_bad_json_located() {
+fn older_schema_is_refused() {
     let dir = broken_copy("summary.json", |t| {
-        t.replace("\"schema_version\": 1", "\"schema_version\": 2")
+        t.replace("\"schema_version\": 2", "\"schema_version\": 1")
     });
     let error = Run::load(dir.path()).unwrap_err();
     assert!(
-        matches!(error, RunError::UnsupportedSchema { found: 2, .. }),
+        matches!(error, RunError::UnsupportedSchema { found: 1, .. }),
+        "{error}"
+    );
+}
+
+#[test]
+fn newer_schema_is_refused_and_bad_json_located() {
+    let dir = broken_copy("summary.json", |t| {
+        t.replace("\"schema_version\": 2", "\"schema_version\": 3")
+    });
+    let error = Run::load(dir.path()).unwrap_err();
+    assert!(
+        matches!(error, RunError::UnsupportedSchema { found: 3, .. }),
         "{error}"
     );
 

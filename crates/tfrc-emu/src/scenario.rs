@@ -15,7 +15,10 @@
 //!   ns-2 profile and `feedbacks_per_rtt`, which the real receiver cannot follow, are refused.
 //! - `flows.csv` counts are taken by the emulator on its clock (time zero = when the emulator
 //!   started, just before the flows): bytes are IP packet sizes; `sent` counts data packets
-//!   entering the first link, `recv` those delivered to the destination host.
+//!   entering the first link, `recv` those delivered to the destination host. `goodput` is
+//!   what the receiving application got, counted by it and sampled by the emulator with the
+//!   rest: the payload of accepted TFRC packets, the bytes a TCP sink read, the UDP payloads a
+//!   CBR or on/off sink received.
 //! - TCP flows are the kernel's: `variant` reno/newreno/sack all run the kernel's `reno`
 //!   congestion control (with SACK as the kernel negotiates it), or `--tcp-congestion`.
 
@@ -25,12 +28,12 @@ use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::os::fd::AsRawFd;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use anyhow::{anyhow, bail, Context, Result};
 use clap::Args;
-use tfrc_output::CsvRow;
+use tfrc_output::{CsvRow, FlowRow};
 use tfrc_proto::Instant;
 use tfrc_scenario::{Capacity, FlowKind, FlowSpec, LinkDirectionSpec, Scenario};
 use tfrc_sim::simulation::{
@@ -42,7 +45,6 @@ use tfrc_sim::{
     TimeWindow, TrafficSource,
 };
 
-use crate::linklog::format_seconds;
 use crate::spec::{CapacitySpec, DirectionSpec, MarkerSpec};
 use crate::testbed::{
     in_namespace, FlowLog, Testbed, TestbedConfig, Topology, TopologyLink, TrackedFlow,
@@ -290,6 +292,10 @@ pub fn run(args: &RunArgs) -> Result<()> {
             })
         })
         .collect::<Result<_>>()?;
+    // Goodput: what each receiving application got, counted by it (TFRC payload of accepted
+    // packets, bytes a TCP sink read, UDP payloads a sink received).
+    let delivered: Vec<Arc<AtomicU64>> = plan.flows.iter().map(|_| Arc::default()).collect();
+    config.delivered_payload = delivered.clone();
     let interrupted = Arc::new(AtomicBool::new(false));
     for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(signal, interrupted.clone())?;
@@ -316,12 +322,14 @@ pub fn run(args: &RunArgs) -> Result<()> {
         let start = origin + flow.start;
         let stop_at = origin + flow.stop_time(duration).min(duration);
         let packet_size = flow.packet_size;
+        let delivered = delivered[index].clone();
         match &flow.kind {
             FlowKind::Tfrc(tfrc) => {
                 let receiver_stop = stop.clone();
                 workers.push(in_namespace(&to.namespace, move || -> Result<()> {
                     let receiver = tfrc_udp::UdpReceiver::bind(tfrc_udp::ReceiverOptions {
                         report_interval: None,
+                        delivered_payload: Some(delivered),
                         ..tfrc_udp::ReceiverOptions::new(address)
                     })?;
                     receiver.run(&receiver_stop, &mut |_| {})?;
@@ -392,7 +400,9 @@ pub fn run(args: &RunArgs) -> Result<()> {
                     while !listener_stop.load(Ordering::Relaxed) {
                         match stream.read(&mut buffer) {
                             Ok(0) => break,
-                            Ok(_) => {}
+                            Ok(read) => {
+                                delivered.fetch_add(read as u64, Ordering::Relaxed);
+                            }
                             Err(error)
                                 if matches!(
                                     error.kind(),
@@ -449,7 +459,9 @@ pub fn run(args: &RunArgs) -> Result<()> {
                     socket.set_read_timeout(Some(Duration::from_millis(100)))?;
                     let mut buffer = vec![0u8; 65_536];
                     while !sink_stop.load(Ordering::Relaxed) {
-                        let _ = socket.recv(&mut buffer);
+                        if let Ok(received) = socket.recv(&mut buffer) {
+                            delivered.fetch_add(received as u64, Ordering::Relaxed);
+                        }
                     }
                     Ok(())
                 })?);
@@ -679,9 +691,7 @@ fn write_outputs(
         _ => flow.kind_name(),
     };
     // flows.csv
-    let mut flows_csv = String::from(
-        "time_s,flow,kind,sent_bytes,recv_bytes,sent_packets,recv_packets,send_kbps,recv_kbps\n",
-    );
+    let mut flows_csv = format!("{}\n", FlowRow::HEADER).into_bytes();
     let zero = vec![Default::default(); plan.flows.len()];
     for row in 0..intervals {
         let now: &Vec<crate::testbed::FlowTotals> = flow_log.intervals.get(row).unwrap_or(&zero);
@@ -693,20 +703,21 @@ fn write_outputs(
         let time_s = interval.as_secs_f64() * (row + 1) as f64;
         for (index, flow) in plan.flows.iter().enumerate() {
             let (now, before) = (now.get(index).copied().unwrap_or_default(), before[index]);
-            let sent = now.sent_bytes.saturating_sub(before.sent_bytes);
-            let received = now.recv_bytes.saturating_sub(before.recv_bytes);
-            flows_csv.push_str(&format!(
-                "{},{},{},{},{},{},{},{},{}\n",
-                format_seconds(time_s),
-                flow.name,
-                kind_name(flow),
-                sent,
-                received,
-                now.sent_packets.saturating_sub(before.sent_packets),
-                now.recv_packets.saturating_sub(before.recv_packets),
-                sent as f64 * 8.0 / interval.as_secs_f64() / 1000.0,
-                received as f64 * 8.0 / interval.as_secs_f64() / 1000.0,
-            ));
+            FlowRow::from_counts(
+                time_s,
+                (flow.name.clone(), kind_name(flow).to_owned()),
+                [
+                    now.sent_bytes.saturating_sub(before.sent_bytes),
+                    now.recv_bytes.saturating_sub(before.recv_bytes),
+                    now.goodput_bytes.saturating_sub(before.goodput_bytes),
+                ],
+                [
+                    now.sent_packets.saturating_sub(before.sent_packets),
+                    now.recv_packets.saturating_sub(before.recv_packets),
+                ],
+                interval.as_secs_f64(),
+            )
+            .write_csv(&mut flows_csv)?;
         }
     }
     std::fs::write(args.out.join("flows.csv"), flows_csv)?;
@@ -755,7 +766,7 @@ fn write_outputs(
             .map(|bin| f64::from(bins.get(bin).copied().unwrap_or(0)))
             .collect();
         let cov = coefficient_of_variation(&counts);
-        let goodput = totals.recv_bytes as f64 * 8.0 / active;
+        let goodput = totals.goodput_bytes as f64 * 8.0 / active;
         if matches!(flow.kind, FlowKind::Tfrc(_) | FlowKind::Tcp(_)) {
             goodputs.push(goodput);
         }
@@ -770,7 +781,9 @@ fn write_outputs(
             recv_bytes: totals.recv_bytes,
             sent_packets: totals.sent_packets,
             recv_packets: totals.recv_packets,
+            goodput_bytes: totals.goodput_bytes,
             send_rate_bps: Some(totals.sent_bytes as f64 * 8.0 / active),
+            recv_rate_bps: Some(totals.recv_bytes as f64 * 8.0 / active),
             goodput_bps: Some(goodput),
             receiving_ratio: (totals.sent_packets > 0)
                 .then(|| totals.recv_packets as f64 / totals.sent_packets as f64),

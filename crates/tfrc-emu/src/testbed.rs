@@ -195,6 +195,9 @@ pub struct TestbedConfig {
     pub tracked_flows: Vec<TrackedFlow>,
     /// Interval of the tracked flows' counts.
     pub flow_interval: Duration,
+    /// Per tracked flow (same order), the application payload its receiving application
+    /// got, counted by that application (`flows.csv`'s goodput); empty: not counted.
+    pub delivered_payload: Vec<Arc<std::sync::atomic::AtomicU64>>,
 }
 
 /// A flow counted by the emulator: packets of flow id `flow` going from host `from` to host
@@ -220,6 +223,9 @@ pub struct FlowTotals {
     pub recv_bytes: u64,
     /// Packets delivered to the destination host.
     pub recv_packets: u64,
+    /// Application payload the receiving application got (its own count, sampled by the
+    /// emulator with the others).
+    pub goodput_bytes: u64,
 }
 
 /// What the emulator counted for the tracked flows, on its own clock.
@@ -262,6 +268,7 @@ impl TestbedConfig {
             pcap: None,
             realtime_priority: None,
             tracked_flows: Vec::new(),
+            delivered_payload: Vec::new(),
             flow_interval: Duration::from_secs(1),
         }
     }
@@ -627,6 +634,7 @@ impl Testbed {
         let emulator = Emulator {
             tuns,
             tracked: config.tracked_flows.clone(),
+            delivered_payload: config.delivered_payload.clone(),
             flow_interval: config.flow_interval,
             flow_log: testbed.flow_log.clone(),
             started: testbed.started.clone(),
@@ -769,6 +777,7 @@ impl Drop for Testbed {
 struct Emulator {
     tuns: Vec<OwnedFd>,
     tracked: Vec<TrackedFlow>,
+    delivered_payload: Vec<Arc<std::sync::atomic::AtomicU64>>,
     flow_interval: Duration,
     flow_log: Arc<std::sync::Mutex<FlowLog>>,
     started: Arc<std::sync::OnceLock<std::time::Instant>>,
@@ -916,6 +925,9 @@ impl Emulator {
                 log.write_due(now, &self.network.samples())?;
             }
             if !self.tracked.is_empty() {
+                for (totals, counter) in totals.iter_mut().zip(&self.delivered_payload) {
+                    totals.goodput_bytes = counter.load(std::sync::atomic::Ordering::Relaxed);
+                }
                 let mut log = self.flow_log.lock().unwrap_or_else(|p| p.into_inner());
                 while next_flow_row <= now {
                     log.intervals.push(totals.clone());

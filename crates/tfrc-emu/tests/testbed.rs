@@ -408,12 +408,7 @@ fn scenario_run_writes_the_simulator_outputs() {
     tfrc_emu::scenario::run(&args).unwrap();
     let flows = std::fs::read_to_string(out.join("flows.csv")).unwrap();
     let mut lines = flows.lines();
-    assert_eq!(
-        lines.next(),
-        Some(
-            "time_s,flow,kind,sent_bytes,recv_bytes,sent_packets,recv_packets,send_kbps,recv_kbps"
-        )
-    );
+    assert_eq!(lines.next(), Some(tfrc_output::FlowRow::HEADER));
     // 8 intervals × 3 flows.
     assert_eq!(lines.clone().count(), 24, "{flows}");
     // The CBR flow sends only during [4 s, 6 s): 200 kb/s of 1000-byte packets = 25 packets/s.
@@ -442,7 +437,14 @@ fn scenario_run_writes_the_simulator_outputs() {
     );
     let summary: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
-    assert_eq!(summary["schema_version"], 1);
+    assert_eq!(summary["schema_version"], tfrc_output::SCHEMA_VERSION);
+    // Goodput is what the receiving applications counted: some, and never more than the
+    // bytes of the IP packets delivered to them.
+    for flow in summary["flows"].as_array().unwrap() {
+        let goodput = flow["goodput_bytes"].as_u64().unwrap();
+        let received = flow["recv_bytes"].as_u64().unwrap();
+        assert!(goodput > 0 && goodput < received, "{flow}");
+    }
     assert_eq!(summary["bottleneck"]["from"], "edge");
     assert_eq!(summary["bottleneck"]["to"], "dst");
     let utilization = summary["bottleneck"]["utilization"].as_f64().unwrap();

@@ -39,6 +39,31 @@ struct FlowCounters {
     sent_bytes: u64,
     recv_packets: Option<u64>,
     recv_bytes: u64,
+    /// Application payload delivered ([`goodput_bytes`]).
+    goodput_bytes: u64,
+}
+
+/// The application payload in `recv_bytes` bytes / `recv_packets` packets that ns-2's sink
+/// counted for a flow of `packet_size`-byte packets (the output schema's `goodput_bytes`):
+/// - `Agent/TCPSink`'s `bytes_` already counts only what it hands up in order, segments whole
+///   (`numToDeliver` in `TcpSink::recv()`); every segment is `packet_size` bytes of which 40
+///   are the TCP/IP header (`tcpip_base_hdr_size_`), so the payload is `(packet_size − 40) /
+///   packet_size` of it.
+/// - `Agent/TFRCSink`'s `bytes_` counts every packet (TFRC never sends one twice); with
+///   `useHeaders_ false` the 32-byte TFRC header is inside `packet_size`, as in the simulator.
+/// - `Agent/LossMonitor` (CBR, on/off): the packet whole, as the simulator counts it.
+fn goodput_bytes(kind: SampleKind, packet_size: u32, recv_bytes: u64, recv_packets: u64) -> u64 {
+    let size = u64::from(packet_size.max(1));
+    match kind {
+        SampleKind::Tcp => {
+            let header = u64::from(crate::generate::NS2_TCP_HEADER_BYTES).min(size);
+            recv_bytes / size * (size - header)
+        }
+        SampleKind::Tfrc => {
+            recv_packets * size.saturating_sub(u64::from(crate::generate::NS2_TFRC_HEADER_BYTES))
+        }
+        SampleKind::Udp => recv_bytes,
+    }
 }
 
 /// Cumulative link-direction counters at one sampling time.
@@ -106,6 +131,8 @@ pub fn convert_samples(layout: &Layout, output: &str, path: &Path) -> Result<Con
             let recv_bytes = now.recv_bytes.saturating_sub(before.recv_bytes);
             let sent_packets = now.sent_packets.saturating_sub(before.sent_packets);
             let recv_packets = recv_packets_now.saturating_sub(recv_packets_before);
+            let goodput = goodput_bytes(flow.sample, flow.packet_size, recv_bytes, recv_packets);
+            totals[i].goodput_bytes += goodput;
             totals[i].sent_bytes += sent_bytes;
             totals[i].recv_bytes += recv_bytes;
             totals[i].sent_packets += sent_packets;
@@ -124,6 +151,8 @@ pub fn convert_samples(layout: &Layout, output: &str, path: &Path) -> Result<Con
                 recv_packets.to_string(),
                 number_text(sent_bytes as f64 * 8.0 / seconds / 1000.0),
                 number_text(recv_bytes as f64 * 8.0 / seconds / 1000.0),
+                goodput.to_string(),
+                number_text(goodput as f64 * 8.0 / seconds / 1000.0),
             ]);
         }
     }
@@ -261,7 +290,7 @@ fn summarize(
             }
         };
         let goodput = if active > 0.0 {
-            total.recv_bytes as f64 * 8.0 / active
+            total.goodput_bytes as f64 * 8.0 / active
         } else {
             0.0
         };
@@ -294,8 +323,10 @@ fn summarize(
             "recv_bytes": total.recv_bytes,
             "sent_packets": total.sent_packets,
             "recv_packets": recv_packets,
+            "goodput_bytes": total.goodput_bytes,
             "send_rate_bps": rate(total.sent_bytes),
-            "goodput_bps": rate(total.recv_bytes),
+            "recv_rate_bps": rate(total.recv_bytes),
+            "goodput_bps": rate(total.goodput_bytes),
             "receiving_ratio": receiving_ratio,
             "mean_p": Value::Null,
             "mean_rtt_s": mean_rtt,
@@ -311,7 +342,7 @@ fn summarize(
                 let active =
                     flow.stop.min(layout.duration).as_secs_f64() - flow.start.as_secs_f64();
                 if active > 0.0 {
-                    total.recv_bytes as f64 * 8.0 / active
+                    total.goodput_bytes as f64 * 8.0 / active
                 } else {
                     0.0
                 }
@@ -450,6 +481,7 @@ fn parse(layout: &Layout, output: &str, path: &Path) -> Result<Samples, Ns2Error
                     sent_bytes: count(3)?,
                     recv_packets,
                     recv_bytes: count(5)?,
+                    goodput_bytes: 0,
                 });
             }
             Some("L") => {

@@ -32,6 +32,10 @@ use crate::tcl;
 /// scenario's `packet_size` counts headers, so the agent gets `packet_size − 40`.
 pub const NS2_TCP_HEADER_BYTES: u32 = 40;
 
+/// ns-2's TFRC header (`Agent/TFRC set headersize_ 32`). The generated script runs TFRC with
+/// `useHeaders_ false`, so it lies inside `packet_size`, as the simulator's ns-2 profile has it.
+pub const NS2_TFRC_HEADER_BYTES: u32 = 32;
+
 /// Rate and queue of the access links that give marked flows their own source node (see
 /// [`generate`]): fast enough that they never delay or drop anything that matters.
 const ACCESS_LINK_RATE: &str = "100Gb";

@@ -542,24 +542,23 @@ fn the_converter_turns_cumulative_samples_into_intervals() {
         output.push_str(&format!("S {k} 0 {}\n", 12500 * k));
     }
     let converted = convert_samples(layout, &output, Path::new("output.txt")).expect("converts");
-    assert_eq!(
-        converted.flows[0].join(","),
-        "time_s,flow,kind,sent_bytes,recv_bytes,sent_packets,recv_packets,send_kbps,recv_kbps"
-    );
+    assert_eq!(converted.flows[0].join(","), tfrc_output::FlowRow::HEADER);
     assert_eq!(converted.flows.len(), 1 + 3 * 2);
-    assert_eq!(converted.flows[1].join(","), "1.0,t,tfrc,0,0,0,0,0,0");
+    assert_eq!(converted.flows[1].join(","), "1.0,t,tfrc,0,0,0,0,0,0,0,0");
+    // Goodput: 80 TFRC packets of 1000 B, each with ns-2's 32-byte header inside.
     assert_eq!(
         converted.flows[3].join(","),
-        "2.0,t,tfrc,100000,80000,100,80,800,640"
+        "2.0,t,tfrc,100000,80000,100,80,800,640,77440,619.52"
     );
     // The last interval is 0.5 s long: 50 packets of 1000 B in 0.5 s = 800 kbit/s.
     assert_eq!(
         converted.flows[5].join(","),
-        "2.5,t,tfrc,50000,60000,50,60,800,960"
+        "2.5,t,tfrc,50000,60000,50,60,800,960,58080,929.28"
     );
+    // CBR packets carry no modelled header: their goodput is what arrived.
     assert_eq!(
         converted.flows[6].join(","),
-        "2.5,c,cbr,6000,6000,6,6,96,96"
+        "2.5,c,cbr,6000,6000,6,6,96,96,6000,96"
     );
     // State rows only while the TFRC flow exists (from 1 s), none for the CBR flow.
     let state_times: Vec<&str> = converted.state[1..]
@@ -574,7 +573,12 @@ fn the_converter_turns_cumulative_samples_into_intervals() {
     assert_eq!(converted.links[3][9], "0.072"); // 9000 B in 1 s on 1 Mbit/s
     let summary = &converted.summary;
     assert_eq!(summary["flows"][0]["recv_bytes"], 140_000);
-    assert_eq!(summary["flows"][0]["goodput_bps"], 140_000.0 * 8.0 / 1.5);
+    assert_eq!(summary["flows"][0]["recv_rate_bps"], 140_000.0 * 8.0 / 1.5);
+    assert_eq!(summary["flows"][0]["goodput_bytes"], 140 * 968);
+    assert_eq!(
+        summary["flows"][0]["goodput_bps"],
+        140.0 * 968.0 * 8.0 / 1.5
+    );
     assert_eq!(summary["flows"][1]["receiving_ratio"], 31.0 / 32.0);
     assert_eq!(summary["bottleneck"]["capacity_bps"], 1_000_000);
 }

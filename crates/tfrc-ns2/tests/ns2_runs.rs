@@ -81,10 +81,7 @@ fn one_tfrc_flow_fills_a_1mbps_link() {
     assert!(outcomes[0].wall_time.is_some());
 
     let (header, rows) = read_csv(&directory.path().join("flows.csv"));
-    assert_eq!(
-        header.join(","),
-        "time_s,flow,kind,sent_bytes,recv_bytes,sent_packets,recv_packets,send_kbps,recv_kbps"
-    );
+    assert_eq!(header.join(","), tfrc_output::FlowRow::HEADER);
     assert_eq!(rows.len(), 20, "one row per 1 s interval");
     let times: Vec<&str> = rows.iter().map(|row| row[0].as_str()).collect();
     assert_eq!(times[0], "1.0");
@@ -126,7 +123,7 @@ fn one_tfrc_flow_fills_a_1mbps_link() {
         &std::fs::read_to_string(directory.path().join("summary.json")).expect("summary"),
     )
     .expect("JSON");
-    assert_eq!(summary["schema_version"], 1);
+    assert_eq!(summary["schema_version"], tfrc_output::SCHEMA_VERSION);
     assert_eq!(summary["bottleneck"]["from"], "router");
     assert!(
         summary["flows"][0]["goodput_bps"]

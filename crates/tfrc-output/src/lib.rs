@@ -27,9 +27,14 @@ pub use stats::{coefficient_of_variation, jain_index};
 pub use writer::{CsvRow, RowFile, RunWriter, WriteError};
 
 /// Version of the output schema, written in `summary.json`. A reader refuses any other
-/// version: a change of version means a column was renamed or removed (a column added at the
-/// end keeps the version; readers match columns by name).
-pub const SCHEMA_VERSION: u32 = 1;
+/// version: a change of version means a column was renamed or removed, or changed meaning (a
+/// column added at the end keeps the version; readers match columns by name).
+///
+/// Version 2: `goodput_bps` is the application payload delivered (in order for TCP, distinct
+/// packets for TFRC), where version 1 counted every data packet that arrived, headers and
+/// duplicates included; that figure is now `recv_rate_bps`, and `flows.csv` gained
+/// `goodput_bytes` and `goodput_kbps`.
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// Per flow per interval.
 pub const FLOWS_FILE: &str = "flows.csv";
@@ -51,7 +56,8 @@ pub struct FlowRow {
     pub kind: String,
     /// Bytes the sender put on its first link in the interval.
     pub sent_bytes: u64,
-    /// Bytes of data packets that reached the destination in the interval.
+    /// Bytes of data packets that reached the destination in the interval (wire sizes,
+    /// duplicates included).
     pub recv_bytes: u64,
     /// Data packets sent in the interval.
     pub sent_packets: u64,
@@ -61,6 +67,12 @@ pub struct FlowRow {
     pub send_kbps: f64,
     /// Receiving rate over the interval (kb/s).
     pub recv_kbps: f64,
+    /// Application payload delivered in the interval: what a TCP sink handed up in order;
+    /// the payload of distinct TFRC packets (headers excluded); a CBR or on/off packet whole
+    /// (the simulator models no header under them).
+    pub goodput_bytes: u64,
+    /// Goodput over the interval (kb/s).
+    pub goodput_kbps: f64,
 }
 
 /// Decimals of the kb/s columns of `flows.csv` (1 b/s).
@@ -69,7 +81,33 @@ const KBPS_DECIMALS: usize = 3;
 impl FlowRow {
     /// The header line of `flows.csv` (the field names, in order).
     pub const HEADER: &'static str =
-        "time_s,flow,kind,sent_bytes,recv_bytes,sent_packets,recv_packets,send_kbps,recv_kbps";
+        "time_s,flow,kind,sent_bytes,recv_bytes,sent_packets,recv_packets,send_kbps,recv_kbps,goodput_bytes,goodput_kbps";
+
+    /// A row for one interval of `interval_secs` seconds from its byte and packet counts
+    /// (`[sent_bytes, recv_bytes, goodput_bytes]`, `[sent_packets, recv_packets]`); the rates
+    /// are the counts over the interval.
+    pub fn from_counts(
+        time_s: f64,
+        (flow, kind): (String, String),
+        [sent_bytes, recv_bytes, goodput_bytes]: [u64; 3],
+        [sent_packets, recv_packets]: [u64; 2],
+        interval_secs: f64,
+    ) -> FlowRow {
+        let kbps = |bytes: u64| bytes as f64 * 8.0 / interval_secs / 1000.0;
+        FlowRow {
+            time_s,
+            flow,
+            kind,
+            sent_bytes,
+            recv_bytes,
+            sent_packets,
+            recv_packets,
+            send_kbps: kbps(sent_bytes),
+            recv_kbps: kbps(recv_bytes),
+            goodput_bytes,
+            goodput_kbps: kbps(goodput_bytes),
+        }
+    }
 }
 
 impl CsvRow for FlowRow {
@@ -78,7 +116,7 @@ impl CsvRow for FlowRow {
     fn write_csv(&self, out: &mut impl Write) -> io::Result<()> {
         writeln!(
             out,
-            "{},{},{},{},{},{},{},{},{}",
+            "{},{},{},{},{},{},{},{},{},{},{}",
             Seconds(self.time_s),
             self.flow,
             self.kind,
@@ -88,6 +126,8 @@ impl CsvRow for FlowRow {
             self.recv_packets,
             Fixed(Some(self.send_kbps), KBPS_DECIMALS),
             Fixed(Some(self.recv_kbps), KBPS_DECIMALS),
+            self.goodput_bytes,
+            Fixed(Some(self.goodput_kbps), KBPS_DECIMALS),
         )
     }
 
@@ -96,6 +136,7 @@ impl CsvRow for FlowRow {
         self.time_s = cell::round_seconds(self.time_s);
         self.send_kbps = round_decimals(self.send_kbps, KBPS_DECIMALS).unwrap_or(f64::NAN);
         self.recv_kbps = round_decimals(self.recv_kbps, KBPS_DECIMALS).unwrap_or(f64::NAN);
+        self.goodput_kbps = round_decimals(self.goodput_kbps, KBPS_DECIMALS).unwrap_or(f64::NAN);
         self
     }
 
@@ -380,15 +421,20 @@ pub struct FlowSummary {
     pub stop_s: f64,
     /// Bytes sent (wire size).
     pub sent_bytes: u64,
-    /// Bytes of data packets delivered to the destination.
+    /// Bytes of data packets delivered to the destination (wire sizes, duplicates included).
     pub recv_bytes: u64,
     /// Data packets sent.
     pub sent_packets: u64,
     /// Data packets delivered.
     pub recv_packets: u64,
+    /// Application payload delivered ([`FlowRow::goodput_bytes`] over the run).
+    pub goodput_bytes: u64,
     /// `sent_bytes · 8 / active time` (`None` for a flow with no active time).
     pub send_rate_bps: Option<f64>,
-    /// `recv_bytes · 8 / active time` (`None` for a flow with no active time).
+    /// `recv_bytes · 8 / active time`: the receiving rate, headers and duplicates included
+    /// (`None` for a flow with no active time).
+    pub recv_rate_bps: Option<f64>,
+    /// `goodput_bytes · 8 / active time` (`None` for a flow with no active time).
     pub goodput_bps: Option<f64>,
     /// `recv_packets / sent_packets`.
     pub receiving_ratio: Option<f64>,

@@ -39,6 +39,8 @@ fn flow_row() -> FlowRow {
         recv_packets: 4,
         send_kbps: 1.5,
         recv_kbps: 2.0,
+        goodput_bytes: 1,
+        goodput_kbps: 1.0,
     }
 }
 
@@ -166,7 +168,9 @@ proptest! {
             time_s,
             send_kbps: finite(0),
             recv_kbps: finite(1),
+            goodput_kbps: finite(2),
             sent_bytes: u64::from(counts[0]),
+            goodput_bytes: u64::from(counts[1]),
             ..flow_row()
         };
         let line = written(|out| flow.write_csv(out));
@@ -251,7 +255,9 @@ fn feedbacks_per_rtt_is_count_times_rtt_over_active_time() {
         recv_bytes: 0,
         sent_packets: 0,
         recv_packets: 0,
+        goodput_bytes: 0,
         send_rate_bps: None,
+        recv_rate_bps: None,
         goodput_bps: None,
         receiving_ratio: None,
         mean_p: None,

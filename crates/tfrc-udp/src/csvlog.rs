@@ -172,7 +172,7 @@ impl FlowCsv {
                 sender_cells(sender, rate)
             }
             (FlowKind::TfrcReceiver, FlowSnapshot::TfrcReceiver(receiver)) => {
-                let rate = self.interval_rate(flow_id, time_s, receiver.stats.bytes);
+                let rate = self.interval_rate(flow_id, time_s, receiver.stats.payload_bytes);
                 receiver_cells(receiver, rate)
             }
             (FlowKind::Tcp, FlowSnapshot::Tcp(info)) => {

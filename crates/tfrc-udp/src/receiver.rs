@@ -56,6 +56,9 @@ pub struct ReceiverOptions {
     pub log: Option<(PathBuf, Duration)>,
     /// Stop after the first flow ends.
     pub once: bool,
+    /// If given, the payload bytes of every data packet accepted (duplicates excluded, all
+    /// flows) are added to it as they arrive: the goodput a testbed samples on its own clock.
+    pub delivered_payload: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
 }
 
 impl ReceiverOptions {
@@ -69,6 +72,7 @@ impl ReceiverOptions {
             report_interval: Some(Duration::from_secs(1)),
             log: None,
             once: false,
+            delivered_payload: None,
         }
     }
 }
@@ -522,8 +526,13 @@ impl UdpReceiver {
                 return;
             }
             flow.account(now);
+            let payload_before = flow.receiver.stats().payload_bytes;
             match flow.receiver.handle_packet(now, bytes) {
                 Ok(()) => {
+                    if let Some(counter) = &self.options.delivered_payload {
+                        let delivered = flow.receiver.stats().payload_bytes - payload_before;
+                        counter.fetch_add(delivered, std::sync::atomic::Ordering::Relaxed);
+                    }
                     flow.last_packet = now;
                     if let Some(rtt) = flow.receiver.rtt() {
                         if flow.last_rtt != Some(rtt) {
@@ -560,6 +569,12 @@ impl UdpReceiver {
         if receiver.handle_packet(now, bytes).is_err() {
             self.counters.malformed += 1;
             return;
+        }
+        if let Some(counter) = &self.options.delivered_payload {
+            counter.fetch_add(
+                receiver.stats().payload_bytes,
+                std::sync::atomic::Ordering::Relaxed,
+            );
         }
         let local_port = self.local_addr().map_or(0, |address| address.port());
         let flow_id = format!("{session:08x}-receiver");

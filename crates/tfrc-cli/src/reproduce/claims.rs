@@ -485,7 +485,9 @@ fn measure(
     let goodput_kbps = |flow: &str| -> Option<f64> {
         match window {
             Some([start, end]) => {
-                let bytes: u64 = window_rows(run, flow, window).map(|r| r.recv_bytes).sum();
+                let bytes: u64 = window_rows(run, flow, window)
+                    .map(|r| r.goodput_bytes)
+                    .sum();
                 (end > start).then(|| bytes as f64 * 8.0 / (end - start) / 1000.0)
             }
             None => goodput_kbps(run, flow),

@@ -803,7 +803,11 @@ impl Simulation {
                 self.data_buffer[..DATA_HEADER_LEN].copy_from_slice(&header);
                 if let Protocol::Tfrc { receiver, .. } = &mut flow.protocol {
                     // Errors are counted by the receiver; simulated packets are well formed.
+                    // Goodput: the payload of the packets it accepted (duplicates excluded).
+                    let before = receiver.stats().payload_bytes;
                     let _ = receiver.handle_packet_ecn(now, &self.data_buffer[..size], meta.ce);
+                    let delivered = receiver.stats().payload_bytes - before;
+                    flow.record.record_goodput(delivered);
                 }
                 self.receiver_output(flow_index);
             }
@@ -820,7 +824,12 @@ impl Simulation {
             Body::TcpData(segment) => {
                 flow.record.record_received(meta.size_bytes);
                 if let Protocol::Tcp { sink, .. } = &mut flow.protocol {
+                    // Goodput: the payload the sink handed up in order (duplicates and
+                    // out-of-order segments count when the hole before them fills).
+                    let before = sink.delivered_bytes();
                     let _ = sink.handle_segment(now, &segment);
+                    let delivered = sink.delivered_bytes() - before;
+                    flow.record.record_goodput(delivered);
                 }
                 self.receiver_output(flow_index);
             }
@@ -834,7 +843,12 @@ impl Simulation {
                 }
                 self.sender_event(flow_index);
             }
-            Body::Udp => flow.record.record_received(meta.size_bytes),
+            Body::Udp => {
+                // CBR and on/off packets carry no modelled header (as ns-2's Agent/UDP): the
+                // application gets the whole packet.
+                flow.record.record_received(meta.size_bytes);
+                flow.record.record_goodput(u64::from(meta.size_bytes));
+            }
         }
     }
 

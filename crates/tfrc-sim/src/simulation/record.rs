@@ -39,6 +39,8 @@ pub(crate) struct Counts {
     pub sent_packets: u64,
     pub recv_bytes: u64,
     pub recv_packets: u64,
+    /// Application payload delivered ([`FlowRow::goodput_bytes`]).
+    pub goodput_bytes: u64,
 }
 
 /// Everything recorded about one flow.
@@ -135,6 +137,12 @@ impl FlowRecord {
         self.total.recv_bytes += u64::from(bytes);
         self.total.recv_packets += 1;
     }
+
+    /// Application payload the receiving endpoint delivered (goodput).
+    pub fn record_goodput(&mut self, bytes: u64) {
+        self.interval.goodput_bytes += bytes;
+        self.total.goodput_bytes += bytes;
+    }
 }
 
 /// Builds a run's rows from the simulation's state and hands them to the one writer of the
@@ -176,18 +184,13 @@ impl Recorder {
         interval_secs: f64,
     ) -> Result<(), SimulationError> {
         let counts = record.interval;
-        let kbps = |bytes: u64| bytes as f64 * 8.0 / interval_secs / 1000.0;
-        let row = FlowRow {
-            time_s: seconds(at),
-            flow: record.name.clone(),
-            kind: record.kind.to_owned(),
-            sent_bytes: counts.sent_bytes,
-            recv_bytes: counts.recv_bytes,
-            sent_packets: counts.sent_packets,
-            recv_packets: counts.recv_packets,
-            send_kbps: kbps(counts.sent_bytes),
-            recv_kbps: kbps(counts.recv_bytes),
-        };
+        let row = FlowRow::from_counts(
+            seconds(at),
+            (record.name.clone(), record.kind.to_owned()),
+            [counts.sent_bytes, counts.recv_bytes, counts.goodput_bytes],
+            [counts.sent_packets, counts.recv_packets],
+            interval_secs,
+        );
         self.writer.push(row).map_err(io_error)
     }
 
@@ -275,8 +278,10 @@ impl FlowRecord {
             recv_bytes: self.total.recv_bytes,
             sent_packets: self.total.sent_packets,
             recv_packets: self.total.recv_packets,
+            goodput_bytes: self.total.goodput_bytes,
             send_rate_bps: per_second(self.total.sent_bytes),
-            goodput_bps: per_second(self.total.recv_bytes),
+            recv_rate_bps: per_second(self.total.recv_bytes),
+            goodput_bps: per_second(self.total.goodput_bytes),
             receiving_ratio: (self.total.sent_packets > 0)
                 .then(|| self.total.recv_packets as f64 / self.total.sent_packets as f64),
             mean_p: (self.p_samples > 0).then(|| self.p_sum / self.p_samples as f64),
