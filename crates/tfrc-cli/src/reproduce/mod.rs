@@ -181,9 +181,10 @@ pub struct Experiment {
     pub replicas: Vec<Vec<LoadedRun>>,
 }
 
-/// The recorded testbed runs of experiment `id`: run directories under `dir` whose summary names
-/// the scenario `id` or one of its variants `id[...]`.
-fn testbed_runs(dir: &Path, id: &str) -> Vec<Run> {
+/// Every recorded testbed run under `dir` (run directories with a `summary.json`), in path
+/// order. A run the reader refuses (an older output schema) is left out of the report and said
+/// so once: it must be recorded again with `tfrc testbed run`.
+fn recorded_testbed_runs(dir: &Path) -> Vec<Run> {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return Vec::new();
     };
@@ -194,10 +195,28 @@ fn testbed_runs(dir: &Path, id: &str) -> Vec<Run> {
     paths.sort();
     paths
         .into_iter()
-        .filter_map(|path| Run::load(&path).ok())
+        .filter_map(|path| match Run::load(&path) {
+            Ok(run) => Some(run),
+            Err(error) => {
+                eprintln!(
+                    "warning: recorded testbed run {} left out of the report: {error}",
+                    path.display()
+                );
+                None
+            }
+        })
+        .collect()
+}
+
+/// The recorded runs of experiment `id`: those whose summary names the scenario `id` or one of
+/// its variants `id[...]`.
+fn testbed_runs(recorded: &[Run], id: &str) -> Vec<Run> {
+    recorded
+        .iter()
         .filter(|run| {
             run.summary.scenario == id || run.summary.scenario.starts_with(&format!("{id}["))
         })
+        .cloned()
         .collect()
 }
 
@@ -489,6 +508,7 @@ pub fn run(args: &ReproduceArgs) -> Result<()> {
         .testbed
         .clone()
         .unwrap_or_else(|| dir.join("../results/testbed"));
+    let recorded = recorded_testbed_runs(&testbed_dir);
     let mut experiments: Vec<Experiment> = first.unwrap_or_default();
     for set in replica_sets {
         for (experiment, runs) in experiments.iter_mut().zip(set) {
@@ -512,7 +532,7 @@ pub fn run(args: &ReproduceArgs) -> Result<()> {
                     .unwrap_or_else(|| Err("ns-2 was not run".to_string()))
             });
         }
-        experiment.testbed = testbed_runs(&testbed_dir, &id);
+        experiment.testbed = testbed_runs(&recorded, &id);
     }
     let outcomes: Vec<Vec<Outcome>> = claim_lists
         .iter()
