@@ -39,7 +39,13 @@ struct FlowCounters {
     sent_bytes: u64,
     recv_packets: Option<u64>,
     recv_bytes: u64,
-    /// Application payload delivered ([`goodput_bytes`]).
+}
+
+/// A flow's counts over the run: ns-2's counters summed over the intervals, and the
+/// application payload derived from them ([`goodput_bytes`]), which ns-2 does not print.
+#[derive(Debug, Clone, Copy, Default)]
+struct FlowTotals {
+    counters: FlowCounters,
     goodput_bytes: u64,
 }
 
@@ -106,7 +112,7 @@ pub fn convert_samples(layout: &Layout, output: &str, path: &Path) -> Result<Con
 
     // flows.csv
     let mut flows = vec![header_cells(FlowRow::HEADER)];
-    let mut totals = vec![FlowCounters::default(); layout.flows.len()];
+    let mut totals = vec![FlowTotals::default(); layout.flows.len()];
     let mut per_interval_sent: Vec<Vec<u64>> = vec![Vec::new(); layout.flows.len()];
     for (k, &time) in layout.flow_times.iter().enumerate() {
         let width = time
@@ -133,10 +139,11 @@ pub fn convert_samples(layout: &Layout, output: &str, path: &Path) -> Result<Con
             let recv_packets = recv_packets_now.saturating_sub(recv_packets_before);
             let goodput = goodput_bytes(flow.sample, flow.packet_size, recv_bytes, recv_packets);
             totals[i].goodput_bytes += goodput;
-            totals[i].sent_bytes += sent_bytes;
-            totals[i].recv_bytes += recv_bytes;
-            totals[i].sent_packets += sent_packets;
-            *totals[i].recv_packets.get_or_insert(0) += recv_packets;
+            let counters = &mut totals[i].counters;
+            counters.sent_bytes += sent_bytes;
+            counters.recv_bytes += recv_bytes;
+            counters.sent_packets += sent_packets;
+            *counters.recv_packets.get_or_insert(0) += recv_packets;
             if time > flow.start && time - width < flow.stop.min(layout.duration) {
                 per_interval_sent[i].push(sent_packets);
             }
@@ -268,7 +275,7 @@ pub fn convert_samples(layout: &Layout, output: &str, path: &Path) -> Result<Con
 
 fn summarize(
     layout: &Layout,
-    totals: &[FlowCounters],
+    totals: &[FlowTotals],
     per_interval_sent: &[Vec<u64>],
     rtt_sums: &[(f64, u32)],
     link_totals: &[LinkCounters],
@@ -280,7 +287,10 @@ fn summarize(
         let start = flow.start.as_secs_f64();
         let stop = flow.stop.min(layout.duration).as_secs_f64();
         let active = stop - start;
-        let total = totals[i];
+        let FlowTotals {
+            counters: total,
+            goodput_bytes,
+        } = totals[i];
         let recv_packets = total.recv_packets.unwrap_or(0);
         let rate = |bytes: u64| {
             if active > 0.0 {
@@ -290,7 +300,7 @@ fn summarize(
             }
         };
         let goodput = if active > 0.0 {
-            total.goodput_bytes as f64 * 8.0 / active
+            goodput_bytes as f64 * 8.0 / active
         } else {
             0.0
         };
@@ -323,10 +333,10 @@ fn summarize(
             "recv_bytes": total.recv_bytes,
             "sent_packets": total.sent_packets,
             "recv_packets": recv_packets,
-            "goodput_bytes": total.goodput_bytes,
+            "goodput_bytes": goodput_bytes,
             "send_rate_bps": rate(total.sent_bytes),
             "recv_rate_bps": rate(total.recv_bytes),
-            "goodput_bps": rate(total.goodput_bytes),
+            "goodput_bps": rate(goodput_bytes),
             "receiving_ratio": receiving_ratio,
             "mean_p": Value::Null,
             "mean_rtt_s": mean_rtt,
@@ -481,7 +491,6 @@ fn parse(layout: &Layout, output: &str, path: &Path) -> Result<Samples, Ns2Error
                     sent_bytes: count(3)?,
                     recv_packets,
                     recv_bytes: count(5)?,
-                    goodput_bytes: 0,
                 });
             }
             Some("L") => {
