@@ -280,22 +280,23 @@ pub fn run(args: &RunArgs) -> Result<()> {
     config.links_csv = Some((args.out.join("links.csv"), interval));
     config.realtime_priority = args.realtime.then_some(10);
     config.flow_interval = interval;
+    // Goodput: what each receiving application got, counted by it (TFRC payload of accepted
+    // packets, bytes a TCP sink read, UDP payloads a sink received).
+    let delivered: Vec<Arc<AtomicU64>> = plan.flows.iter().map(|_| Arc::default()).collect();
     config.tracked_flows = plan
         .flows
         .iter()
         .zip(&plan.ports)
-        .map(|(flow, port)| {
+        .zip(&delivered)
+        .map(|((flow, port), delivered)| {
             Ok(TrackedFlow {
                 flow: FlowId::from(*port),
                 from: plan.host_index(&flow.from)?,
                 to: plan.host_index(&flow.to)?,
+                delivered_payload: Some(delivered.clone()),
             })
         })
         .collect::<Result<_>>()?;
-    // Goodput: what each receiving application got, counted by it (TFRC payload of accepted
-    // packets, bytes a TCP sink read, UDP payloads a sink received).
-    let delivered: Vec<Arc<AtomicU64>> = plan.flows.iter().map(|_| Arc::default()).collect();
-    config.delivered_payload = delivered.clone();
     let interrupted = Arc::new(AtomicBool::new(false));
     for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(signal, interrupted.clone())?;

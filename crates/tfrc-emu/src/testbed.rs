@@ -195,14 +195,11 @@ pub struct TestbedConfig {
     pub tracked_flows: Vec<TrackedFlow>,
     /// Interval of the tracked flows' counts.
     pub flow_interval: Duration,
-    /// Per tracked flow (same order), the application payload its receiving application
-    /// got, counted by that application (`flows.csv`'s goodput); empty: not counted.
-    pub delivered_payload: Vec<Arc<std::sync::atomic::AtomicU64>>,
 }
 
 /// A flow counted by the emulator: packets of flow id `flow` going from host `from` to host
 /// `to` (indices in the topology) are its data packets.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct TrackedFlow {
     /// Flow id (its port).
     pub flow: FlowId,
@@ -210,6 +207,9 @@ pub struct TrackedFlow {
     pub from: usize,
     /// Receiving host index.
     pub to: usize,
+    /// The application payload the receiving application got, counted by that application
+    /// and sampled with the emulator's counts (`flows.csv`'s goodput); `None`: not counted.
+    pub delivered_payload: Option<Arc<std::sync::atomic::AtomicU64>>,
 }
 
 /// Cumulative counts of one tracked flow.
@@ -268,7 +268,6 @@ impl TestbedConfig {
             pcap: None,
             realtime_priority: None,
             tracked_flows: Vec::new(),
-            delivered_payload: Vec::new(),
             flow_interval: Duration::from_secs(1),
         }
     }
@@ -634,7 +633,6 @@ impl Testbed {
         let emulator = Emulator {
             tuns,
             tracked: config.tracked_flows.clone(),
-            delivered_payload: config.delivered_payload.clone(),
             flow_interval: config.flow_interval,
             flow_log: testbed.flow_log.clone(),
             started: testbed.started.clone(),
@@ -777,7 +775,6 @@ impl Drop for Testbed {
 struct Emulator {
     tuns: Vec<OwnedFd>,
     tracked: Vec<TrackedFlow>,
-    delivered_payload: Vec<Arc<std::sync::atomic::AtomicU64>>,
     flow_interval: Duration,
     flow_log: Arc<std::sync::Mutex<FlowLog>>,
     started: Arc<std::sync::OnceLock<std::time::Instant>>,
@@ -925,8 +922,10 @@ impl Emulator {
                 log.write_due(now, &self.network.samples())?;
             }
             if !self.tracked.is_empty() {
-                for (totals, counter) in totals.iter_mut().zip(&self.delivered_payload) {
-                    totals.goodput_bytes = counter.load(std::sync::atomic::Ordering::Relaxed);
+                for (totals, tracked) in totals.iter_mut().zip(&self.tracked) {
+                    if let Some(counter) = &tracked.delivered_payload {
+                        totals.goodput_bytes = counter.load(std::sync::atomic::Ordering::Relaxed);
+                    }
                 }
                 let mut log = self.flow_log.lock().unwrap_or_else(|p| p.into_inner());
                 while next_flow_row <= now {
