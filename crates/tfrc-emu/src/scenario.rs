@@ -11,8 +11,9 @@
 //!   payloads of `packet_size − 28` bytes (an IP packet of `packet_size`; for TFRC that is the
 //!   32-byte TFRC header and s = `packet_size − 60` bytes of payload, RFC 5348 §3.1), and TCP
 //!   flows use an MSS of `packet_size − 40`.
-//! - TFRC options follow the simulator's mapping (`tfrc_sim::simulation::tfrc_config`); the
-//!   ns-2 profile and `feedbacks_per_rtt`, which the real receiver cannot follow, are refused.
+//! - TFRC options follow the simulator's mapping (`tfrc_sim::simulation::tfrc_config`), the
+//!   profile included; the receiver learns the options it acts on (profile, feedbacks per RTT,
+//!   Veno, history discounting) from the flow options every data packet carries.
 //! - `flows.csv` counts are taken by the emulator on its clock (time zero = when the emulator
 //!   started, just before the flows): bytes are IP packet sizes; `sent` counts data packets
 //!   entering the first link, `recv` those delivered to the destination host. `goodput` is
@@ -64,6 +65,8 @@ pub struct Plan {
     pub flows: Vec<FlowSpec>,
     /// Each flow's port.
     pub ports: Vec<u16>,
+    /// What each flow runs at its ends.
+    pub endpoints: Vec<Endpoint>,
 }
 
 /// The simulator's queue for a scenario queue (the one conversion the simulator uses too).
@@ -96,27 +99,41 @@ fn direction_spec(spec: &LinkDirectionSpec) -> DirectionSpec {
     }
 }
 
-/// TFRC options the real receiver (`tfrc recv`, which learns a flow's options from its first
-/// packet) cannot follow are refused by name rather than silently dropped: the ns-2 profile
-/// and a fixed number of feedbacks per RTT exist in the simulator only.
-fn refuse_simulator_only_options(flow: &FlowSpec) -> Result<()> {
-    if let FlowKind::Tfrc(tfrc) = &flow.kind {
-        if tfrc.profile == tfrc_scenario::TfrcProfile::Ns2 {
-            bail!(
-                "flow {}: profile = \"ns2\" is a simulator option; the testbed's receiver runs \
-                 RFC 5348 (remove the key, or run the scenario with `tfrc sim`)",
-                flow.name
-            );
-        }
-        if let Some(count) = tfrc.feedbacks_per_rtt {
-            bail!(
-                "flow {}: feedbacks_per_rtt = {count} is a simulator option; the testbed's \
-                 receiver knows rtt_ref only (use rtt_ref, or run the scenario with `tfrc sim`)",
-                flow.name
-            );
-        }
+/// What a flow runs at its ends on the testbed, decided when the plan is made (so a bad
+/// option is refused before any namespace exists).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Endpoint {
+    /// A TFRC flow: the sender's configuration, from the simulator's own mapping
+    /// ([`tfrc_sim::simulation::tfrc_config`]) for TFRC packets of `packet_size − 28` bytes (an
+    /// IP packet of `packet_size`). The receiver learns every option it acts on from the flow
+    /// options each data packet carries (`tfrc_udp::control::FlowOptions`).
+    Tfrc(tfrc_proto::Config),
+    /// A kernel TCP flow whose sender uses this MSS (`packet_size − 40`, within 88..=1460).
+    Tcp {
+        /// Maximum segment size, bytes.
+        mss: u32,
+    },
+    /// A UDP source (CBR, Pareto or exponential on/off) and a sink that counts its payloads.
+    Udp,
+}
+
+impl Endpoint {
+    /// The endpoint of one flow of a scenario.
+    pub fn new(flow: &FlowSpec) -> Result<Endpoint> {
+        Ok(match &flow.kind {
+            FlowKind::Tfrc(tfrc) => Endpoint::Tfrc(tfrc_sim::simulation::tfrc_config(
+                tfrc,
+                flow.packet_size.saturating_sub(UDP_OVERHEAD),
+                &format!("flow {}", flow.name),
+            )?),
+            FlowKind::Tcp(_) => Endpoint::Tcp {
+                mss: flow.packet_size.saturating_sub(40).clamp(88, 1460),
+            },
+            FlowKind::Cbr { .. } | FlowKind::Pareto(_) | FlowKind::ExponentialOnOff(_) => {
+                Endpoint::Udp
+            }
+        })
     }
-    Ok(())
 }
 
 impl Plan {
@@ -126,9 +143,7 @@ impl Plan {
         if flows.len() > usize::from(u16::MAX - FIRST_PORT) {
             bail!("too many flows for one testbed: {}", flows.len());
         }
-        for flow in &flows {
-            refuse_simulator_only_options(flow)?;
-        }
+        let endpoints = flows.iter().map(Endpoint::new).collect::<Result<_>>()?;
         let ports: Vec<u16> = (0..flows.len()).map(|i| FIRST_PORT + i as u16).collect();
         let port_of: HashMap<&str, u16> = flows
             .iter()
@@ -199,6 +214,7 @@ impl Plan {
             topology,
             flows,
             ports,
+            endpoints,
         })
     }
 
@@ -322,10 +338,9 @@ pub fn run(args: &RunArgs) -> Result<()> {
         let address: SocketAddr = format!("{}:{port}", to.address).parse()?;
         let start = origin + flow.start;
         let stop_at = origin + flow.stop_time(duration).min(duration);
-        let packet_size = flow.packet_size;
         let delivered = delivered[index].clone();
-        match &flow.kind {
-            FlowKind::Tfrc(tfrc) => {
+        match plan.endpoints[index].clone() {
+            Endpoint::Tfrc(config) => {
                 let receiver_stop = stop.clone();
                 workers.push(in_namespace(&to.namespace, move || -> Result<()> {
                     let receiver = tfrc_udp::UdpReceiver::bind(tfrc_udp::ReceiverOptions {
@@ -336,14 +351,7 @@ pub fn run(args: &RunArgs) -> Result<()> {
                     receiver.run(&receiver_stop, &mut |_| {})?;
                     Ok(())
                 })?);
-                // The simulator's mapping, for TFRC packets of `packet_size − 28` bytes (the
-                // IP packet is `packet_size`).
-                let config = tfrc_sim::simulation::tfrc_config(
-                    tfrc,
-                    packet_size.saturating_sub(UDP_OVERHEAD),
-                    &format!("flow {}", flow.name),
-                )?;
-                let target_bps = tfrc.target_rate.map(|rate| rate.bits_per_second() as f64);
+                let target_bps = config.target_rate.map(|bytes| bytes * 8.0);
                 let states = states.clone();
                 let (flow_name, flow_kind) = (flow.name.clone(), flow.kind_name());
                 let sender_stop = stop.clone();
@@ -352,18 +360,20 @@ pub fn run(args: &RunArgs) -> Result<()> {
                     let mut options = tfrc_udp::SenderOptions::new(address);
                     options.duration = stop_at.saturating_duration_since(start);
                     options.report_interval = Some(state_interval);
-                    let rtt_ref = config.rtt_ref;
+                    let (rtt_ref, fixed_feedbacks) = (config.rtt_ref, config.feedbacks_per_rtt);
                     options.config = config;
                     let sender = tfrc_udp::UdpSender::new(options)?;
                     sender.run(&sender_stop, &mut |interval| {
                         let elapsed = origin.elapsed().as_secs_f64();
                         let step = state_interval.as_secs_f64();
                         let rtt = interval.rtt_ms.map(|ms| ms / 1000.0);
-                        let feedbacks = match (rtt, rtt_ref) {
-                            (Some(rtt), Some(reference)) => {
-                                Some(((rtt / reference.as_secs_f64()) as u64).max(1))
+                        // The receiver's rule (`Config::feedbacks_per_rtt`, then `rtt_ref`).
+                        let feedbacks = match (fixed_feedbacks, rtt, rtt_ref) {
+                            (Some(count), _, _) => u64::from(count),
+                            (None, Some(rtt), Some(reference)) => {
+                                ((rtt / reference.as_secs_f64()) as u64).max(1)
                             }
-                            _ => Some(1),
+                            _ => 1,
                         };
                         let time_s = (elapsed / step).round() * step;
                         let mut rows = states.lock().unwrap_or_else(|p| p.into_inner());
@@ -375,7 +385,7 @@ pub fn run(args: &RunArgs) -> Result<()> {
                                 p: Some(interval.p),
                                 rtt_s: rtt,
                                 target_bps,
-                                feedbacks_per_rtt: feedbacks.map(|count| count as f64),
+                                feedbacks_per_rtt: Some(feedbacks as f64),
                                 ..StateRow::empty(time_s, &flow_name, flow_kind)
                             },
                         ));
@@ -383,7 +393,7 @@ pub fn run(args: &RunArgs) -> Result<()> {
                     Ok(())
                 })?);
             }
-            FlowKind::Tcp(_) => {
+            Endpoint::Tcp { mss } => {
                 let listener_stop = stop.clone();
                 workers.push(in_namespace(&to.namespace, move || -> Result<()> {
                     let listener = TcpListener::bind(address)?;
@@ -418,7 +428,7 @@ pub fn run(args: &RunArgs) -> Result<()> {
                 let sender_stop = stop.clone();
                 workers.push(in_namespace(&from.namespace, move || -> Result<()> {
                     sleep_until(start, &sender_stop);
-                    let stream = connect_tcp(address, &congestion, packet_size)?;
+                    let stream = connect_tcp(address, &congestion, mss)?;
                     let mut stream = stream;
                     stream.set_write_timeout(Some(Duration::from_millis(100)))?;
                     let chunk = vec![0x5a; 1 << 16];
@@ -453,7 +463,7 @@ pub fn run(args: &RunArgs) -> Result<()> {
                     Ok(())
                 })?);
             }
-            FlowKind::Cbr { .. } | FlowKind::Pareto(_) | FlowKind::ExponentialOnOff(_) => {
+            Endpoint::Udp => {
                 let sink_stop = stop.clone();
                 workers.push(in_namespace(&to.namespace, move || -> Result<()> {
                     let socket = UdpSocket::bind(address)?;
@@ -510,7 +520,7 @@ fn sleep_until(at: std::time::Instant, stop: &AtomicBool) {
     }
 }
 
-fn connect_tcp(address: SocketAddr, congestion: &str, packet_size: u32) -> Result<TcpStream> {
+fn connect_tcp(address: SocketAddr, congestion: &str, mss: u32) -> Result<TcpStream> {
     // SAFETY: creating a socket with constant arguments.
     let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) };
     if fd < 0 {
@@ -518,7 +528,7 @@ fn connect_tcp(address: SocketAddr, congestion: &str, packet_size: u32) -> Resul
     }
     // SAFETY: fd is a new socket owned by nobody else.
     let socket = unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) };
-    let mss: libc::c_int = packet_size.saturating_sub(40).clamp(88, 1460) as libc::c_int;
+    let mss = mss as libc::c_int;
     // SAFETY: valid socket, option values of the given lengths.
     unsafe {
         libc::setsockopt(
@@ -869,4 +879,85 @@ fn write_outputs(
     )?;
     std::fs::write(args.out.join("scenario.toml"), scenario.to_toml_string())?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan(flows: &str) -> Result<Plan> {
+        let text = format!(
+            "name = \"plan\"\nduration = \"10s\"\n\
+             [[link]]\nbetween = [\"a\", \"b\"]\nrate = \"10Mbps\"\ndelay = \"10ms\"\n\
+             queue = {{ kind = \"droptail\", limit = 50 }}\n{flows}"
+        );
+        let scenario: Scenario = text.parse()?;
+        Plan::new(&scenario.expand_counts())
+    }
+
+    /// The testbed honours `profile`: a `profile = "ns2"` flow gets ns-2's TFRC (s counting the
+    /// 32-byte header, as the simulator runs it), with its feedbacks per RTT and history
+    /// discounting, and the receiver is told all of it by the flow options of each packet.
+    #[test]
+    fn an_ns2_profile_flow_gets_the_simulators_configuration() {
+        let plan = plan(
+            "[[flow]]\nname = \"t\"\nkind = \"tfrc\"\nfrom = \"a\"\nto = \"b\"\n\
+             packet_size = 1000\nprofile = \"ns2\"\nfeedbacks_per_rtt = 4\n\
+             history_discounting = true\n",
+        )
+        .unwrap();
+        let Endpoint::Tfrc(config) = &plan.endpoints[0] else {
+            panic!("a TFRC flow planned as {:?}", plan.endpoints[0]);
+        };
+        assert_eq!(config.profile, tfrc_proto::Profile::Ns2);
+        // An IP packet of 1000 bytes: 972 bytes of TFRC packet, header inside s (useHeaders_ false).
+        assert_eq!(config.packet_size, 972);
+        assert_eq!(config.header_outside_s(), 0);
+        assert_eq!(config.feedbacks_per_rtt, Some(4));
+        assert!(config.history_discounting);
+        let simulator = match &plan.flows[0].kind {
+            FlowKind::Tfrc(tfrc) => tfrc_sim::simulation::tfrc_config(tfrc, 972, "flow t").unwrap(),
+            other => panic!("not TFRC: {other:?}"),
+        };
+        assert_eq!(*config, simulator);
+
+        // What the testbed's receiver builds from the first packet's flow options.
+        let options = tfrc_udp::control::FlowOptions::from_config(config).unwrap();
+        let mut block = [0u8; tfrc_udp::control::FLOW_OPTIONS_LEN];
+        options.emit(&mut block);
+        let payload = 972 - tfrc_proto::wire::DATA_HEADER_LEN as u32;
+        let receiver = tfrc_udp::control::FlowOptions::parse(&block)
+            .and_then(|options| options.receiver_config(payload))
+            .unwrap();
+        assert_eq!(receiver.profile, tfrc_proto::Profile::Ns2);
+        assert_eq!(receiver.packet_size, config.packet_size);
+        assert_eq!(receiver.feedbacks_per_rtt, Some(4));
+        assert!(receiver.history_discounting);
+    }
+
+    #[test]
+    fn the_default_profile_keeps_the_header_outside_s_and_tcp_gets_its_mss() {
+        let plan = plan(
+            "[[flow]]\nname = \"t\"\nkind = \"tfrc\"\nfrom = \"a\"\nto = \"b\"\npacket_size = 1000\n\
+             [[flow]]\nname = \"r\"\nkind = \"tcp\"\nfrom = \"a\"\nto = \"b\"\npacket_size = 1000\n\
+             [[flow]]\nname = \"c\"\nkind = \"cbr\"\nfrom = \"a\"\nto = \"b\"\nrate = \"1Mbps\"\n",
+        )
+        .unwrap();
+        let Endpoint::Tfrc(config) = &plan.endpoints[0] else {
+            panic!("{:?}", plan.endpoints[0]);
+        };
+        assert_eq!(config.profile, tfrc_proto::Profile::Rfc5348);
+        assert_eq!(config.packet_size, 1000 - 28 - 32);
+        assert_eq!(plan.endpoints[1], Endpoint::Tcp { mss: 960 });
+        assert_eq!(plan.endpoints[2], Endpoint::Udp);
+    }
+
+    #[test]
+    fn a_bad_tfrc_option_is_refused_when_planning_and_named() {
+        let error = plan(
+            "[[flow]]\nname = \"tiny\"\nkind = \"tfrc\"\nfrom = \"a\"\nto = \"b\"\npacket_size = 50\n",
+        )
+        .unwrap_err();
+        assert!(format!("{error:#}").contains("tiny"), "{error:#}");
+    }
 }

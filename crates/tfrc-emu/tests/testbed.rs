@@ -469,3 +469,57 @@ fn scenario_run_writes_the_simulator_outputs() {
         .unwrap()
         .contains("short-af"));
 }
+
+/// The testbed honours `profile = "ns2"`: the flow runs ns-2.35's TFRC at both ends (the
+/// receiver told by the flow options of each packet) and fills a 2 Mb/s bottleneck as the
+/// simulator's ns-2 profile does on the same scenario.
+#[test]
+fn an_ns2_profile_flow_runs_on_the_testbed() {
+    if !available("an_ns2_profile_flow_runs_on_the_testbed") {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|poison| poison.into_inner());
+    let directory = tempfile::tempdir().unwrap();
+    let out = directory.path().join("run");
+    let scenario_path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/ns2-profile.toml");
+    let args = tfrc_emu::scenario::RunArgs {
+        scenario: scenario_path.clone(),
+        out: out.clone(),
+        set: Vec::new(),
+        variant: None,
+        tcp_congestion: "reno".into(),
+        realtime: false,
+    };
+    tfrc_emu::scenario::run(&args).unwrap();
+    let summary: tfrc_output::Summary =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    let testbed = summary.flows[0].goodput_bps.unwrap();
+    let scenario = tfrc_scenario::Scenario::from_path(&scenario_path).unwrap();
+    let simulated = tfrc_sim::simulation::Simulation::run(&scenario.expand_counts(), None)
+        .unwrap()
+        .flows[0]
+        .goodput_bps
+        .unwrap();
+    eprintln!("ns-2 profile goodput: testbed {testbed:.0} b/s, simulator {simulated:.0} b/s");
+    assert!(testbed > 1_000_000.0, "testbed goodput {testbed} b/s");
+    assert!(
+        (testbed / simulated - 1.0).abs() < 0.25,
+        "testbed {testbed} b/s against the simulator's {simulated} b/s"
+    );
+    // The sender's state rows report ns-2's fixed four feedbacks per RTT.
+    let state = std::fs::read_to_string(out.join("state.csv")).unwrap();
+    let mut rows = state.lines();
+    let header: Vec<&str> = rows.next().unwrap().split(',').collect();
+    let column = header
+        .iter()
+        .position(|&name| name == "feedbacks_per_rtt")
+        .unwrap();
+    let counts: Vec<&str> = rows
+        .map(|row| row.split(',').nth(column).unwrap())
+        .collect();
+    assert!(
+        counts.len() >= 5 && counts.iter().all(|&count| count == "4"),
+        "{counts:?}"
+    );
+}

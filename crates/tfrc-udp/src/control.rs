@@ -1,8 +1,9 @@
 //! What this driver adds on the wire around the core's packets.
 //!
-//! 1. **Flow options in every data payload.** The receiver's half of the extensions (feedbacks per
-//!    RTT, Veno) and the segment size are chosen on the sender's command line, so every data
-//!    packet's payload starts with a 20-byte [`FlowOptions`] block. The receiver builds a flow's
+//! 1. **Flow options in every data payload.** Everything in a [`Config`] that the receiver acts
+//!    on (feedbacks per RTT, Veno, history discounting, the profile) and the segment size are
+//!    chosen at the sender, so every data packet's payload starts with a 20-byte [`FlowOptions`]
+//!    block. The receiver builds a flow's
 //!    `Config` from the first packet it gets (any packet will do, so losing the first one does not
 //!    matter). A payload without a valid block is counted as malformed and dropped.
 //! 2. **End of session.** Out of band, in two control datagrams that share the core's common
@@ -16,9 +17,11 @@
 //! ```text
 //! flow options (start of every data payload, 20 bytes, big-endian)
 //!   0..4   magic "TFUO"
-//!   4      options version (1)
-//!   5      flags: bit 0 = rtt_ref present, bit 1 = veno present
-//!   6..8   reserved (0)
+//!   4      options version (2)
+//!   5      flags: bit 0 = rtt_ref present, bit 1 = veno present, bit 2 = history
+//!          discounting, bit 3 = ns-2 profile, bit 4 = ns-2 useHeaders_, bit 5 = a fixed
+//!          number of feedbacks per RTT present; bits 6-7 reserved (0)
+//!   6..8   feedbacks per RTT (when bit 5 is set)
 //!   8..12  rtt_ref in microseconds
 //!   12..16 veno beta in thousandths of a packet
 //!   16..20 veno alpha in thousandths
@@ -35,14 +38,21 @@
 use core::time::Duration;
 
 use tfrc_proto::wire;
-use tfrc_proto::{Config, Veno};
+use tfrc_proto::{Config, Profile, Veno};
 
 /// Length of the flow-options block at the start of every data payload.
 pub const FLOW_OPTIONS_LEN: usize = 20;
 const OPTIONS_MAGIC: &[u8; 4] = b"TFUO";
-const OPTIONS_VERSION: u8 = 1;
+/// Version 2 added the history-discounting, profile and feedbacks-per-RTT flags; a version-1
+/// receiver refuses the block rather than silently running without them.
+const OPTIONS_VERSION: u8 = 2;
 const FLAG_RTT_REF: u8 = 1;
-const FLAG_VENO: u8 = 2;
+const FLAG_VENO: u8 = 1 << 1;
+const FLAG_HISTORY_DISCOUNTING: u8 = 1 << 2;
+const FLAG_NS2_PROFILE: u8 = 1 << 3;
+const FLAG_NS2_USE_HEADERS: u8 = 1 << 4;
+const FLAG_FEEDBACKS_PER_RTT: u8 = 1 << 5;
+const KNOWN_FLAGS: u8 = (1 << 6) - 1;
 
 /// Kind byte of an end-of-session datagram.
 pub const KIND_END: u8 = 0x10;
@@ -53,22 +63,49 @@ pub const END_LEN: usize = 36;
 /// Length of an end acknowledgement.
 pub const END_ACK_LEN: usize = 56;
 
-/// The receiver-side options a sender announces in its data payloads.
+/// The receiver-side options a sender announces in its data payloads: every field of a
+/// [`Config`] that the receiver acts on, so the receiver runs the configuration the sender was
+/// given (`tfrc testbed run`, `tfrc send`).
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct FlowOptions {
     /// Feedbacks per RTT: the receiver reports every RTT_ref (`Config::rtt_ref`).
     pub rtt_ref: Option<Duration>,
+    /// A fixed number of feedbacks per RTT (`Config::feedbacks_per_rtt`, at most 65,535 here).
+    pub feedbacks_per_rtt: Option<u16>,
     /// Veno loss differentiation at the receiver (`Config::veno`).
     pub veno: Option<Veno>,
+    /// History discounting of old loss intervals, done by the receiver's loss history
+    /// (`Config::history_discounting`, RFC 5348 §5.5).
+    pub history_discounting: bool,
+    /// Which reading of the protocol the receiver follows (`Config::profile`).
+    pub profile: Profile,
+    /// ns-2's `useHeaders_` (`Config::ns2_use_headers`); it decides whether s counts the header.
+    pub ns2_use_headers: bool,
+}
+
+/// Why a configuration cannot be announced to the receiver.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum FlowOptionsError {
+    /// The options block carries the count in 16 bits.
+    #[error("feedbacks_per_rtt = {0} cannot be announced to the receiver (at most 65535)")]
+    FeedbacksPerRtt(u32),
 }
 
 impl FlowOptions {
-    /// The options of a configuration.
-    pub fn from_config(config: &Config) -> FlowOptions {
-        FlowOptions {
+    /// The options of a configuration, or why the receiver could not be told them.
+    pub fn from_config(config: &Config) -> Result<FlowOptions, FlowOptionsError> {
+        let feedbacks_per_rtt = config
+            .feedbacks_per_rtt
+            .map(|count| u16::try_from(count).map_err(|_| FlowOptionsError::FeedbacksPerRtt(count)))
+            .transpose()?;
+        Ok(FlowOptions {
             rtt_ref: config.rtt_ref,
+            feedbacks_per_rtt,
             veno: config.veno,
-        }
+            history_discounting: config.history_discounting,
+            profile: config.profile,
+            ns2_use_headers: config.ns2_use_headers,
+        })
     }
 
     /// Writes the block into the first [`FLOW_OPTIONS_LEN`] bytes of `buffer` (which must hold them).
@@ -83,6 +120,10 @@ impl FlowOptions {
             let micros = u32::try_from(rtt_ref.as_micros()).unwrap_or(u32::MAX);
             block[8..12].copy_from_slice(&micros.to_be_bytes());
         }
+        if let Some(count) = self.feedbacks_per_rtt {
+            flags |= FLAG_FEEDBACKS_PER_RTT;
+            block[6..8].copy_from_slice(&count.to_be_bytes());
+        }
         if let Some(veno) = self.veno {
             flags |= FLAG_VENO;
             let thousandths =
@@ -90,10 +131,20 @@ impl FlowOptions {
             block[12..16].copy_from_slice(&thousandths(veno.beta).to_be_bytes());
             block[16..20].copy_from_slice(&thousandths(veno.alpha).to_be_bytes());
         }
+        if self.history_discounting {
+            flags |= FLAG_HISTORY_DISCOUNTING;
+        }
+        if self.profile == Profile::Ns2 {
+            flags |= FLAG_NS2_PROFILE;
+        }
+        if self.ns2_use_headers {
+            flags |= FLAG_NS2_USE_HEADERS;
+        }
         block[5] = flags;
     }
 
-    /// Reads the block at the start of a data payload; `None` if it is absent or malformed.
+    /// Reads the block at the start of a data payload; `None` if it is absent or malformed
+    /// (another version, or a flag this version does not know).
     pub fn parse(payload: &[u8]) -> Option<FlowOptions> {
         let block = payload.get(..FLOW_OPTIONS_LEN)?;
         if &block[0..4] != OPTIONS_MAGIC || block[4] != OPTIONS_VERSION {
@@ -105,24 +156,48 @@ impl FlowOptions {
             u32::from_be_bytes(bytes)
         };
         let flags = block[5];
+        if flags & !KNOWN_FLAGS != 0 {
+            return None;
+        }
         let rtt_ref =
             (flags & FLAG_RTT_REF != 0).then(|| Duration::from_micros(u64::from(word(8..12))));
+        let feedbacks_per_rtt =
+            (flags & FLAG_FEEDBACKS_PER_RTT != 0).then(|| u16::from_be_bytes([block[6], block[7]]));
         let veno = (flags & FLAG_VENO != 0).then(|| Veno {
             beta: f64::from(word(12..16)) / 1000.0,
             alpha: f64::from(word(16..20)) / 1000.0,
         });
-        Some(FlowOptions { rtt_ref, veno })
+        Some(FlowOptions {
+            rtt_ref,
+            feedbacks_per_rtt,
+            veno,
+            history_discounting: flags & FLAG_HISTORY_DISCOUNTING != 0,
+            profile: if flags & FLAG_NS2_PROFILE != 0 {
+                Profile::Ns2
+            } else {
+                Profile::Rfc5348
+            },
+            ns2_use_headers: flags & FLAG_NS2_USE_HEADERS != 0,
+        })
     }
 
-    /// A receiver configuration with these options and s = `packet_size` (the payload of the
-    /// flow's first packet, RFC 5348 §3.1), validated (hostile values are refused).
-    pub fn receiver_config(&self, packet_size: u32) -> Option<Config> {
-        let config = Config {
-            packet_size,
+    /// The receiver's configuration for a flow whose first packet carried `payload_len` bytes
+    /// of payload: these options and s = that payload (RFC 5348 §3.1), or the whole packet
+    /// where the ns-2 profile counts the header inside s; validated (hostile values are
+    /// refused).
+    pub fn receiver_config(&self, payload_len: u32) -> Option<Config> {
+        let mut config = Config {
+            packet_size: payload_len,
             rtt_ref: self.rtt_ref,
+            feedbacks_per_rtt: self.feedbacks_per_rtt.map(u32::from),
             veno: self.veno,
+            history_discounting: self.history_discounting,
+            profile: self.profile,
+            ns2_use_headers: self.ns2_use_headers,
             ..Config::default()
         };
+        let header = wire::DATA_HEADER_LEN - config.header_outside_s();
+        config.packet_size = payload_len.checked_add(header as u32)?;
         config.validate().ok().map(|()| config)
     }
 }
@@ -265,10 +340,14 @@ mod tests {
     fn flow_options_round_trip_and_reject_garbage() {
         let options = FlowOptions {
             rtt_ref: Some(Duration::from_millis(100)),
+            feedbacks_per_rtt: Some(4),
             veno: Some(Veno {
                 beta: 1.0,
                 alpha: 3.0,
             }),
+            history_discounting: true,
+            profile: Profile::Ns2,
+            ns2_use_headers: false,
         };
         let mut buffer = [0xffu8; 64];
         options.emit(&mut buffer);
@@ -276,14 +355,126 @@ mod tests {
         assert!(options.receiver_config(1000).is_some());
         assert_eq!(FlowOptions::parse(&buffer[..10]), None);
         assert_eq!(FlowOptions::parse(&[0u8; 32]), None);
+        // A flag this version does not know, or another version, is refused.
+        let mut unknown = buffer;
+        unknown[5] |= 0x80;
+        assert_eq!(FlowOptions::parse(&unknown), None);
+        let mut version_1 = buffer;
+        version_1[4] = 1;
+        assert_eq!(FlowOptions::parse(&version_1), None);
         // Hostile values parse but give no configuration.
         let hostile = FlowOptions {
             rtt_ref: Some(Duration::ZERO),
-            veno: None,
+            ..FlowOptions::default()
         };
         hostile.emit(&mut buffer);
         let parsed = FlowOptions::parse(&buffer).unwrap();
         assert!(parsed.receiver_config(1000).is_none());
+        let no_feedback = FlowOptions {
+            feedbacks_per_rtt: Some(0),
+            ..FlowOptions::default()
+        };
+        assert!(no_feedback.receiver_config(1000).is_none());
+        assert!(FlowOptions::default().receiver_config(u32::MAX).is_none());
+    }
+
+    /// Every receiver-side field of the sender's configuration reaches the receiver through
+    /// the wire, and s is the same at both ends (the payload of a full packet is what the
+    /// receiver sees).
+    #[test]
+    fn the_receiver_runs_the_senders_configuration() {
+        let senders = [
+            Config::default(),
+            Config {
+                packet_size: 1420,
+                rtt_ref: Some(Duration::from_millis(20)),
+                veno: Some(Veno {
+                    beta: 3.0,
+                    alpha: 1.5,
+                }),
+                history_discounting: true,
+                ..Config::default()
+            },
+            Config {
+                feedbacks_per_rtt: Some(8),
+                ..Config::ns2()
+            },
+            Config {
+                packet_size: 1000,
+                ns2_use_headers: false,
+                ..Config::ns2()
+            },
+        ];
+        for sender in senders {
+            let options = FlowOptions::from_config(&sender).unwrap();
+            let mut buffer = [0u8; FLOW_OPTIONS_LEN];
+            options.emit(&mut buffer);
+            let full_payload = sender.packet_size + sender.header_outside_s() as u32
+                - wire::DATA_HEADER_LEN as u32;
+            let receiver = FlowOptions::parse(&buffer)
+                .unwrap()
+                .receiver_config(full_payload)
+                .unwrap();
+            assert_eq!(receiver.packet_size, sender.packet_size, "{sender:?}");
+            assert_eq!(receiver.rtt_ref, sender.rtt_ref);
+            assert_eq!(receiver.feedbacks_per_rtt, sender.feedbacks_per_rtt);
+            assert_eq!(receiver.veno, sender.veno);
+            assert_eq!(receiver.history_discounting, sender.history_discounting);
+            assert_eq!(receiver.profile, sender.profile);
+            assert_eq!(receiver.header_outside_s(), sender.header_outside_s());
+        }
+        let too_many = Config {
+            feedbacks_per_rtt: Some(70_000),
+            ..Config::default()
+        };
+        assert_eq!(
+            FlowOptions::from_config(&too_many),
+            Err(FlowOptionsError::FeedbacksPerRtt(70_000))
+        );
+    }
+
+    proptest::proptest! {
+        /// Untrusted bytes: parsing never panics, and whatever parses gives a configuration
+        /// that validates or none.
+        #[test]
+        fn arbitrary_bytes_parse_without_panic(bytes in proptest::collection::vec(proptest::num::u8::ANY, 0..64)) {
+            let mut with_magic = bytes.clone();
+            if with_magic.len() >= 6 {
+                with_magic[..4].copy_from_slice(OPTIONS_MAGIC);
+                with_magic[4] = OPTIONS_VERSION;
+            }
+            for candidate in [&bytes, &with_magic] {
+                if let Some(options) = FlowOptions::parse(candidate) {
+                    if let Some(config) = options.receiver_config(candidate.len() as u32) {
+                        proptest::prop_assert!(config.validate().is_ok());
+                    }
+                }
+            }
+        }
+
+        /// What is emitted parses back as it was (Veno values in thousandths).
+        #[test]
+        fn emitted_options_parse_back(
+            rtt_micros in proptest::option::of(1u32..u32::MAX),
+            feedbacks in proptest::option::of(proptest::num::u16::ANY),
+            veno in proptest::option::of((0u32..100_000, 1_000u32..100_000)),
+            flags in 0u8..8,
+        ) {
+            let options = FlowOptions {
+                rtt_ref: rtt_micros.map(|micros| Duration::from_micros(u64::from(micros))),
+                feedbacks_per_rtt: feedbacks,
+                veno: veno.map(|(beta, alpha)| Veno {
+                    beta: f64::from(beta) / 1000.0,
+                    alpha: f64::from(alpha) / 1000.0,
+                }),
+                history_discounting: flags & 1 != 0,
+                profile: if flags & 2 != 0 { Profile::Ns2 } else { Profile::Rfc5348 },
+                ns2_use_headers: flags & 4 != 0,
+            };
+            let mut buffer = [0u8; FLOW_OPTIONS_LEN];
+            options.emit(&mut buffer);
+            proptest::prop_assert_eq!(FlowOptions::parse(&buffer), Some(options));
+        }
     }
 
     #[test]

@@ -104,6 +104,9 @@ pub enum SenderError {
         /// Size given.
         got: u32,
     },
+    /// The configuration cannot be announced to the receiver.
+    #[error(transparent)]
+    FlowOptions(#[from] crate::control::FlowOptionsError),
     /// `max_rate` is not a positive finite number.
     #[error("max rate must be a positive number of bytes/s, got {0}")]
     MaxRate(f64),
@@ -285,19 +288,23 @@ impl UdpSender {
     /// Opens and connects the socket, measures the timer and draws the session id and nonce
     /// from the operating system's random source.
     pub fn new(options: SenderOptions) -> Result<UdpSender, SenderError> {
-        let min = FLOW_OPTIONS_LEN;
+        options.config.validate()?;
+        // The payload of a full packet must hold the flow options (under the ns-2 profile
+        // without `useHeaders_`, s counts the header too).
+        let inside_s = wire::DATA_HEADER_LEN - options.config.header_outside_s();
+        let min = FLOW_OPTIONS_LEN + inside_s;
         if (options.config.packet_size as usize) < min {
             return Err(SenderError::PacketTooSmall {
                 min,
                 got: options.config.packet_size,
             });
         }
+        FlowOptions::from_config(&options.config)?;
         if let Some(rate) = options.max_rate {
             if !(rate.is_finite() && rate > 0.0) {
                 return Err(SenderError::MaxRate(rate));
             }
         }
-        options.config.validate()?;
         let destination = options.destination;
         let domain = Domain::for_address(destination);
         let socket = Socket::new(domain, Type::DGRAM, Some(Protocol::UDP))
@@ -428,7 +435,7 @@ impl Run {
             None => None,
         };
         let run = Run {
-            flow_options: FlowOptions::from_config(&flow.config),
+            flow_options: FlowOptions::from_config(&flow.config)?,
             packet: vec![0; sender.max_payload() + wire::DATA_HEADER_LEN],
             datagram: vec![0; 2048],
             sender,

@@ -403,6 +403,13 @@ fn lossy_relay(
 /// a quiet one. Three seconds and a drop every 20th packet keep at least ten drops even then.
 #[test]
 fn losses_on_the_path_reach_the_sender_as_a_loss_event_rate() {
+    losses_reach_the_sender(Config {
+        packet_size: 500,
+        ..Config::default()
+    });
+}
+
+fn losses_reach_the_sender(config: Config) {
     let receiver = UdpReceiver::bind(ReceiverOptions {
         report_interval: None,
         once: true,
@@ -418,10 +425,7 @@ fn losses_on_the_path_reach_the_sender_as_a_loss_event_rate() {
     options.duration = Duration::from_secs(3);
     options.max_rate = Some(4_000_000.0 / 8.0);
     options.report_interval = None;
-    options.config = Config {
-        packet_size: 500,
-        ..Config::default()
-    };
+    options.config = config;
     let report = UdpSender::new(options)
         .unwrap()
         .run(&AtomicBool::new(false), &mut |_| {})
