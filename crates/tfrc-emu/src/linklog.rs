@@ -5,16 +5,14 @@
 //! same scripts.
 
 use core::time::Duration;
-use std::fmt::Write as _;
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::Path;
 
+use tfrc_output::{CsvRow, LinkRow};
 use tfrc_proto::Instant;
-use tfrc_sim::{Color, DropReason, LinkCounters, LinkSample};
-
-/// The header of `links.csv`.
-pub const HEADER: &str = "time_s,from,to,queue_packets,queue_bytes,average_queue,arrivals,departures,departure_bytes,utilization,drops,drops_unmarked,drops_in,drops_out,drops_loss_model,marked_in,marked_out";
+use tfrc_sim::simulation::link_interval_row;
+use tfrc_sim::{LinkCounters, LinkSample};
 
 /// The identity of one logged link direction.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -27,64 +25,23 @@ pub struct LinkName {
     pub capacity_bits_per_second: Option<u64>,
 }
 
-/// Formats one `links.csv` row for the interval ending at `time_s` of length `interval`.
-pub fn format_row(
+/// The `links.csv` row of one direction for the interval ending at `time_s` of length
+/// `interval`: the simulator's own row ([`tfrc_sim::simulation::link_interval_row`]).
+pub fn interval_row(
     time_s: f64,
     interval: Duration,
     name: &LinkName,
     previous: &LinkCounters,
     sample: &LinkSample,
-) -> String {
-    let counters = &sample.counters;
-    let departure_bytes = counters.departure_bytes - previous.departure_bytes;
-    let utilization = name
-        .capacity_bits_per_second
-        .map(|capacity| {
-            format!(
-                "{:.6}",
-                departure_bytes as f64 * 8.0 / (capacity as f64 * interval.as_secs_f64())
-            )
-        })
-        .unwrap_or_default();
-    let average = sample
-        .average_queue
-        .map(|average| format!("{average:.4}"))
-        .unwrap_or_default();
-    let mut row = String::new();
-    let _ = write!(
-        row,
-        "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
-        format_seconds(time_s),
-        name.from,
-        name.to,
-        sample.queue_packets,
-        sample.queue_bytes,
-        average,
-        counters.arrivals - previous.arrivals,
-        counters.departures - previous.departures,
-        departure_bytes,
-        utilization,
-        counters.total_drops() - previous.total_drops(),
-        counters.drops_by_color(Color::Unmarked) - previous.drops_by_color(Color::Unmarked),
-        counters.drops_by_color(Color::In) - previous.drops_by_color(Color::In),
-        counters.drops_by_color(Color::Out) - previous.drops_by_color(Color::Out),
-        counters.drops_by_reason(DropReason::LossModel)
-            - previous.drops_by_reason(DropReason::LossModel),
-        counters.marked_in - previous.marked_in,
-        counters.marked_out - previous.marked_out,
-    );
-    row
-}
-
-/// Seconds as a short decimal (`12.5`, `3`).
-pub fn format_seconds(seconds: f64) -> String {
-    let text = format!("{seconds:.6}");
-    let text = text.trim_end_matches('0').trim_end_matches('.');
-    if text.is_empty() {
-        "0".to_string()
-    } else {
-        text.to_string()
-    }
+) -> LinkRow {
+    link_interval_row(
+        time_s,
+        (&name.from, &name.to),
+        sample,
+        previous,
+        name.capacity_bits_per_second,
+        interval.as_secs_f64(),
+    )
 }
 
 /// Writes `links.csv` rows as time passes.
@@ -109,7 +66,7 @@ impl LinkLog {
         let file = File::create(path)
             .map_err(|error| anyhow::anyhow!("cannot create {}: {error}", path.display()))?;
         let mut writer = BufWriter::new(file);
-        writeln!(writer, "{HEADER}")?;
+        writeln!(writer, "{}", LinkRow::HEADER)?;
         let count = names.len();
         Ok(LinkLog {
             writer,
@@ -135,8 +92,8 @@ impl LinkLog {
             let time_s = self.interval.as_secs_f64() * self.intervals_written as f64;
             for ((name, previous), sample) in self.names.iter().zip(&mut self.previous).zip(samples)
             {
-                let row = format_row(time_s, self.interval, name, previous, sample);
-                writeln!(self.writer, "{row}")?;
+                interval_row(time_s, self.interval, name, previous, sample)
+                    .write_csv(&mut self.writer)?;
                 *previous = sample.counters;
             }
             self.next += self.interval;
@@ -154,6 +111,7 @@ impl LinkLog {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tfrc_sim::{Color, DropReason};
 
     #[test]
     fn rows_hold_interval_differences() {
@@ -184,11 +142,15 @@ mod tests {
             in_flight: 1,
             average_queue: None,
         };
-        let row = format_row(2.0, Duration::from_secs(1), &name, &previous, &sample);
+        let mut row = Vec::new();
+        interval_row(2.0, Duration::from_secs(1), &name, &previous, &sample)
+            .write_csv(&mut row)
+            .unwrap();
+        let row = String::from_utf8(row).unwrap();
         assert_eq!(
             row,
-            "2,router,receiver,3,3000,,125,125,125000,1.000000,2,0,2,0,2,4,0"
+            "2,router,receiver,3,3000,,125,125,125000,1.0000,2,0,2,0,2,4,0\n"
         );
-        assert_eq!(row.split(',').count(), HEADER.split(',').count());
+        assert_eq!(row.split(',').count(), LinkRow::HEADER.split(',').count());
     }
 }

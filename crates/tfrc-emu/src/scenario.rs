@@ -34,13 +34,12 @@ use std::sync::{Arc, Mutex};
 
 use anyhow::{anyhow, bail, Context, Result};
 use clap::Args;
-use tfrc_output::{CsvRow, FlowRow};
+use tfrc_output::{
+    coefficient_of_variation, BottleneckSummary, FlowIdentity, FlowSummary, FlowTotals,
+    LinkSummary, RowFile, RunWriter, StateRow, Summary,
+};
 use tfrc_proto::Instant;
 use tfrc_scenario::{Capacity, FlowKind, FlowSpec, LinkDirectionSpec, Scenario};
-use tfrc_sim::simulation::{
-    coefficient_of_variation, jain_index, BottleneckSummary, FlowSummary, LinkSummary, StateRow,
-    Summary, SCHEMA_VERSION,
-};
 use tfrc_sim::{
     CbrParams, CbrSource, FlowId, LossConfig, OnOffDistribution, OnOffParams, OnOffSource,
     TimeWindow, TrafficSource,
@@ -697,41 +696,26 @@ fn write_outputs(
     let interval = scenario.output.interval;
     let duration = scenario.duration;
     let intervals = (duration.as_nanos() / interval.as_nanos().max(1)) as usize;
-    let kind_name = |flow: &FlowSpec| match flow.kind {
-        FlowKind::ExponentialOnOff(_) => "exponential",
-        _ => flow.kind_name(),
-    };
+    let mut writer = RunWriter::with_files(&args.out, &[RowFile::Flows, RowFile::State])?;
     // flows.csv
-    let mut flows_csv = format!("{}\n", FlowRow::HEADER).into_bytes();
-    let zero = vec![Default::default(); plan.flows.len()];
+    let zero = vec![FlowTotals::default(); plan.flows.len()];
     for row in 0..intervals {
-        let now: &Vec<crate::testbed::FlowTotals> = flow_log.intervals.get(row).unwrap_or(&zero);
-        let before = if row == 0 {
-            &zero
-        } else {
-            flow_log.intervals.get(row - 1).unwrap_or(&zero)
+        let now = flow_log.intervals.get(row).unwrap_or(&zero);
+        let before = match row {
+            0 => &zero,
+            _ => flow_log.intervals.get(row - 1).unwrap_or(&zero),
         };
         let time_s = interval.as_secs_f64() * (row + 1) as f64;
         for (index, flow) in plan.flows.iter().enumerate() {
-            let (now, before) = (now.get(index).copied().unwrap_or_default(), before[index]);
-            FlowRow::from_counts(
+            let count = |counts: &[FlowTotals]| counts.get(index).copied().unwrap_or_default();
+            let counts = count(now).since(&count(before));
+            writer.push(counts.row(
                 time_s,
-                (flow.name.clone(), kind_name(flow).to_owned()),
-                [
-                    now.sent_bytes.saturating_sub(before.sent_bytes),
-                    now.recv_bytes.saturating_sub(before.recv_bytes),
-                    now.goodput_bytes.saturating_sub(before.goodput_bytes),
-                ],
-                [
-                    now.sent_packets.saturating_sub(before.sent_packets),
-                    now.recv_packets.saturating_sub(before.recv_packets),
-                ],
+                (&flow.name, flow.kind_name()),
                 interval.as_secs_f64(),
-            )
-            .write_csv(&mut flows_csv)?;
+            ))?;
         }
     }
-    std::fs::write(args.out.join("flows.csv"), flows_csv)?;
     // state.csv
     let mut sorted: Vec<&(usize, StateRow)> = states
         .iter()
@@ -739,27 +723,24 @@ fn write_outputs(
         .collect();
     sorted
         .sort_by(|(a_flow, a), (b_flow, b)| a.time_s.total_cmp(&b.time_s).then(a_flow.cmp(b_flow)));
-    let mut state_csv = format!("{}\n", StateRow::HEADER).into_bytes();
     for (_, row) in &sorted {
-        row.write_csv(&mut state_csv)?;
+        writer.push(row.clone())?;
     }
-    std::fs::write(args.out.join("state.csv"), state_csv)?;
+    writer.finish()?;
     // summary.json
     let last = flow_log
         .intervals
         .get(intervals.saturating_sub(1))
         .cloned()
         .unwrap_or_else(|| flow_log.totals.clone());
-    let mut goodputs = Vec::new();
-    let mut flows_json = Vec::new();
+    let mut flow_summaries = Vec::new();
     for (index, flow) in plan.flows.iter().enumerate() {
         let totals = last.get(index).copied().unwrap_or_default();
-        let start = flow.start.as_secs_f64();
-        let stop = flow.stop_time(duration).min(duration).as_secs_f64();
-        let active = (stop - start).max(1e-9);
+        let (start, stop) = (flow.start, flow.stop_time(duration).min(duration));
+        let (start_s, stop_s) = (start.as_secs_f64(), stop.as_secs_f64());
         let flow_states: Vec<&StateRow> = sorted
             .iter()
-            .filter(|(flow, row)| *flow == index && row.time_s >= start && row.time_s <= stop)
+            .filter(|(flow, row)| *flow == index && row.time_s >= start_s && row.time_s <= stop_s)
             .map(|(_, row)| row)
             .collect();
         let mean = |values: Vec<f64>| tfrc_output::stats::mean(&values);
@@ -772,107 +753,83 @@ fn write_outputs(
             .get(index)
             .cloned()
             .unwrap_or_default();
-        let (first_bin, last_bin) = ((start * 10.0) as usize, (stop * 10.0) as usize);
+        let (first_bin, last_bin) = ((start_s * 10.0) as usize, (stop_s * 10.0) as usize);
         let counts: Vec<f64> = (first_bin..last_bin)
             .map(|bin| f64::from(bins.get(bin).copied().unwrap_or(0)))
             .collect();
-        let cov = coefficient_of_variation(&counts);
-        let goodput = totals.goodput_bytes as f64 * 8.0 / active;
-        if matches!(flow.kind, FlowKind::Tfrc(_) | FlowKind::Tcp(_)) {
-            goodputs.push(goodput);
-        }
-        flows_json.push(FlowSummary {
-            name: flow.name.clone(),
-            kind: kind_name(flow).to_owned(),
-            from: flow.from.clone(),
-            to: flow.to.clone(),
-            start_s: start,
-            stop_s: stop,
-            sent_bytes: totals.sent_bytes,
-            recv_bytes: totals.recv_bytes,
-            sent_packets: totals.sent_packets,
-            recv_packets: totals.recv_packets,
-            goodput_bytes: totals.goodput_bytes,
-            send_rate_bps: Some(totals.sent_bytes as f64 * 8.0 / active),
-            recv_rate_bps: Some(totals.recv_bytes as f64 * 8.0 / active),
-            goodput_bps: Some(goodput),
-            receiving_ratio: (totals.sent_packets > 0)
-                .then(|| totals.recv_packets as f64 / totals.sent_packets as f64),
+        flow_summaries.push(FlowSummary {
             mean_p,
             mean_rtt_s: mean_rtt,
-            cov_sent_100ms: cov,
-            // The testbed's receivers run in their own processes; their feedback counts are
-            // not collected.
+            cov_sent_100ms: coefficient_of_variation(&counts),
+            // The testbed's receivers run in their own threads; their feedback counts are not
+            // collected.
             feedbacks: None,
+            ..FlowSummary::from_totals(
+                FlowIdentity {
+                    name: &flow.name,
+                    kind: flow.kind_name(),
+                    from: &flow.from,
+                    to: &flow.to,
+                },
+                (start, stop),
+                totals,
+            )
         });
     }
-    if goodputs.is_empty() {
-        goodputs = flows_json
-            .iter()
-            .filter_map(|flow| flow.goodput_bps)
-            .collect();
-    }
-    let jain = jain_index(&goodputs);
     let seconds = duration.as_secs_f64();
     // Bytes each direction sent during the run: the links.csv rows up to its end. The counters at
     // shutdown also hold what drained after the last flow stopped, which would put utilization
     // above 1.
     let links_csv = std::fs::read_to_string(args.out.join("links.csv")).unwrap_or_default();
-    let departed = |from: &str, to: &str, at_shutdown: u64| -> u64 {
-        departed_bytes_until(&links_csv, from, to, seconds).unwrap_or(at_shutdown)
+    let utilization = |index: usize| {
+        let link = &plan.topology.links[index];
+        let at_shutdown = report.links.get(index).map_or(0, |c| c.departure_bytes);
+        let departed =
+            departed_bytes_until(&links_csv, &link.from, &link.to, seconds).unwrap_or(at_shutdown);
+        tfrc_output::utilization(departed, link.spec.rate_bits_per_second(), seconds)
     };
-    let links_json: Vec<LinkSummary> = plan
+    let links: Vec<LinkSummary> = plan
         .topology
         .links
         .iter()
         .zip(&report.links)
-        .map(|(link, counters)| LinkSummary {
+        .enumerate()
+        .map(|(index, (link, counters))| LinkSummary {
             from: link.from.clone(),
             to: link.to.clone(),
-            utilization: link.spec.rate_bits_per_second().map(|rate| {
-                departed(&link.from, &link.to, counters.departure_bytes) as f64 * 8.0
-                    / (rate as f64 * seconds)
-            }),
+            utilization: utilization(index),
             drops: counters.total_drops(),
             departures: counters.departures,
         })
         .collect();
-    // The bottleneck: the lowest-capacity direction on some flow's data path.
-    let mut bottleneck: Option<BottleneckSummary> = None;
-    let mut lowest = u64::MAX;
-    for flow in &plan.flows {
-        if let Some(route) = plan.topology.route(&flow.from, &flow.to) {
-            for index in route {
-                let link = &plan.topology.links[index];
-                let capacity = link.spec.rate_bits_per_second();
-                if bottleneck.is_none() || capacity.is_some_and(|c| c < lowest) {
-                    lowest = capacity.unwrap_or(u64::MAX);
-                    let counters = report.links.get(index).copied().unwrap_or_default();
-                    bottleneck = Some(BottleneckSummary {
-                        from: link.from.clone(),
-                        to: link.to.clone(),
-                        capacity_bps: capacity.map(|c| c as f64),
-                        utilization: capacity.map(|c| {
-                            departed(&link.from, &link.to, counters.departure_bytes) as f64 * 8.0
-                                / (c as f64 * seconds)
-                        }),
-                    });
-                }
-            }
+    let on_data_paths = plan
+        .flows
+        .iter()
+        .filter_map(|flow| plan.topology.route(&flow.from, &flow.to))
+        .flatten()
+        .map(|index| {
+            (
+                index,
+                plan.topology.links[index].spec.rate_bits_per_second(),
+            )
+        });
+    let bottleneck = tfrc_output::bottleneck_direction(on_data_paths).map(|index| {
+        let link = &plan.topology.links[index];
+        BottleneckSummary {
+            from: link.from.clone(),
+            to: link.to.clone(),
+            capacity_bps: link.spec.rate_bits_per_second().map(|c| c as f64),
+            utilization: utilization(index),
         }
-    }
-    let summary = Summary {
-        schema_version: SCHEMA_VERSION,
+    });
+    let run = tfrc_output::RunIdentity {
         tool: format!("tfrc {} (testbed)", env!("CARGO_PKG_VERSION")),
         scenario: scenario.name.clone(),
         seed: scenario.seed,
         duration_s: seconds,
         interval_s: interval.as_secs_f64(),
-        flows: flows_json,
-        jain_index: jain,
-        bottleneck,
-        links: links_json,
     };
+    let summary = Summary::new(run, flow_summaries, bottleneck, links);
     std::fs::write(
         args.out.join("summary.json"),
         serde_json::to_string_pretty(&summary)? + "\n",

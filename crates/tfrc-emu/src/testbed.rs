@@ -212,21 +212,11 @@ pub struct TrackedFlow {
     pub delivered_payload: Option<Arc<std::sync::atomic::AtomicU64>>,
 }
 
-/// Cumulative counts of one tracked flow.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct FlowTotals {
-    /// Bytes (IP packets) entering the first link of the route.
-    pub sent_bytes: u64,
-    /// Packets entering the first link.
-    pub sent_packets: u64,
-    /// Bytes delivered to the destination host.
-    pub recv_bytes: u64,
-    /// Packets delivered to the destination host.
-    pub recv_packets: u64,
-    /// Application payload the receiving application got (its own count, sampled by the
-    /// emulator with the others).
-    pub goodput_bytes: u64,
-}
+/// Cumulative counts of one tracked flow, in the output schema's terms: bytes are IP packets
+/// entering the first link of the route (`sent`) or delivered to the destination host (`recv`);
+/// goodput is what the receiving application got (its own count, sampled by the emulator with
+/// the others).
+pub use tfrc_output::FlowTotals;
 
 /// What the emulator counted for the tracked flows, on its own clock.
 #[derive(Debug, Clone, Default)]

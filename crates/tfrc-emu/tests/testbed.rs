@@ -424,7 +424,7 @@ fn scenario_run_writes_the_simulator_outputs() {
     );
     assert_eq!(cbr_sent[7], 0);
     let links = std::fs::read_to_string(out.join("links.csv")).unwrap();
-    assert!(links.starts_with(tfrc_emu::linklog::HEADER));
+    assert!(links.starts_with(tfrc_output::LinkRow::HEADER));
     assert!(links.contains(",edge,dst,"));
     let state = std::fs::read_to_string(out.join("state.csv")).unwrap();
     assert!(

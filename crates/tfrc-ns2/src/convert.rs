@@ -6,30 +6,24 @@
 //! keeps no per-colour counters) are left empty, and the matching summary fields are null.
 
 use core::time::Duration;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use serde_json::{json, Value};
-use tfrc_output::{FlowRow, LinkRow, StateRow, SCHEMA_VERSION};
+use tfrc_output::{
+    BottleneckSummary, FlowIdentity, FlowSummary, FlowTotals, LinkRow, LinkSummary, RunIdentity,
+    RunWriter, StateRow, Summary,
+};
 
 use crate::error::Ns2Error;
 use crate::generate::{Layout, SampleKind};
 
-/// A header line of the output schema (`tfrc-output`) as cells.
-fn header_cells(header: &str) -> Vec<String> {
-    header.split(',').map(str::to_owned).collect()
-}
-
-/// The converted run: rows of the three CSV files (header first) and the summary.
+/// The converted run: the rows of the three CSV files and the summary, in the output schema's
+/// types (`tfrc-output`), written as the simulator writes its own.
 #[derive(Debug, Clone)]
 pub struct Converted {
-    /// `flows.csv`, header row first.
-    pub flows: Vec<Vec<String>>,
-    /// `state.csv`, header row first.
-    pub state: Vec<Vec<String>>,
-    /// `links.csv`, header row first.
-    pub links: Vec<Vec<String>>,
+    /// `flows.csv`, `state.csv` and `links.csv`.
+    pub rows: tfrc_output::Rows,
     /// `summary.json`.
-    pub summary: Value,
+    pub summary: Summary,
 }
 
 /// Cumulative flow counters at one sampling time.
@@ -39,14 +33,6 @@ struct FlowCounters {
     sent_bytes: u64,
     recv_packets: Option<u64>,
     recv_bytes: u64,
-}
-
-/// A flow's counts over the run: ns-2's counters summed over the intervals, and the
-/// application payload derived from them ([`goodput_bytes`]), which ns-2 does not print.
-#[derive(Debug, Clone, Copy, Default)]
-struct FlowTotals {
-    counters: FlowCounters,
-    goodput_bytes: u64,
 }
 
 /// The application payload in `recv_bytes` bytes / `recv_packets` packets that ns-2's sink
@@ -110,10 +96,11 @@ pub fn convert_samples(layout: &Layout, output: &str, path: &Path) -> Result<Con
         message: format!("ns-2's output ends without the sample of {what} (did ns-2 stop early?)"),
     };
 
+    let mut rows = tfrc_output::Rows::default();
+    let seconds = |time: Duration| time.as_nanos() as f64 / 1e9;
     // flows.csv
-    let mut flows = vec![header_cells(FlowRow::HEADER)];
     let mut totals = vec![FlowTotals::default(); layout.flows.len()];
-    let mut per_interval_sent: Vec<Vec<u64>> = vec![Vec::new(); layout.flows.len()];
+    let mut per_interval_sent: Vec<Vec<f64>> = vec![Vec::new(); layout.flows.len()];
     for (k, &time) in layout.flow_times.iter().enumerate() {
         let width = time
             - if k == 0 {
@@ -133,39 +120,33 @@ pub fn convert_samples(layout: &Layout, output: &str, path: &Path) -> Result<Con
             let size = u64::from(flow.packet_size.max(1));
             let recv_packets_now = now.recv_packets.unwrap_or(now.recv_bytes / size);
             let recv_packets_before = before.recv_packets.unwrap_or(before.recv_bytes / size);
-            let sent_bytes = now.sent_bytes.saturating_sub(before.sent_bytes);
             let recv_bytes = now.recv_bytes.saturating_sub(before.recv_bytes);
-            let sent_packets = now.sent_packets.saturating_sub(before.sent_packets);
             let recv_packets = recv_packets_now.saturating_sub(recv_packets_before);
-            let goodput = goodput_bytes(flow.sample, flow.packet_size, recv_bytes, recv_packets);
-            totals[i].goodput_bytes += goodput;
-            let counters = &mut totals[i].counters;
-            counters.sent_bytes += sent_bytes;
-            counters.recv_bytes += recv_bytes;
-            counters.sent_packets += sent_packets;
-            *counters.recv_packets.get_or_insert(0) += recv_packets;
+            let counts = FlowTotals {
+                sent_bytes: now.sent_bytes.saturating_sub(before.sent_bytes),
+                recv_bytes,
+                sent_packets: now.sent_packets.saturating_sub(before.sent_packets),
+                recv_packets,
+                goodput_bytes: goodput_bytes(
+                    flow.sample,
+                    flow.packet_size,
+                    recv_bytes,
+                    recv_packets,
+                ),
+            };
+            totals[i].add(counts);
             if time > flow.start && time - width < flow.stop.min(layout.duration) {
-                per_interval_sent[i].push(sent_packets);
+                per_interval_sent[i].push(counts.sent_packets as f64);
             }
-            let seconds = width.as_secs_f64();
-            flows.push(vec![
-                seconds_text(time),
-                flow.name.clone(),
-                flow.kind.to_owned(),
-                sent_bytes.to_string(),
-                recv_bytes.to_string(),
-                sent_packets.to_string(),
-                recv_packets.to_string(),
-                number_text(sent_bytes as f64 * 8.0 / seconds / 1000.0),
-                number_text(recv_bytes as f64 * 8.0 / seconds / 1000.0),
-                goodput.to_string(),
-                number_text(goodput as f64 * 8.0 / seconds / 1000.0),
-            ]);
+            rows.flows.push(counts.row(
+                seconds(time),
+                (&flow.name, flow.kind),
+                width.as_secs_f64(),
+            ));
         }
     }
 
     // state.csv
-    let mut state = vec![header_cells(StateRow::HEADER)];
     let mut rtt_sums: Vec<(f64, u32)> = vec![(0.0, 0); layout.flows.len()];
     for (k, &time) in layout.state_times.iter().enumerate() {
         for (i, flow) in layout.flows.iter().enumerate() {
@@ -180,24 +161,18 @@ pub fn convert_samples(layout: &Layout, output: &str, path: &Path) -> Result<Con
                 ))
             })?;
             let value = |index: usize| sample.values.get(index).copied().flatten();
-            let mut row = vec![String::new(); state[0].len()];
-            row[0] = seconds_text(time);
-            row[1] = flow.name.clone();
-            row[2] = flow.kind.to_owned();
+            let mut row = StateRow::empty(seconds(time), &flow.name, flow.kind);
             match flow.sample {
                 SampleKind::Tfrc => {
-                    row[3] = optional(value(0).map(|bytes_per_second| bytes_per_second * 8.0));
-                    row[9] = flow
-                        .feedbacks_per_rtt
-                        .map(|n| n.to_string())
-                        .unwrap_or_default();
+                    row.x_bps = value(0).map(|bytes_per_second| bytes_per_second * 8.0);
+                    row.feedbacks_per_rtt = flow.feedbacks_per_rtt.map(f64::from);
                 }
                 SampleKind::Tcp => {
-                    row[11] = optional(value(0));
-                    row[12] = optional(value(1));
-                    row[6] = optional(value(2));
-                    row[13] = optional(value(3));
-                    row[7] = optional(value(4));
+                    row.cwnd = value(0);
+                    row.ssthresh = value(1);
+                    row.rtt_s = value(2);
+                    row.srtt_s = value(3);
+                    row.rto_s = value(4);
                     if let Some(rtt) = value(2) {
                         rtt_sums[i].0 += rtt;
                         rtt_sums[i].1 += 1;
@@ -205,12 +180,11 @@ pub fn convert_samples(layout: &Layout, output: &str, path: &Path) -> Result<Con
                 }
                 SampleKind::Udp => {}
             }
-            state.push(row);
+            rows.states.push(row);
         }
     }
 
     // links.csv
-    let mut links = vec![header_cells(LinkRow::HEADER)];
     let mut link_totals = vec![LinkCounters::default(); layout.directions.len()];
     for (k, &time) in layout.flow_times.iter().enumerate() {
         let width = time
@@ -233,207 +207,119 @@ pub fn convert_samples(layout: &Layout, output: &str, path: &Path) -> Result<Con
             } else {
                 samples.links[k - 1][d].clone().unwrap_or_default()
             };
-            let arrivals = now.arrivals.saturating_sub(before.arrivals);
             let departures = now.departures.saturating_sub(before.departures);
             let departure_bytes = now.departure_bytes.saturating_sub(before.departure_bytes);
             let drops = now.drops.saturating_sub(before.drops);
             link_totals[d].departures += departures;
             link_totals[d].departure_bytes += departure_bytes;
             link_totals[d].drops += drops;
-            let utilization = departure_bytes as f64 * 8.0
-                / (direction.capacity_bps as f64 * width.as_secs_f64());
-            links.push(vec![
-                seconds_text(time),
-                direction.from.clone(),
-                direction.to.clone(),
-                now.queue_packets.to_string(),
-                now.queue_bytes.to_string(),
-                optional(now.average_queue),
-                arrivals.to_string(),
-                departures.to_string(),
-                departure_bytes.to_string(),
-                number_text(utilization),
-                drops.to_string(),
-                String::new(),
-                String::new(),
-                String::new(),
-                String::new(),
-                String::new(),
-                String::new(),
-            ]);
+            rows.links.push(LinkRow {
+                time_s: seconds(time),
+                from: direction.from.clone(),
+                to: direction.to.clone(),
+                queue_packets: now.queue_packets,
+                queue_bytes: now.queue_bytes,
+                average_queue: now.average_queue,
+                arrivals: now.arrivals.saturating_sub(before.arrivals),
+                departures,
+                departure_bytes,
+                utilization: tfrc_output::utilization(
+                    departure_bytes,
+                    Some(direction.capacity_bps),
+                    width.as_secs_f64(),
+                ),
+                drops,
+                // dsRED keeps no per-colour counters, ns-2 no per-cause ones.
+                drops_unmarked: None,
+                drops_in: None,
+                drops_out: None,
+                drops_loss_model: None,
+                marked_in: None,
+                marked_out: None,
+            });
         }
     }
 
     let summary = summarize(layout, &totals, &per_interval_sent, &rtt_sums, &link_totals);
-    Ok(Converted {
-        flows,
-        state,
-        links,
-        summary,
-    })
+    Ok(Converted { rows, summary })
 }
 
+/// `summary.json` by the output schema's rules ([`tfrc_output::Summary::new`]).
 fn summarize(
     layout: &Layout,
     totals: &[FlowTotals],
-    per_interval_sent: &[Vec<u64>],
+    per_interval_sent: &[Vec<f64>],
     rtt_sums: &[(f64, u32)],
     link_totals: &[LinkCounters],
-) -> Value {
+) -> Summary {
     let duration = layout.duration.as_secs_f64();
-    let mut goodputs = Vec::new();
-    let mut flows = Vec::new();
-    for (i, flow) in layout.flows.iter().enumerate() {
-        let start = flow.start.as_secs_f64();
-        let stop = flow.stop.min(layout.duration).as_secs_f64();
-        let active = stop - start;
-        let FlowTotals {
-            counters: total,
-            goodput_bytes,
-        } = totals[i];
-        let recv_packets = total.recv_packets.unwrap_or(0);
-        let rate = |bytes: u64| {
-            if active > 0.0 {
-                json!(bytes as f64 * 8.0 / active)
-            } else {
-                Value::Null
-            }
-        };
-        let goodput = if active > 0.0 {
-            goodput_bytes as f64 * 8.0 / active
-        } else {
-            0.0
-        };
-        if flow.sample != SampleKind::Udp {
-            goodputs.push(goodput);
-        }
-        let receiving_ratio = if total.sent_packets > 0 {
-            json!(recv_packets as f64 / total.sent_packets as f64)
-        } else {
-            Value::Null
-        };
-        let mean_rtt = match rtt_sums[i] {
-            (_, 0) => Value::Null,
-            (sum, count) => json!(sum / f64::from(count)),
-        };
-        // The CoV of packets per 0.1 s bin is only available when the output interval is 0.1 s.
-        let cov = if layout.interval == Duration::from_millis(100) {
-            coefficient_of_variation(&per_interval_sent[i])
-        } else {
-            Value::Null
-        };
-        flows.push(json!({
-            "name": flow.name,
-            "kind": flow.kind,
-            "from": flow.from,
-            "to": flow.to,
-            "start_s": start,
-            "stop_s": stop,
-            "sent_bytes": total.sent_bytes,
-            "recv_bytes": total.recv_bytes,
-            "sent_packets": total.sent_packets,
-            "recv_packets": recv_packets,
-            "goodput_bytes": goodput_bytes,
-            "send_rate_bps": rate(total.sent_bytes),
-            "recv_rate_bps": rate(total.recv_bytes),
-            "goodput_bps": rate(goodput_bytes),
-            "receiving_ratio": receiving_ratio,
-            "mean_p": Value::Null,
-            "mean_rtt_s": mean_rtt,
-            "cov_sent_100ms": cov,
-        }));
-    }
-    if goodputs.is_empty() {
-        goodputs = layout
-            .flows
-            .iter()
-            .zip(totals)
-            .map(|(flow, total)| {
-                let active =
-                    flow.stop.min(layout.duration).as_secs_f64() - flow.start.as_secs_f64();
-                if active > 0.0 {
-                    total.goodput_bytes as f64 * 8.0 / active
-                } else {
-                    0.0
-                }
-            })
-            .collect();
-    }
-    let sum: f64 = goodputs.iter().sum();
-    let squares: f64 = goodputs.iter().map(|x| x * x).sum();
-    let jain = if sum > 0.0 {
-        json!(sum * sum / (goodputs.len() as f64 * squares))
-    } else {
-        Value::Null
-    };
-    let utilization = |d: usize| {
-        let direction = &layout.directions[d];
-        link_totals[d].departure_bytes as f64 * 8.0 / (direction.capacity_bps as f64 * duration)
-    };
-    let mut crossed: Vec<usize> = layout
+    let flows = layout
         .flows
         .iter()
-        .flat_map(|flow| flow.data_path.iter().copied())
-        .collect();
-    crossed.sort_unstable();
-    crossed.dedup();
-    let bottleneck = crossed
-        .iter()
-        .copied()
-        .min_by_key(|&d| layout.directions[d].capacity_bps)
-        .map(|d| {
-            let direction = &layout.directions[d];
-            json!({
-                "from": direction.from,
-                "to": direction.to,
-                "capacity_bps": direction.capacity_bps,
-                "utilization": utilization(d),
-            })
+        .enumerate()
+        .map(|(i, flow)| FlowSummary {
+            mean_rtt_s: match rtt_sums[i] {
+                (_, 0) => None,
+                (sum, count) => Some(sum / f64::from(count)),
+            },
+            // The CoV of packets per 0.1 s bin is only available when the output interval is
+            // 0.1 s.
+            cov_sent_100ms: (layout.interval == Duration::from_millis(100))
+                .then(|| tfrc_output::coefficient_of_variation(&per_interval_sent[i]))
+                .flatten(),
+            ..FlowSummary::from_totals(
+                FlowIdentity {
+                    name: &flow.name,
+                    kind: flow.kind,
+                    from: &flow.from,
+                    to: &flow.to,
+                },
+                (flow.start, flow.stop.min(layout.duration)),
+                totals[i],
+            )
         })
-        .unwrap_or(Value::Null);
-    let links: Vec<Value> = layout
+        .collect();
+    let utilization = |d: usize| {
+        tfrc_output::utilization(
+            link_totals[d].departure_bytes,
+            Some(layout.directions[d].capacity_bps),
+            duration,
+        )
+    };
+    let on_data_paths = layout.flows.iter().flat_map(|flow| {
+        flow.data_path
+            .iter()
+            .map(|&d| (d, Some(layout.directions[d].capacity_bps)))
+    });
+    let bottleneck = tfrc_output::bottleneck_direction(on_data_paths).map(|d| {
+        let direction = &layout.directions[d];
+        BottleneckSummary {
+            from: direction.from.clone(),
+            to: direction.to.clone(),
+            capacity_bps: Some(direction.capacity_bps as f64),
+            utilization: utilization(d),
+        }
+    });
+    let links = layout
         .directions
         .iter()
         .enumerate()
-        .map(|(d, direction)| {
-            json!({
-                "from": direction.from,
-                "to": direction.to,
-                "utilization": utilization(d),
-                "drops": link_totals[d].drops,
-                "departures": link_totals[d].departures,
-            })
+        .map(|(d, direction)| LinkSummary {
+            from: direction.from.clone(),
+            to: direction.to.clone(),
+            utilization: utilization(d),
+            drops: link_totals[d].drops,
+            departures: link_totals[d].departures,
         })
         .collect();
-    json!({
-        "schema_version": SCHEMA_VERSION,
-        "tool": format!("ns-2.35 via tfrc {}", env!("CARGO_PKG_VERSION")),
-        "scenario": layout.scenario,
-        "seed": layout.seed,
-        "duration_s": duration,
-        "interval_s": layout.interval.as_secs_f64(),
-        "flows": flows,
-        "jain_index": jain,
-        "bottleneck": bottleneck,
-        "links": links,
-    })
-}
-
-fn coefficient_of_variation(values: &[u64]) -> Value {
-    if values.is_empty() {
-        return Value::Null;
-    }
-    let n = values.len() as f64;
-    let mean = values.iter().map(|&v| v as f64).sum::<f64>() / n;
-    if mean == 0.0 {
-        return Value::Null;
-    }
-    let variance = values
-        .iter()
-        .map(|&v| (v as f64 - mean).powi(2))
-        .sum::<f64>()
-        / n;
-    json!(variance.sqrt() / mean)
+    let run = RunIdentity {
+        tool: format!("ns-2.35 via tfrc {}", env!("CARGO_PKG_VERSION")),
+        scenario: layout.scenario.clone(),
+        seed: layout.seed,
+        duration_s: duration,
+        interval_s: layout.interval.as_secs_f64(),
+    };
+    Summary::new(run, flows, bottleneck, links)
 }
 
 fn parse(layout: &Layout, output: &str, path: &Path) -> Result<Samples, Ns2Error> {
@@ -524,77 +410,28 @@ fn parse(layout: &Layout, output: &str, path: &Path) -> Result<Samples, Ns2Error
     Ok(samples)
 }
 
-/// Writes `flows.csv`, `state.csv`, `links.csv` and `summary.json` into `directory`.
+/// Writes `flows.csv`, `state.csv`, `links.csv` and `summary.json` into `directory`, with
+/// the output schema's writer.
 pub fn write_outputs(converted: &Converted, directory: &Path) -> Result<(), Ns2Error> {
-    for (name, rows) in [
-        ("flows.csv", &converted.flows),
-        ("state.csv", &converted.state),
-        ("links.csv", &converted.links),
-    ] {
-        let path = directory.join(name);
-        let csv_error = |source| Ns2Error::Csv {
-            path: path.clone(),
-            source,
-        };
-        let mut writer = csv::Writer::from_path(&path).map_err(csv_error)?;
-        for row in rows {
-            writer.write_record(row).map_err(csv_error)?;
-        }
-        writer
-            .flush()
-            .map_err(|source| Ns2Error::io(path.clone(), source))?;
+    let write_error = |error: tfrc_output::WriteError| Ns2Error::io(error.path, error.source);
+    let mut writer = RunWriter::new(Some(directory)).map_err(write_error)?;
+    let rows = &converted.rows;
+    for row in &rows.flows {
+        writer.push(row.clone()).map_err(write_error)?;
     }
-    let path: PathBuf = directory.join("summary.json");
+    for row in &rows.states {
+        writer.push(row.clone()).map_err(write_error)?;
+    }
+    for row in &rows.links {
+        writer.push(row.clone()).map_err(write_error)?;
+    }
+    writer.finish().map_err(write_error)?;
+    let path = directory.join(tfrc_output::SUMMARY_FILE);
     let text = serde_json::to_string_pretty(&converted.summary).unwrap_or_default() + "\n";
     std::fs::write(&path, text).map_err(|source| Ns2Error::io(path, source))
 }
 
-/// Seconds as a decimal with at least one fraction digit (`1.0`, `12.5`, `0.001`).
+/// A sampling time as the output files write it (`12.5`), for error messages.
 fn seconds_text(time: Duration) -> String {
-    let nanos = time.subsec_nanos();
-    if nanos == 0 {
-        return format!("{}.0", time.as_secs());
-    }
-    let fraction = format!("{nanos:09}");
-    format!("{}.{}", time.as_secs(), fraction.trim_end_matches('0'))
-}
-
-/// A number with at most six decimals, trailing zeros removed (`1632`, `0.01048`): ns-2's
-/// doubles carry rounding noise (`1999999.9999999981`) that would only clutter the files.
-fn number_text(value: f64) -> String {
-    if !value.is_finite() {
-        return String::new();
-    }
-    let text = format!("{value:.6}");
-    let text = text.trim_end_matches('0').trim_end_matches('.');
-    if text == "-0" {
-        "0".to_owned()
-    } else {
-        text.to_owned()
-    }
-}
-
-fn optional(value: Option<f64>) -> String {
-    value.map(number_text).unwrap_or_default()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn seconds_text_keeps_a_fraction_digit() {
-        assert_eq!(seconds_text(Duration::from_secs(3)), "3.0");
-        assert_eq!(seconds_text(Duration::from_millis(12_500)), "12.5");
-        assert_eq!(seconds_text(Duration::from_micros(1)), "0.000001");
-    }
-
-    #[test]
-    fn numbers_drop_rounding_noise() {
-        assert_eq!(number_text(1_999_999.999_999_998_1), "2000000");
-        assert_eq!(number_text(0.010_48), "0.01048");
-        assert_eq!(number_text(1632.0), "1632");
-        assert_eq!(number_text(-0.000_000_1), "0");
-        assert_eq!(number_text(f64::NAN), "");
-    }
+    tfrc_output::format_time_nanos(u64::try_from(time.as_nanos()).unwrap_or(u64::MAX))
 }

@@ -96,7 +96,7 @@ pub struct Layout {
 pub struct FlowLayout {
     /// Flow name (`name.3` for an instance of a `count` flow).
     pub name: String,
-    /// The `kind` column of `flows.csv`: `tfrc`, `tcp`, `cbr`, `pareto`, `exponential`.
+    /// The `kind` column of `flows.csv`: the scenario's kind (`tfrc`, `tcp`, `cbr`, `pareto`, `exp-onoff`).
     pub kind: &'static str,
     /// Sending node.
     pub from: String,
@@ -347,12 +347,14 @@ impl<'a> Generator<'a> {
                 .windows(2)
                 .filter_map(|pair| self.direction_index(pair[0], pair[1]))
                 .collect();
-            let (kind, sample) = match &flow.kind {
-                FlowKind::Tfrc(_) => ("tfrc", SampleKind::Tfrc),
-                FlowKind::Tcp(_) => ("tcp", SampleKind::Tcp),
-                FlowKind::Cbr { .. } => ("cbr", SampleKind::Udp),
-                FlowKind::Pareto(_) => ("pareto", SampleKind::Udp),
-                FlowKind::ExponentialOnOff(_) => ("exponential", SampleKind::Udp),
+            // The kind as the scenario file names it, as the simulator writes it.
+            let kind = flow.kind_name();
+            let sample = match &flow.kind {
+                FlowKind::Tfrc(_) => SampleKind::Tfrc,
+                FlowKind::Tcp(_) => SampleKind::Tcp,
+                FlowKind::Cbr { .. } | FlowKind::Pareto(_) | FlowKind::ExponentialOnOff(_) => {
+                    SampleKind::Udp
+                }
             };
             if let FlowKind::Tcp(_) = flow.kind {
                 if flow.packet_size <= NS2_TCP_HEADER_BYTES {

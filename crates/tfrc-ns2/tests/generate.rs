@@ -174,7 +174,7 @@ fn every_mapped_feature_has_its_tcl_object() {
             ("bg.1", "pareto", SampleKind::Udp),
             ("bg.2", "pareto", SampleKind::Udp),
             ("bg.3", "pareto", SampleKind::Udp),
-            ("e", "exponential", SampleKind::Udp),
+            ("e", "exp-onoff", SampleKind::Udp),
         ]
     );
     assert_eq!(generated.layout.directions.len(), 4);
@@ -542,45 +542,54 @@ fn the_converter_turns_cumulative_samples_into_intervals() {
         output.push_str(&format!("S {k} 0 {}\n", 12500 * k));
     }
     let converted = convert_samples(layout, &output, Path::new("output.txt")).expect("converts");
-    assert_eq!(converted.flows[0].join(","), tfrc_output::FlowRow::HEADER);
-    assert_eq!(converted.flows.len(), 1 + 3 * 2);
-    assert_eq!(converted.flows[1].join(","), "1.0,t,tfrc,0,0,0,0,0,0,0,0");
+    // Written by the output schema's writer, as the simulator writes its files.
+    let directory = tempfile::tempdir().unwrap();
+    tfrc_ns2::write_outputs(&converted, directory.path()).unwrap();
+    let read = |name: &str| std::fs::read_to_string(directory.path().join(name)).unwrap();
+    let flows = read("flows.csv");
+    let flows: Vec<&str> = flows.lines().collect();
+    assert_eq!(flows[0], tfrc_output::FlowRow::HEADER);
+    assert_eq!(flows.len(), 1 + 3 * 2);
+    assert_eq!(flows[1], "1,t,tfrc,0,0,0,0,0.000,0.000,0,0.000");
     // Goodput: 80 TFRC packets of 1000 B, each with ns-2's 32-byte header inside.
     assert_eq!(
-        converted.flows[3].join(","),
-        "2.0,t,tfrc,100000,80000,100,80,800,640,77440,619.52"
+        flows[3],
+        "2,t,tfrc,100000,80000,100,80,800.000,640.000,77440,619.520"
     );
     // The last interval is 0.5 s long: 50 packets of 1000 B in 0.5 s = 800 kbit/s.
     assert_eq!(
-        converted.flows[5].join(","),
-        "2.5,t,tfrc,50000,60000,50,60,800,960,58080,929.28"
+        flows[5],
+        "2.5,t,tfrc,50000,60000,50,60,800.000,960.000,58080,929.280"
     );
     // CBR packets carry no modelled header: their goodput is what arrived.
     assert_eq!(
-        converted.flows[6].join(","),
-        "2.5,c,cbr,6000,6000,6,6,96,96,6000,96"
+        flows[6],
+        "2.5,c,cbr,6000,6000,6,6,96.000,96.000,6000,96.000"
     );
     // State rows only while the TFRC flow exists (from 1 s), none for the CBR flow.
-    let state_times: Vec<&str> = converted.state[1..]
-        .iter()
-        .map(|row| row[0].as_str())
-        .collect();
-    assert_eq!(state_times, ["1.0", "2.0", "2.5"]);
-    assert_eq!(converted.state[2][3], "100000");
-    assert_eq!(converted.state[2][9], "1");
-    assert_eq!(converted.links.len(), 1 + 3 * 2);
-    assert_eq!(converted.links[3][6], "10"); // arrivals in the second interval
-    assert_eq!(converted.links[3][9], "0.072"); // 9000 B in 1 s on 1 Mbit/s
-    let summary = &converted.summary;
-    assert_eq!(summary["flows"][0]["recv_bytes"], 140_000);
-    assert_eq!(summary["flows"][0]["recv_rate_bps"], 140_000.0 * 8.0 / 1.5);
-    assert_eq!(summary["flows"][0]["goodput_bytes"], 140 * 968);
+    let state = read("state.csv");
+    let state: Vec<Vec<&str>> = state.lines().map(|row| row.split(',').collect()).collect();
+    let state_times: Vec<&str> = state[1..].iter().map(|row| row[0]).collect();
+    assert_eq!(state_times, ["1", "2", "2.5"]);
+    assert_eq!(state[2][3], "100000.0");
+    assert_eq!(state[2][9], "1");
+    let links = read("links.csv");
+    let links: Vec<Vec<&str>> = links.lines().map(|row| row.split(',').collect()).collect();
+    assert_eq!(links.len(), 1 + 3 * 2);
+    assert_eq!(links[3][6], "10"); // arrivals in the second interval
+    assert_eq!(links[3][9], "0.0720"); // 9000 B in 1 s on 1 Mbit/s
+    let summary: tfrc_output::Summary = serde_json::from_str(&read("summary.json")).unwrap();
+    let tfrc = &summary.flows[0];
+    assert_eq!(tfrc.recv_bytes, 140_000);
+    assert_eq!(tfrc.recv_rate_bps, Some(140_000.0 * 8.0 / 1.5));
+    assert_eq!(tfrc.goodput_bytes, 140 * 968);
+    assert_eq!(tfrc.goodput_bps, Some(140.0 * 968.0 * 8.0 / 1.5));
+    assert_eq!(summary.flows[1].receiving_ratio, Some(31.0 / 32.0));
     assert_eq!(
-        summary["flows"][0]["goodput_bps"],
-        140.0 * 968.0 * 8.0 / 1.5
+        summary.bottleneck.as_ref().and_then(|b| b.capacity_bps),
+        Some(1_000_000.0)
     );
-    assert_eq!(summary["flows"][1]["receiving_ratio"], 31.0 / 32.0);
-    assert_eq!(summary["bottleneck"]["capacity_bps"], 1_000_000);
+    assert_eq!(summary.schema_version, tfrc_output::SCHEMA_VERSION);
 }
 
 #[test]

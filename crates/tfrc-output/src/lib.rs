@@ -20,10 +20,15 @@ use serde::{Deserialize, Serialize};
 
 mod cell;
 pub mod stats;
+mod summary;
 mod writer;
 
 pub use cell::{format_seconds, format_time_nanos, round_decimals, Fixed, Seconds, Shortest};
 pub use stats::{coefficient_of_variation, jain_index};
+pub use summary::{
+    bottleneck_direction, is_protocol_kind, jain_over_flows, utilization, FlowIdentity, FlowTotals,
+    RunIdentity,
+};
 pub use writer::{CsvRow, RowFile, RunWriter, WriteError};
 
 /// Version of the output schema, written in `summary.json`. A reader refuses any other
@@ -52,7 +57,7 @@ pub struct FlowRow {
     pub time_s: f64,
     /// Flow name.
     pub flow: String,
-    /// `tfrc`, `tcp`, `cbr`, `pareto`, `exponential`.
+    /// The scenario's flow kind: `tfrc`, `tcp`, `cbr`, `pareto`, `exp-onoff`.
     pub kind: String,
     /// Bytes the sender put on its first link in the interval.
     pub sent_bytes: u64,

@@ -68,34 +68,43 @@ pub struct WriteError {
 /// row exactly as its file reads back), both, or nowhere.
 #[derive(Debug, Default)]
 pub struct RunWriter {
-    files: Option<(Vec<BufWriter<File>>, PathBuf)>,
+    /// One writer per [`RowFile`] (by index; `None` for a file this writer does not write).
+    files: Option<(Vec<Option<BufWriter<File>>>, PathBuf)>,
     memory: Option<Rows>,
 }
 
 impl RunWriter {
     /// Rows written to the three CSV files of `directory` (created if missing), if given.
     pub fn new(directory: Option<&Path>) -> Result<RunWriter, WriteError> {
-        let files = match directory {
-            None => None,
-            Some(directory) => {
-                std::fs::create_dir_all(directory).map_err(|source| WriteError {
-                    path: directory.to_path_buf(),
-                    source,
-                })?;
-                let mut writers = Vec::with_capacity(RowFile::ALL.len());
-                for file in RowFile::ALL {
-                    let path = directory.join(file.name());
-                    let created = File::create(&path).and_then(|handle| {
-                        let mut writer = BufWriter::with_capacity(1 << 16, handle);
-                        writeln!(writer, "{}", file.header()).map(|()| writer)
-                    });
-                    writers.push(created.map_err(|source| WriteError { path, source })?);
-                }
-                Some((writers, directory.to_path_buf()))
+        match directory {
+            Some(directory) => RunWriter::with_files(directory, &RowFile::ALL),
+            None => Ok(RunWriter::default()),
+        }
+    }
+
+    /// Rows written to some of the CSV files of `directory` (created if missing): the testbed
+    /// writes `links.csv` as the emulator runs and the other two at the end. A row of another
+    /// file is an error.
+    pub fn with_files(directory: &Path, files: &[RowFile]) -> Result<RunWriter, WriteError> {
+        std::fs::create_dir_all(directory).map_err(|source| WriteError {
+            path: directory.to_path_buf(),
+            source,
+        })?;
+        let mut writers = Vec::with_capacity(RowFile::ALL.len());
+        for file in RowFile::ALL {
+            if !files.contains(&file) {
+                writers.push(None);
+                continue;
             }
-        };
+            let path = directory.join(file.name());
+            let created = File::create(&path).and_then(|handle| {
+                let mut writer = BufWriter::with_capacity(1 << 16, handle);
+                writeln!(writer, "{}", file.header()).map(|()| writer)
+            });
+            writers.push(Some(created.map_err(|source| WriteError { path, source })?));
+        }
         Ok(RunWriter {
-            files,
+            files: Some((writers, directory.to_path_buf())),
             memory: None,
         })
     }
@@ -113,11 +122,17 @@ impl RunWriter {
     /// Writes `row` to its file and keeps it, as configured.
     pub fn push<R: CsvRow>(&mut self, row: R) -> Result<(), WriteError> {
         if let Some((writers, directory)) = &mut self.files {
-            row.write_csv(&mut writers[R::FILE.index()])
-                .map_err(|source| WriteError {
-                    path: directory.join(R::FILE.name()),
-                    source,
+            let path = || directory.join(R::FILE.name());
+            let writer = writers[R::FILE.index()]
+                .as_mut()
+                .ok_or_else(|| WriteError {
+                    path: path(),
+                    source: io::Error::other("this run writer does not write that file"),
                 })?;
+            row.write_csv(writer).map_err(|source| WriteError {
+                path: path(),
+                source,
+            })?;
         }
         if let Some(memory) = &mut self.memory {
             R::rows_of(memory).push(row.into_written());
@@ -128,7 +143,10 @@ impl RunWriter {
     /// Flushes the files and gives back the rows kept in memory, if any.
     pub fn finish(self) -> Result<Option<Rows>, WriteError> {
         if let Some((writers, directory)) = self.files {
-            for (mut writer, file) in writers.into_iter().zip(RowFile::ALL) {
+            for (writer, file) in writers.into_iter().zip(RowFile::ALL) {
+                let Some(mut writer) = writer else {
+                    continue;
+                };
                 writer.flush().map_err(|source| WriteError {
                     path: directory.join(file.name()),
                     source,

@@ -296,9 +296,9 @@ pub fn flow_id(position: usize) -> FlowId {
 }
 
 /// Whether a flow kind is a congestion-controlled protocol (TFRC or TCP), the flows whose
-/// goodputs enter the Jain index.
+/// goodputs enter the Jain index ([`tfrc_output::is_protocol_kind`]).
 pub fn is_protocol(kind: &FlowKind) -> bool {
-    matches!(kind, FlowKind::Tfrc(_) | FlowKind::Tcp(_))
+    tfrc_output::is_protocol_kind(kind.name())
 }
 
 #[cfg(test)]

@@ -54,10 +54,12 @@ pub use build::{
     flow_id, is_protocol, link_direction_config, loss_kind, markers_by_direction, queue_config,
     tfrc_config, Topology, REVERSE_PATH_BIT,
 };
-pub use record::{format_time, COV_BIN, FLOWS_HEADER, LINKS_HEADER, STATE_HEADER};
+pub use record::{
+    format_time, link_interval_row, COV_BIN, FLOWS_HEADER, LINKS_HEADER, STATE_HEADER,
+};
 pub use tfrc_output::{
     coefficient_of_variation, jain_index, BottleneckSummary, FlowSummary, LinkSummary, Rows,
-    StateRow, Summary, SCHEMA_VERSION,
+    RunIdentity, StateRow, Summary, SCHEMA_VERSION,
 };
 
 use crate::error::{ParameterError, TraceError};
@@ -442,7 +444,6 @@ impl Simulation {
                 spec.kind.name(),
                 (spec.from.clone(), spec.to.clone()),
                 (start, stop.max(start)),
-                is_protocol(&spec.kind),
             );
             let mut flow = Flow {
                 record,
@@ -475,19 +476,11 @@ impl Simulation {
             flows.push(flow);
         }
 
-        // The bottleneck: a trace-driven direction on a data path, else the slowest one.
-        data_paths.sort_unstable();
-        data_paths.dedup();
-        let bottleneck = data_paths
-            .iter()
-            .copied()
-            .find(|&direction| links[direction].capacity_bps.is_none())
-            .or_else(|| {
-                data_paths
-                    .iter()
-                    .copied()
-                    .min_by_key(|&direction| (links[direction].capacity_bps, direction))
-            });
+        let bottleneck = tfrc_output::bottleneck_direction(
+            data_paths
+                .iter()
+                .map(|&direction| (direction, links[direction].capacity_bps)),
+        );
 
         let interval = scenario.output.interval;
         let state_interval = scenario.output.state_sampling_interval();
@@ -615,60 +608,42 @@ impl Simulation {
                 flow.record.summary(feedbacks)
             })
             .collect();
-        let protocol_goodputs: Vec<f64> = self
-            .flows
-            .iter()
-            .zip(&flows)
-            .filter(|(flow, _)| flow.record.is_protocol)
-            .map(|(_, summary)| summary.goodput_bps.unwrap_or(0.0))
-            .collect();
-        let goodputs = if protocol_goodputs.is_empty() {
-            flows
-                .iter()
-                .map(|summary| summary.goodput_bps.unwrap_or(0.0))
-                .collect()
-        } else {
-            protocol_goodputs
-        };
         let utilization = |link: &LinkState| {
-            link.capacity_bps
-                .filter(|_| duration > 0.0)
-                .map(|capacity| {
-                    link.direction.counters().departure_bytes as f64 * 8.0
-                        / (capacity as f64 * duration)
-                })
+            tfrc_output::utilization(
+                link.direction.counters().departure_bytes,
+                link.capacity_bps,
+                duration,
+            )
         };
         let node = |index: u32| self.topology.nodes[index as usize].clone();
-        Summary {
-            schema_version: SCHEMA_VERSION,
+        let run = RunIdentity {
             tool: format!("tfrc {}", env!("CARGO_PKG_VERSION")),
             scenario: self.name.clone(),
             seed: self.seed,
             duration_s: duration,
             interval_s: self.interval.as_secs_f64(),
-            flows,
-            jain_index: jain_index(&goodputs),
-            bottleneck: self.bottleneck.map(|index| {
-                let link = &self.links[index];
-                BottleneckSummary {
-                    from: node(link.from),
-                    to: node(link.to),
-                    capacity_bps: link.capacity_bps.map(|capacity| capacity as f64),
-                    utilization: utilization(link),
-                }
-            }),
-            links: self
-                .links
-                .iter()
-                .map(|link| LinkSummary {
-                    from: node(link.from),
-                    to: node(link.to),
-                    utilization: utilization(link),
-                    drops: link.direction.counters().total_drops(),
-                    departures: link.direction.counters().departures,
-                })
-                .collect(),
-        }
+        };
+        let bottleneck = self.bottleneck.map(|index| {
+            let link = &self.links[index];
+            BottleneckSummary {
+                from: node(link.from),
+                to: node(link.to),
+                capacity_bps: link.capacity_bps.map(|capacity| capacity as f64),
+                utilization: utilization(link),
+            }
+        });
+        let links = self
+            .links
+            .iter()
+            .map(|link| LinkSummary {
+                from: node(link.from),
+                to: node(link.to),
+                utilization: utilization(link),
+                drops: link.direction.counters().total_drops(),
+                departures: link.direction.counters().departures,
+            })
+            .collect();
+        Summary::new(run, flows, bottleneck, links)
     }
 
     fn handle(&mut self, event: Event) {

@@ -1,10 +1,13 @@
 //! What a run records: the per-interval rows of `flows.csv`, `state.csv` and `links.csv`, and
 //! the per-run `summary.json` (schema in `docs/output-format.md`).
 
+use core::time::Duration;
 use std::path::Path;
 
 use tfrc_output::stats::CountMoments;
-use tfrc_output::{FlowRow, FlowSummary, LinkRow, Rows, RunWriter, StateRow, WriteError};
+use tfrc_output::{
+    FlowIdentity, FlowRow, FlowSummary, FlowTotals, LinkRow, Rows, RunWriter, StateRow, WriteError,
+};
 use tfrc_proto::Instant;
 
 use crate::link::{DropReason, LinkCounters, LinkSample};
@@ -32,17 +35,6 @@ pub(crate) fn seconds(at: Instant) -> f64 {
     at.as_nanos() as f64 / 1e9
 }
 
-/// Packets and bytes sent and received.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(crate) struct Counts {
-    pub sent_bytes: u64,
-    pub sent_packets: u64,
-    pub recv_bytes: u64,
-    pub recv_packets: u64,
-    /// Application payload delivered ([`FlowRow::goodput_bytes`]).
-    pub goodput_bytes: u64,
-}
-
 /// Everything recorded about one flow.
 #[derive(Debug, Clone)]
 pub(crate) struct FlowRecord {
@@ -52,9 +44,8 @@ pub(crate) struct FlowRecord {
     pub to: String,
     pub start: Instant,
     pub stop: Instant,
-    pub is_protocol: bool,
-    pub interval: Counts,
-    pub total: Counts,
+    pub interval: FlowTotals,
+    pub total: FlowTotals,
     /// Packets sent per [`COV_BIN`] over `[start, stop)`, in constant memory: the bins closed
     /// so far, and the open bin with its count.
     pub sent_bins: CountMoments,
@@ -73,7 +64,6 @@ impl FlowRecord {
         kind: &'static str,
         (from, to): (String, String),
         (start, stop): (Instant, Instant),
-        is_protocol: bool,
     ) -> FlowRecord {
         let active = stop.saturating_duration_since(start);
         let bins =
@@ -85,9 +75,8 @@ impl FlowRecord {
             to,
             start,
             stop,
-            is_protocol,
-            interval: Counts::default(),
-            total: Counts::default(),
+            interval: FlowTotals::default(),
+            total: FlowTotals::default(),
             sent_bins: CountMoments::default(),
             open_bin: None,
             bin_count: bins,
@@ -183,14 +172,9 @@ impl Recorder {
         record: &FlowRecord,
         interval_secs: f64,
     ) -> Result<(), SimulationError> {
-        let counts = record.interval;
-        let row = FlowRow::from_counts(
-            seconds(at),
-            (record.name.clone(), record.kind.to_owned()),
-            [counts.sent_bytes, counts.recv_bytes, counts.goodput_bytes],
-            [counts.sent_packets, counts.recv_packets],
-            interval_secs,
-        );
+        let row = record
+            .interval
+            .row(seconds(at), (&record.name, record.kind), interval_secs);
         self.writer.push(row).map_err(io_error)
     }
 
@@ -198,54 +182,74 @@ impl Recorder {
         self.writer.push(row).map_err(io_error)
     }
 
-    #[allow(clippy::too_many_arguments)]
     pub fn link_row(
         &mut self,
         at: Instant,
-        (from, to): (&str, &str),
+        names: (&str, &str),
         sample: &LinkSample,
         previous: &LinkCounters,
         capacity_bps: Option<u64>,
         interval_secs: f64,
     ) -> Result<(), SimulationError> {
-        let now = &sample.counters;
-        let delta = |current: u64, before: u64| current.saturating_sub(before);
-        let departure_bytes = delta(now.departure_bytes, previous.departure_bytes);
-        let colour_drops = |color: Color| {
-            Some(delta(
-                now.drops_by_color(color),
-                previous.drops_by_color(color),
-            ))
-        };
-        let row = LinkRow {
-            time_s: seconds(at),
-            from: from.to_owned(),
-            to: to.to_owned(),
-            queue_packets: sample.queue_packets as u64,
-            queue_bytes: sample.queue_bytes,
-            average_queue: sample.average_queue,
-            arrivals: delta(now.arrivals, previous.arrivals),
-            departures: delta(now.departures, previous.departures),
-            departure_bytes,
-            utilization: capacity_bps
-                .map(|capacity| departure_bytes as f64 * 8.0 / (capacity as f64 * interval_secs)),
-            drops: delta(now.total_drops(), previous.total_drops()),
-            drops_unmarked: colour_drops(Color::Unmarked),
-            drops_in: colour_drops(Color::In),
-            drops_out: colour_drops(Color::Out),
-            drops_loss_model: Some(delta(
-                now.drops_by_reason(DropReason::LossModel),
-                previous.drops_by_reason(DropReason::LossModel),
-            )),
-            marked_in: Some(delta(now.marked_in, previous.marked_in)),
-            marked_out: Some(delta(now.marked_out, previous.marked_out)),
-        };
+        let row = link_interval_row(
+            seconds(at),
+            names,
+            sample,
+            previous,
+            capacity_bps,
+            interval_secs,
+        );
         self.writer.push(row).map_err(io_error)
     }
 
     /// Flushes the files and gives back the rows kept in memory, if any.
     pub fn finish(self) -> Result<Option<Rows>, SimulationError> {
         self.writer.finish().map_err(io_error)
+    }
+}
+
+/// The `links.csv` row of one link direction for the interval of `interval_secs` seconds
+/// ending at `time_s`: the queue as `sample` found it, and the counters' growth since
+/// `previous`. The simulator and the emulator (`tfrc emulate`, `tfrc testbed`) both write these.
+pub fn link_interval_row(
+    time_s: f64,
+    (from, to): (&str, &str),
+    sample: &LinkSample,
+    previous: &LinkCounters,
+    capacity_bps: Option<u64>,
+    interval_secs: f64,
+) -> LinkRow {
+    let now = &sample.counters;
+    let delta = |current: u64, before: u64| current.saturating_sub(before);
+    let departure_bytes = delta(now.departure_bytes, previous.departure_bytes);
+    let colour_drops = |color: Color| {
+        Some(delta(
+            now.drops_by_color(color),
+            previous.drops_by_color(color),
+        ))
+    };
+    LinkRow {
+        time_s,
+        from: from.to_owned(),
+        to: to.to_owned(),
+        queue_packets: sample.queue_packets as u64,
+        queue_bytes: sample.queue_bytes,
+        average_queue: sample.average_queue,
+        arrivals: delta(now.arrivals, previous.arrivals),
+        departures: delta(now.departures, previous.departures),
+        departure_bytes,
+        utilization: capacity_bps
+            .map(|capacity| departure_bytes as f64 * 8.0 / (capacity as f64 * interval_secs)),
+        drops: delta(now.total_drops(), previous.total_drops()),
+        drops_unmarked: colour_drops(Color::Unmarked),
+        drops_in: colour_drops(Color::In),
+        drops_out: colour_drops(Color::Out),
+        drops_loss_model: Some(delta(
+            now.drops_by_reason(DropReason::LossModel),
+            previous.drops_by_reason(DropReason::LossModel),
+        )),
+        marked_in: Some(delta(now.marked_in, previous.marked_in)),
+        marked_out: Some(delta(now.marked_out, previous.marked_out)),
     }
 }
 
@@ -262,32 +266,24 @@ fn close_bins(moments: &mut CountMoments, open: Option<(u64, u64)>, until: u64) 
 impl FlowRecord {
     /// The flow's line of `summary.json`; `feedbacks` is the TFRC receiver's count.
     pub fn summary(&self, feedbacks: Option<u64>) -> FlowSummary {
-        let active = self
-            .stop
-            .saturating_duration_since(self.start)
-            .as_secs_f64();
-        let per_second = |bytes: u64| (active > 0.0).then(|| bytes as f64 * 8.0 / active);
         FlowSummary {
-            name: self.name.clone(),
-            kind: self.kind.to_owned(),
-            from: self.from.clone(),
-            to: self.to.clone(),
-            start_s: self.start.as_secs_f64(),
-            stop_s: self.stop.as_secs_f64(),
-            sent_bytes: self.total.sent_bytes,
-            recv_bytes: self.total.recv_bytes,
-            sent_packets: self.total.sent_packets,
-            recv_packets: self.total.recv_packets,
-            goodput_bytes: self.total.goodput_bytes,
-            send_rate_bps: per_second(self.total.sent_bytes),
-            recv_rate_bps: per_second(self.total.recv_bytes),
-            goodput_bps: per_second(self.total.goodput_bytes),
-            receiving_ratio: (self.total.sent_packets > 0)
-                .then(|| self.total.recv_packets as f64 / self.total.sent_packets as f64),
             mean_p: (self.p_samples > 0).then(|| self.p_sum / self.p_samples as f64),
             mean_rtt_s: (self.rtt_samples > 0).then(|| self.rtt_sum / self.rtt_samples as f64),
             cov_sent_100ms: self.cov_sent(),
             feedbacks,
+            ..FlowSummary::from_totals(
+                FlowIdentity {
+                    name: &self.name,
+                    kind: self.kind,
+                    from: &self.from,
+                    to: &self.to,
+                },
+                (
+                    Duration::from_nanos(self.start.as_nanos()),
+                    Duration::from_nanos(self.stop.as_nanos()),
+                ),
+                self.total,
+            )
         }
     }
 }
@@ -312,7 +308,6 @@ mod tests {
             "cbr",
             ("s".into(), "r".into()),
             (Instant::from_secs(1), Instant::from_millis(1_300)),
-            false,
         );
         assert_eq!(record.bin_count, 3);
         record.record_sent(Instant::from_millis(1_000), 100);
@@ -328,7 +323,6 @@ mod tests {
             "cbr",
             ("s".into(), "r".into()),
             (Instant::from_secs(1), Instant::from_millis(1_400)),
-            false,
         );
         for at in [1_000, 1_099, 1_250] {
             longer.record_sent(Instant::from_millis(at), 100);
