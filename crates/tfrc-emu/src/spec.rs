@@ -1,29 +1,37 @@
-//! The command-line syntax of link elements, shared by `tfrc emulate` and `tfrc testbed up`.
+//! The command-line syntax of link elements, shared by `tfrc emulate` and `tfrc testbed up`:
+//! the scenario file's own grammar, written as flags. Each flag sets the link-direction key of
+//! the same name in a `[[link]]` table (docs/scenario-format.md), which `tfrc-scenario`
+//! resolves and validates exactly as in a file ([`tfrc_scenario::link_from_table`]): same keys,
+//! same defaults, same checks, same messages.
 //!
-//! Every element is one token (documented in `docs/emulator.md`):
+//! | flag | sets | syntax | example |
+//! |---|---|---|---|
+//! | `--rate` | `rate` | a rate (`tfrc_scenario::units`) | `1Mbps`, `800kbps`, `1000000` |
+//! | `--delay` | `delay` | a duration with unit | `25ms` |
+//! | `--trace` | `trace`, `trace_offset`, `trace_opportunity` | `FILE[:offset=D][:opportunity=bytes\|packet]` | `down.trace`, `up.trace:opportunity=packet` |
+//! | `--queue` | `queue` | `KIND[:ITEM,…]` | `droptail:50`, `red:limit=50,min_th=5,max_th=15` |
+//! | `--loss` | `loss` | `KIND[:ITEM,…]` or `none` | `bernoulli:0.01:start=30s:stop=90s` |
+//! | `--marker` | a `[[marker]]` on the direction | `token-bucket:RATE:BUCKET_BYTES[:ports=P,P…]` | `token-bucket:800kbps:10000` |
 //!
-//! | flag | syntax | example |
-//! |---|---|---|
-//! | `--rate` | a rate (`tfrc_scenario::units`) | `1Mbps`, `800kbps`, `1000000` |
-//! | `--delay` | a duration with unit | `25ms` |
-//! | `--trace` | a Mahimahi delivery trace file (instead of `--rate`), then optional `:offset=D` (where in the trace time 0 is) and `:opportunity=bytes` (Mahimahi's rule, the default: each opportunity carries 1500 bytes that packets share) or `:opportunity=packet` (one packet per opportunity) | `down.trace`, `up.trace:opportunity=packet` |
-//! | `--queue` | `droptail[:LIMIT]`, `red[:KEY=VALUE,…]`, `rio[:KEY=VALUE,…]` | `red:limit=50,min_th=5,max_th=15` |
-//! | `--loss` | `bernoulli:P`, `exponential:GAP`, `gilbert-elliott:P_GB:P_BG[:LOSS_GOOD:LOSS_BAD]`, `none`; then optional `:start=D`, `:stop=D` | `bernoulli:0.01:start=30s:stop=90s` |
-//! | `--marker` | `token-bucket:RATE:BUCKET_BYTES[:ports=P,P…]` | `token-bucket:800kbps:10000` |
+//! An ITEM is `KEY=VALUE` with the scenario table's keys, or a bare value for the next of the
+//! kind's keys in their documented order ([`tfrc_scenario::table_keys`]: a queue's `limit`
+//! first; a loss model's own keys, then `start` and `stop`); items are separated by `,` or `:`.
+//! Values are TOML scalars (`50`, `0.01`, `true`) or else text (`30s`, `800kbps`).
 //!
 //! Each flag may be repeated; a value prefixed `forward=` (or `fwd=`) sets the forward direction
 //! only (from the sender side to the receiver side), `reverse=` (or `rev=`) the reverse direction
 //! only; an unprefixed value sets both. A later value overrides an earlier one for the same
-//! direction (markers accumulate).
+//! direction (markers accumulate). Unset: 10 Mb/s, no delay, DropTail 50, no loss.
 
 use core::time::Duration;
 use std::path::PathBuf;
 
 use tfrc_proto::Instant;
-use tfrc_scenario::units::{parse_duration, parse_rate};
+use tfrc_scenario::units::parse_rate;
+use tfrc_scenario::{Capacity, LinkDirectionSpec};
 use tfrc_sim::{
-    FlowId, FlowSelector, GilbertElliottParams, LinkDirectionConfig, LossConfig, LossKind,
-    OpportunityUse, QueueConfig, RedParams, RioParams, TimeWindow, TokenBucketConfig, Transmitter,
+    FlowId, FlowSelector, LinkDirectionConfig, LossConfig, OpportunityUse, QueueConfig, TimeWindow,
+    TokenBucketConfig, Transmitter,
 };
 
 /// A command-line value that could not be understood: names the flag and the value.
@@ -127,6 +135,36 @@ impl Default for DirectionSpec {
 }
 
 impl DirectionSpec {
+    /// The emulated direction of a scenario's link direction, through the simulator's own
+    /// conversions of its queue and loss model (markers are added by the caller: the scenario
+    /// names their flows, the emulator selects them by port).
+    pub fn from_scenario(spec: &LinkDirectionSpec) -> DirectionSpec {
+        DirectionSpec {
+            capacity: match &spec.capacity {
+                Capacity::Rate(rate) => CapacitySpec::Rate(rate.bits_per_second()),
+                Capacity::Trace {
+                    path,
+                    offset,
+                    opportunity,
+                } => CapacitySpec::Trace {
+                    path: path.clone(),
+                    offset: *offset,
+                    opportunity: (*opportunity).into(),
+                },
+            },
+            delay: spec.delay,
+            queue: tfrc_sim::simulation::queue_config(&spec.queue),
+            loss: spec.loss.as_ref().map(|loss| LossConfig {
+                kind: tfrc_sim::simulation::loss_kind(&loss.model),
+                window: (loss.start > Duration::ZERO || loss.stop.is_some()).then(|| TimeWindow {
+                    start: Instant::ZERO + loss.start,
+                    stop: loss.stop.map(|stop| Instant::ZERO + stop),
+                }),
+            }),
+            markers: Vec::new(),
+        }
+    }
+
     /// The simulator's configuration of this direction; a trace file is read here and starts
     /// at `start` (the emulator's time origin).
     pub fn to_config(&self, start: Instant) -> anyhow::Result<LinkDirectionConfig> {
@@ -194,62 +232,113 @@ pub struct LinkFlags<'a> {
 }
 
 impl LinkSpec {
-    /// Builds both directions from the flags, starting from the defaults (10 Mb/s, no delay,
-    /// DropTail 50).
+    /// Builds both directions from the flags through the scenario file's grammar (see the
+    /// module documentation); unset keys take 10 Mb/s, no delay, DropTail 50, no loss.
     pub fn from_flags(flags: &LinkFlags<'_>) -> Result<LinkSpec, SpecError> {
-        let mut link = LinkSpec::default();
-        for value in flags.rate {
-            let (directions, text) = split_direction("--rate", value)?;
-            let rate = parse_rate(text)
-                .map_err(|error| SpecError::new("--rate", value, error.message()))?;
-            if rate.bits_per_second() == 0 {
-                return Err(SpecError::new("--rate", value, "the rate must be above 0"));
+        let mut tables = [toml::Table::new(), toml::Table::new()];
+        // The flag value that last set each (direction, key), to name it in errors.
+        let mut origins: Vec<(Direction, &'static str, &'static str, String)> = Vec::new();
+        let mut set = |direction: Direction,
+                       key: &'static str,
+                       flag: &'static str,
+                       value: &str,
+                       item: toml::Value| {
+            let table = &mut tables[direction_index(direction)];
+            // A rate replaces a trace and a trace a rate, as a later value replaces an earlier.
+            let replaced: &[&str] = match key {
+                "rate" => &["trace", "trace_offset", "trace_opportunity"],
+                "trace" => &["rate", "trace_offset", "trace_opportunity"],
+                _ => &[],
+            };
+            for old in replaced {
+                table.remove(*old);
             }
-            for direction in directions {
-                link.direction_mut(direction).capacity = CapacitySpec::Rate(rate.bits_per_second());
+            table.insert(key.to_owned(), item);
+            origins.retain(|(d, k, _, _)| !(*d == direction && *k == key));
+            origins.push((direction, key, flag, value.to_owned()));
+        };
+        for (flag, key, values) in [
+            ("--rate", "rate", flags.rate),
+            ("--delay", "delay", flags.delay),
+        ] {
+            for value in values {
+                let (directions, text) = split_direction(flag, value)?;
+                for direction in directions {
+                    set(direction, key, flag, value, scalar(text));
+                }
             }
         }
         for value in flags.trace {
             let (directions, text) = split_direction("--trace", value)?;
-            let capacity =
-                parse_trace(text).map_err(|reason| SpecError::new("--trace", value, reason))?;
+            let items =
+                trace_items(text).map_err(|reason| SpecError::new("--trace", value, reason))?;
             for direction in directions {
-                link.direction_mut(direction).capacity = capacity.clone();
+                for (key, item) in &items {
+                    set(direction, key, "--trace", value, item.clone());
+                }
             }
         }
-        for value in flags.delay {
-            let (directions, text) = split_direction("--delay", value)?;
-            let delay = parse_duration(text)
-                .map_err(|error| SpecError::new("--delay", value, error.message()))?;
-            for direction in directions {
-                link.direction_mut(direction).delay = delay;
+        for (flag, key, values) in [
+            ("--queue", "queue", flags.queue),
+            ("--loss", "loss", flags.loss),
+        ] {
+            for value in values {
+                let (directions, text) = split_direction(flag, value)?;
+                let item = if key == "loss" && text == "none" {
+                    toml::Value::String("none".into())
+                } else {
+                    kind_table(key, text).map_err(|reason| SpecError::new(flag, value, reason))?
+                };
+                for direction in directions {
+                    set(direction, key, flag, value, item.clone());
+                }
             }
         }
-        for value in flags.queue {
-            let (directions, text) = split_direction("--queue", value)?;
-            let queue =
-                parse_queue(text).map_err(|reason| SpecError::new("--queue", value, reason))?;
-            for direction in directions {
-                link.direction_mut(direction).queue = queue.clone();
+        for table in &mut tables {
+            if !table.contains_key("rate") && !table.contains_key("trace") {
+                table.insert("rate".into(), "10Mbps".into());
             }
+            table.entry("delay").or_insert_with(|| "0ms".into());
         }
-        for value in flags.loss {
-            let (directions, text) = split_direction("--loss", value)?;
-            let loss =
-                parse_loss(text).map_err(|reason| SpecError::new("--loss", value, reason))?;
-            for direction in directions {
-                link.direction_mut(direction).loss = loss;
-            }
-        }
+        let [forward, reverse] = tables;
+        let mut link_table = toml::Table::new();
+        link_table.insert("forward".into(), toml::Value::Table(forward));
+        link_table.insert("reverse".into(), toml::Value::Table(reverse));
+        let link = tfrc_scenario::link_from_table(link_table, "the link flags", None).map_err(
+            |error| {
+                // `link.forward.queue.min_th` names the direction and the flag's key.
+                let key = error.key().unwrap_or_default().to_owned();
+                let mut parts = key.split('.').skip(1);
+                let direction = match parts.next() {
+                    Some("reverse") => Direction::Reverse,
+                    _ => Direction::Forward,
+                };
+                let top = parts.next().unwrap_or_default();
+                let origin = origins
+                    .iter()
+                    .rev()
+                    .find(|(d, k, _, _)| *d == direction && *k == top)
+                    .or_else(|| origins.iter().rev().find(|(_, k, _, _)| *k == top));
+                let reason = format!("{key}: {}", error.message());
+                match origin {
+                    Some((_, _, flag, value)) => SpecError::new(flag, value, reason),
+                    None => SpecError::new("the link flags", "", reason),
+                }
+            },
+        )?;
+        let mut spec = LinkSpec {
+            forward: DirectionSpec::from_scenario(&link.forward),
+            reverse: DirectionSpec::from_scenario(&link.reverse),
+        };
         for value in flags.marker {
             let (directions, text) = split_direction("--marker", value)?;
             let marker =
                 parse_marker(text).map_err(|reason| SpecError::new("--marker", value, reason))?;
             for direction in directions {
-                link.direction_mut(direction).markers.push(marker.clone());
+                spec.direction_mut(direction).markers.push(marker.clone());
             }
         }
-        Ok(link)
+        Ok(spec)
     }
 
     /// One direction.
@@ -296,189 +385,141 @@ fn split_direction<'a>(flag: &str, value: &'a str) -> Result<(Vec<Direction>, &'
     Ok((Direction::BOTH.to_vec(), value_trimmed))
 }
 
-/// Parses a trace: `FILE[:offset=D][:opportunity=bytes|packet]` (options at the end, in any
-/// order, so a file name may itself hold `:`). The file must exist.
-pub fn parse_trace(text: &str) -> Result<CapacitySpec, String> {
+fn direction_index(direction: Direction) -> usize {
+    match direction {
+        Direction::Forward => 0,
+        Direction::Reverse => 1,
+    }
+}
+
+/// A flag value as a TOML value: a scalar TOML reads (`50`, `0.01`, `true`), else the text
+/// itself (`30s`, `800kbps`), which the scenario's units then parse.
+fn scalar(text: &str) -> toml::Value {
+    let text = text.trim();
+    match format!("value = {text}").parse::<toml::Table>() {
+        Ok(mut table) => match table.remove("value") {
+            Some(
+                value @ (toml::Value::Integer(_) | toml::Value::Float(_) | toml::Value::Boolean(_)),
+            ) => value,
+            _ => toml::Value::String(text.to_owned()),
+        },
+        Err(_) => toml::Value::String(text.to_owned()),
+    }
+}
+
+/// `KIND[:ITEM,…]` as the scenario's `section` table (`queue` or `loss`): `kind = KIND` and the
+/// items, bare values taking the kind's keys in their documented order.
+fn kind_table(section: &str, text: &str) -> Result<toml::Value, String> {
+    let (kind, rest) = match text.split_once(':') {
+        Some((kind, rest)) => (kind.trim(), rest),
+        None => (text.trim(), ""),
+    };
+    let mut table = toml::Table::new();
+    table.insert("kind".into(), kind.into());
+    // An unknown kind is left to the scenario's resolution, which names the known ones.
+    let Some(positional) = tfrc_scenario::table_keys(section, kind) else {
+        return Ok(toml::Value::Table(table));
+    };
+    let mut next = positional.iter();
+    for item in rest
+        .split([',', ':'])
+        .map(str::trim)
+        .filter(|item| !item.is_empty())
+    {
+        match item.split_once('=') {
+            Some((key, value)) => {
+                table.insert(key.trim().to_owned(), scalar(value));
+            }
+            None => {
+                let key = next.next().ok_or_else(|| {
+                    format!(
+                        "{item:?}: a {kind} {section} takes {} bare value(s) ({}); give KEY=VALUE",
+                        positional.len(),
+                        positional.join(", ")
+                    )
+                })?;
+                table.insert((*key).to_owned(), scalar(item));
+            }
+        }
+    }
+    Ok(toml::Value::Table(table))
+}
+
+/// `FILE[:offset=D][:opportunity=bytes|packet]` (options at the end, in any order, so a file
+/// name may itself hold `:`) as the keys `trace`, `trace_offset`, `trace_opportunity`. The file
+/// must exist.
+fn trace_items(text: &str) -> Result<Vec<(&'static str, toml::Value)>, String> {
     let mut path = text;
-    let mut offset = Duration::ZERO;
-    let mut opportunity = OpportunityUse::default();
+    let mut items = Vec::new();
     while let Some((head, option)) = path.rsplit_once(':') {
         if let Some(value) = option.strip_prefix("offset=") {
-            offset =
-                parse_duration(value).map_err(|error| format!("offset: {}", error.message()))?;
+            items.push(("trace_offset", scalar(value)));
         } else if let Some(value) = option.strip_prefix("opportunity=") {
-            opportunity = tfrc_scenario::TraceOpportunity::from_name(value)
-                .ok_or_else(|| format!(
-                    "opportunity: expected bytes (Mahimahi: 1500 bytes per opportunity shared by the queued packets) or packet (one packet per opportunity), got {value:?}"
-                ))?
-                .into();
+            items.push(("trace_opportunity", toml::Value::String(value.to_owned())));
         } else {
             break;
         }
         path = head;
     }
-    let path = PathBuf::from(path);
-    if !path.is_file() {
-        return Err(format!("{}: no such file", path.display()));
+    if !std::path::Path::new(path).is_file() {
+        return Err(format!("{path}: no such file"));
     }
-    Ok(CapacitySpec::Trace {
-        path,
-        offset,
-        opportunity,
-    })
+    // The trace first: setting it clears the options of an earlier trace.
+    items.push(("trace", toml::Value::String(path.to_owned())));
+    items.reverse();
+    Ok(items)
 }
 
-/// Parses a queue: `droptail[:LIMIT]`, `red[:KEY=VALUE,…]` (keys `limit`, `min_th`, `max_th`,
-/// `max_p`, `weight`, `gentle`, `ecn`), `rio[:KEY=VALUE,…]` (keys `limit`, `min_in`, `max_in`,
-/// `p_in`, `min_out`, `max_out`, `p_out`, `weight`, `ecn`). Defaults are the simulator's.
-/// Parameters are validated by building the queue once.
-pub fn parse_queue(text: &str) -> Result<QueueConfig, String> {
-    let (kind, rest) = match text.split_once(':') {
-        Some((kind, rest)) => (kind, Some(rest)),
-        None => (text, None),
-    };
-    let config = match kind {
-        "droptail" => {
-            let limit = match rest {
-                None => 50,
-                Some(rest) => {
-                    let rest = rest.strip_prefix("limit=").unwrap_or(rest);
-                    parse_count(rest, "limit")?
-                }
-            };
-            QueueConfig::DropTail { limit }
-        }
-        "red" => {
-            let mut params = RedParams::default();
-            for (key, value) in key_values(rest)? {
-                match key {
-                    "limit" => params.limit = parse_count(value, key)?,
-                    "min_th" | "min" => params.min_threshold = parse_number(value, key)?,
-                    "max_th" | "max" => params.max_threshold = parse_number(value, key)?,
-                    "max_p" | "p" => params.max_probability = parse_number(value, key)?,
-                    "weight" | "w" => params.weight = parse_number(value, key)?,
-                    "gentle" => params.gentle = parse_bool(value, key)?,
-                    "ecn" => params.ecn = parse_bool(value, key)?,
-                    _ => {
-                        return Err(format!(
-                            "unknown RED key `{key}`; expected limit, min_th, max_th, max_p, weight, gentle, ecn"
-                        ))
-                    }
-                }
-            }
-            QueueConfig::Red(params)
-        }
-        "rio" => {
-            let mut params = RioParams::default();
-            for (key, value) in key_values(rest)? {
-                match key {
-                    "limit" => params.limit = parse_count(value, key)?,
-                    "min_in" => params.in_profile.min_threshold = parse_number(value, key)?,
-                    "max_in" => params.in_profile.max_threshold = parse_number(value, key)?,
-                    "p_in" => params.in_profile.max_probability = parse_number(value, key)?,
-                    "min_out" => params.out_profile.min_threshold = parse_number(value, key)?,
-                    "max_out" => params.out_profile.max_threshold = parse_number(value, key)?,
-                    "p_out" => params.out_profile.max_probability = parse_number(value, key)?,
-                    "weight" | "w" => params.weight = parse_number(value, key)?,
-                    "ecn" => params.ecn = parse_bool(value, key)?,
-                    _ => {
-                        return Err(format!(
-                            "unknown RIO key `{key}`; expected limit, min_in, max_in, p_in, min_out, max_out, p_out, weight, ecn"
-                        ))
-                    }
-                }
-            }
-            QueueConfig::Rio(params)
-        }
-        _ => {
-            return Err(format!(
-                "unknown queue kind `{kind}`; expected droptail[:LIMIT], red[:KEY=VALUE,…] or rio[:KEY=VALUE,…]"
-            ))
-        }
-    };
-    config.build(0).map_err(|error| error.to_string())?;
-    Ok(config)
-}
-
-/// Parses a loss model: `bernoulli:P`, `exponential:MEAN_GAP`,
-/// `gilbert-elliott:P_GB:P_BG[:LOSS_GOOD:LOSS_BAD]` or `none`, optionally followed by
-/// `:start=D` and `:stop=D` (times since the emulator started). Validated by building it once.
-pub fn parse_loss(text: &str) -> Result<Option<LossConfig>, String> {
-    let mut parts: Vec<&str> = text.split(':').collect();
-    let mut start = Duration::ZERO;
-    let mut stop = None;
-    while let Some(last) = parts.last() {
-        if let Some(value) = last.strip_prefix("start=") {
-            start = parse_duration(value).map_err(|error| format!("start: {}", error.message()))?;
-        } else if let Some(value) = last.strip_prefix("stop=") {
-            stop =
-                Some(parse_duration(value).map_err(|error| format!("stop: {}", error.message()))?);
-        } else {
-            break;
-        }
-        parts.pop();
-    }
-    let kind = match parts.as_slice() {
-        ["none"] => return Ok(None),
-        ["bernoulli", p] => LossKind::Bernoulli {
-            probability: parse_number(p, "probability")?,
-        },
-        ["exponential", gap] => LossKind::ExponentialGaps {
-            mean_gap: parse_duration(gap).map_err(|error| format!("mean gap: {}", error.message()))?,
-        },
-        ["gilbert-elliott", good_to_bad, bad_to_good] => LossKind::GilbertElliott(
-            GilbertElliottParams::gilbert(
-                parse_number(good_to_bad, "p_good_to_bad")?,
-                parse_number(bad_to_good, "p_bad_to_good")?,
-            ),
-        ),
-        ["gilbert-elliott", good_to_bad, bad_to_good, loss_good, loss_bad] => {
-            LossKind::GilbertElliott(GilbertElliottParams {
-                good_to_bad: parse_number(good_to_bad, "p_good_to_bad")?,
-                bad_to_good: parse_number(bad_to_good, "p_bad_to_good")?,
-                loss_in_good: parse_number(loss_good, "loss_good")?,
-                loss_in_bad: parse_number(loss_bad, "loss_bad")?,
-            })
-        }
-        _ => {
-            return Err(
-                "expected bernoulli:P, exponential:MEAN_GAP, gilbert-elliott:P_GB:P_BG[:LOSS_GOOD:LOSS_BAD] or none, optionally followed by :start=D and :stop=D".to_string(),
-            )
-        }
-    };
-    if let Some(stop) = stop {
-        if stop <= start {
-            return Err("stop must be after start".to_string());
-        }
-    }
-    let window = (start > Duration::ZERO || stop.is_some()).then(|| TimeWindow {
-        start: Instant::ZERO + start,
-        stop: stop.map(|stop| Instant::ZERO + stop),
-    });
-    let config = LossConfig { kind, window };
-    config.build(0).map_err(|error| error.to_string())?;
-    Ok(Some(config))
-}
-
-/// Parses a marker: `token-bucket:RATE:BUCKET_BYTES[:ports=P,P,…]`.
+/// Parses a marker: `token-bucket:ITEM,…` with the `[[marker]]` keys `rate` and `bucket`
+/// (bare values in that order) and `ports=P,P,…` (the flows it marks by port; none: every
+/// packet of the direction shares the bucket).
 pub fn parse_marker(text: &str) -> Result<MarkerSpec, String> {
-    let parts: Vec<&str> = text.split(':').collect();
-    let (rate, bucket, ports) = match parts.as_slice() {
-        ["token-bucket", rate, bucket] => (rate, bucket, None),
-        ["token-bucket", rate, bucket, ports] => (rate, bucket, Some(ports)),
-        _ => return Err("expected token-bucket:RATE:BUCKET_BYTES[:ports=P,P,…]".to_string()),
+    let expected = "expected token-bucket:RATE:BUCKET_BYTES[:ports=P,P,…]";
+    let rest = text
+        .strip_prefix("token-bucket")
+        .ok_or_else(|| expected.to_owned())?;
+    let rest = match rest {
+        "" => "",
+        _ => rest.strip_prefix(':').ok_or_else(|| expected.to_owned())?,
     };
-    let rate = parse_rate(rate).map_err(|error| format!("rate: {}", error.message()))?;
-    let bucket: u64 = bucket
-        .trim()
-        .parse()
-        .map_err(|_| format!("bucket: expected a whole number of bytes, got {bucket:?}"))?;
+    let (items, ports) = match rest.split_once("ports=") {
+        Some((items, ports)) => (items, Some(ports)),
+        None => (rest, None),
+    };
+    let (mut rate, mut bucket) = (None, None);
+    let mut bare = ["rate", "bucket"].into_iter();
+    for item in items
+        .split([',', ':'])
+        .map(str::trim)
+        .filter(|item| !item.is_empty())
+    {
+        let (key, value) = match item.split_once('=') {
+            Some((key, value)) => (key.trim(), value.trim()),
+            None => (bare.next().ok_or_else(|| expected.to_owned())?, item),
+        };
+        match key {
+            "rate" => {
+                rate =
+                    Some(parse_rate(value).map_err(|error| format!("rate: {}", error.message()))?)
+            }
+            "bucket" => {
+                bucket = Some(value.parse::<u64>().map_err(|_| {
+                    format!("bucket: expected a whole number of bytes, got {value:?}")
+                })?)
+            }
+            _ => {
+                return Err(format!(
+                    "unknown marker key `{key}`; expected rate, bucket, ports"
+                ))
+            }
+        }
+    }
+    let (Some(rate), Some(bucket)) = (rate, bucket) else {
+        return Err(expected.to_owned());
+    };
     let flows = match ports {
         None => None,
-        Some(ports) => {
-            let list = ports
-                .strip_prefix("ports=")
-                .ok_or_else(|| format!("expected ports=P,P,… after the bucket, got {ports:?}"))?;
+        Some(list) => {
             let mut flows = list
                 .split(',')
                 .map(|port| {
@@ -511,44 +552,29 @@ pub fn parse_marker(text: &str) -> Result<MarkerSpec, String> {
     Ok(spec)
 }
 
-fn key_values(rest: Option<&str>) -> Result<Vec<(&str, &str)>, String> {
-    let Some(rest) = rest else {
-        return Ok(Vec::new());
-    };
-    rest.split(',')
-        .filter(|item| !item.trim().is_empty())
-        .map(|item| {
-            item.split_once('=')
-                .map(|(key, value)| (key.trim(), value.trim()))
-                .ok_or_else(|| format!("expected KEY=VALUE, got {item:?}"))
-        })
-        .collect()
-}
-
-fn parse_count(text: &str, key: &str) -> Result<usize, String> {
-    text.trim()
-        .parse()
-        .map_err(|_| format!("{key}: expected a whole number of packets, got {text:?}"))
-}
-
-fn parse_number(text: &str, key: &str) -> Result<f64, String> {
-    match text.trim().parse::<f64>() {
-        Ok(value) if value.is_finite() => Ok(value),
-        _ => Err(format!("{key}: expected a number, got {text:?}")),
-    }
-}
-
-fn parse_bool(text: &str, key: &str) -> Result<bool, String> {
-    match text.trim() {
-        "true" | "1" | "yes" => Ok(true),
-        "false" | "0" | "no" => Ok(false),
-        _ => Err(format!("{key}: expected true or false, got {text:?}")),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tfrc_sim::{GilbertElliottParams, LossKind, RedParams};
+
+    fn strings(values: &[&str]) -> Vec<String> {
+        values.iter().map(|value| value.to_string()).collect()
+    }
+
+    /// Both directions from one flag at a time.
+    fn link(flag: &str, values: &[&str]) -> Result<LinkSpec, SpecError> {
+        let values = strings(values);
+        let mut flags = LinkFlags::default();
+        match flag {
+            "--queue" => flags.queue = &values,
+            "--loss" => flags.loss = &values,
+            "--marker" => flags.marker = &values,
+            "--rate" => flags.rate = &values,
+            "--trace" => flags.trace = &values,
+            _ => flags.delay = &values,
+        }
+        LinkSpec::from_flags(&flags)
+    }
 
     #[test]
     fn traces_take_an_offset_and_mahimahi_s_shared_bytes_by_default() {
@@ -558,9 +584,9 @@ mod tests {
         let file = directory.join("a:b.trace");
         std::fs::write(&file, "1\n2\n").unwrap();
         let name = file.display().to_string();
-        let parsed = |text: &str| parse_trace(text);
+        let capacity = |text: &str| link("--trace", &[text]).map(|link| link.forward.capacity);
         assert_eq!(
-            parsed(&name),
+            capacity(&name),
             Ok(CapacitySpec::Trace {
                 path: file.clone(),
                 offset: Duration::ZERO,
@@ -568,25 +594,41 @@ mod tests {
             })
         );
         assert_eq!(
-            parsed(&format!("{name}:opportunity=packet:offset=480s")),
+            capacity(&format!("{name}:opportunity=packet:offset=480s")),
             Ok(CapacitySpec::Trace {
                 path: file.clone(),
                 offset: Duration::from_secs(480),
                 opportunity: OpportunityUse::PacketPerOpportunity,
             })
         );
-        let error = parsed(&format!("{name}:opportunity=shared")).unwrap_err();
+        // The scenario's own message for trace_opportunity.
+        let error = capacity(&format!("{name}:opportunity=shared")).unwrap_err();
+        let message = error.to_string();
         assert!(
-            error.contains("bytes") && error.contains("packet"),
+            message.contains("--trace") && message.contains("trace_opportunity"),
+            "{message}"
+        );
+        assert!(
+            message.contains("bytes") && message.contains("packet"),
+            "{message}"
+        );
+        let error = capacity("/no/such.trace:opportunity=bytes").unwrap_err();
+        assert!(
+            error.reason.contains("/no/such.trace: no such file"),
             "{error}"
         );
-        let error = parsed("/no/such.trace:opportunity=bytes").unwrap_err();
-        assert!(error.contains("/no/such.trace: no such file"), "{error}");
+        // A trace replaces the rate of its direction only.
+        let values = strings(&[&format!("forward={name}")]);
+        let rates = strings(&["2Mbps"]);
+        let both = LinkSpec::from_flags(&LinkFlags {
+            trace: &values,
+            rate: &rates,
+            ..LinkFlags::default()
+        })
+        .unwrap();
+        assert!(matches!(both.forward.capacity, CapacitySpec::Trace { .. }));
+        assert_eq!(both.reverse.capacity, CapacitySpec::Rate(2_000_000));
         std::fs::remove_dir_all(&directory).ok();
-    }
-
-    fn strings(values: &[&str]) -> Vec<String> {
-        values.iter().map(|value| value.to_string()).collect()
     }
 
     #[test]
@@ -611,20 +653,26 @@ mod tests {
         assert_eq!(window.start, Instant::from_millis(30_000));
         assert_eq!(window.stop, Some(Instant::from_millis(90_000)));
         assert!(link.reverse.loss.is_none());
+        // Unset: 10 Mb/s, no delay, DropTail 50.
+        assert_eq!(
+            LinkSpec::from_flags(&LinkFlags::default()),
+            Ok(LinkSpec::default())
+        );
     }
 
     #[test]
-    fn queues_parse_with_defaults_and_overrides() {
+    fn queues_take_the_scenario_keys_and_defaults() {
+        let queue = |text: &str| link("--queue", &[text]).map(|link| link.forward.queue);
         assert_eq!(
-            parse_queue("droptail:20").unwrap(),
-            QueueConfig::DropTail { limit: 20 }
+            queue("droptail:20"),
+            Ok(QueueConfig::DropTail { limit: 20 })
         );
         assert_eq!(
-            parse_queue("droptail").unwrap(),
-            QueueConfig::DropTail { limit: 50 }
+            queue("droptail:limit=20"),
+            Ok(QueueConfig::DropTail { limit: 20 })
         );
-        let QueueConfig::Red(red) = parse_queue("red:min_th=3,max_th=9,gentle=true").unwrap()
-        else {
+        assert_eq!(queue("droptail"), Ok(QueueConfig::DropTail { limit: 50 }));
+        let Ok(QueueConfig::Red(red)) = queue("red:min_th=3,max_th=9,gentle=true") else {
             panic!("not RED");
         };
         assert_eq!(
@@ -632,14 +680,55 @@ mod tests {
             (3.0, 9.0, true)
         );
         assert_eq!(red.weight, RedParams::default().weight);
-        let QueueConfig::Rio(rio) = parse_queue("rio:min_out=5,max_out=15,p_in=0.05").unwrap()
-        else {
+        let Ok(QueueConfig::Rio(rio)) = queue("rio:min_out=5,max_out=15,p_in=0.05") else {
             panic!("not RIO");
         };
         assert_eq!(rio.out_profile.min_threshold, 5.0);
         assert_eq!(rio.out_profile.max_threshold, 15.0);
         assert_eq!(rio.in_profile.max_probability, 0.05);
         assert_eq!(rio.in_profile.min_threshold, 20.0);
+        // The scenario file's keys only: its short aliases of old are refused, with the
+        // scenario's own suggestion.
+        let error = queue("red:min=3").unwrap_err();
+        assert!(error.reason.contains("min_th"), "{error}");
+    }
+
+    #[test]
+    fn the_flags_and_the_scenario_file_give_the_same_direction() {
+        let queue = strings(&["red:limit=60,min_th=5,max_th=20,gentle=true"]);
+        let loss = strings(&["gilbert-elliott:p_good_to_bad=0.01,p_bad_to_good=0.3,loss_bad=0.5"]);
+        let rate = strings(&["4Mbps"]);
+        let delay = strings(&["15ms"]);
+        let flags = LinkSpec::from_flags(&LinkFlags {
+            rate: &rate,
+            delay: &delay,
+            queue: &queue,
+            loss: &loss,
+            ..LinkFlags::default()
+        })
+        .unwrap();
+        let scenario: tfrc_scenario::Scenario = r#"
+            name = "same"
+            duration = "1s"
+            [[link]]
+            between = ["a", "b"]
+            rate = "4Mbps"
+            delay = "15ms"
+            queue = { kind = "red", limit = 60, min_th = 5, max_th = 20, gentle = true }
+            forward = { loss = { kind = "gilbert-elliott", p_good_to_bad = 0.01, p_bad_to_good = 0.3, loss_bad = 0.5 } }
+            reverse = { loss = { kind = "gilbert-elliott", p_good_to_bad = 0.01, p_bad_to_good = 0.3, loss_bad = 0.5 } }
+            [[flow]]
+            name = "f"
+            kind = "cbr"
+            rate = "1Mbps"
+            from = "a"
+            to = "b"
+        "#
+        .parse()
+        .unwrap();
+        let file = &scenario.links[0];
+        assert_eq!(flags.forward, DirectionSpec::from_scenario(&file.forward));
+        assert_eq!(flags.reverse, DirectionSpec::from_scenario(&file.reverse));
     }
 
     #[test]
@@ -648,26 +737,23 @@ mod tests {
             ("--queue", "fifo:10"),
             ("--queue", "red:min_th=20,max_th=10"),
             ("--queue", "droptail:many"),
+            ("--queue", "droptail:1"),
+            ("--queue", "droptail:5:6"),
             ("--loss", "bernoulli:1.5"),
             ("--loss", "bernoulli:0.1:start=90s:stop=30s"),
             ("--loss", "uniform:0.1"),
+            ("--loss", "gilbert-elliott:0.01"),
             ("--marker", "token-bucket:fast:1000"),
             ("--marker", "token-bucket:800kbps:0"),
+            ("--marker", "leaky:800kbps:10"),
             ("--rate", "1MBps"),
+            ("--rate", "0"),
             ("--rate", "forward="),
             ("--delay", "10"),
+            ("--delay", "reverse=-5ms"),
         ];
         for (flag, value) in cases {
-            let values = strings(&[value]);
-            let mut flags = LinkFlags::default();
-            match flag {
-                "--queue" => flags.queue = &values,
-                "--loss" => flags.loss = &values,
-                "--marker" => flags.marker = &values,
-                "--rate" => flags.rate = &values,
-                _ => flags.delay = &values,
-            }
-            let error = LinkSpec::from_flags(&flags).expect_err(value);
+            let error = link(flag, &[value]).expect_err(value);
             let message = error.to_string();
             assert!(message.contains(flag), "{message}");
             assert!(message.contains(value), "{message}");
@@ -680,15 +766,21 @@ mod tests {
         assert_eq!(marker.rate_bits_per_second, 800_000);
         assert_eq!(marker.bucket_bytes, 10_000);
         assert_eq!(marker.flows, Some(vec![5201, 5202]));
-        assert_eq!(parse_loss("none").unwrap(), None);
-        let ge = parse_loss("gilbert-elliott:0.01:0.25").unwrap().unwrap();
         assert_eq!(
-            ge.kind,
+            parse_marker("token-bucket:bucket=10000,rate=800kbps").unwrap(),
+            MarkerSpec {
+                flows: None,
+                ..marker
+            }
+        );
+        let loss = |text: &str| link("--loss", &[text]).unwrap().forward.loss;
+        assert_eq!(loss("none"), None);
+        assert_eq!(
+            loss("gilbert-elliott:0.01:0.25").unwrap().kind,
             LossKind::GilbertElliott(GilbertElliottParams::gilbert(0.01, 0.25))
         );
-        let exp = parse_loss("exponential:2s").unwrap().unwrap();
         assert_eq!(
-            exp.kind,
+            loss("exponential:mean_gap=2s").unwrap().kind,
             LossKind::ExponentialGaps {
                 mean_gap: Duration::from_secs(2)
             }

@@ -68,8 +68,11 @@ pub use model::{
     MarkerSpec, OnOffSpec, Output, QueueSpec, RedSpec, RioSpec, SweepAxis, SweepChoice, SweepForm,
     TcpSpec, TcpVariant, TfrcProfile, TfrcSpec, TraceOpportunity, VenoSpec,
 };
+pub use raw::table_keys;
 pub use replicate::replication_seed;
-pub use resolve::{MAX_FLOW_COUNT, MAX_PACKET_SIZE, MAX_TOML_INTEGER, MAX_TOTAL_FLOWS};
+pub use resolve::{
+    link_from_table, MAX_FLOW_COUNT, MAX_PACKET_SIZE, MAX_TOML_INTEGER, MAX_TOTAL_FLOWS,
+};
 pub use scenario::Scenario;
 pub use sweep::MAX_VARIANTS;
 pub use units::{Rate, UnitError};

@@ -263,6 +263,28 @@ pub(crate) const QUEUE_KIND_KEYS: &[(&str, &[&str])] = &[
     ),
 ];
 
+/// The keys a `queue` or `loss` table (`section`) of `kind` takes besides `kind`, in the
+/// documented order: a queue's `limit` then its kind's keys; a loss model's keys then `start`
+/// and `stop`. `None` for an unknown section or kind. `tfrc emulate` fills bare flag values
+/// into these keys in order (`droptail:50` is `limit = 50`).
+pub fn table_keys(section: &str, kind: &str) -> Option<Vec<&'static str>> {
+    let (table, common_first, common_last): (_, &[&'static str], &[&'static str]) = match section
+    {
+        "queue" => (QUEUE_KIND_KEYS, &["limit"], &[]),
+        "loss" => (LOSS_KIND_KEYS, &[], &["start", "stop"]),
+        _ => return None,
+    };
+    let own = kind_keys(table, kind)?;
+    Some(
+        common_first
+            .iter()
+            .chain(own)
+            .chain(common_last)
+            .copied()
+            .collect(),
+    )
+}
+
 /// Loss kinds as written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]

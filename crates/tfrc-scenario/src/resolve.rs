@@ -282,7 +282,12 @@ pub(crate) fn resolve(raw: RawScenario, file: &str, base_dir: Option<&Path>) -> 
 }
 
 fn resolve_link(r: &Resolver<'_>, index: usize, raw: RawLink) -> Result<Link> {
-    let prefix = format!("link[{index}]");
+    resolve_link_at(r, &format!("link[{index}]"), raw)
+}
+
+/// One link of the file, its keys named under `prefix` in errors.
+fn resolve_link_at(r: &Resolver<'_>, prefix: &str, raw: RawLink) -> Result<Link> {
+    let prefix = prefix.to_owned();
     let between = r.node_pair(&format!("{prefix}.between"), &raw.between, "two node names")?;
     let top = RawDirection {
         rate: raw.rate,
@@ -300,6 +305,34 @@ fn resolve_link(r: &Resolver<'_>, index: usize, raw: RawLink) -> Result<Link> {
         forward,
         reverse,
     })
+}
+
+/// A link from the keys of one `[[link]]` entry other than `between` (the link joins a
+/// `sender` side to a `receiver` side), resolved and validated as in a file; errors name the
+/// keys under `link`. `tfrc emulate` turns its flags into such a table.
+pub fn link_from_table(
+    mut table: toml::Table,
+    file: &str,
+    base_dir: Option<&Path>,
+) -> Result<Link> {
+    let r = Resolver { file, base_dir };
+    if table.contains_key("between") {
+        return Err(r.error("link.between", "the two sides are given, not a key here"));
+    }
+    table.insert(
+        "between".to_owned(),
+        toml::Value::Array(vec!["sender".into(), "receiver".into()]),
+    );
+    let raw: RawLink = serde_path_to_error::deserialize(toml::Value::Table(table)).map_err(
+        |error| {
+            let error = ScenarioError::from_serde(file, error);
+            match error.key() {
+                Some("") | None => r.error("link", error.message()),
+                Some(key) => r.error(format!("link.{key}"), error.message()),
+            }
+        },
+    )?;
+    resolve_link_at(&r, "link", raw)
 }
 
 /// The capacity set at one level (top or per-direction), if any.
