@@ -17,8 +17,6 @@
 //!
 //! See `docs/etp.md` for the descriptor schema and the API.
 
-#![warn(missing_docs)]
-
 pub mod connection;
 pub mod descriptor;
 pub mod harness;

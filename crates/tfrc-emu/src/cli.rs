@@ -400,10 +400,7 @@ fn run_down(args: &DownArgs) -> Result<()> {
         {
             continue;
         }
-        // SAFETY: signalling a pid read from our own state file.
-        unsafe {
-            libc::kill(state.pid as libc::pid_t, libc::SIGTERM);
-        }
+        let _ = crate::testbed::signal_process(state.pid, libc::SIGTERM);
         let deadline = std::time::Instant::now() + Duration::from_secs(5);
         while path.exists() && std::time::Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(50));

@@ -22,8 +22,6 @@
 //!
 //! See `docs/emulator.md` for the syntax, the guarantees and the measured accuracy.
 
-#![warn(missing_docs)]
-
 pub mod cli;
 pub mod linklog;
 pub mod network;

@@ -143,21 +143,29 @@ pub fn poll(fds: &[RawFd], timeout: Duration) -> bool {
         poll_fd.fd = fd;
         poll_fd.events = libc::POLLIN;
     }
+    ppoll(poll_fds, timeout) > 0 && poll_fds.iter().any(|poll_fd| poll_fd.revents != 0)
+}
+
+/// `ppoll(2)` on `poll_fds` for at most `timeout`, keeping the thread's signal mask: the
+/// number of entries with events, 0 on timeout, -1 on error (EINTR included).
+#[allow(unsafe_code)]
+fn ppoll(poll_fds: &mut [libc::pollfd], timeout: Duration) -> libc::c_int {
     let timespec = libc::timespec {
         tv_sec: timeout.as_secs().min(i64::MAX as u64) as libc::time_t,
         tv_nsec: timeout.subsec_nanos() as libc::c_long,
     };
-    // SAFETY: `poll_fds` is a valid array of `len` pollfd structures, the timespec is valid for
-    // the call, and a null signal mask keeps the thread's mask.
-    let result = unsafe {
+    // SAFETY: `poll_fds` is a valid, exclusively borrowed array of `len` pollfd structures
+    // (the kernel writes their `revents`), the timespec is valid for the call, and a null
+    // signal mask keeps the thread's mask. A descriptor that is closed or negative only
+    // yields POLLNVAL or is ignored.
+    unsafe {
         libc::ppoll(
             poll_fds.as_mut_ptr(),
             poll_fds.len() as libc::nfds_t,
             &timespec,
             core::ptr::null(),
         )
-    };
-    result > 0 && poll_fds.iter().any(|poll_fd| poll_fd.revents != 0)
+    }
 }
 
 #[cfg(test)]

@@ -12,12 +12,13 @@
 
 use core::time::Duration;
 use std::net::{SocketAddr, UdpSocket};
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, RawFd};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
+use socket2::SockRef;
 use tfrc_proto::Instant;
 use tfrc_sim::rng::derive_seed;
 use tfrc_sim::{LinkCounters, LinkDirection};
@@ -184,33 +185,7 @@ impl Relay {
         }
         let waiter = Waiter::new(self.clock, self.config.spin_margin);
         let mut report = RelayReport::default();
-        let mut link_log = match &self.config.links_csv {
-            Some((path, interval)) => Some(LinkLog::create(
-                path,
-                Direction::BOTH
-                    .iter()
-                    .map(|&direction| LinkName {
-                        from: if direction == Direction::Forward {
-                            "sender".into()
-                        } else {
-                            "receiver".into()
-                        },
-                        to: if direction == Direction::Forward {
-                            "receiver".into()
-                        } else {
-                            "sender".into()
-                        },
-                        capacity_bits_per_second: self
-                            .config
-                            .link
-                            .direction(direction)
-                            .rate_bits_per_second(),
-                    })
-                    .collect(),
-                *interval,
-            )?),
-            None => None,
-        };
+        let mut link_log = self.create_link_log()?;
         let mut pcap = match &self.config.pcap {
             Some(path) => Some(PcapWriter::create(path)?),
             None => None,
@@ -225,72 +200,14 @@ impl Relay {
         let mut delivered: Vec<Delivered<Target>> = Vec::new();
         let mut lateness: Vec<u64> = Vec::new();
         let mut fds = vec![self.listen.as_raw_fd()];
-        loop {
-            if stop.load(Ordering::Relaxed) {
+        while !stop.load(Ordering::Relaxed) {
+            if end.is_some_and(|end| self.clock.now() >= end) {
                 break;
             }
-            let now = self.clock.now();
-            if end.is_some_and(|end| now >= end) {
-                break;
-            }
-            let mut deadline = self.network.poll_timeout();
-            if let Some(log) = &link_log {
-                deadline = Some(deadline.map_or(log.next_due(), |at| at.min(log.next_due())));
-            }
-            if let Some(end) = end {
-                deadline = Some(deadline.map_or(end, |at| at.min(end)));
-            }
+            let deadline = self.next_deadline(link_log.as_ref(), end);
             if waiter.wait(&fds, deadline) == Wake::Readable {
-                // Datagrams from senders.
-                for _ in 0..MAX_READS_PER_ROUND {
-                    let Ok((length, from)) = self.listen.recv_from(&mut buffer) else {
-                        break;
-                    };
-                    let arrived = self.clock.now();
-                    let client = match self.clients.iter().position(|c| c.address == from) {
-                        Some(index) => index,
-                        None => {
-                            if self.clients.len() >= self.config.max_clients {
-                                report.refused_datagrams += 1;
-                                continue;
-                            }
-                            let upstream = connect_upstream(self.config.forward)?;
-                            fds.push(upstream.as_raw_fd());
-                            self.clients.push(Client {
-                                address: from,
-                                upstream,
-                            });
-                            self.clients.len() - 1
-                        }
-                    };
-                    let size = length as u32 + self.config.header_overhead;
-                    let _: SendOutcome = self.network.send(
-                        arrived,
-                        u32::from(from.port()),
-                        size,
-                        buffer[..length].to_vec(),
-                        forward_route.clone(),
-                        Target::Receiver(client),
-                    );
-                }
-                // Answers from the receiver.
-                for (index, client) in self.clients.iter().enumerate() {
-                    for _ in 0..MAX_READS_PER_ROUND {
-                        let Ok(length) = client.upstream.recv(&mut buffer) else {
-                            break;
-                        };
-                        let arrived = self.clock.now();
-                        let size = length as u32 + self.config.header_overhead;
-                        let _: SendOutcome = self.network.send(
-                            arrived,
-                            u32::from(client.address.port()),
-                            size,
-                            buffer[..length].to_vec(),
-                            reverse_route.clone(),
-                            Target::Client(index),
-                        );
-                    }
-                }
+                self.read_senders(&mut buffer, &mut fds, &mut report, &forward_route)?;
+                self.read_answers(&mut buffer, &reverse_route);
             }
             let now = self.clock.now();
             let due_before = self.network.poll_timeout();
@@ -298,37 +215,7 @@ impl Relay {
             if let (Some(due), false) = (due_before, delivered.is_empty()) {
                 lateness.push((now - due).as_nanos() as u64);
             }
-            for packet in delivered.drain(..) {
-                let (result, source, destination) = match packet.destination {
-                    Target::Receiver(index) => {
-                        let client = &self.clients[index];
-                        (
-                            client.upstream.send(&packet.body),
-                            client.upstream.local_addr().ok(),
-                            Some(self.config.forward),
-                        )
-                    }
-                    Target::Client(index) => {
-                        let client = &self.clients[index];
-                        (
-                            self.listen.send_to(&packet.body, client.address),
-                            Some(self.config.forward),
-                            Some(client.address),
-                        )
-                    }
-                };
-                if result.is_err() {
-                    report.send_errors += 1;
-                }
-                if let (Some(writer), Some(SocketAddr::V4(source)), Some(SocketAddr::V4(dest))) =
-                    (&mut pcap, source, destination)
-                {
-                    writer.write_packet(
-                        unix_nanos_now(),
-                        &ipv4_udp_packet(source, dest, &packet.body),
-                    )?;
-                }
-            }
+            self.send_delivered(&mut delivered, &mut report, pcap.as_mut())?;
             if let Some(log) = &mut link_log {
                 log.write_due(now, &self.network.samples())?;
             }
@@ -340,15 +227,8 @@ impl Relay {
             writer.flush()?;
         }
         lateness.sort_unstable();
-        let percentile = |fraction: f64| -> f64 {
-            if lateness.is_empty() {
-                return 0.0;
-            }
-            let index = ((lateness.len() - 1) as f64 * fraction).round() as usize;
-            lateness[index] as f64 / 1000.0
-        };
-        report.wake_lateness_p50_us = percentile(0.5);
-        report.wake_lateness_p99_us = percentile(0.99);
+        report.wake_lateness_p50_us = percentile_us(&lateness, 0.5);
+        report.wake_lateness_p99_us = percentile_us(&lateness, 0.99);
         report.seconds = self.clock.now().as_nanos() as f64 / 1e9;
         report.clients = self.clients.len();
         let samples = self.network.samples();
@@ -356,6 +236,164 @@ impl Relay {
         report.reverse = samples[1].counters;
         Ok(report)
     }
+
+    /// The `links.csv` writer, if asked for: the forward direction from "sender" to
+    /// "receiver", the reverse one back.
+    fn create_link_log(&self) -> Result<Option<LinkLog>> {
+        let Some((path, interval)) = &self.config.links_csv else {
+            return Ok(None);
+        };
+        let names = Direction::BOTH
+            .iter()
+            .map(|&direction| {
+                let (from, to) = if direction == Direction::Forward {
+                    ("sender", "receiver")
+                } else {
+                    ("receiver", "sender")
+                };
+                LinkName {
+                    from: from.into(),
+                    to: to.into(),
+                    capacity_bits_per_second: self
+                        .config
+                        .link
+                        .direction(direction)
+                        .rate_bits_per_second(),
+                }
+            })
+            .collect();
+        Ok(Some(LinkLog::create(path, names, *interval)?))
+    }
+
+    /// When the relay must next wake without a datagram: the link's next event, the next
+    /// `links.csv` row, or the end of the run, whichever is first.
+    fn next_deadline(&self, link_log: Option<&LinkLog>, end: Option<Instant>) -> Option<Instant> {
+        let mut deadline = self.network.poll_timeout();
+        if let Some(log) = link_log {
+            deadline = Some(deadline.map_or(log.next_due(), |at| at.min(log.next_due())));
+        }
+        if let Some(end) = end {
+            deadline = Some(deadline.map_or(end, |at| at.min(end)));
+        }
+        deadline
+    }
+
+    /// Reads datagrams from senders (at most [`MAX_READS_PER_ROUND`]) into the forward
+    /// direction. A new sender becomes a client with its own upstream socket (added to `fds`),
+    /// unless `max_clients` are served already.
+    fn read_senders(
+        &mut self,
+        buffer: &mut [u8],
+        fds: &mut Vec<RawFd>,
+        report: &mut RelayReport,
+        route: &Arc<[usize]>,
+    ) -> Result<()> {
+        for _ in 0..MAX_READS_PER_ROUND {
+            let Ok((length, from)) = self.listen.recv_from(buffer) else {
+                break;
+            };
+            let arrived = self.clock.now();
+            let client = match self.clients.iter().position(|c| c.address == from) {
+                Some(index) => index,
+                None => {
+                    if self.clients.len() >= self.config.max_clients {
+                        report.refused_datagrams += 1;
+                        continue;
+                    }
+                    let upstream = connect_upstream(self.config.forward)?;
+                    fds.push(upstream.as_raw_fd());
+                    self.clients.push(Client {
+                        address: from,
+                        upstream,
+                    });
+                    self.clients.len() - 1
+                }
+            };
+            let size = length as u32 + self.config.header_overhead;
+            let _: SendOutcome = self.network.send(
+                arrived,
+                u32::from(from.port()),
+                size,
+                buffer[..length].to_vec(),
+                route.clone(),
+                Target::Receiver(client),
+            );
+        }
+        Ok(())
+    }
+
+    /// Reads the receiver's answers on each client's upstream socket (at most
+    /// [`MAX_READS_PER_ROUND`] each) into the reverse direction.
+    fn read_answers(&mut self, buffer: &mut [u8], route: &Arc<[usize]>) {
+        for (index, client) in self.clients.iter().enumerate() {
+            for _ in 0..MAX_READS_PER_ROUND {
+                let Ok(length) = client.upstream.recv(buffer) else {
+                    break;
+                };
+                let arrived = self.clock.now();
+                let size = length as u32 + self.config.header_overhead;
+                let _: SendOutcome = self.network.send(
+                    arrived,
+                    u32::from(client.address.port()),
+                    size,
+                    buffer[..length].to_vec(),
+                    route.clone(),
+                    Target::Client(index),
+                );
+            }
+        }
+    }
+
+    /// Sends the packets that left the link to the receiver or back to their client, and
+    /// writes them to the capture.
+    fn send_delivered(
+        &self,
+        delivered: &mut Vec<Delivered<Target>>,
+        report: &mut RelayReport,
+        mut pcap: Option<&mut PcapWriter>,
+    ) -> Result<()> {
+        for packet in delivered.drain(..) {
+            let (result, source, destination) = match packet.destination {
+                Target::Receiver(index) => {
+                    let client = &self.clients[index];
+                    (
+                        client.upstream.send(&packet.body),
+                        client.upstream.local_addr().ok(),
+                        Some(self.config.forward),
+                    )
+                }
+                Target::Client(index) => {
+                    let client = &self.clients[index];
+                    (
+                        self.listen.send_to(&packet.body, client.address),
+                        Some(self.config.forward),
+                        Some(client.address),
+                    )
+                }
+            };
+            if result.is_err() {
+                report.send_errors += 1;
+            }
+            if let (Some(writer), Some(SocketAddr::V4(source)), Some(SocketAddr::V4(dest))) =
+                (pcap.as_deref_mut(), source, destination)
+            {
+                writer.write_packet(
+                    unix_nanos_now(),
+                    &ipv4_udp_packet(source, dest, &packet.body),
+                )?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The value at `fraction` of sorted nanoseconds, in microseconds (0 without values).
+fn percentile_us(sorted: &[u64], fraction: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let index = ((sorted.len() - 1) as f64 * fraction).round() as usize;
+    sorted[index] as f64 / 1000.0
 }
 
 fn connect_upstream(forward: SocketAddr) -> Result<UdpSocket> {
@@ -376,19 +414,9 @@ fn connect_upstream(forward: SocketAddr) -> Result<UdpSocket> {
 /// Asks for 4 MiB socket buffers (the kernel may cap them); a relay must not lose datagrams
 /// in its own sockets during bursts.
 fn set_buffers(socket: &UdpSocket) {
-    let size: libc::c_int = 4 << 20;
-    for option in [libc::SO_RCVBUF, libc::SO_SNDBUF] {
-        // SAFETY: a valid socket descriptor and a pointer to an int of the given length.
-        unsafe {
-            libc::setsockopt(
-                socket.as_raw_fd(),
-                libc::SOL_SOCKET,
-                option,
-                (&size as *const libc::c_int).cast(),
-                core::mem::size_of::<libc::c_int>() as libc::socklen_t,
-            );
-        }
-    }
+    let socket = SockRef::from(socket);
+    let _ = socket.set_recv_buffer_size(4 << 20);
+    let _ = socket.set_send_buffer_size(4 << 20);
 }
 
 /// Starts a relay on its own thread; returns its listening address and the thread's handle.

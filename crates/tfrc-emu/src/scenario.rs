@@ -27,25 +27,26 @@ use core::time::Duration;
 use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
-use std::os::fd::AsRawFd;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
 
 use anyhow::{anyhow, bail, Context, Result};
 use clap::Args;
+use socket2::{Domain, SockAddr, SockRef, Socket, Type};
 use tfrc_output::{
     coefficient_of_variation, BottleneckSummary, FlowIdentity, FlowSummary, FlowTotals,
     LinkSummary, RowFile, RunWriter, StateRow, Summary,
 };
 use tfrc_proto::Instant;
-use tfrc_scenario::{Capacity, FlowKind, FlowSpec, LinkDirectionSpec, Scenario};
+use tfrc_scenario::{FlowKind, FlowSpec, Scenario};
 use tfrc_sim::{
-    CbrParams, CbrSource, FlowId, LossConfig, OnOffDistribution, OnOffParams, OnOffSource,
-    TimeWindow, TrafficSource,
+    CbrParams, CbrSource, FlowId, OnOffDistribution, OnOffParams, OnOffSource, TrafficSource,
 };
+use tfrc_udp::sender::SenderInterval;
 
-use crate::spec::{CapacitySpec, DirectionSpec, MarkerSpec};
+use crate::spec::{DirectionSpec, MarkerSpec};
 use crate::testbed::{
     in_namespace, FlowLog, Testbed, TestbedConfig, Topology, TopologyLink, TrackedFlow,
 };
@@ -70,33 +71,6 @@ pub struct Plan {
 
 /// The simulator's queue for a scenario queue (the one conversion the simulator uses too).
 pub use tfrc_sim::simulation::queue_config;
-
-fn direction_spec(spec: &LinkDirectionSpec) -> DirectionSpec {
-    DirectionSpec {
-        capacity: match &spec.capacity {
-            Capacity::Rate(rate) => CapacitySpec::Rate(rate.bits_per_second()),
-            Capacity::Trace {
-                path,
-                offset,
-                opportunity,
-            } => CapacitySpec::Trace {
-                path: path.clone(),
-                offset: *offset,
-                opportunity: (*opportunity).into(),
-            },
-        },
-        delay: spec.delay,
-        queue: queue_config(&spec.queue),
-        loss: spec.loss.as_ref().map(|loss| LossConfig {
-            kind: tfrc_sim::simulation::loss_kind(&loss.model),
-            window: (loss.start > Duration::ZERO || loss.stop.is_some()).then(|| TimeWindow {
-                start: Instant::ZERO + loss.start,
-                stop: loss.stop.map(|stop| Instant::ZERO + stop),
-            }),
-        }),
-        markers: Vec::new(),
-    }
-}
 
 /// What a flow runs at its ends on the testbed, decided when the plan is made (so a bad
 /// option is refused before any namespace exists).
@@ -178,7 +152,7 @@ impl Plan {
                 (first, second, &link.forward),
                 (second, first, &link.reverse),
             ] {
-                let mut direction = direction_spec(spec);
+                let mut direction = DirectionSpec::from_scenario(spec);
                 for marker in &scenario.markers {
                     if marker.link[0] == *from && marker.link[1] == *to {
                         let mut marked: Vec<FlowId> = marker
@@ -257,10 +231,34 @@ pub struct RunArgs {
     pub realtime: bool,
 }
 
-/// Runs `tfrc testbed run`.
+/// Runs `tfrc testbed run`: plan the chosen variant (`plan_run`), bring the testbed up and start
+/// the workers of its flows (`launch`), then write the outputs once the duration is over
+/// (`collect`).
 pub fn run(args: &RunArgs) -> Result<()> {
+    let (scenario, plan) = plan_run(args)?;
+    let running = launch(args, &scenario, &plan)?;
+    collect(args, &scenario, &plan, running)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Plan: the scenario, with `--set` applied, its chosen variant and the testbed plan (ports,
+// topology, each flow's `Endpoint`). Nothing is started yet; a bad option is refused here.
+
+/// Loads the scenario, applies `--set`, picks the variant, creates the output directory and
+/// makes the plan.
+fn plan_run(args: &RunArgs) -> Result<(Scenario, Plan)> {
     let mut scenario = Scenario::from_path(&args.scenario)?;
     scenario.apply_sets(&args.set)?;
+    let scenario = choose_variant(args, &scenario)?;
+    std::fs::create_dir_all(&args.out)
+        .with_context(|| format!("cannot create {}", args.out.display()))?;
+    let plan = Plan::new(&scenario)?;
+    Ok((scenario, plan))
+}
+
+/// The one variant of `scenario` that `--variant` selects (the scenario itself without a
+/// `[sweep]`).
+fn choose_variant(args: &RunArgs, scenario: &Scenario) -> Result<Scenario> {
     let mut variants = scenario.expand()?;
     if let Some(wanted) = &args.variant {
         variants.retain(|variant| variant.name.contains(wanted.as_str()));
@@ -282,36 +280,40 @@ pub fn run(args: &RunArgs) -> Result<()> {
                 .join(", ")
         );
     }
-    let scenario = variants.remove(0);
-    std::fs::create_dir_all(&args.out)
-        .with_context(|| format!("cannot create {}", args.out.display()))?;
-    let plan = Plan::new(&scenario)?;
-    let interval = scenario.output.interval;
-    let state_interval = scenario.output.state_sampling_interval();
-    let duration = scenario.duration;
+    Ok(variants.remove(0))
+}
 
-    let mut config = TestbedConfig::new(plan.topology.clone());
-    config.seed = scenario.seed;
-    config.links_csv = Some((args.out.join("links.csv"), interval));
-    config.realtime_priority = args.realtime.then_some(10);
-    config.flow_interval = interval;
+// ---------------------------------------------------------------------------------------------
+// Launch: the testbed up, then each flow's receiver and sender, each on a thread inside its
+// host's namespace (one function per `Endpoint` kind).
+
+/// A worker thread of a flow.
+type Worker = JoinHandle<Result<()>>;
+
+/// `state.csv` rows (the output schema's), with the index of their flow for sorting.
+type States = Arc<Mutex<Vec<(usize, StateRow)>>>;
+
+/// A testbed serving the flows of a plan, and the workers running them.
+struct Running {
+    testbed: Testbed,
+    /// The emulator's time zero.
+    origin: std::time::Instant,
+    /// Set by SIGINT or SIGTERM: end the run early.
+    interrupted: Arc<AtomicBool>,
+    /// Set when the run ends: the workers return.
+    stop: Arc<AtomicBool>,
+    workers: Vec<Worker>,
+    states: States,
+}
+
+/// Brings the testbed up and starts the workers of every flow.
+fn launch(args: &RunArgs, scenario: &Scenario, plan: &Plan) -> Result<Running> {
+    let duration = scenario.duration;
+    let state_interval = scenario.output.state_sampling_interval();
     // Goodput: what each receiving application got, counted by it (TFRC payload of accepted
     // packets, bytes a TCP sink read, UDP payloads a sink received).
     let delivered: Vec<Arc<AtomicU64>> = plan.flows.iter().map(|_| Arc::default()).collect();
-    config.tracked_flows = plan
-        .flows
-        .iter()
-        .zip(&plan.ports)
-        .zip(&delivered)
-        .map(|((flow, port), delivered)| {
-            Ok(TrackedFlow {
-                flow: FlowId::from(*port),
-                from: plan.host_index(&flow.from)?,
-                to: plan.host_index(&flow.to)?,
-                delivered_payload: Some(delivered.clone()),
-            })
-        })
-        .collect::<Result<_>>()?;
+    let config = testbed_config(args, scenario, plan, &delivered)?;
     let interrupted = Arc::new(AtomicBool::new(false));
     for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(signal, interrupted.clone())?;
@@ -327,170 +329,194 @@ pub fn run(args: &RunArgs) -> Result<()> {
         plan.flows.len(),
         duration.as_secs_f64()
     );
-    // state.csv rows (the output schema's), with the index of their flow for sorting.
-    let states: Arc<Mutex<Vec<(usize, StateRow)>>> = Arc::default();
-    let mut workers = Vec::new();
-    let stop = Arc::new(AtomicBool::new(false));
+    let mut running = Running {
+        testbed,
+        origin,
+        interrupted,
+        stop: Arc::new(AtomicBool::new(false)),
+        workers: Vec::new(),
+        states: Arc::default(),
+    };
     for (index, (flow, port)) in plan.flows.iter().zip(&plan.ports).enumerate() {
-        let to = testbed.host(&flow.to)?.clone();
-        let from = testbed.host(&flow.from)?.clone();
-        let address: SocketAddr = format!("{}:{port}", to.address).parse()?;
-        let start = origin + flow.start;
-        let stop_at = origin + flow.stop_time(duration).min(duration);
-        let delivered = delivered[index].clone();
-        match plan.endpoints[index].clone() {
+        let to = running.testbed.host(&flow.to)?;
+        let from = running.testbed.host(&flow.from)?;
+        let ends = FlowEnds {
+            index,
+            from: from.namespace.clone(),
+            to: to.namespace.clone(),
+            address: format!("{}:{port}", to.address).parse()?,
+            start: origin + flow.start,
+            stop_at: origin + flow.stop_time(duration).min(duration),
+            delivered: delivered[index].clone(),
+            stop: running.stop.clone(),
+        };
+        let workers = match plan.endpoints[index].clone() {
             Endpoint::Tfrc(config) => {
-                let receiver_stop = stop.clone();
-                workers.push(in_namespace(&to.namespace, move || -> Result<()> {
-                    let receiver = tfrc_udp::UdpReceiver::bind(tfrc_udp::ReceiverOptions {
-                        report_interval: None,
-                        delivered_payload: Some(delivered),
-                        ..tfrc_udp::ReceiverOptions::new(address)
-                    })?;
-                    receiver.run(&receiver_stop, &mut |_| {})?;
-                    Ok(())
-                })?);
-                let target_bps = config.target_rate.map(|bytes| bytes * 8.0);
-                let states = states.clone();
-                let (flow_name, flow_kind) = (flow.name.clone(), flow.kind_name());
-                let sender_stop = stop.clone();
-                workers.push(in_namespace(&from.namespace, move || -> Result<()> {
-                    sleep_until(start, &sender_stop);
-                    let mut options = tfrc_udp::SenderOptions::new(address);
-                    options.duration = stop_at.saturating_duration_since(start);
-                    options.report_interval = Some(state_interval);
-                    let (rtt_ref, fixed_feedbacks) = (config.rtt_ref, config.feedbacks_per_rtt);
-                    options.config = config;
-                    let sender = tfrc_udp::UdpSender::new(options)?;
-                    sender.run(&sender_stop, &mut |interval| {
-                        let elapsed = origin.elapsed().as_secs_f64();
-                        let step = state_interval.as_secs_f64();
-                        let rtt = interval.rtt_ms.map(|ms| ms / 1000.0);
-                        // The receiver's rule (`Config::feedbacks_per_rtt`, then `rtt_ref`).
-                        let feedbacks = match (fixed_feedbacks, rtt, rtt_ref) {
-                            (Some(count), _, _) => u64::from(count),
-                            (None, Some(rtt), Some(reference)) => {
-                                ((rtt / reference.as_secs_f64()) as u64).max(1)
-                            }
-                            _ => 1,
-                        };
-                        let time_s = (elapsed / step).round() * step;
-                        let mut rows = states.lock().unwrap_or_else(|p| p.into_inner());
-                        rows.push((
-                            index,
-                            StateRow {
-                                x_bps: Some(interval.sending_rate_bits_per_second),
-                                x_recv_bps: Some(interval.x_recv_bits_per_second),
-                                p: Some(interval.p),
-                                rtt_s: rtt,
-                                target_bps,
-                                feedbacks_per_rtt: Some(feedbacks as f64),
-                                ..StateRow::empty(time_s, &flow_name, flow_kind)
-                            },
-                        ));
-                    })?;
-                    Ok(())
-                })?);
+                launch_tfrc(flow, &ends, config, origin, state_interval, &running.states)?
             }
-            Endpoint::Tcp { mss } => {
-                let listener_stop = stop.clone();
-                workers.push(in_namespace(&to.namespace, move || -> Result<()> {
-                    let listener = TcpListener::bind(address)?;
-                    listener.set_nonblocking(true)?;
-                    let mut stream = loop {
-                        match listener.accept() {
-                            Ok((stream, _)) => break stream,
-                            Err(_) if listener_stop.load(Ordering::Relaxed) => return Ok(()),
-                            Err(_) => std::thread::sleep(Duration::from_millis(5)),
-                        }
-                    };
-                    stream.set_nonblocking(false)?;
-                    stream.set_read_timeout(Some(Duration::from_millis(200)))?;
-                    let mut buffer = vec![0u8; 1 << 16];
-                    while !listener_stop.load(Ordering::Relaxed) {
-                        match stream.read(&mut buffer) {
-                            Ok(0) => break,
-                            Ok(read) => {
-                                delivered.fetch_add(read as u64, Ordering::Relaxed);
-                            }
-                            Err(error)
-                                if matches!(
-                                    error.kind(),
-                                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                                ) => {}
-                            Err(_) => break,
-                        }
-                    }
-                    Ok(())
-                })?);
-                let congestion = args.tcp_congestion.clone();
-                let sender_stop = stop.clone();
-                workers.push(in_namespace(&from.namespace, move || -> Result<()> {
-                    sleep_until(start, &sender_stop);
-                    let stream = connect_tcp(address, &congestion, mss)?;
-                    let mut stream = stream;
-                    stream.set_write_timeout(Some(Duration::from_millis(100)))?;
-                    let chunk = vec![0x5a; 1 << 16];
-                    while std::time::Instant::now() < stop_at
-                        && !sender_stop.load(Ordering::Relaxed)
-                    {
-                        match stream.write(&chunk) {
-                            Ok(_) => {}
-                            Err(error)
-                                if matches!(
-                                    error.kind(),
-                                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                                ) => {}
-                            Err(_) => break,
-                        }
-                    }
-                    // Abort: data still queued would otherwise be counted after the stop.
-                    let linger = libc::linger {
-                        l_onoff: 1,
-                        l_linger: 0,
-                    };
-                    // SAFETY: valid socket and a linger struct of the given size.
-                    unsafe {
-                        libc::setsockopt(
-                            stream.as_raw_fd(),
-                            libc::SOL_SOCKET,
-                            libc::SO_LINGER,
-                            (&linger as *const libc::linger).cast(),
-                            core::mem::size_of::<libc::linger>() as libc::socklen_t,
-                        );
-                    }
-                    Ok(())
-                })?);
-            }
-            Endpoint::Udp => {
-                let sink_stop = stop.clone();
-                workers.push(in_namespace(&to.namespace, move || -> Result<()> {
-                    let socket = UdpSocket::bind(address)?;
-                    socket.set_read_timeout(Some(Duration::from_millis(100)))?;
-                    let mut buffer = vec![0u8; 65_536];
-                    while !sink_stop.load(Ordering::Relaxed) {
-                        if let Ok(received) = socket.recv(&mut buffer) {
-                            delivered.fetch_add(received as u64, Ordering::Relaxed);
-                        }
-                    }
-                    Ok(())
-                })?);
-                let source = udp_source(flow, scenario.seed, index, stop_at - start)?;
-                let sender_stop = stop.clone();
-                workers.push(in_namespace(&from.namespace, move || -> Result<()> {
-                    sleep_until(start, &sender_stop);
-                    run_udp_source(source, address, start, &sender_stop)
-                })?);
-            }
-        }
+            Endpoint::Tcp { mss } => launch_tcp(&ends, mss, &args.tcp_congestion)?,
+            Endpoint::Udp => launch_udp(flow, &ends, scenario.seed)?,
+        };
+        running.workers.extend(workers);
     }
+    Ok(running)
+}
+
+/// The testbed of a plan: its topology, `links.csv`, and the flows the emulator counts for
+/// `flows.csv` (with the goodput counter each receiver adds to).
+fn testbed_config(
+    args: &RunArgs,
+    scenario: &Scenario,
+    plan: &Plan,
+    delivered: &[Arc<AtomicU64>],
+) -> Result<TestbedConfig> {
+    let interval = scenario.output.interval;
+    let mut config = TestbedConfig::new(plan.topology.clone());
+    config.seed = scenario.seed;
+    config.links_csv = Some((args.out.join("links.csv"), interval));
+    config.realtime_priority = args.realtime.then_some(10);
+    config.flow_interval = interval;
+    config.tracked_flows = plan
+        .flows
+        .iter()
+        .zip(&plan.ports)
+        .zip(delivered)
+        .map(|((flow, port), delivered)| {
+            Ok(TrackedFlow {
+                flow: FlowId::from(*port),
+                from: plan.host_index(&flow.from)?,
+                to: plan.host_index(&flow.to)?,
+                delivered_payload: Some(delivered.clone()),
+            })
+        })
+        .collect::<Result<_>>()?;
+    Ok(config)
+}
+
+/// What the workers of one flow share.
+#[derive(Debug, Clone)]
+struct FlowEnds {
+    /// The flow's index in the plan.
+    index: usize,
+    /// Namespace of the sending host.
+    from: String,
+    /// Namespace of the receiving host.
+    to: String,
+    /// The receiver's address: the receiving host, the flow's port.
+    address: SocketAddr,
+    /// When the sender starts.
+    start: std::time::Instant,
+    /// When the sender stops.
+    stop_at: std::time::Instant,
+    /// Payload bytes the receiving application got (goodput).
+    delivered: Arc<AtomicU64>,
+    /// Set when the run ends.
+    stop: Arc<AtomicBool>,
+}
+
+/// A TFRC flow: a `tfrc_udp` receiver, and a sender with `config` whose interval reports
+/// become the flow's `state.csv` rows.
+fn launch_tfrc(
+    flow: &FlowSpec,
+    ends: &FlowEnds,
+    config: tfrc_proto::Config,
+    origin: std::time::Instant,
+    state_interval: Duration,
+    states: &States,
+) -> Result<[Worker; 2]> {
+    let receiver = {
+        let worker = ends.clone();
+        in_namespace(&ends.to, move || run_tfrc_receiver(worker))?
+    };
+    let sender = {
+        let worker = ends.clone();
+        let states = states.clone();
+        let (flow_name, flow_kind) = (flow.name.clone(), flow.kind_name());
+        in_namespace(&ends.from, move || -> Result<()> {
+            sleep_until(worker.start, &worker.stop);
+            run_tfrc_sender(
+                &worker,
+                config,
+                (&flow_name, flow_kind),
+                origin,
+                state_interval,
+                &states,
+            )
+        })?
+    };
+    Ok([receiver, sender])
+}
+
+/// A kernel TCP flow: a sink that reads and counts what arrives, and a sender that writes as
+/// fast as the connection takes (congestion control `congestion`, MSS `mss`) until it stops.
+fn launch_tcp(ends: &FlowEnds, mss: u32, congestion: &str) -> Result<[Worker; 2]> {
+    let sink = {
+        let worker = ends.clone();
+        in_namespace(&ends.to, move || run_tcp_sink(&worker))?
+    };
+    let sender = {
+        let worker = ends.clone();
+        let congestion = congestion.to_string();
+        in_namespace(&ends.from, move || -> Result<()> {
+            sleep_until(worker.start, &worker.stop);
+            run_tcp_source(&worker, &congestion, mss)
+        })?
+    };
+    Ok([sink, sender])
+}
+
+/// A UDP flow: a sink counting the payloads it receives, and the simulator's CBR or on/off
+/// source.
+fn launch_udp(flow: &FlowSpec, ends: &FlowEnds, seed: u64) -> Result<[Worker; 2]> {
+    let sink = {
+        let worker = ends.clone();
+        in_namespace(&ends.to, move || run_udp_sink(&worker))?
+    };
+    let source = udp_source(flow, seed, ends.index, ends.stop_at - ends.start)?;
+    let sender = {
+        let worker = ends.clone();
+        in_namespace(&ends.from, move || -> Result<()> {
+            sleep_until(worker.start, &worker.stop);
+            run_udp_source(source, worker.address, worker.start, &worker.stop)
+        })?
+    };
+    Ok([sink, sender])
+}
+
+// ---------------------------------------------------------------------------------------------
+// Collect: wait for the duration, stop the workers, shut the testbed down, write the outputs.
+
+/// Waits for the scenario's duration (or a signal), stops and joins the workers, shuts the
+/// testbed down and writes the output files; worker errors are printed as warnings.
+fn collect(args: &RunArgs, scenario: &Scenario, plan: &Plan, running: Running) -> Result<()> {
+    let Running {
+        testbed,
+        origin,
+        interrupted,
+        stop,
+        workers,
+        states,
+    } = running;
     // Run for the scenario's duration (plus a little for the last packets in flight).
-    let end = origin + duration;
+    let end = origin + scenario.duration;
     while std::time::Instant::now() < end && !interrupted.load(Ordering::Relaxed) {
         std::thread::sleep(Duration::from_millis(20));
     }
     let flow_log = testbed.flow_log();
     stop.store(true, Ordering::Relaxed);
+    let errors = join_workers(workers);
+    let report = testbed.shutdown()?;
+    let states = std::mem::take(&mut *states.lock().unwrap_or_else(|p| p.into_inner()));
+    write_outputs(args, scenario, plan, &flow_log, &states, &report)?;
+    for error in &errors {
+        eprintln!("warning: {error}");
+    }
+    eprintln!("wrote {}", args.out.display());
+    Ok(())
+}
+
+/// Joins the workers; returns their errors.
+fn join_workers(workers: Vec<Worker>) -> Vec<String> {
     let mut errors = Vec::new();
     for worker in workers {
         match worker.join() {
@@ -499,15 +525,11 @@ pub fn run(args: &RunArgs) -> Result<()> {
             Err(_) => errors.push("a flow thread panicked".into()),
         }
     }
-    let report = testbed.shutdown()?;
-    let states = std::mem::take(&mut *states.lock().unwrap_or_else(|p| p.into_inner()));
-    write_outputs(args, &scenario, &plan, &flow_log, &states, &report)?;
-    for error in &errors {
-        eprintln!("warning: {error}");
-    }
-    eprintln!("wrote {}", args.out.display());
-    Ok(())
+    errors
 }
+
+// ---------------------------------------------------------------------------------------------
+// The workers.
 
 fn sleep_until(at: std::time::Instant, stop: &AtomicBool) {
     while !stop.load(Ordering::Relaxed) {
@@ -519,72 +541,160 @@ fn sleep_until(at: std::time::Instant, stop: &AtomicBool) {
     }
 }
 
+/// Receives the flow until the run ends; the receiver counts the payload it accepts as
+/// goodput and learns its options from the flow options each data packet carries.
+fn run_tfrc_receiver(ends: FlowEnds) -> Result<()> {
+    let receiver = tfrc_udp::UdpReceiver::bind(tfrc_udp::ReceiverOptions {
+        report_interval: None,
+        delivered_payload: Some(ends.delivered),
+        ..tfrc_udp::ReceiverOptions::new(ends.address)
+    })?;
+    receiver.run(&ends.stop, &mut |_| {})?;
+    Ok(())
+}
+
+/// Sends the flow with `config` until its stop time. Each interval report (every
+/// `state_interval`) becomes a `state.csv` row of `flow` (name, kind), at the emulator's time
+/// (since `origin`) rounded to the interval.
+fn run_tfrc_sender(
+    ends: &FlowEnds,
+    config: tfrc_proto::Config,
+    flow: (&str, &'static str),
+    origin: std::time::Instant,
+    state_interval: Duration,
+    states: &States,
+) -> Result<()> {
+    let mut options = tfrc_udp::SenderOptions::new(ends.address);
+    options.duration = ends.stop_at.saturating_duration_since(ends.start);
+    options.report_interval = Some(state_interval);
+    options.config = config.clone();
+    let sender = tfrc_udp::UdpSender::new(options)?;
+    let step = state_interval.as_secs_f64();
+    sender.run(&ends.stop, &mut |report| {
+        let time_s = (origin.elapsed().as_secs_f64() / step).round() * step;
+        let row = tfrc_state_row(report, &config, time_s, flow);
+        let mut rows = states.lock().unwrap_or_else(|p| p.into_inner());
+        rows.push((ends.index, row));
+    })?;
+    Ok(())
+}
+
+/// The `state.csv` row of a TFRC sender's interval report.
+fn tfrc_state_row(
+    report: &SenderInterval,
+    config: &tfrc_proto::Config,
+    time_s: f64,
+    (flow_name, flow_kind): (&str, &'static str),
+) -> StateRow {
+    let rtt = report.rtt_ms.map(|ms| ms / 1000.0);
+    // The receiver's rule (`Config::feedbacks_per_rtt`, then `rtt_ref`).
+    let feedbacks = match (config.feedbacks_per_rtt, rtt, config.rtt_ref) {
+        (Some(count), _, _) => u64::from(count),
+        (None, Some(rtt), Some(reference)) => ((rtt / reference.as_secs_f64()) as u64).max(1),
+        _ => 1,
+    };
+    StateRow {
+        x_bps: Some(report.sending_rate_bits_per_second),
+        x_recv_bps: Some(report.x_recv_bits_per_second),
+        p: Some(report.p),
+        rtt_s: rtt,
+        target_bps: config.target_rate.map(|bytes| bytes * 8.0),
+        feedbacks_per_rtt: Some(feedbacks as f64),
+        ..StateRow::empty(time_s, flow_name, flow_kind)
+    }
+}
+
+/// Accepts the flow's connection and reads it until it closes or the run ends, counting the
+/// bytes read as goodput.
+fn run_tcp_sink(ends: &FlowEnds) -> Result<()> {
+    let listener = TcpListener::bind(ends.address)?;
+    listener.set_nonblocking(true)?;
+    let mut stream = loop {
+        match listener.accept() {
+            Ok((stream, _)) => break stream,
+            Err(_) if ends.stop.load(Ordering::Relaxed) => return Ok(()),
+            Err(_) => std::thread::sleep(Duration::from_millis(5)),
+        }
+    };
+    stream.set_nonblocking(false)?;
+    stream.set_read_timeout(Some(Duration::from_millis(200)))?;
+    let mut buffer = vec![0u8; 1 << 16];
+    while !ends.stop.load(Ordering::Relaxed) {
+        match stream.read(&mut buffer) {
+            Ok(0) => break,
+            Ok(read) => {
+                ends.delivered.fetch_add(read as u64, Ordering::Relaxed);
+            }
+            Err(error)
+                if matches!(
+                    error.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) => {}
+            Err(_) => break,
+        }
+    }
+    Ok(())
+}
+
+/// Connects and writes until the flow's stop time, then aborts the connection.
+fn run_tcp_source(ends: &FlowEnds, congestion: &str, mss: u32) -> Result<()> {
+    let mut stream = connect_tcp(ends.address, congestion, mss)?;
+    stream.set_write_timeout(Some(Duration::from_millis(100)))?;
+    let chunk = vec![0x5a; 1 << 16];
+    while std::time::Instant::now() < ends.stop_at && !ends.stop.load(Ordering::Relaxed) {
+        match stream.write(&chunk) {
+            Ok(_) => {}
+            Err(error)
+                if matches!(
+                    error.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) => {}
+            Err(_) => break,
+        }
+    }
+    // Abort (SO_LINGER with a zero timeout: the close sends a reset): data still queued would
+    // otherwise be counted after the stop.
+    let _ = SockRef::from(&stream).set_linger(Some(Duration::ZERO));
+    Ok(())
+}
+
+/// A TCP connection to `address` whose sender uses congestion control `congestion` and MSS
+/// `mss`; retried for about a second while the sink is not listening yet.
 fn connect_tcp(address: SocketAddr, congestion: &str, mss: u32) -> Result<TcpStream> {
-    // SAFETY: creating a socket with constant arguments.
-    let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) };
-    if fd < 0 {
-        return Err(std::io::Error::last_os_error().into());
-    }
-    // SAFETY: fd is a new socket owned by nobody else.
-    let socket = unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) };
-    let mss = mss as libc::c_int;
-    // SAFETY: valid socket, option values of the given lengths.
-    unsafe {
-        libc::setsockopt(
-            fd,
-            libc::IPPROTO_TCP,
-            libc::TCP_MAXSEG,
-            (&mss as *const libc::c_int).cast(),
-            core::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        );
-        if libc::setsockopt(
-            fd,
-            libc::IPPROTO_TCP,
-            libc::TCP_CONGESTION,
-            congestion.as_ptr().cast(),
-            congestion.len() as libc::socklen_t,
-        ) != 0
-        {
-            bail!(
-                "TCP congestion control {congestion:?} is not available: {}",
-                std::io::Error::last_os_error()
-            );
-        }
-    }
-    let SocketAddr::V4(v4) = address else {
+    let socket = Socket::new(Domain::IPV4, Type::STREAM, None)?;
+    // A refused MSS is not an error: the connection keeps the kernel's.
+    let _ = socket.set_tcp_mss(mss);
+    socket
+        .set_tcp_congestion(congestion.as_bytes())
+        .map_err(|error| {
+            anyhow!("TCP congestion control {congestion:?} is not available: {error}")
+        })?;
+    if !address.is_ipv4() {
         bail!("the testbed uses IPv4");
-    };
-    let sockaddr = libc::sockaddr_in {
-        sin_family: libc::AF_INET as libc::sa_family_t,
-        sin_port: v4.port().to_be(),
-        sin_addr: libc::in_addr {
-            s_addr: u32::from(*v4.ip()).to_be(),
-        },
-        sin_zero: [0; 8],
-    };
+    }
+    let target = SockAddr::from(address);
     let mut attempts = 0;
-    loop {
-        // SAFETY: valid socket and sockaddr_in of the given length.
-        let result = unsafe {
-            libc::connect(
-                fd,
-                (&sockaddr as *const libc::sockaddr_in).cast(),
-                core::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
-            )
-        };
-        if result == 0 {
-            break;
-        }
+    while let Err(error) = socket.connect(&target) {
         attempts += 1;
         if attempts > 50 {
-            bail!(
-                "cannot connect to {address}: {}",
-                std::io::Error::last_os_error()
-            );
+            bail!("cannot connect to {address}: {error}");
         }
         std::thread::sleep(Duration::from_millis(20));
     }
     Ok(TcpStream::from(socket))
+}
+
+/// Receives the flow's datagrams until the run ends, counting their payloads as goodput.
+fn run_udp_sink(ends: &FlowEnds) -> Result<()> {
+    let socket = UdpSocket::bind(ends.address)?;
+    socket.set_read_timeout(Some(Duration::from_millis(100)))?;
+    let mut buffer = vec![0u8; 65_536];
+    while !ends.stop.load(Ordering::Relaxed) {
+        if let Ok(received) = socket.recv(&mut buffer) {
+            ends.delivered.fetch_add(received as u64, Ordering::Relaxed);
+        }
+    }
+    Ok(())
 }
 
 /// The simulator's traffic source of a UDP flow, with time zero at the flow's start.

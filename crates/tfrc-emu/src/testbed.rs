@@ -26,9 +26,10 @@
 use core::time::Duration;
 use std::collections::{HashMap, VecDeque};
 use std::fs::File;
-use std::io::Write as _;
+use std::io::{Read as _, Write as _};
 use std::net::Ipv4Addr;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, RawFd};
+use std::os::unix::fs::OpenOptionsExt as _;
 use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
@@ -288,8 +289,7 @@ pub struct StateFile {
 /// Why the root-only parts cannot run here, or `None` when they can (root, `/dev/net/tun`,
 /// `ip`).
 pub fn unavailable_reason() -> Option<String> {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
+    if effective_uid() != 0 {
         return Some("the testbed needs root (network namespaces and TUN devices)".into());
     }
     if !Path::new("/dev/net/tun").exists() {
@@ -299,6 +299,29 @@ pub fn unavailable_reason() -> Option<String> {
         Ok(output) if output.status.success() => None,
         _ => Some("the `ip` command (iproute2) is missing".into()),
     }
+}
+
+/// The effective user id of this process.
+#[allow(unsafe_code)]
+fn effective_uid() -> u32 {
+    // SAFETY: geteuid takes no arguments, cannot fail and touches no memory of ours.
+    unsafe { libc::geteuid() }
+}
+
+/// Sends `signal` to process `pid`. Only a single process is signalled: a pid of 0 or above
+/// `i32::MAX` (which `kill` would read as a process group, or all processes) is refused.
+#[allow(unsafe_code)]
+pub fn signal_process(pid: u32, signal: libc::c_int) -> std::io::Result<()> {
+    let pid = libc::pid_t::try_from(pid)
+        .ok()
+        .filter(|&pid| pid > 0)
+        .ok_or_else(|| std::io::Error::from(std::io::ErrorKind::InvalidInput))?;
+    // SAFETY: kill takes plain integers and touches no memory of ours; at worst the process
+    // is gone (ESRCH).
+    if unsafe { libc::kill(pid, signal) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 /// Runs `ip` with these arguments; an error quotes the command and its stderr.
@@ -336,11 +359,9 @@ pub fn remove_namespace(namespace: &str) {
         .output()
     {
         for pid in String::from_utf8_lossy(&output.stdout).split_whitespace() {
-            if let Ok(pid) = pid.parse::<i32>() {
-                // SAFETY: kill with a pid read from the kernel; at worst the process is gone.
-                unsafe {
-                    libc::kill(pid, libc::SIGKILL);
-                }
+            if let Ok(pid) = pid.parse::<u32>() {
+                // A pid read from the kernel; at worst the process is gone.
+                let _ = signal_process(pid, libc::SIGKILL);
             }
         }
     }
@@ -425,10 +446,8 @@ pub fn in_namespace<T: Send + 'static>(
     let handle = std::thread::Builder::new()
         .name(format!("ns-{namespace}"))
         .spawn(move || {
-            // SAFETY: a valid namespace file descriptor; setns changes only this thread.
-            let result = unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) };
-            if result != 0 {
-                let _ = ready_sender.send(Err(std::io::Error::last_os_error()));
+            if let Err(error) = enter_network_namespace(&file) {
+                let _ = ready_sender.send(Err(error));
                 panic!("setns failed");
             }
             let _ = ready_sender.send(Ok(()));
@@ -441,6 +460,19 @@ pub fn in_namespace<T: Send + 'static>(
     }
 }
 
+/// Moves the calling thread into the network namespace that `namespace` (an open
+/// `/var/run/netns/…` file) refers to.
+#[allow(unsafe_code)]
+fn enter_network_namespace(namespace: &File) -> std::io::Result<()> {
+    // SAFETY: setns takes a descriptor, valid for the call since `namespace` is borrowed, and a
+    // constant; it touches no memory of ours and changes only the calling thread's namespace.
+    if unsafe { libc::setns(namespace.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// `struct ifreq` as TUNSETIFF reads it: the interface name and its flags.
 #[repr(C)]
 struct InterfaceRequest {
     name: [u8; libc::IFNAMSIZ],
@@ -448,36 +480,49 @@ struct InterfaceRequest {
     padding: [u8; 22],
 }
 
+// The size of `struct ifreq`, which TUNSETIFF reads and writes whole.
+const _: () = assert!(core::mem::size_of::<InterfaceRequest>() == 40);
+
 const TUNSETIFF: libc::c_ulong = 0x4004_54ca;
 
-/// Creates the TUN device `tfrc0` inside `namespace` and returns its file descriptor
-/// (non-blocking). The device disappears when the descriptor is closed.
-fn create_tun(namespace: &str) -> Result<OwnedFd> {
-    let handle = in_namespace(namespace, || -> std::io::Result<OwnedFd> {
-        // SAFETY: opening a device path with constant flags.
-        let fd = unsafe {
-            libc::open(
-                c"/dev/net/tun".as_ptr(),
-                libc::O_RDWR | libc::O_NONBLOCK | libc::O_CLOEXEC,
-            )
-        };
-        if fd < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        // SAFETY: fd was just opened and is owned by nobody else.
-        let owned = unsafe { OwnedFd::from_raw_fd(fd) };
+/// Attaches the TUN device `tun` (an open `/dev/net/tun`) to the interface `request` names,
+/// creating it with `request`'s flags.
+#[allow(unsafe_code)]
+fn set_tun_interface(tun: &File, request: &mut InterfaceRequest) -> std::io::Result<()> {
+    // SAFETY: the descriptor is valid for the call (`tun` is borrowed), and TUNSETIFF reads and
+    // writes one `struct ifreq`, which `InterfaceRequest` lays out (`#[repr(C)]`, 40 bytes)
+    // and `request` borrows mutably for the call.
+    let result = unsafe {
+        libc::ioctl(
+            tun.as_raw_fd(),
+            TUNSETIFF as _,
+            request as *mut InterfaceRequest,
+        )
+    };
+    if result < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Creates the TUN device `tfrc0` inside `namespace` and returns it, open (non-blocking). The
+/// device disappears when the file is closed.
+fn create_tun(namespace: &str) -> Result<File> {
+    let handle = in_namespace(namespace, || -> std::io::Result<File> {
+        // std opens with O_CLOEXEC.
+        let tun = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open("/dev/net/tun")?;
         let mut request = InterfaceRequest {
             name: [0; libc::IFNAMSIZ],
             flags: (libc::IFF_TUN | libc::IFF_NO_PI) as libc::c_short,
             padding: [0; 22],
         };
         request.name[..TUN_NAME.len()].copy_from_slice(TUN_NAME.as_bytes());
-        // SAFETY: TUNSETIFF takes a pointer to an ifreq-sized structure we own.
-        let result = unsafe { libc::ioctl(owned.as_raw_fd(), TUNSETIFF as _, &mut request) };
-        if result < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        Ok(owned)
+        set_tun_interface(&tun, &mut request)?;
+        Ok(tun)
     })?;
     handle
         .join()
@@ -763,7 +808,8 @@ impl Drop for Testbed {
 
 /// The emulator loop of a testbed.
 struct Emulator {
-    tuns: Vec<OwnedFd>,
+    /// The TUN device of each host (host order).
+    tuns: Vec<File>,
     tracked: Vec<TrackedFlow>,
     flow_interval: Duration,
     flow_log: Arc<std::sync::Mutex<FlowLog>>,
@@ -844,17 +890,16 @@ impl Emulator {
                 deadline = Some(deadline.map_or(next_flow_row, |at| at.min(next_flow_row)));
             }
             let _ = waiter.wait(&fds, deadline);
-            for (source, &fd) in fds.iter().enumerate() {
+            for (source, mut tun) in self.tuns.iter().enumerate() {
                 for _ in 0..64 {
-                    // SAFETY: reading into a buffer we own, of its length, from an open fd.
-                    let length =
-                        unsafe { libc::read(fd, buffer.as_mut_ptr().cast(), buffer.len()) };
-                    if length <= 0 {
-                        break;
-                    }
+                    // Non-blocking: an error (EAGAIN) means nothing more to read.
+                    let length = match tun.read(&mut buffer) {
+                        Ok(length) if length > 0 => length,
+                        _ => break,
+                    };
                     let now = clock.now();
                     report.packets_in += 1;
-                    let packet = &buffer[..length as usize];
+                    let packet = &buffer[..length];
                     let Some((destination, flow)) = classify(packet) else {
                         report.foreign_packets += 1;
                         continue;
@@ -897,11 +942,8 @@ impl Emulator {
                     totals[index].recv_bytes += packet.body.len() as u64;
                     totals[index].recv_packets += 1;
                 }
-                let fd = fds[destination];
-                // SAFETY: writing a buffer we own, of its length, to an open fd.
-                let written =
-                    unsafe { libc::write(fd, packet.body.as_ptr().cast(), packet.body.len()) };
-                if written > 0 {
+                let written = (&self.tuns[destination]).write(&packet.body);
+                if matches!(written, Ok(written) if written > 0) {
                     report.packets_out += 1;
                 }
                 if let Some(writer) = &mut pcap {

@@ -13,9 +13,6 @@
 //!
 //! The mapping table and the list of unsupported features are in `docs/ns2.md`.
 
-#![forbid(unsafe_code)]
-#![warn(missing_docs)]
-
 pub mod cli;
 mod convert;
 mod error;

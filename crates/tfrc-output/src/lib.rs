@@ -12,8 +12,6 @@
 //! bit for bit. A run kept in memory (`tfrc reproduce` keeps most replications that way) is
 //! therefore the same run as its files read back.
 
-#![forbid(unsafe_code)]
-
 use std::io::{self, Write};
 
 use serde::{Deserialize, Serialize};

@@ -48,9 +48,6 @@
 //! # Ok::<(), tfrc_scenario::ScenarioError>(())
 //! ```
 
-#![forbid(unsafe_code)]
-#![warn(missing_docs)]
-
 mod emit;
 mod error;
 mod model;

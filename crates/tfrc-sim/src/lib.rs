@@ -45,9 +45,6 @@
 //! assert_eq!(delivered.id, 1);
 //! ```
 
-#![forbid(unsafe_code)]
-#![warn(missing_docs)]
-
 pub mod error;
 pub mod link;
 pub mod loss;

@@ -57,17 +57,26 @@ pub fn unix_time_whole_seconds() -> u64 {
 
 /// CPU time this process has used so far: (user, system).
 pub fn process_cpu_time() -> (Duration, Duration) {
-    // SAFETY: getrusage writes into the zeroed struct we own; RUSAGE_SELF is always valid.
-    let mut usage: libc::rusage = unsafe { core::mem::zeroed() };
-    let result = unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
-    if result != 0 {
+    let Some(usage) = rusage_self() else {
         return (Duration::ZERO, Duration::ZERO);
-    }
+    };
     let convert = |time: libc::timeval| {
         Duration::from_secs(time.tv_sec.max(0) as u64)
             + Duration::from_micros(time.tv_usec.max(0) as u64)
     };
     (convert(usage.ru_utime), convert(usage.ru_stime))
+}
+
+/// `getrusage(RUSAGE_SELF)`; std has no safe way to read a process's CPU time.
+#[allow(unsafe_code)]
+fn rusage_self() -> Option<libc::rusage> {
+    // SAFETY: `rusage` is a plain C struct of integers (and padding), for which all-zero bytes
+    // are a valid value.
+    let mut usage: libc::rusage = unsafe { core::mem::zeroed() };
+    // SAFETY: RUSAGE_SELF is always valid, and `usage` is a live, exclusively borrowed `rusage`
+    // the kernel fills.
+    let result = unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
+    (result == 0).then_some(usage)
 }
 
 /// CPU use of this process over a wall-clock span, in percent of one core, in the shape of

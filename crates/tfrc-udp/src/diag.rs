@@ -3,7 +3,11 @@
 //! does. `getsockopt(TCP_INFO)` only works on a process's own sockets; this reaches the sockets of
 //! any process (iperf3, a browser, …) without privileges.
 
+use std::io::Read;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::time::Duration;
+
+use socket2::{Domain, Protocol, Socket, Type};
 
 use crate::tcp_info::TcpInfo;
 
@@ -49,17 +53,6 @@ pub enum DiagError {
     Kernel(i32),
 }
 
-struct NetlinkSocket(libc::c_int);
-
-impl Drop for NetlinkSocket {
-    fn drop(&mut self) {
-        // SAFETY: we own this descriptor.
-        unsafe {
-            libc::close(self.0);
-        }
-    }
-}
-
 /// Dumps the connected TCP sockets of both address families with their `tcp_info`.
 pub fn dump_tcp_sockets() -> Result<Vec<TcpSocketEntry>, DiagError> {
     let mut entries = dump_family(libc::AF_INET as u8)?;
@@ -68,33 +61,14 @@ pub fn dump_tcp_sockets() -> Result<Vec<TcpSocketEntry>, DiagError> {
 }
 
 fn dump_family(family: u8) -> Result<Vec<TcpSocketEntry>, DiagError> {
-    // SAFETY: plain socket creation; the descriptor is owned by NetlinkSocket.
-    let fd = unsafe {
-        libc::socket(
-            libc::AF_NETLINK,
-            libc::SOCK_DGRAM | libc::SOCK_CLOEXEC,
-            NETLINK_SOCK_DIAG,
-        )
-    };
-    if fd < 0 {
-        return Err(std::io::Error::last_os_error().into());
-    }
-    let socket = NetlinkSocket(fd);
+    // socket2 opens it close-on-exec and owns the descriptor.
+    let socket = Socket::new(
+        Domain::from(libc::AF_NETLINK),
+        Type::DGRAM,
+        Some(Protocol::from(NETLINK_SOCK_DIAG)),
+    )?;
     // A receive timeout so that a kernel that never answers cannot hang the logger.
-    let timeout = libc::timeval {
-        tv_sec: 1,
-        tv_usec: 0,
-    };
-    // SAFETY: valid option pointer and length.
-    unsafe {
-        libc::setsockopt(
-            socket.0,
-            libc::SOL_SOCKET,
-            libc::SO_RCVTIMEO,
-            (&timeout as *const libc::timeval).cast(),
-            core::mem::size_of::<libc::timeval>() as libc::socklen_t,
-        );
-    }
+    socket.set_read_timeout(Some(Duration::from_secs(1)))?;
 
     let mut request = [0u8; NLMSG_HEADER_LEN + INET_DIAG_REQUEST_LEN];
     let total = request.len() as u32;
@@ -108,33 +82,14 @@ fn dump_family(family: u8) -> Result<Vec<TcpSocketEntry>, DiagError> {
     body[2] = (1 << (INET_DIAG_INFO - 1)) | (1 << (INET_DIAG_CONG - 1));
     body[4..8].copy_from_slice(&CONNECTED_STATES.to_ne_bytes());
 
-    // SAFETY: an all-zero sockaddr_nl with the family set addresses the kernel.
-    let mut kernel: libc::sockaddr_nl = unsafe { core::mem::zeroed() };
-    kernel.nl_family = libc::AF_NETLINK as libc::sa_family_t;
-    // SAFETY: valid buffer and address.
-    let sent = unsafe {
-        libc::sendto(
-            socket.0,
-            request.as_ptr().cast(),
-            request.len(),
-            0,
-            (&kernel as *const libc::sockaddr_nl).cast(),
-            core::mem::size_of::<libc::sockaddr_nl>() as libc::socklen_t,
-        )
-    };
-    if sent < 0 {
-        return Err(std::io::Error::last_os_error().into());
-    }
+    // No destination address: an unconnected netlink socket sends to port 0, the kernel.
+    socket.send(&request)?;
 
     let mut entries = Vec::new();
     let mut buffer = vec![0u8; 64 * 1024];
     loop {
-        // SAFETY: the kernel writes at most buffer.len() bytes.
-        let received = unsafe { libc::recv(socket.0, buffer.as_mut_ptr().cast(), buffer.len(), 0) };
-        if received < 0 {
-            return Err(std::io::Error::last_os_error().into());
-        }
-        let mut rest = &buffer[..received as usize];
+        let received = (&socket).read(&mut buffer)?;
+        let mut rest = &buffer[..received];
         if rest.is_empty() {
             return Ok(entries);
         }

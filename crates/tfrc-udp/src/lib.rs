@@ -17,8 +17,6 @@
 //! Linux only: pacing uses `ppoll` and `PR_SET_TIMERSLACK`, TCP sampling `TCP_INFO` and
 //! sock_diag.
 
-#![warn(missing_docs)]
-
 pub mod cli;
 pub mod clock;
 pub mod control;

@@ -63,8 +63,10 @@ pub struct Waiter {
 
 /// Lowers the calling thread's timer slack to 1 ns so that kernel sleeps end when asked (the
 /// default slack of 50 µs would add to every wake-up). Harmless if it fails.
+#[allow(unsafe_code)] // prctl: no safe wrapper in std or socket2
 pub fn lower_timer_slack() {
-    // SAFETY: PR_SET_TIMERSLACK takes an unsigned long and affects only the calling thread.
+    // SAFETY: PR_SET_TIMERSLACK takes its value (an unsigned long) by value, touches no memory
+    // of ours, and affects only the calling thread; the unused arguments are zero.
     unsafe {
         libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0);
     }
@@ -76,11 +78,13 @@ pub fn lower_timer_slack() {
 /// for a CPU, which shows as a long tail of pacing errors; a real-time thread runs as soon as it
 /// wakes. Needs root or `CAP_SYS_NICE`. The kernel's real-time throttling still leaves 5 % of each
 /// second to other tasks.
+#[allow(unsafe_code)] // sched_setscheduler: no safe wrapper in std
 pub fn set_realtime_priority(priority: i32) -> std::io::Result<()> {
     let parameters = libc::sched_param {
         sched_priority: priority,
     };
-    // SAFETY: pid 0 is the calling thread; the parameters are valid for the call's duration.
+    // SAFETY: pid 0 is the calling thread; `parameters` is a valid `sched_param` that the kernel
+    // only reads, for the duration of the call.
     let result = unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &parameters) };
     if result == 0 {
         Ok(())
@@ -100,12 +104,7 @@ pub fn poll_readable(fd: Option<RawFd>, timeout: Option<Duration>) -> WaitOutcom
         tv_sec: timeout.as_secs().min(i64::MAX as u64) as libc::time_t,
         tv_nsec: timeout.subsec_nanos() as libc::c_long,
     });
-    let timespec_pointer = timespec
-        .as_ref()
-        .map_or(core::ptr::null(), |value| value as *const libc::timespec);
-    // SAFETY: one valid pollfd (a negative fd is ignored by the kernel), a valid or null timespec,
-    // and a null signal mask (the thread's mask is kept).
-    let result = unsafe { libc::ppoll(&mut poll_fd, 1, timespec_pointer, core::ptr::null()) };
+    let result = ppoll_one(&mut poll_fd, timespec.as_ref());
     if result < 0 {
         WaitOutcome::Interrupted
     } else if result > 0 && poll_fd.revents != 0 {
@@ -113,6 +112,17 @@ pub fn poll_readable(fd: Option<RawFd>, timeout: Option<Duration>) -> WaitOutcom
     } else {
         WaitOutcome::Deadline
     }
+}
+
+/// `ppoll` on one descriptor with the thread's signal mask; `None` waits forever. std has no
+/// poll, and `ppoll` (unlike `poll`) takes a nanosecond timeout.
+#[allow(unsafe_code)]
+fn ppoll_one(poll_fd: &mut libc::pollfd, timeout: Option<&libc::timespec>) -> libc::c_int {
+    let timeout = timeout.map_or(core::ptr::null(), |value| value as *const libc::timespec);
+    // SAFETY: `poll_fd` points to one valid, exclusively borrowed `pollfd` (count 1; the kernel
+    // ignores a negative fd and writes only `revents`); `timeout` is null or points to a live
+    // `timespec` the kernel only reads; the signal mask is null (the thread's mask is kept).
+    unsafe { libc::ppoll(poll_fd, 1, timeout, core::ptr::null()) }
 }
 
 impl Waiter {

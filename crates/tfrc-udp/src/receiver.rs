@@ -862,9 +862,19 @@ impl UdpReceiver {
 /// Asks for a large receive buffer: `SO_RCVBUFFORCE` (root may exceed `rmem_max`), else
 /// `SO_RCVBUF`. Best effort.
 fn set_large_receive_buffer(socket: &Socket) {
-    let size = RECEIVE_BUFFER_BYTES as libc::c_int;
-    // SAFETY: valid option pointer and length on an open socket.
-    let forced = unsafe {
+    if force_receive_buffer_size(socket, RECEIVE_BUFFER_BYTES).is_err() {
+        let _ = socket.set_recv_buffer_size(RECEIVE_BUFFER_BYTES);
+    }
+}
+
+/// `setsockopt(SOL_SOCKET, SO_RCVBUFFORCE, bytes)`, which socket2 does not wrap (it has only
+/// `SO_RCVBUF`). Needs `CAP_NET_ADMIN`.
+#[allow(unsafe_code)]
+fn force_receive_buffer_size(socket: &Socket, bytes: usize) -> std::io::Result<()> {
+    let size = libc::c_int::try_from(bytes).unwrap_or(libc::c_int::MAX);
+    // SAFETY: `socket` is open for the call; the option value points to `size`, a live `c_int`
+    // the kernel only reads, and the length given is exactly its size.
+    let result = unsafe {
         libc::setsockopt(
             socket.as_raw_fd(),
             libc::SOL_SOCKET,
@@ -873,7 +883,9 @@ fn set_large_receive_buffer(socket: &Socket) {
             core::mem::size_of::<libc::c_int>() as libc::socklen_t,
         )
     };
-    if forced != 0 {
-        let _ = socket.set_recv_buffer_size(RECEIVE_BUFFER_BYTES);
+    if result == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
     }
 }

@@ -9,7 +9,6 @@
 
 use core::time::Duration;
 use std::net::TcpStream;
-use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
@@ -131,7 +130,7 @@ impl FlowProbe {
     /// published snapshot.
     pub fn sample(&self) -> Option<FlowSnapshot> {
         if let Some(stream) = lock(&self.tcp_socket).as_ref() {
-            if let Ok(info) = TcpInfo::from_socket(stream.as_raw_fd()) {
+            if let Ok(info) = TcpInfo::from_socket(stream) {
                 return Some(FlowSnapshot::Tcp(info));
             }
         }
@@ -141,7 +140,7 @@ impl FlowProbe {
     /// Marks the flow finished: a TCP probe takes a last sample and lets go of its socket.
     pub fn finish(&self) {
         if let Some(stream) = lock(&self.tcp_socket).take() {
-            if let Ok(info) = TcpInfo::from_socket(stream.as_raw_fd()) {
+            if let Ok(info) = TcpInfo::from_socket(&stream) {
                 self.publish(FlowSnapshot::Tcp(info));
             }
         }

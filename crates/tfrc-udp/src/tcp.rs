@@ -8,7 +8,7 @@
 use core::time::Duration;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsFd, BorrowedFd};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -284,10 +284,9 @@ impl TcpSender {
             if now >= end || writer.is_finished() {
                 break;
             }
-            let fd = self.stream.as_raw_fd();
             sampler.tick(
                 now,
-                fd,
+                self.stream.as_fd(),
                 written.load(Ordering::Relaxed),
                 csv.as_mut(),
                 on_interval,
@@ -302,7 +301,7 @@ impl TcpSender {
         if sampler.report_due_partial(sending_ended) {
             sampler.report(
                 sending_ended,
-                self.stream.as_raw_fd(),
+                self.stream.as_fd(),
                 written.load(Ordering::Relaxed),
                 on_interval,
             );
@@ -326,7 +325,7 @@ impl TcpSender {
                 Err(_) => break,
             }
         }
-        let final_info = TcpInfo::from_socket(self.stream.as_raw_fd()).ok();
+        let final_info = TcpInfo::from_socket(&self.stream).ok();
         if let (Some(csv), Some(info)) = (csv.as_mut(), final_info) {
             let time = (std::time::Instant::now() - start).as_secs_f64();
             let _ = csv.write(
@@ -442,14 +441,14 @@ impl Sampler {
     fn tick(
         &mut self,
         now: std::time::Instant,
-        fd: std::os::fd::RawFd,
+        socket: BorrowedFd<'_>,
         bytes: u64,
         csv: Option<&mut FlowCsv>,
         on_interval: &mut dyn FnMut(&TcpInterval),
     ) {
         if let (Some(due), Some(interval)) = (self.next_log, self.log_interval) {
             if now >= due {
-                if let (Some(csv), Ok(info)) = (csv, TcpInfo::from_socket(fd)) {
+                if let (Some(csv), Ok(info)) = (csv, TcpInfo::from_socket(socket)) {
                     let time = (now - self.start).as_secs_f64();
                     let _ = csv.write(
                         time,
@@ -467,7 +466,7 @@ impl Sampler {
         }
         if let (Some(due), Some(interval)) = (self.next_report, self.report_interval) {
             if now >= due {
-                self.report(due, fd, bytes, on_interval);
+                self.report(due, socket, bytes, on_interval);
                 let mut next = due + interval;
                 while next <= now {
                     next += interval;
@@ -485,13 +484,13 @@ impl Sampler {
     fn report(
         &mut self,
         end: std::time::Instant,
-        fd: std::os::fd::RawFd,
+        socket: BorrowedFd<'_>,
         bytes: u64,
         on_interval: &mut dyn FnMut(&TcpInterval),
     ) {
         let seconds = (end - self.interval_start).as_secs_f64();
         let delta = bytes - self.interval_bytes;
-        let info = TcpInfo::from_socket(fd).unwrap_or_default();
+        let info = TcpInfo::from_socket(socket).unwrap_or_default();
         if info.rtt_us > 0 {
             self.rtt
                 .record(Duration::from_micros(u64::from(info.rtt_us)));
@@ -671,7 +670,7 @@ impl TcpReceiver {
                 if now >= due {
                     if let Some(csv) = csv.as_mut() {
                         for connection in &connections {
-                            if let Ok(info) = TcpInfo::from_socket(connection.stream.as_raw_fd()) {
+                            if let Ok(info) = TcpInfo::from_socket(&connection.stream) {
                                 let time = (now - connection.started).as_secs_f64();
                                 let _ = csv.write(
                                     time,
@@ -803,7 +802,7 @@ fn report_connections(
         let bytes = connection.received.load(Ordering::Relaxed);
         let delta = bytes - connection.interval_bytes;
         connection.interval_bytes = bytes;
-        let info = TcpInfo::from_socket(connection.stream.as_raw_fd()).unwrap_or_default();
+        let info = TcpInfo::from_socket(&connection.stream).unwrap_or_default();
         if info.rtt_us > 0 {
             connection
                 .rtt
@@ -845,7 +844,7 @@ fn finish_connection(
     if let Some(reader) = connection.reader.take() {
         let _ = reader.join();
     }
-    let final_info = TcpInfo::from_socket(connection.stream.as_raw_fd()).ok();
+    let final_info = TcpInfo::from_socket(&connection.stream).ok();
     if let (Some(csv), Some(info)) = (csv, final_info) {
         let time = connection.started.elapsed().as_secs_f64();
         let _ = csv.write(

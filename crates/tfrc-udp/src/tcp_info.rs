@@ -5,7 +5,7 @@
 //! the length the kernel returned, works across kernel versions: fields the kernel did not fill
 //! are `None`.
 
-use std::os::fd::RawFd;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 
 /// Size of the buffer handed to the kernel; larger than any kernel's `struct tcp_info` today.
 pub const TCP_INFO_BUFFER_LEN: usize = 512;
@@ -110,23 +110,9 @@ impl TcpInfo {
     }
 
     /// Reads `TCP_INFO` from a socket of this process.
-    pub fn from_socket(fd: RawFd) -> std::io::Result<TcpInfo> {
+    pub fn from_socket(socket: impl AsFd) -> std::io::Result<TcpInfo> {
         let mut buffer = [0u8; TCP_INFO_BUFFER_LEN];
-        let mut length = TCP_INFO_BUFFER_LEN as libc::socklen_t;
-        // SAFETY: the kernel writes at most `length` bytes into our buffer and updates `length`.
-        let result = unsafe {
-            libc::getsockopt(
-                fd,
-                libc::IPPROTO_TCP,
-                libc::TCP_INFO,
-                buffer.as_mut_ptr().cast(),
-                &mut length,
-            )
-        };
-        if result != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        let filled = (length as usize).min(TCP_INFO_BUFFER_LEN);
+        let filled = get_tcp_info(socket.as_fd(), &mut buffer)?;
         TcpInfo::parse(&buffer[..filled]).ok_or_else(|| {
             std::io::Error::new(
                 std::io::ErrorKind::InvalidData,
@@ -134,6 +120,32 @@ impl TcpInfo {
             )
         })
     }
+}
+
+/// `getsockopt(IPPROTO_TCP, TCP_INFO)` into `buffer`; returns how many bytes the kernel filled.
+/// Neither std nor socket2 exposes `TCP_INFO`.
+#[allow(unsafe_code)]
+fn get_tcp_info(
+    socket: BorrowedFd<'_>,
+    buffer: &mut [u8; TCP_INFO_BUFFER_LEN],
+) -> std::io::Result<usize> {
+    let mut length = TCP_INFO_BUFFER_LEN as libc::socklen_t;
+    // SAFETY: `socket` is an open descriptor borrowed for the call; the pointer and `length`
+    // describe `buffer`, which is exclusively borrowed and valid for `length` bytes; the kernel
+    // writes at most `length` bytes into it and stores the count written in `length`.
+    let result = unsafe {
+        libc::getsockopt(
+            socket.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_INFO,
+            buffer.as_mut_ptr().cast(),
+            &mut length,
+        )
+    };
+    if result != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok((length as usize).min(TCP_INFO_BUFFER_LEN))
 }
 
 /// Name of the TCP state number, as `ss` prints it.
@@ -158,7 +170,6 @@ pub fn state_name(state: u8) -> &'static str {
 mod tests {
     use super::*;
     use std::io::{Read, Write};
-    use std::os::fd::AsRawFd;
 
     #[test]
     fn short_buffers_are_refused_and_optional_fields_follow_the_length() {
@@ -182,7 +193,7 @@ mod tests {
         client.write_all(&[7u8; 10_000]).unwrap();
         let mut received = vec![0u8; 10_000];
         server.read_exact(&mut received).unwrap();
-        let info = TcpInfo::from_socket(client.as_raw_fd()).unwrap();
+        let info = TcpInfo::from_socket(&client).unwrap();
         assert_eq!(state_name(info.state), "ESTAB");
         assert!(info.snd_cwnd >= 1);
         assert!(info.snd_mss > 0);
