@@ -268,8 +268,7 @@ pub(crate) const QUEUE_KIND_KEYS: &[(&str, &[&str])] = &[
 /// and `stop`. `None` for an unknown section or kind. `tfrc emulate` fills bare flag values
 /// into these keys in order (`droptail:50` is `limit = 50`).
 pub fn table_keys(section: &str, kind: &str) -> Option<Vec<&'static str>> {
-    let (table, common_first, common_last): (_, &[&'static str], &[&'static str]) = match section
-    {
+    let (table, common_first, common_last): (_, &[&'static str], &[&'static str]) = match section {
         "queue" => (QUEUE_KIND_KEYS, &["limit"], &[]),
         "loss" => (LOSS_KIND_KEYS, &[], &["start", "stop"]),
         _ => return None,

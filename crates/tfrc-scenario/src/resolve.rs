@@ -323,15 +323,14 @@ pub fn link_from_table(
         "between".to_owned(),
         toml::Value::Array(vec!["sender".into(), "receiver".into()]),
     );
-    let raw: RawLink = serde_path_to_error::deserialize(toml::Value::Table(table)).map_err(
-        |error| {
+    let raw: RawLink =
+        serde_path_to_error::deserialize(toml::Value::Table(table)).map_err(|error| {
             let error = ScenarioError::from_serde(file, error);
             match error.key() {
                 Some("") | None => r.error("link", error.message()),
                 Some(key) => r.error(format!("link.{key}"), error.message()),
             }
-        },
-    )?;
+        })?;
     resolve_link_at(&r, "link", raw)
 }
 
