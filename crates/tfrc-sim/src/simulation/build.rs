@@ -1,21 +1,440 @@
-//! From a [`Scenario`] to the simulator's (and the emulator's) element configurations, and the
-//! static routes between nodes.
+//! Building a run, the phase before the event loop: from a concrete [`Scenario`] to the
+//! runtime pieces of a [`Simulation`](super::Simulation) ([`Runtime::build`]), and the element
+//! configurations and static routes it needs, which the link emulator and the testbed share so
+//! that a scenario means the same thing everywhere.
 
 use std::collections::HashMap;
+use std::path::Path;
 
+use core::time::Duration;
+use tfrc_proto::wire::FEEDBACK_LEN;
 use tfrc_proto::Instant;
 use tfrc_scenario::{
-    Capacity, FlowKind, LinkDirectionSpec, LossModel as LossSpecModel, QueueSpec, Scenario,
-    TfrcProfile, TfrcSpec,
+    Capacity, FlowKind, FlowSpec, LinkDirectionSpec, LossModel as LossSpecModel, OnOffSpec, Output,
+    QueueSpec, Rate, Scenario, TcpSpec, TfrcProfile, TfrcSpec,
 };
+use tfrc_tcp::TcpSink;
 
-use crate::link::{LinkDirectionConfig, Transmitter};
+use crate::link::{LinkCounters, LinkDirectionConfig, Transmitter};
 use crate::loss::{GilbertElliottParams, LossConfig, LossKind, TimeWindow};
 use crate::marker::{FlowSelector, TokenBucketConfig};
 use crate::packet::FlowId;
 use crate::queue::{QueueConfig, RedParams, RioParams, RioThresholds};
+use crate::rng::derive_seed;
+use crate::scheduler::Scheduler;
+use crate::source::{CbrParams, CbrSource, OnOffDistribution, OnOffParams, OnOffSource};
 
-use super::SimulationError;
+use super::record::{FlowRecord, Recorder};
+use super::{set_timer, Event, Flow, LinkState, Protocol, SimulationError};
+
+/// Everything a run starts from, built from one scenario by [`Runtime::build`];
+/// [`Simulation::new`](super::Simulation::new) assembles the simulation from it.
+pub(super) struct Runtime {
+    /// The scenario as run: flows with `count` expanded, disabled flows left out.
+    pub scenario: Scenario,
+    /// When the run ends.
+    pub end: Instant,
+    /// How often outputs are sampled.
+    pub sampling: Sampling,
+    /// Nodes, link directions and routes.
+    pub topology: Topology,
+    /// The link directions, indexed as `topology.directions`.
+    pub links: Vec<LinkState>,
+    /// The flows, in the scenario's order (a flow's index is its [`FlowId`]).
+    pub flows: Vec<Flow>,
+    /// The bottleneck among the link directions the flows' data crosses: a trace-driven one,
+    /// else the slowest ([`tfrc_output::bottleneck_direction`]).
+    pub bottleneck: Option<usize>,
+    /// The scheduler holding the run's initial events.
+    pub scheduler: Scheduler<Event>,
+    /// Where rows go: the CSV files of the output directory, if any.
+    pub recorder: Recorder,
+    /// The largest packet of the run (at least a TFRC feedback packet), which sizes the buffer
+    /// TFRC data packets are built in.
+    pub largest_packet: usize,
+}
+
+impl Runtime {
+    /// Builds the runtime of `scenario`, whose flows with `count` are expanded here (a scenario
+    /// with a `[sweep]` is refused: it stands for several runs), writing outputs to
+    /// `output_dir` if given.
+    ///
+    /// The steps run in a fixed order, which decides the error a faulty scenario reports (the
+    /// first one met) and, with the scheduler's first-scheduled-first-fired rule, the order of
+    /// simultaneous events: markers and links, flows, output intervals, initial events, and the
+    /// recorder last, so that a scenario that cannot run leaves no output files behind. Every
+    /// random element is seeded here from the run's seed and its own name, so the order of the
+    /// steps does not change what it draws.
+    pub fn build(
+        scenario: &Scenario,
+        output_dir: Option<&Path>,
+    ) -> Result<Runtime, SimulationError> {
+        if !scenario.sweep.is_empty() {
+            return Err(SimulationError::scenario(
+                "sweep",
+                "a scenario with a sweep stands for several runs: expand it and run each variant",
+            ));
+        }
+        let scenario = scenario.expand_counts();
+        let topology = Topology::new(&scenario);
+        let end = Instant::ZERO + scenario.duration;
+        let links = build_links(&scenario, &topology)?;
+        let (mut flows, data_paths) = build_flows(&scenario, &topology)?;
+        let bottleneck = tfrc_output::bottleneck_direction(
+            data_paths
+                .iter()
+                .map(|&direction| (direction, links[direction].capacity_bps)),
+        );
+        let sampling = Sampling::new(&scenario.output)?;
+        let scheduler = initial_events(&mut flows, sampling, end);
+        let recorder = Recorder::new(output_dir)?;
+        let largest_packet = scenario
+            .flows
+            .iter()
+            .map(|spec| spec.packet_size as usize)
+            .fold(FEEDBACK_LEN, usize::max);
+        Ok(Runtime {
+            scenario,
+            end,
+            sampling,
+            topology,
+            links,
+            flows,
+            bottleneck,
+            scheduler,
+            recorder,
+            largest_packet,
+        })
+    }
+}
+
+/// The output sampling intervals of a run, both positive (a zero interval would sample forever
+/// at time zero).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Sampling {
+    /// Between two rows of `flows.csv` (and `links.csv`) for each flow (and link direction).
+    pub interval: Duration,
+    /// Between two rows of `state.csv` for each flow.
+    pub state_interval: Duration,
+}
+
+impl Sampling {
+    /// The intervals of a scenario's `[output]`, or an error at key `output` if one is zero.
+    fn new(output: &Output) -> Result<Sampling, SimulationError> {
+        let sampling = Sampling {
+            interval: output.interval,
+            state_interval: output.state_sampling_interval(),
+        };
+        if sampling.interval.is_zero() || sampling.state_interval.is_zero() {
+            return Err(SimulationError::scenario(
+                "output",
+                "the output intervals must be positive",
+            ));
+        }
+        Ok(sampling)
+    }
+}
+
+/// The links: every link direction of the topology, in its order, with the token-bucket
+/// markers placed on it.
+fn build_links(
+    scenario: &Scenario,
+    topology: &Topology,
+) -> Result<Vec<LinkState>, SimulationError> {
+    markers_by_direction(scenario, topology)?
+        .into_iter()
+        .enumerate()
+        .map(|(index, markers)| link_state(scenario, topology, index, markers))
+        .collect()
+}
+
+/// The link direction at `index` of the topology, its random elements (loss, RED) seeded from
+/// the run's seed and the direction's index and name. Errors are reported at the key
+/// `link[N] (from -> to)`.
+fn link_state(
+    scenario: &Scenario,
+    topology: &Topology,
+    index: usize,
+    markers: Vec<TokenBucketConfig>,
+) -> Result<LinkState, SimulationError> {
+    let (from, to, link_index, forward) = topology.directions[index];
+    let link = &scenario.links[link_index];
+    let spec = if forward {
+        &link.forward
+    } else {
+        &link.reverse
+    };
+    let key = format!(
+        "link[{link_index}] ({} -> {})",
+        topology.nodes[from], topology.nodes[to]
+    );
+    let config =
+        link_direction_config(spec, markers, Instant::ZERO).map_err(scenario_error(&key))?;
+    let seed = derive_seed(
+        scenario.seed,
+        &format!("link:{index}:{}", topology.direction_name(index)),
+    );
+    Ok(LinkState {
+        direction: config.build(seed).map_err(scenario_error(&key))?,
+        from: from as u32,
+        to: to as u32,
+        capacity_bps: spec.rate().map(|rate| rate.bits_per_second()),
+        timer: None,
+        previous: LinkCounters::default(),
+    })
+}
+
+/// The flows: every flow of the scenario, in its order, and the link directions that the
+/// flows' data crosses (every flow's path in turn), among which the bottleneck is.
+fn build_flows(
+    scenario: &Scenario,
+    topology: &Topology,
+) -> Result<(Vec<Flow>, Vec<usize>), SimulationError> {
+    let mut flows = Vec::with_capacity(scenario.flows.len());
+    let mut data_paths = Vec::new();
+    for (position, spec) in scenario.flows.iter().enumerate() {
+        let (flow, path) = build_flow(scenario, topology, position, spec)?;
+        flows.push(flow);
+        data_paths.extend(path);
+    }
+    Ok((flows, data_paths))
+}
+
+/// The flow at `position` and the link directions its data crosses. Its random elements are
+/// seeded from the run's seed and the flow's position and name (a TFRC flow's nonce too);
+/// errors are reported at the key `flow[N] (name)`.
+///
+/// A flow's active time is `[start, stop)`, its stop clipped to the end of the run; an open-loop
+/// source keeps its own start and stop and is active from the outset, while TFRC and TCP flows
+/// are started and stopped by events ([`initial_events`]).
+fn build_flow(
+    scenario: &Scenario,
+    topology: &Topology,
+    position: usize,
+    spec: &FlowSpec,
+) -> Result<(Flow, Vec<usize>), SimulationError> {
+    let key = format!("flow[{position}] ({})", spec.name);
+    let (source_node, destination_node, path) = route(topology, spec, &key)?;
+    let start = Instant::ZERO + spec.start;
+    let stop = Instant::ZERO + spec.stop_time(scenario.duration).min(scenario.duration);
+    let seed = derive_seed(scenario.seed, &format!("flow:{position}:{}", spec.name));
+    let protocol = match &spec.kind {
+        FlowKind::Tfrc(tfrc) => {
+            let (session, nonce) = (position as u32 + 1, seed as u32);
+            tfrc_endpoints(tfrc, spec.packet_size, (session, nonce), &key)?
+        }
+        FlowKind::Tcp(tcp) => tcp_endpoints(tcp, spec.packet_size, &key)?,
+        FlowKind::Cbr { rate } => cbr_source(*rate, spec.packet_size, (start, stop), seed, &key)?,
+        FlowKind::Pareto(on_off) => {
+            let distribution = OnOffDistribution::Pareto {
+                shape: on_off.shape.unwrap_or(1.5),
+            };
+            on_off_source(
+                on_off,
+                distribution,
+                spec.packet_size,
+                (start, stop),
+                seed,
+                &key,
+            )?
+        }
+        FlowKind::ExponentialOnOff(on_off) => {
+            let distribution = OnOffDistribution::Exponential;
+            on_off_source(
+                on_off,
+                distribution,
+                spec.packet_size,
+                (start, stop),
+                seed,
+                &key,
+            )?
+        }
+    };
+    let record = FlowRecord::new(
+        spec.name.clone(),
+        spec.kind.name(),
+        (spec.from.clone(), spec.to.clone()),
+        (start, stop.max(start)),
+    );
+    let flow = Flow {
+        record,
+        source_node: source_node as u32,
+        destination_node: destination_node as u32,
+        active: matches!(protocol, Protocol::Source(_)),
+        protocol,
+        sender_timer: None,
+        receiver_timer: None,
+    };
+    Ok((flow, path))
+}
+
+/// The nodes a flow goes between and the link directions its data crosses. A TFRC or TCP flow
+/// also needs a route back, for its feedback or ACKs.
+fn route(
+    topology: &Topology,
+    spec: &FlowSpec,
+    key: &str,
+) -> Result<(usize, usize, Vec<usize>), SimulationError> {
+    let node = |name: &str| {
+        topology
+            .node(name)
+            .ok_or_else(|| SimulationError::scenario(key, format!("no node named {name}")))
+    };
+    let (source, destination) = (node(&spec.from)?, node(&spec.to)?);
+    let path = topology.path(source, destination).ok_or_else(|| {
+        SimulationError::scenario(key, format!("no route from {} to {}", spec.from, spec.to))
+    })?;
+    if is_protocol(&spec.kind) && topology.path(destination, source).is_none() {
+        return Err(SimulationError::scenario(
+            key,
+            format!(
+                "no route back from {} to {} for feedback",
+                spec.to, spec.from
+            ),
+        ));
+    }
+    Ok((source, destination, path))
+}
+
+/// A TFRC flow's receiver and its sender's configuration, session and nonce: the sender itself
+/// is created when the flow starts, as it needs the start time.
+fn tfrc_endpoints(
+    spec: &TfrcSpec,
+    wire_size: u32,
+    (session, nonce): (u32, u32),
+    key: &str,
+) -> Result<Protocol, SimulationError> {
+    let config = tfrc_config(spec, wire_size, key)?;
+    let receiver = tfrc_proto::Receiver::new(config.clone()).map_err(scenario_error(key))?;
+    Ok(Protocol::Tfrc {
+        config,
+        session,
+        nonce,
+        sender: None,
+        receiver: Box::new(receiver),
+    })
+}
+
+/// A TCP flow's sink and its sender's configuration (the sender is created when the flow
+/// starts). Its segments are the scenario's `packet_size` less the TCP/IP header.
+fn tcp_endpoints(spec: &TcpSpec, packet_size: u32, key: &str) -> Result<Protocol, SimulationError> {
+    let variant = match spec.variant {
+        tfrc_scenario::TcpVariant::Reno => tfrc_tcp::Variant::Reno,
+        tfrc_scenario::TcpVariant::NewReno => tfrc_tcp::Variant::NewReno,
+        tfrc_scenario::TcpVariant::Sack => tfrc_tcp::Variant::Sack,
+    };
+    let mut config = tfrc_tcp::SenderConfig::new(variant);
+    config.segment_size = packet_size
+        .checked_sub(tfrc_tcp::HEADER_BYTES)
+        .filter(|size| *size > 0)
+        .ok_or_else(|| {
+            SimulationError::scenario(
+                key,
+                format!(
+                    "a TCP packet_size must exceed the {}-byte header, got {packet_size}",
+                    tfrc_tcp::HEADER_BYTES
+                ),
+            )
+        })?;
+    if let Some(window) = spec.window {
+        config.max_window = window;
+    }
+    config.validate().map_err(scenario_error(key))?;
+    let mut sink_config = tfrc_tcp::SinkConfig::for_variant(variant);
+    sink_config.delayed_ack = spec.delayed_ack;
+    let sink = TcpSink::new(sink_config).map_err(scenario_error(key))?;
+    Ok(Protocol::Tcp {
+        config,
+        sender: None,
+        sink: Box::new(sink),
+    })
+}
+
+/// A constant-bit-rate source, without jitter, sending over `[start, stop)`.
+fn cbr_source(
+    rate: Rate,
+    packet_size: u32,
+    (start, stop): (Instant, Instant),
+    seed: u64,
+    key: &str,
+) -> Result<Protocol, SimulationError> {
+    let params = CbrParams {
+        rate_bits_per_second: rate.bits_per_second(),
+        packet_size,
+        start,
+        stop: Some(stop),
+        jitter: false,
+    };
+    let source = CbrSource::new(params, seed).map_err(scenario_error(key))?;
+    Ok(Protocol::Source(Box::new(source)))
+}
+
+/// An on/off source whose burst and idle times follow `distribution`, sending over
+/// `[start, stop)`.
+fn on_off_source(
+    on_off: &OnOffSpec,
+    distribution: OnOffDistribution,
+    packet_size: u32,
+    (start, stop): (Instant, Instant),
+    seed: u64,
+    key: &str,
+) -> Result<Protocol, SimulationError> {
+    let params = OnOffParams {
+        rate_bits_per_second: on_off.rate.bits_per_second(),
+        packet_size,
+        mean_burst_time: on_off.burst,
+        mean_idle_time: on_off.idle,
+        distribution,
+        start,
+        stop: Some(stop),
+    };
+    let source = OnOffSource::new(params, seed).map_err(scenario_error(key))?;
+    Ok(Protocol::Source(Box::new(source)))
+}
+
+/// The initial events: a new scheduler holding the run's first events. Simultaneous events
+/// fire in the order they were scheduled, so the order here is part of the run: for each flow
+/// in turn, a source's first wake-up, or a TFRC or TCP flow's start and stop (if it starts
+/// before it stops and within the run); then the first flow sample (at the end of a run
+/// shorter than the interval) and the first state sample (if within the run).
+fn initial_events(flows: &mut [Flow], sampling: Sampling, end: Instant) -> Scheduler<Event> {
+    let mut scheduler = Scheduler::new();
+    for (position, flow) in flows.iter_mut().enumerate() {
+        let id = position as u32;
+        match &flow.protocol {
+            Protocol::Source(source) => set_timer(
+                &mut scheduler,
+                &mut flow.sender_timer,
+                source.poll_timeout(),
+                Instant::ZERO,
+                Event::Source(id),
+            ),
+            // The record keeps `(start, stop.max(start))`: the same test, and the same stop
+            // whenever it passes.
+            Protocol::Tfrc { .. } | Protocol::Tcp { .. } => {
+                let (start, stop) = (flow.record.start, flow.record.stop);
+                if start < stop && start <= end {
+                    scheduler.schedule(start, Event::FlowStart(id));
+                    scheduler.schedule(stop, Event::FlowStop(id));
+                }
+            }
+        }
+    }
+    scheduler.schedule(
+        (Instant::ZERO + sampling.interval).min(end),
+        Event::FlowSample,
+    );
+    if Instant::ZERO + sampling.state_interval <= end {
+        scheduler.schedule(Instant::ZERO + sampling.state_interval, Event::StateSample);
+    }
+    scheduler
+}
+
+/// Turns an element's parameter error into a scenario error at `key`, with the element's
+/// message.
+fn scenario_error<E: std::fmt::Display>(key: &str) -> impl Fn(E) -> SimulationError + '_ {
+    move |error| SimulationError::scenario(key, error.to_string())
+}
 
 /// Converts one link direction of a scenario into the configuration of a
 /// [`crate::LinkDirection`].

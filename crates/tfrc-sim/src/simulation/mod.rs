@@ -47,7 +47,7 @@ use std::path::{Path, PathBuf};
 use core::time::Duration;
 use tfrc_proto::wire::{DATA_HEADER_LEN, FEEDBACK_LEN};
 use tfrc_proto::Instant;
-use tfrc_scenario::{FlowKind, Scenario};
+use tfrc_scenario::Scenario;
 use tfrc_tcp::{Ack, Segment, TcpSender, TcpSink};
 
 pub use build::{
@@ -65,11 +65,9 @@ pub use tfrc_output::{
 use crate::error::{ParameterError, TraceError};
 use crate::link::{Arrival, LinkCounters, LinkDirection};
 use crate::packet::PacketMeta;
-use crate::rng::derive_seed;
 use crate::scheduler::{EventId, Scheduler};
-use crate::source::{
-    CbrParams, CbrSource, OnOffDistribution, OnOffParams, OnOffSource, TrafficSource,
-};
+use crate::source::TrafficSource;
+use build::Runtime;
 use record::{FlowRecord, Recorder};
 
 /// Why a scenario could not be simulated or its results not written.
@@ -176,6 +174,8 @@ struct PacketState {
     body: Body,
 }
 
+/// What runs a flow's endpoints: a TFRC or TCP sender (created when the flow starts) and its
+/// receiver, or an open-loop source whose packets are simply counted at the far end.
 enum Protocol {
     Tfrc {
         config: tfrc_proto::Config,
@@ -192,6 +192,8 @@ enum Protocol {
     Source(Box<dyn TrafficSource>),
 }
 
+/// One flow of the run, built by [`Runtime::build`]: its endpoints, its nodes, its pending
+/// sender-side and receiver-side events, and what is recorded about it.
 struct Flow {
     record: FlowRecord,
     source_node: u32,
@@ -202,6 +204,9 @@ struct Flow {
     receiver_timer: Option<Timer>,
 }
 
+/// One link direction of the run, built by [`Runtime::build`]: the element, its nodes, its
+/// capacity (none for a trace-driven direction), its pending event and its counters at the last
+/// flow sample (the rows of `links.csv` are per interval).
 struct LinkState {
     direction: LinkDirection,
     from: u32,
@@ -273,236 +278,25 @@ impl Simulation {
         scenario: &Scenario,
         output_dir: Option<&Path>,
     ) -> Result<Simulation, SimulationError> {
-        if !scenario.sweep.is_empty() {
-            return Err(SimulationError::scenario(
-                "sweep",
-                "a scenario with a sweep stands for several runs: expand it and run each variant",
-            ));
-        }
-        let scenario = scenario.expand_counts();
-        let seed = scenario.seed;
-        let topology = Topology::new(&scenario);
-        let end = Instant::ZERO + scenario.duration;
-        let mut markers = markers_by_direction(&scenario, &topology)?;
-
-        let mut links = Vec::with_capacity(topology.directions.len());
-        for (index, &(from, to, link_index, forward)) in topology.directions.iter().enumerate() {
-            let link = &scenario.links[link_index];
-            let spec = if forward {
-                &link.forward
-            } else {
-                &link.reverse
-            };
-            let key = format!(
-                "link[{link_index}] ({} -> {})",
-                topology.nodes[from], topology.nodes[to]
-            );
-            let config =
-                link_direction_config(spec, std::mem::take(&mut markers[index]), Instant::ZERO)
-                    .map_err(|error| SimulationError::scenario(&key, error.to_string()))?;
-            let direction = config
-                .build(derive_seed(
-                    seed,
-                    &format!("link:{index}:{}", topology.direction_name(index)),
-                ))
-                .map_err(|error| SimulationError::scenario(&key, error.to_string()))?;
-            links.push(LinkState {
-                direction,
-                from: from as u32,
-                to: to as u32,
-                capacity_bps: spec.rate().map(|rate| rate.bits_per_second()),
-                timer: None,
-                previous: LinkCounters::default(),
-            });
-        }
-
-        let mut scheduler = Scheduler::new();
-        let mut flows = Vec::with_capacity(scenario.flows.len());
-        let mut data_paths = Vec::new();
-        let mut largest_packet = FEEDBACK_LEN;
-        for (position, spec) in scenario.flows.iter().enumerate() {
-            let key = format!("flow[{position}] ({})", spec.name);
-            let node = |name: &str| {
-                topology
-                    .node(name)
-                    .ok_or_else(|| SimulationError::scenario(&key, format!("no node named {name}")))
-            };
-            let (source_node, destination_node) = (node(&spec.from)?, node(&spec.to)?);
-            let path = topology
-                .path(source_node, destination_node)
-                .ok_or_else(|| {
-                    SimulationError::scenario(
-                        &key,
-                        format!("no route from {} to {}", spec.from, spec.to),
-                    )
-                })?;
-            if is_protocol(&spec.kind) && topology.path(destination_node, source_node).is_none() {
-                return Err(SimulationError::scenario(
-                    &key,
-                    format!(
-                        "no route back from {} to {} for feedback",
-                        spec.to, spec.from
-                    ),
-                ));
-            }
-            data_paths.extend(path);
-            largest_packet = largest_packet.max(spec.packet_size as usize);
-            let start = Instant::ZERO + spec.start;
-            let stop = Instant::ZERO + spec.stop_time(scenario.duration).min(scenario.duration);
-            let flow_seed = derive_seed(seed, &format!("flow:{position}:{}", spec.name));
-            let protocol = match &spec.kind {
-                FlowKind::Tfrc(tfrc) => {
-                    let config = tfrc_config(tfrc, spec.packet_size, &key)?;
-                    let receiver = Box::new(
-                        tfrc_proto::Receiver::new(config.clone())
-                            .map_err(|error| SimulationError::scenario(&key, error.to_string()))?,
-                    );
-                    Protocol::Tfrc {
-                        config,
-                        session: position as u32 + 1,
-                        nonce: flow_seed as u32,
-                        sender: None,
-                        receiver,
-                    }
-                }
-                FlowKind::Tcp(tcp) => {
-                    let variant = match tcp.variant {
-                        tfrc_scenario::TcpVariant::Reno => tfrc_tcp::Variant::Reno,
-                        tfrc_scenario::TcpVariant::NewReno => tfrc_tcp::Variant::NewReno,
-                        tfrc_scenario::TcpVariant::Sack => tfrc_tcp::Variant::Sack,
-                    };
-                    let mut config = tfrc_tcp::SenderConfig::new(variant);
-                    config.segment_size = spec
-                        .packet_size
-                        .checked_sub(tfrc_tcp::HEADER_BYTES)
-                        .filter(|size| *size > 0)
-                        .ok_or_else(|| {
-                            SimulationError::scenario(
-                                &key,
-                                format!(
-                                    "a TCP packet_size must exceed the {}-byte header, got {}",
-                                    tfrc_tcp::HEADER_BYTES,
-                                    spec.packet_size
-                                ),
-                            )
-                        })?;
-                    if let Some(window) = tcp.window {
-                        config.max_window = window;
-                    }
-                    config
-                        .validate()
-                        .map_err(|error| SimulationError::scenario(&key, error.to_string()))?;
-                    let mut sink_config = tfrc_tcp::SinkConfig::for_variant(variant);
-                    sink_config.delayed_ack = tcp.delayed_ack;
-                    let sink = Box::new(
-                        TcpSink::new(sink_config)
-                            .map_err(|error| SimulationError::scenario(&key, error.to_string()))?,
-                    );
-                    Protocol::Tcp {
-                        config,
-                        sender: None,
-                        sink,
-                    }
-                }
-                FlowKind::Cbr { rate } => {
-                    let params = CbrParams {
-                        rate_bits_per_second: rate.bits_per_second(),
-                        packet_size: spec.packet_size,
-                        start,
-                        stop: Some(stop),
-                        jitter: false,
-                    };
-                    Protocol::Source(Box::new(
-                        CbrSource::new(params, flow_seed)
-                            .map_err(|error| SimulationError::scenario(&key, error.to_string()))?,
-                    ))
-                }
-                FlowKind::Pareto(on_off) | FlowKind::ExponentialOnOff(on_off) => {
-                    let distribution = match (&spec.kind, on_off.shape) {
-                        (FlowKind::Pareto(_), shape) => OnOffDistribution::Pareto {
-                            shape: shape.unwrap_or(1.5),
-                        },
-                        _ => OnOffDistribution::Exponential,
-                    };
-                    let params = OnOffParams {
-                        rate_bits_per_second: on_off.rate.bits_per_second(),
-                        packet_size: spec.packet_size,
-                        mean_burst_time: on_off.burst,
-                        mean_idle_time: on_off.idle,
-                        distribution,
-                        start,
-                        stop: Some(stop),
-                    };
-                    Protocol::Source(Box::new(
-                        OnOffSource::new(params, flow_seed)
-                            .map_err(|error| SimulationError::scenario(&key, error.to_string()))?,
-                    ))
-                }
-            };
-            let record = FlowRecord::new(
-                spec.name.clone(),
-                spec.kind.name(),
-                (spec.from.clone(), spec.to.clone()),
-                (start, stop.max(start)),
-            );
-            let mut flow = Flow {
-                record,
-                source_node: source_node as u32,
-                destination_node: destination_node as u32,
-                protocol,
-                active: false,
-                sender_timer: None,
-                receiver_timer: None,
-            };
-            let id = position as u32;
-            match &flow.protocol {
-                Protocol::Source(source) => {
-                    flow.active = true;
-                    set_timer(
-                        &mut scheduler,
-                        &mut flow.sender_timer,
-                        source.poll_timeout(),
-                        Instant::ZERO,
-                        Event::Source(id),
-                    );
-                }
-                _ => {
-                    if start < stop && start <= end {
-                        scheduler.schedule(start, Event::FlowStart(id));
-                        scheduler.schedule(stop, Event::FlowStop(id));
-                    }
-                }
-            }
-            flows.push(flow);
-        }
-
-        let bottleneck = tfrc_output::bottleneck_direction(
-            data_paths
-                .iter()
-                .map(|&direction| (direction, links[direction].capacity_bps)),
-        );
-
-        let interval = scenario.output.interval;
-        let state_interval = scenario.output.state_sampling_interval();
-        if interval.is_zero() || state_interval.is_zero() {
-            return Err(SimulationError::scenario(
-                "output",
-                "the output intervals must be positive",
-            ));
-        }
-        scheduler.schedule((Instant::ZERO + interval).min(end), Event::FlowSample);
-        if Instant::ZERO + state_interval <= end {
-            scheduler.schedule(Instant::ZERO + state_interval, Event::StateSample);
-        }
-
-        let recorder = Recorder::new(output_dir)?;
+        let Runtime {
+            scenario,
+            end,
+            sampling,
+            topology,
+            links,
+            flows,
+            bottleneck,
+            scheduler,
+            recorder,
+            largest_packet,
+        } = Runtime::build(scenario, output_dir)?;
         Ok(Simulation {
             name: scenario.name.clone(),
-            seed,
+            seed: scenario.seed,
             scenario_toml: scenario.to_toml_string(),
             end,
-            interval,
-            state_interval,
+            interval: sampling.interval,
+            state_interval: sampling.state_interval,
             now: Instant::ZERO,
             last_flow_sample: Instant::ZERO,
             scheduler,
