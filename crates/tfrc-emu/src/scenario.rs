@@ -587,19 +587,16 @@ fn tfrc_state_row(
     (flow_name, flow_kind): (&str, &'static str),
 ) -> StateRow {
     let rtt = report.rtt_ms.map(|ms| ms / 1000.0);
-    // The receiver's rule (`Config::feedbacks_per_rtt`, then `rtt_ref`).
-    let feedbacks = match (config.feedbacks_per_rtt, rtt, config.rtt_ref) {
-        (Some(count), _, _) => u64::from(count),
-        (None, Some(rtt), Some(reference)) => ((rtt / reference.as_secs_f64()) as u64).max(1),
-        _ => 1,
-    };
+    // The receiver's own rule, at the sender's RTT.
+    let feedbacks =
+        config.feedbacks_per_rtt_at(rtt.and_then(|rtt| Duration::try_from_secs_f64(rtt).ok()));
     StateRow {
         x_bps: Some(report.sending_rate_bits_per_second),
         x_recv_bps: Some(report.x_recv_bits_per_second),
         p: Some(report.p),
         rtt_s: rtt,
         target_bps: config.target_rate.map(|bytes| bytes * 8.0),
-        feedbacks_per_rtt: Some(feedbacks as f64),
+        feedbacks_per_rtt: Some(f64::from(feedbacks)),
         ..StateRow::empty(time_s, flow_name, flow_kind)
     }
 }
@@ -625,15 +622,20 @@ fn run_tcp_sink(ends: &FlowEnds) -> Result<()> {
             Ok(read) => {
                 ends.delivered.fetch_add(read as u64, Ordering::Relaxed);
             }
-            Err(error)
-                if matches!(
-                    error.kind(),
-                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                ) => {}
+            Err(error) if timed_out(&error) => {}
             Err(_) => break,
         }
     }
     Ok(())
+}
+
+/// A socket read or write that only ran into its timeout (the loop checks the stop flag
+/// and tries again).
+fn timed_out(error: &std::io::Error) -> bool {
+    matches!(
+        error.kind(),
+        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+    )
 }
 
 /// Connects and writes until the flow's stop time, then aborts the connection.
@@ -644,11 +646,7 @@ fn run_tcp_source(ends: &FlowEnds, congestion: &str, mss: u32) -> Result<()> {
     while std::time::Instant::now() < ends.stop_at && !ends.stop.load(Ordering::Relaxed) {
         match stream.write(&chunk) {
             Ok(_) => {}
-            Err(error)
-                if matches!(
-                    error.kind(),
-                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                ) => {}
+            Err(error) if timed_out(&error) => {}
             Err(_) => break,
         }
     }

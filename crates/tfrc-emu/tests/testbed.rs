@@ -387,6 +387,30 @@ fn namespaces_are_removed_after_shutdown_and_after_a_crash() {
     assert_gone(&prefix);
 }
 
+/// A file of `tests/data`.
+fn data_file(name: &str) -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(name)
+}
+
+/// Runs `tfrc testbed run` on a scenario of `tests/data`; returns the temporary directory
+/// (removed when dropped) and the output directory in it.
+fn run_data_scenario(name: &str) -> (tempfile::TempDir, std::path::PathBuf) {
+    let directory = tempfile::tempdir().unwrap();
+    let out = directory.path().join("run");
+    let args = tfrc_emu::scenario::RunArgs {
+        scenario: data_file(name),
+        out: out.clone(),
+        set: Vec::new(),
+        variant: None,
+        tcp_congestion: "reno".into(),
+        realtime: false,
+    };
+    tfrc_emu::scenario::run(&args).unwrap();
+    (directory, out)
+}
+
 /// `tfrc testbed run`: a scenario's flows run for real and the simulator's four files come out,
 /// with the schema of docs/output-format.md and numbers that add up.
 #[test]
@@ -395,17 +419,7 @@ fn scenario_run_writes_the_simulator_outputs() {
         return;
     }
     let _serial = SERIAL.lock().unwrap_or_else(|poison| poison.into_inner());
-    let directory = tempfile::tempdir().unwrap();
-    let out = directory.path().join("run");
-    let args = tfrc_emu::scenario::RunArgs {
-        scenario: std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/short-af.toml"),
-        out: out.clone(),
-        set: Vec::new(),
-        variant: None,
-        tcp_congestion: "reno".into(),
-        realtime: false,
-    };
-    tfrc_emu::scenario::run(&args).unwrap();
+    let (_directory, out) = run_data_scenario("short-af.toml");
     let flows = std::fs::read_to_string(out.join("flows.csv")).unwrap();
     let mut lines = flows.lines();
     assert_eq!(lines.next(), Some(tfrc_output::FlowRow::HEADER));
@@ -479,19 +493,8 @@ fn an_ns2_profile_flow_runs_on_the_testbed() {
         return;
     }
     let _serial = SERIAL.lock().unwrap_or_else(|poison| poison.into_inner());
-    let directory = tempfile::tempdir().unwrap();
-    let out = directory.path().join("run");
-    let scenario_path =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/ns2-profile.toml");
-    let args = tfrc_emu::scenario::RunArgs {
-        scenario: scenario_path.clone(),
-        out: out.clone(),
-        set: Vec::new(),
-        variant: None,
-        tcp_congestion: "reno".into(),
-        realtime: false,
-    };
-    tfrc_emu::scenario::run(&args).unwrap();
+    let (_directory, out) = run_data_scenario("ns2-profile.toml");
+    let scenario_path = data_file("ns2-profile.toml");
     let summary: tfrc_output::Summary =
         serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
     let testbed = summary.flows[0].goodput_bps.unwrap();

@@ -97,7 +97,7 @@ pub fn convert_samples(layout: &Layout, output: &str, path: &Path) -> Result<Con
     };
 
     let mut rows = tfrc_output::Rows::default();
-    let seconds = |time: Duration| time.as_nanos() as f64 / 1e9;
+    let seconds = tfrc_output::duration_seconds;
     // flows.csv
     let mut totals = vec![FlowTotals::default(); layout.flows.len()];
     let mut per_interval_sent: Vec<Vec<f64>> = vec![Vec::new(); layout.flows.len()];

@@ -142,6 +142,12 @@ pub fn round_seconds(seconds: f64) -> f64 {
     }
 }
 
+/// A time since the start of a run in seconds, as its exact text ([`format_time_nanos`])
+/// reads back: nanoseconds / 10^9.
+pub fn duration_seconds(time: core::time::Duration) -> f64 {
+    time.as_nanos() as f64 / 1e9
+}
+
 /// `nanos` nanoseconds as exact seconds (`12.5`).
 pub fn format_time_nanos(nanos: u64) -> String {
     struct Nanos(u64);

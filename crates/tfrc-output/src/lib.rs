@@ -21,7 +21,9 @@ pub mod stats;
 mod summary;
 mod writer;
 
-pub use cell::{format_seconds, format_time_nanos, round_decimals, Fixed, Seconds, Shortest};
+pub use cell::{
+    duration_seconds, format_seconds, format_time_nanos, round_decimals, Fixed, Seconds, Shortest,
+};
 pub use stats::{coefficient_of_variation, jain_index};
 pub use summary::{
     bottleneck_direction, is_protocol_kind, jain_over_flows, utilization, FlowIdentity, FlowTotals,

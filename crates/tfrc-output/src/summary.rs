@@ -92,9 +92,10 @@ impl FlowSummary {
         totals: FlowTotals,
     ) -> FlowSummary {
         let active = stop.saturating_sub(start).as_secs_f64();
-        // Times as their exact decimal text reads back (nanoseconds / 10^9).
-        let seconds = |time: Duration| time.as_nanos() as f64 / 1e9;
-        let (start_s, stop_s) = (seconds(start), seconds(stop));
+        let (start_s, stop_s) = (
+            crate::duration_seconds(start),
+            crate::duration_seconds(stop),
+        );
         let per_second = |bytes: u64| (active > 0.0).then(|| bytes as f64 * 8.0 / active);
         FlowSummary {
             name: identity.name.to_owned(),

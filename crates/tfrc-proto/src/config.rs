@@ -248,6 +248,22 @@ impl Config {
         Ok(())
     }
 
+    /// Feedbacks per RTT a receiver with this configuration sends when the RTT is `rtt`: the
+    /// fixed `feedbacks_per_rtt` if configured, else N_fb = max(int(RTT/RTT_ref), 1), or 1
+    /// without RTT_ref or without an RTT.
+    pub fn feedbacks_per_rtt_at(&self, rtt: Option<Duration>) -> u32 {
+        if let Some(count) = self.feedbacks_per_rtt {
+            return count.max(1);
+        }
+        match (self.rtt_ref, rtt) {
+            (Some(reference), Some(rtt)) => {
+                let ratio = rtt.as_nanos() / reference.as_nanos().max(1);
+                u32::try_from(ratio).unwrap_or(u32::MAX).max(1)
+            }
+            _ => 1,
+        }
+    }
+
     /// s as f64 bytes.
     pub(crate) fn s(&self) -> f64 {
         f64::from(self.packet_size)

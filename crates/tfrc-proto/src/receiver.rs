@@ -249,16 +249,7 @@ impl Receiver {
     /// Feedbacks per RTT: the fixed `feedbacks_per_rtt` if configured, else
     /// N_fb = max(int(RTT/RTT_ref), 1), or 1 without RTT_ref.
     pub fn feedbacks_per_rtt(&self) -> u32 {
-        if let Some(count) = self.config.feedbacks_per_rtt {
-            return count.max(1);
-        }
-        match (self.config.rtt_ref, self.rtt) {
-            (Some(reference), Some(rtt)) => {
-                let ratio = rtt.as_nanos() / reference.as_nanos().max(1);
-                u32::try_from(ratio).unwrap_or(u32::MAX).max(1)
-            }
-            _ => 1,
-        }
+        self.config.feedbacks_per_rtt_at(self.rtt)
     }
 
     /// The interval between feedbacks: R_m / N_fb (RFC 5348 §6.2 with the feedbacks-per-RTT

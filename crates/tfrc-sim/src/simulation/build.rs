@@ -225,21 +225,13 @@ fn build_flow(
         }
         FlowKind::Tcp(tcp) => tcp_endpoints(tcp, spec.packet_size, &key)?,
         FlowKind::Cbr { rate } => cbr_source(*rate, spec.packet_size, (start, stop), seed, &key)?,
-        FlowKind::Pareto(on_off) => {
-            let distribution = OnOffDistribution::Pareto {
-                shape: on_off.shape.unwrap_or(1.5),
+        FlowKind::Pareto(on_off) | FlowKind::ExponentialOnOff(on_off) => {
+            let distribution = match &spec.kind {
+                FlowKind::Pareto(_) => OnOffDistribution::Pareto {
+                    shape: on_off.shape.unwrap_or(1.5),
+                },
+                _ => OnOffDistribution::Exponential,
             };
-            on_off_source(
-                on_off,
-                distribution,
-                spec.packet_size,
-                (start, stop),
-                seed,
-                &key,
-            )?
-        }
-        FlowKind::ExponentialOnOff(on_off) => {
-            let distribution = OnOffDistribution::Exponential;
             on_off_source(
                 on_off,
                 distribution,
