@@ -7,9 +7,10 @@
 use core::time::Duration;
 use std::path::{Path, PathBuf};
 
-use serde::{Deserialize, Serialize};
+use serde::ser::SerializeMap;
+use serde::{Deserialize, Serialize, Serializer};
 
-use crate::units::Rate;
+use crate::units::{format_duration, serialize_duration, serialize_optional_duration, Rate};
 
 /// A duplex link between two nodes, with one [`LinkDirectionSpec`] per direction.
 #[derive(Debug, Clone, PartialEq)]
@@ -126,7 +127,10 @@ impl TraceOpportunity {
 }
 
 /// The queue in front of a link direction. Limits and thresholds count packets.
-#[derive(Debug, Clone, PartialEq)]
+///
+/// Serialized as the file writes it: `{ kind = "red", limit = 50, min_th = 5.0, … }`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
 pub enum QueueSpec {
     /// First in, first out; arrivals beyond `limit` packets are dropped (`kind = "droptail"`).
     DropTail {
@@ -160,7 +164,7 @@ impl Default for QueueSpec {
 }
 
 /// RED parameters (Floyd and Jacobson 1993), thresholds in packets of average queue.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RedSpec {
     /// Most packets held (default 50).
     pub limit: u32,
@@ -170,11 +174,11 @@ pub struct RedSpec {
     pub max_th: f64,
     /// Drop probability at `max_th` (default 0.1).
     pub max_p: f64,
-    /// EWMA weight w_q of the average queue (default 0.002).
-    pub weight: f64,
     /// Gentle RED: between `max_th` and `2·max_th` the probability rises linearly from `max_p`
     /// to 1 instead of jumping to 1 (default false, ns-2's classic `gentle_`).
     pub gentle: bool,
+    /// EWMA weight w_q of the average queue (default 0.002).
+    pub weight: f64,
 }
 
 impl Default for RedSpec {
@@ -193,7 +197,7 @@ impl Default for RedSpec {
 /// RIO parameters (Clark and Fang 1998), RIO-C: out-of-profile packets are dropped according to
 /// the average of the whole queue, in-profile packets according to the average of in-profile
 /// packets. Thresholds in packets. Defaults are the gTFRC paper's testbed.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RioSpec {
     /// Most packets held, both colours together (default 50).
     pub limit: u32,
@@ -229,13 +233,24 @@ impl Default for RioSpec {
 }
 
 /// A loss model on a link direction, optionally active only during `[start, stop)`.
-#[derive(Debug, Clone, PartialEq)]
+///
+/// Serialized as the file writes it: `{ kind = "bernoulli", rate = 0.01, start = "10s" }`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct LossSpec {
     /// Which packets are lost.
+    #[serde(flatten)]
     pub model: LossModel,
     /// When the model starts acting (default 0s).
+    #[serde(
+        serialize_with = "serialize_duration",
+        skip_serializing_if = "Duration::is_zero"
+    )]
     pub start: Duration,
     /// When it stops acting (`None`: until the end of the run).
+    #[serde(
+        serialize_with = "serialize_optional_duration",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub stop: Option<Duration>,
 }
 
@@ -251,7 +266,8 @@ impl LossSpec {
 }
 
 /// The random process deciding which packets are lost. Probabilities are per packet.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
 pub enum LossModel {
     /// Each packet is lost independently with probability `rate` (`kind = "bernoulli"`).
     Bernoulli {
@@ -264,6 +280,7 @@ pub enum LossModel {
     /// (a packet-counted exponential gap would be little more than Bernoulli loss).
     Exponential {
         /// Mean time between losses, > 0.
+        #[serde(serialize_with = "serialize_duration")]
         mean_gap: Duration,
     },
     /// Two-state Markov chain, one transition per packet (`kind = "gilbert-elliott"`).
@@ -306,7 +323,7 @@ impl LossModel {
 /// A two-colour token-bucket marker on one link direction: packets of its flows that find
 /// enough tokens are marked in-profile, the others out-of-profile. Several flows share one
 /// bucket (an aggregate).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct MarkerSpec {
     /// The marked direction `[from, to]`; a link must join these nodes.
     pub link: [String; 2],
@@ -318,6 +335,7 @@ pub struct MarkerSpec {
     /// Token rate (committed information rate).
     pub rate: Rate,
     /// Bucket depth in bytes (committed burst size).
+    #[serde(serialize_with = "serialize_toml_integer")]
     pub bucket: u64,
 }
 
@@ -371,7 +389,11 @@ impl FlowSpec {
 }
 
 /// The protocol or traffic model of a flow.
-#[derive(Debug, Clone, PartialEq)]
+///
+/// Serialized as the flow's `kind` and the kind's own keys (`kind = "tcp"`, `variant = "sack"`,
+/// …); [`FlowSpec`] writes them among the flow's keys.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
 pub enum FlowKind {
     /// A TFRC sender and receiver (`kind = "tfrc"`).
     Tfrc(TfrcSpec),
@@ -386,6 +408,7 @@ pub enum FlowKind {
     Pareto(OnOffSpec),
     /// Exponential on/off over UDP (`kind = "exp-onoff"`, ns-2's Application/Traffic/Exponential).
     /// Its `shape` is unused and always `None`.
+    #[serde(rename = "exp-onoff")]
     ExponentialOnOff(OnOffSpec),
 }
 
@@ -403,16 +426,23 @@ impl FlowKind {
 }
 
 /// TFRC options; each extension is off unless given.
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
 pub struct TfrcSpec {
     /// gTFRC target rate g: the sender uses max(g, X).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub target_rate: Option<Rate>,
     /// RTT_ref: the receiver sends max(int(RTT / RTT_ref), 1) feedbacks per RTT.
+    #[serde(
+        serialize_with = "serialize_optional_duration",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub rtt_ref: Option<Duration>,
     /// A fixed number of feedbacks per RTT whatever the RTT, as ns-2's `NumFeedback_`
     /// (key `feedbacks_per_rtt`; excludes `rtt_ref`).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub feedbacks_per_rtt: Option<u32>,
-    /// Veno loss differentiation.
+    /// Veno loss differentiation (keys `veno_beta`, `veno_alpha`).
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
     pub veno: Option<VenoSpec>,
     /// Which reading of TFRC to follow (default RFC 5348).
     pub profile: TfrcProfile,
@@ -423,11 +453,13 @@ pub struct TfrcSpec {
 }
 
 /// Veno differentiation parameters (keys `veno_beta`, `veno_alpha`).
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct VenoSpec {
     /// β in packets: a loss seen while the backlog N < β counts as non-congestion loss.
+    #[serde(rename = "veno_beta")]
     pub beta: f64,
     /// α: a non-congestion loss interval counts α times its length (default 3).
+    #[serde(rename = "veno_alpha")]
     pub alpha: f64,
 }
 
@@ -443,7 +475,7 @@ pub enum TfrcProfile {
 }
 
 /// TCP options.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
 pub struct TcpSpec {
     /// Loss recovery variant (default SACK).
     pub variant: TcpVariant,
@@ -451,6 +483,7 @@ pub struct TcpSpec {
     /// `TCPSink`).
     pub delayed_ack: bool,
     /// Largest congestion window in packets (`None`: unlimited; ns-2's default is 20).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub window: Option<u32>,
 }
 
@@ -468,24 +501,32 @@ pub enum TcpVariant {
 }
 
 /// An on/off UDP source: sends at `rate` during on periods, nothing during off periods.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct OnOffSpec {
     /// Sending rate during on periods.
     pub rate: Rate,
     /// Mean on time (key `burst`, default 500ms as ns-2).
+    #[serde(serialize_with = "serialize_duration")]
     pub burst: Duration,
     /// Mean off time (key `idle`, default 500ms as ns-2).
+    #[serde(serialize_with = "serialize_duration")]
     pub idle: Duration,
     /// Pareto shape parameter (default 1.5; must exceed 1). `None` for exponential on/off.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub shape: Option<f64>,
 }
 
 /// What the run records and how often.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Output {
     /// Bin width of the per-flow and per-link time series (default 1s).
+    #[serde(serialize_with = "serialize_duration")]
     pub interval: Duration,
     /// Sampling interval of protocol state (`None`: the same as `interval`).
+    #[serde(
+        serialize_with = "serialize_optional_duration",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub state_interval: Option<Duration>,
 }
 
@@ -552,4 +593,134 @@ pub struct SweepChoice {
     pub name_parts: Vec<(String, String)>,
     /// An explicit label given in the file (`labels = […]` or `label = "…"`), if any.
     pub explicit_label: Option<String>,
+}
+
+// ---------------------------------------------------------------------------------------------
+// The model written as a scenario file (every default explicit). `Scenario::to_toml_string`
+// records it beside a run's results, and `Scenario::validate` reads it back; no intermediate
+// form stands between the model and the file.
+
+/// Writes an integer TOML can hold: values above [`crate::MAX_TOML_INTEGER`] (which
+/// `Scenario::validate` reports) are written as that maximum.
+fn serialize_toml_integer<S: Serializer>(value: &u64, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_u64((*value).min(crate::MAX_TOML_INTEGER))
+}
+
+/// The keys of one link direction as the file writes them at one level (the link's top
+/// level or its `reverse` table); absent keys are left out.
+#[derive(Default)]
+struct DirectionKeys<'a> {
+    capacity: Option<&'a Capacity>,
+    delay: Option<Duration>,
+    queue: Option<&'a QueueSpec>,
+    loss: Option<&'a LossSpec>,
+}
+
+impl DirectionKeys<'_> {
+    fn is_empty(&self) -> bool {
+        self.capacity.is_none()
+            && self.delay.is_none()
+            && self.queue.is_none()
+            && self.loss.is_none()
+    }
+
+    fn write<M: SerializeMap>(&self, map: &mut M) -> Result<(), M::Error> {
+        match self.capacity {
+            Some(Capacity::Rate(rate)) => map.serialize_entry("rate", rate)?,
+            Some(Capacity::Trace {
+                path,
+                offset,
+                opportunity,
+            }) => {
+                map.serialize_entry("trace", &path.to_string_lossy())?;
+                if !offset.is_zero() {
+                    map.serialize_entry("trace_offset", &format_duration(*offset))?;
+                }
+                if *opportunity != TraceOpportunity::default() {
+                    map.serialize_entry("trace_opportunity", opportunity.name())?;
+                }
+            }
+            None => {}
+        }
+        if let Some(delay) = self.delay {
+            map.serialize_entry("delay", &format_duration(delay))?;
+        }
+        if let Some(queue) = self.queue {
+            map.serialize_entry("queue", queue)?;
+        }
+        if let Some(loss) = self.loss {
+            map.serialize_entry("loss", loss)?;
+        }
+        Ok(())
+    }
+}
+
+impl Serialize for DirectionKeys<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(None)?;
+        self.write(&mut map)?;
+        map.end()
+    }
+}
+
+impl Serialize for Link {
+    /// The file's shape: the forward direction's settings at the top level (a top-level
+    /// capacity, delay and queue also apply to the reverse direction, a top-level loss to the
+    /// forward direction only), and under `reverse` what the reverse direction has otherwise.
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let (forward, reverse) = (&self.forward, &self.reverse);
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("between", &self.between)?;
+        DirectionKeys {
+            capacity: Some(&forward.capacity),
+            delay: Some(forward.delay),
+            queue: Some(&forward.queue),
+            loss: forward.loss.as_ref(),
+        }
+        .write(&mut map)?;
+        let reverse_keys = DirectionKeys {
+            capacity: (reverse.capacity != forward.capacity).then_some(&reverse.capacity),
+            delay: (reverse.delay != forward.delay).then_some(reverse.delay),
+            queue: (reverse.queue != forward.queue).then_some(&reverse.queue),
+            loss: reverse.loss.as_ref(),
+        };
+        if !reverse_keys.is_empty() {
+            map.serialize_entry("reverse", &reverse_keys)?;
+        }
+        map.end()
+    }
+}
+
+impl Serialize for FlowSpec {
+    /// The flow's common keys with `kind` second (as files are written), then the kind's own
+    /// keys. `count`, `stop` are written when set; `enabled` only when false, so that expanded
+    /// runs (which have no disabled flows) read as before the key existed.
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::Error as _;
+        let kind = match toml::Value::try_from(&self.kind) {
+            Ok(toml::Value::Table(table)) => table,
+            Ok(_) => return Err(S::Error::custom("a flow kind serializes as a table")),
+            Err(error) => return Err(S::Error::custom(error)),
+        };
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("name", &self.name)?;
+        map.serialize_entry("kind", self.kind.name())?;
+        map.serialize_entry("from", &self.from)?;
+        map.serialize_entry("to", &self.to)?;
+        map.serialize_entry("start", &format_duration(self.start))?;
+        if let Some(stop) = self.stop {
+            map.serialize_entry("stop", &format_duration(stop))?;
+        }
+        map.serialize_entry("packet_size", &self.packet_size)?;
+        if let Some(count) = self.count {
+            map.serialize_entry("count", &count)?;
+        }
+        if !self.enabled {
+            map.serialize_entry("enabled", &false)?;
+        }
+        for (key, value) in kind.iter().filter(|(key, _)| *key != "kind") {
+            map.serialize_entry(key, value)?;
+        }
+        map.end()
+    }
 }

@@ -161,18 +161,6 @@ pub(crate) struct RawDirection {
     pub(crate) loss: Option<NoneOr<RawLoss>>,
 }
 
-impl RawDirection {
-    pub(crate) fn is_empty(&self) -> bool {
-        self.rate.is_none()
-            && self.trace.is_none()
-            && self.trace_offset.is_none()
-            && self.trace_opportunity.is_none()
-            && self.delay.is_none()
-            && self.queue.is_none()
-            && self.loss.is_none()
-    }
-}
-
 /// Queue kinds as written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -447,36 +435,6 @@ pub(crate) struct RawFlow {
 }
 
 impl RawFlow {
-    /// A flow with only its common keys set.
-    pub(crate) fn new(name: String, kind: FlowKindName, from: String, to: String) -> RawFlow {
-        RawFlow {
-            name,
-            kind,
-            from,
-            to,
-            start: None,
-            stop: None,
-            packet_size: None,
-            count: None,
-            enabled: None,
-            target_rate: None,
-            rtt_ref: None,
-            feedbacks_per_rtt: None,
-            veno_beta: None,
-            veno_alpha: None,
-            profile: None,
-            history_discounting: None,
-            oscillation_damping: None,
-            variant: None,
-            delayed_ack: None,
-            window: None,
-            rate: None,
-            burst: None,
-            idle: None,
-            shape: None,
-        }
-    }
-
     /// The kind-specific keys present.
     pub(crate) fn present_keys(&self) -> Vec<&'static str> {
         let mut keys = Vec::new();

@@ -9,9 +9,7 @@ use crate::error::ScenarioError;
 use crate::model::{FlowSpec, Link, MarkerSpec, Output, SweepAxis};
 use crate::overrides::{check_path, parse_value, set_path, split_path};
 use crate::raw::RawScenario;
-use crate::resolve::{
-    expand_flow_references, instance_names, resolve, unresolve, MAX_TOML_INTEGER,
-};
+use crate::resolve::{expand_flow_references, instance_names, resolve, MAX_TOML_INTEGER};
 use crate::sweep::{choice_indices, variant_count};
 
 /// A validated scenario: topology, traffic, output settings, and optionally a sweep.
@@ -52,6 +50,19 @@ pub struct Scenario {
     pub variant: Vec<(String, String)>,
     file: String,
     base_dir: Option<PathBuf>,
+    source: Option<Box<Source>>,
+}
+
+/// The table a scenario was resolved from (the file as written, with the overrides applied so
+/// far), and what it resolved to. `--set`, `quick` and sweep settings are applied to this
+/// table and resolved again, so they address the keys as the file writes them (a key left to
+/// its default is simply added). A scenario whose public fields were changed since (or that
+/// [`Scenario::expand`] produced) no longer matches `resolved`; its overrides apply to the
+/// scenario as written by [`Scenario::to_toml_table`] instead.
+#[derive(Debug, Clone)]
+struct Source {
+    table: toml::Table,
+    resolved: Scenario,
 }
 
 impl PartialEq for Scenario {
@@ -107,6 +118,7 @@ impl Scenario {
             variant,
             file: file.to_owned(),
             base_dir: base_dir.map(Path::to_path_buf),
+            source: None,
         }
     }
 
@@ -191,11 +203,10 @@ impl Scenario {
         if self.quick.is_empty() {
             return Ok(());
         }
-        let mut quick = self.clone();
-        let overrides = core::mem::take(&mut quick.quick);
-        quick.apply_sets(&overrides)?;
-        quick.quick.clear();
-        *self = quick;
+        self.check_integer_ranges()?;
+        let mut table = self.source_table();
+        table.remove("quick");
+        *self = self.with_overrides(table, &self.quick, "--set")?;
         Ok(())
     }
 
@@ -204,11 +215,24 @@ impl Scenario {
         file: &str,
         base_dir: Option<&Path>,
     ) -> Result<Scenario, ScenarioError> {
-        let raw: RawScenario = serde_path_to_error::deserialize(toml::Value::Table(table))
+        let raw: RawScenario = serde_path_to_error::deserialize(toml::Value::Table(table.clone()))
             .map_err(|error| ScenarioError::from_serde(file, error))?;
-        let scenario = resolve(raw, file, base_dir)?;
+        let mut scenario = resolve(raw, file, base_dir)?;
+        scenario.source = Some(Box::new(Source {
+            table,
+            resolved: scenario.clone(),
+        }));
         scenario.check_sweep_paths()?;
         Ok(scenario)
+    }
+
+    /// The table overrides apply to: the source table while this scenario is still what it
+    /// resolved to, else the scenario as written out (see [`Source`]).
+    fn source_table(&self) -> toml::Table {
+        match &self.source {
+            Some(source) if source.resolved == *self => source.table.clone(),
+            _ => self.to_toml_table(),
+        }
     }
 
     /// The file name (or name for errors) this scenario was loaded from.
@@ -221,10 +245,9 @@ impl Scenario {
         self.base_dir.as_deref()
     }
 
-    /// The scenario as a TOML tree, every default written out (the tree that override paths
-    /// address).
+    /// The resolved scenario as a TOML tree, every default written out.
     pub fn to_toml_table(&self) -> toml::Table {
-        match toml::Value::try_from(unresolve(self)) {
+        match toml::Value::try_from(self) {
             Ok(toml::Value::Table(table)) => table,
             // Serializing plain structs of strings, numbers and tables cannot fail.
             _ => toml::Table::new(),
@@ -245,7 +268,9 @@ impl Scenario {
 
     /// Applies one override `key.path=value`, as `tfrc sim FILE --set key.path=value` does.
     ///
-    /// The path addresses the resolved TOML tree ([`Scenario::to_toml_table`]): tables by key,
+    /// The path addresses the scenario as the file writes it, and the result is resolved as the
+    /// file with that key written would be (a key left to its default is added; a default that
+    /// depends on another key, as the ns-2 profile's `history_discounting`, follows it): tables by key,
     /// arrays by index from 0 (`link.1.rate=2Mbps`) or by element name (`flow.a.target_rate=600kbps`);
     /// quote a segment that contains dots (`flow."a.1".rate`). The value is parsed as TOML
     /// (`5`, `0.01`, `true`, `[1, 2]`, `{ kind = "red" }`), or taken as a string when it is not
@@ -265,11 +290,27 @@ impl Scenario {
         S: AsRef<str>,
     {
         self.check_integer_ranges()?;
-        let mut tree = toml::Value::Table(self.to_toml_table());
+        *self = self.with_overrides(self.source_table(), assignments, "--set")?;
+        Ok(())
+    }
+
+    /// `table` with the overrides applied, resolved. Errors name each override as
+    /// `{verb} key.path=value`.
+    fn with_overrides<I, S>(
+        &self,
+        table: toml::Table,
+        assignments: I,
+        verb: &str,
+    ) -> Result<Scenario, ScenarioError>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        let mut tree = toml::Value::Table(table);
         let mut contexts = Vec::new();
         for assignment in assignments {
             let assignment = assignment.as_ref();
-            let context = format!("--set {assignment}");
+            let context = format!("{verb} {assignment}");
             let override_error = |key: String, message: String| ScenarioError::Override {
                 file: self.file.clone(),
                 context: context.clone(),
@@ -287,16 +328,11 @@ impl Scenario {
                 .map_err(|e| override_error(e.key, e.message))?;
             contexts.push(context);
         }
-        if contexts.is_empty() {
-            return Ok(());
-        }
         let toml::Value::Table(table) = tree else {
-            return Ok(());
+            return Ok(self.clone());
         };
-        let updated = Scenario::from_table(table, &self.file, self.base_dir.as_deref())
-            .map_err(|error| error.in_override(&contexts.join(" ")))?;
-        *self = updated;
-        Ok(())
+        Scenario::from_table(table, &self.file, self.base_dir.as_deref())
+            .map_err(|error| error.in_override(&contexts.join(" ")))
     }
 
     /// The number of concrete scenarios [`Scenario::expand`] gives.
@@ -315,11 +351,11 @@ impl Scenario {
         }
         let total = variant_count(&self.sweep)
             .map_err(|message| ScenarioError::invalid(&self.file, "sweep", message))?;
-        let mut base = self.clone();
-        base.sweep.clear();
+        let mut base_table = self.source_table();
+        base_table.remove("sweep");
         // The quick overrides address the unexpanded scenario (they may change the sweep).
-        base.quick.clear();
-        let base_tree = toml::Value::Table(base.to_toml_table());
+        base_table.remove("quick");
+        let base_tree = toml::Value::Table(base_table);
         let mut variants = Vec::with_capacity(total);
         let mut names = HashSet::new();
         for index in 0..total {
@@ -380,6 +416,8 @@ impl Scenario {
     pub fn expand_counts(&self) -> Scenario {
         let mut expanded = self.clone();
         expanded.quick.clear();
+        // A concrete run: overrides of it apply to it as written out.
+        expanded.source = None;
         let disabled: HashSet<String> = self
             .flows
             .iter()
@@ -462,9 +500,9 @@ impl Scenario {
         if self.sweep.is_empty() {
             return Ok(());
         }
-        let mut base = self.clone();
-        base.sweep.clear();
-        let tree = toml::Value::Table(base.to_toml_table());
+        let mut base_table = self.source_table();
+        base_table.remove("sweep");
+        let tree = toml::Value::Table(base_table);
         for axis in &self.sweep {
             let key = crate::error::join_key("sweep", &axis.file_key());
             let error = |message: String| ScenarioError::invalid(&self.file, key.clone(), message);
@@ -523,4 +561,42 @@ fn line_and_column(text: &str, offset: usize) -> (usize, usize) {
     let line_start = before.rfind('\n').map_or(0, |i| i + 1);
     let column = before[line_start..].chars().count() + 1;
     (line, column)
+}
+
+impl serde::Serialize for Scenario {
+    /// The resolved scenario in the file's format, every default explicit (see
+    /// [`Scenario::to_toml_string`]).
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("name", &self.name)?;
+        map.serialize_entry("duration", &crate::units::format_duration(self.duration))?;
+        // TOML integers stop at i64::MAX; `Scenario::validate` reports larger values.
+        map.serialize_entry("seed", &self.seed.min(MAX_TOML_INTEGER))?;
+        if !self.quick.is_empty() {
+            map.serialize_entry("quick", &self.quick)?;
+        }
+        if !self.links.is_empty() {
+            map.serialize_entry("link", &self.links)?;
+        }
+        if !self.markers.is_empty() {
+            map.serialize_entry("marker", &self.markers)?;
+        }
+        if !self.flows.is_empty() {
+            map.serialize_entry("flow", &self.flows)?;
+        }
+        map.serialize_entry("output", &self.output)?;
+        if !self.sweep.is_empty() {
+            map.serialize_entry("sweep", &crate::sweep::sweep_to_table(&self.sweep))?;
+        }
+        if !self.variant.is_empty() {
+            let variant: toml::Table = self
+                .variant
+                .iter()
+                .map(|(label, value)| (label.clone(), toml::Value::String(value.clone())))
+                .collect();
+            map.serialize_entry("variant", &variant)?;
+        }
+        map.end()
+    }
 }

@@ -368,6 +368,25 @@ impl Serialize for DurationText {
     }
 }
 
+/// Writes a [`Duration`] as a scenario file does (`"250ms"`), for `#[serde(serialize_with)]`.
+pub(crate) fn serialize_duration<S: Serializer>(
+    duration: &Duration,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    serializer.serialize_str(&format_duration(*duration))
+}
+
+/// Writes an optional [`Duration`] (present values only; pair with `skip_serializing_if`).
+pub(crate) fn serialize_optional_duration<S: Serializer>(
+    duration: &Option<Duration>,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    match duration {
+        Some(duration) => serialize_duration(duration, serializer),
+        None => serializer.serialize_none(),
+    }
+}
+
 impl<'de> Deserialize<'de> for DurationText {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<DurationText, D::Error> {
         deserializer

@@ -679,3 +679,70 @@ fn validate_checks_direct_changes() {
         scenario
     );
 }
+
+/// `--set` and sweep settings apply to the file as written, so a key left to its default is
+/// resolved again under the new setting: setting `profile = "ns2"` gives the ns-2 profile's
+/// own defaults (history discounting and oscillation damping on, as ns-2's `discount_` and
+/// `ca_`), exactly as writing it in the file does.
+#[test]
+fn overrides_resolve_like_the_file_written_with_them() {
+    let base = r#"
+name = "p"
+duration = "10s"
+[[link]]
+between = ["s", "r"]
+rate = "1Mbps"
+delay = "10ms"
+[[flow]]
+name = "a"
+kind = "tfrc"
+from = "s"
+to = "r"
+"#;
+    let written = parse(&format!("{base}profile = \"ns2\"\n"));
+    assert!(tfrc(&written, "a").history_discounting);
+    assert!(tfrc(&written, "a").oscillation_damping);
+
+    let mut set = parse(base);
+    assert!(!tfrc(&set, "a").history_discounting);
+    set.apply_set("flow.a.profile=ns2").unwrap();
+    assert_eq!(set, written, "--set gives what the file gives");
+
+    let swept = parse(&format!("{base}[sweep]\n\"flow.a.profile\" = [\"ns2\"]\n"));
+    let variants = swept.expand().unwrap();
+    assert_eq!(
+        variants[0].flows, written.flows,
+        "a sweep gives what the file gives"
+    );
+
+    // An explicit value in the file stays what it is.
+    let mut explicit = parse(&format!("{base}history_discounting = false\n"));
+    explicit.apply_set("flow.a.profile=ns2").unwrap();
+    assert!(!tfrc(&explicit, "a").history_discounting);
+    assert!(tfrc(&explicit, "a").oscillation_damping);
+
+    // A key the file leaves to its default can be set; the table on the way is created.
+    let mut queue = parse(base);
+    queue.apply_set("link.0.queue.limit=20").unwrap();
+    assert_eq!(
+        queue.links[0].forward.queue,
+        QueueSpec::DropTail { limit: 20 }
+    );
+    assert_eq!(
+        queue.links[0].reverse.queue,
+        QueueSpec::DropTail { limit: 20 }
+    );
+}
+
+/// A scenario changed through its public fields keeps those changes when an override is
+/// applied afterwards (the override applies to the scenario as it now is).
+#[test]
+fn overrides_keep_direct_changes() {
+    let mut scenario = example();
+    scenario.seed = 99;
+    scenario.flows[0].start = Duration::from_secs(3);
+    scenario.apply_set("duration=100s").unwrap();
+    assert_eq!(scenario.seed, 99);
+    assert_eq!(scenario.flows[0].start, Duration::from_secs(3));
+    assert_eq!(scenario.duration, Duration::from_secs(100));
+}
