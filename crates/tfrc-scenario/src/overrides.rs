@@ -8,8 +8,7 @@
 
 use crate::error::quote_key_if_needed;
 use crate::raw::{
-    kind_keys, FLOW_COMMON_KEYS, FLOW_KIND_KEYS, LOSS_COMMON_KEYS, LOSS_KIND_KEYS,
-    QUEUE_COMMON_KEYS, QUEUE_KIND_KEYS,
+    RawFlowKind, RawLossModel, RawQueue, TaggedKinds, FLOW_COMMON_KEYS, LOSS_COMMON_KEYS,
 };
 
 /// An override path that does not lead anywhere: the prefix that failed and why.
@@ -281,14 +280,15 @@ fn prune_other_kind_keys(table: &mut toml::Table, parents: &[String], new_kind: 
     if table.get("kind").and_then(toml::Value::as_str) == Some(new_kind) {
         return;
     }
-    let (common, kinds): (&[&str], &[(&str, &'static [&'static str])]) =
-        match parents.last().map(String::as_str) {
-            Some("queue") => (QUEUE_COMMON_KEYS, QUEUE_KIND_KEYS),
-            Some("loss") => (LOSS_COMMON_KEYS, LOSS_KIND_KEYS),
-            _ if parents.len() == 2 && parents[0] == "flow" => (FLOW_COMMON_KEYS, FLOW_KIND_KEYS),
-            _ => return,
-        };
-    let Some(allowed) = kind_keys(kinds, new_kind) else {
+    let (common, allowed): (&[&str], _) = match parents.last().map(String::as_str) {
+        Some("queue") => (&["kind"], RawQueue::keys(new_kind)),
+        Some("loss") => (LOSS_COMMON_KEYS, RawLossModel::keys(new_kind)),
+        _ if parents.len() == 2 && parents[0] == "flow" => {
+            (FLOW_COMMON_KEYS, RawFlowKind::keys(new_kind))
+        }
+        _ => return,
+    };
+    let Some(allowed) = allowed else {
         return; // unknown kind: leave everything for validation to report
     };
     table.retain(|key, _| common.contains(&key) || allowed.contains(&key));

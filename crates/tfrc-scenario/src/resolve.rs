@@ -11,11 +11,11 @@ use crate::model::{
     TraceOpportunity, VenoSpec,
 };
 use crate::raw::{
-    flatten, kind_keys, FlowKindName, LossKindName, NoneOr, QueueKindName, RawDirection, RawFlow,
-    RawLink, RawLoss, RawMarker, RawOutput, RawQueue, RawScenario, FLOW_KIND_KEYS, QUEUE_KIND_KEYS,
+    flatten, NoneOr, RawDirection, RawFlow, RawFlowKind, RawLink, RawLoss, RawLossModel, RawMarker,
+    RawOutput, RawQueue, RawScenario,
 };
 use crate::sweep;
-use crate::units::{format_duration, Rate, RATE_EXPECTED};
+use crate::units::{format_duration, DurationText, Rate, RATE_EXPECTED};
 use crate::Scenario;
 
 /// Most instances one flow entry may stand for (`count`).
@@ -455,58 +455,29 @@ fn resolve_direction(
     })
 }
 
-fn check_kind_keys(
-    r: &Resolver<'_>,
-    prefix: &str,
-    what: &str,
-    kind: &str,
-    present: &[&str],
-    table: &[(&str, &'static [&'static str])],
-) -> Result<()> {
-    let allowed = kind_keys(table, kind).unwrap_or(&[]);
-    for key in present {
-        if !allowed.contains(key) {
-            let takes = if allowed.is_empty() {
-                "no other keys".to_owned()
-            } else {
-                allowed.join(", ")
-            };
-            return Err(r.error(
-                format!("{prefix}.{key}"),
-                format!("`{key}` is not a key of a {kind} {what}; besides the common keys a {kind} {what} takes: {takes}"),
-            ));
-        }
-    }
-    Ok(())
-}
-
 fn resolve_queue(r: &Resolver<'_>, prefix: &str, raw: &RawQueue) -> Result<QueueSpec> {
-    let kind = raw.kind.unwrap_or(QueueKindName::Droptail);
-    check_kind_keys(
-        r,
-        prefix,
-        "queue",
-        kind.as_str(),
-        &raw.present_keys(),
-        QUEUE_KIND_KEYS,
-    )?;
     let key = |name: &str| format!("{prefix}.{name}");
-    let limit = raw.limit.unwrap_or(50);
+    let limit = match raw {
+        RawQueue::Droptail(keys) => keys.limit,
+        RawQueue::Red(keys) => keys.limit,
+        RawQueue::Rio(keys) => keys.limit,
+    }
+    .unwrap_or(50);
     if limit == 0 {
         return Err(r.error(
             key("limit"),
             "expected a queue limit of at least 1 packet, got 0",
         ));
     }
-    match kind {
+    match raw {
         // ns-2's DropTail counts the packet in transmission, so a limit of 1 drops every
         // packet that finds the link busy: the simulator refuses it, so does the file.
-        QueueKindName::Droptail if limit < 2 => Err(r.error(
+        RawQueue::Droptail(_) if limit < 2 => Err(r.error(
             key("limit"),
             format!("expected a DropTail limit of at least 2 packets (the limit includes the packet in transmission), got {limit}"),
         )),
-        QueueKindName::Droptail => Ok(QueueSpec::DropTail { limit }),
-        QueueKindName::Red => {
+        RawQueue::Droptail(_) => Ok(QueueSpec::DropTail { limit }),
+        RawQueue::Red(raw) => {
             let defaults = RedSpec::default();
             let red = RedSpec {
                 limit,
@@ -519,7 +490,7 @@ fn resolve_queue(r: &Resolver<'_>, prefix: &str, raw: &RawQueue) -> Result<Queue
             r.ordered(&key("min_th"), red.min_th, &key("max_th"), red.max_th)?;
             Ok(QueueSpec::Red(red))
         }
-        QueueKindName::Rio => {
+        RawQueue::Rio(raw) => {
             let defaults = RioSpec::default();
             let rio = RioSpec {
                 limit,
@@ -539,15 +510,11 @@ fn resolve_queue(r: &Resolver<'_>, prefix: &str, raw: &RawQueue) -> Result<Queue
 }
 
 fn resolve_loss(r: &Resolver<'_>, prefix: &str, raw: &RawLoss) -> Result<LossSpec> {
-    let kind = raw.kind.as_str();
-    check_kind_keys(
-        r,
-        prefix,
-        "loss model",
-        kind,
-        &raw.present_keys(),
-        crate::raw::LOSS_KIND_KEYS,
-    )?;
+    let kind = match raw.model {
+        RawLossModel::Bernoulli(_) => "bernoulli",
+        RawLossModel::Exponential(_) => "exponential",
+        RawLossModel::GilbertElliott(_) => "gilbert-elliott",
+    };
     let key = |name: &str| format!("{prefix}.{name}");
     let required = |name: &str, value: Option<f64>, expected: &str| {
         value.ok_or_else(|| {
@@ -557,14 +524,14 @@ fn resolve_loss(r: &Resolver<'_>, prefix: &str, raw: &RawLoss) -> Result<LossSpe
             )
         })
     };
-    let model = match raw.kind {
-        LossKindName::Bernoulli => LossModel::Bernoulli {
+    let model = match &raw.model {
+        RawLossModel::Bernoulli(raw) => LossModel::Bernoulli {
             rate: r.probability(
                 &key("rate"),
                 required("rate", raw.rate, "a loss probability like 0.01")?,
             )?,
         },
-        LossKindName::Exponential => {
+        RawLossModel::Exponential(raw) => {
             let mean_gap = raw.mean_gap.map(|d| d.0).ok_or_else(|| {
                 r.error(
                     key("mean_gap"),
@@ -575,7 +542,7 @@ fn resolve_loss(r: &Resolver<'_>, prefix: &str, raw: &RawLoss) -> Result<LossSpe
                 mean_gap: r.positive_duration(&key("mean_gap"), mean_gap)?,
             }
         }
-        LossKindName::GilbertElliott => LossModel::GilbertElliott {
+        RawLossModel::GilbertElliott(raw) => LossModel::GilbertElliott {
             p_good_to_bad: r.probability(
                 &key("p_good_to_bad"),
                 required(
@@ -631,15 +598,6 @@ fn resolve_flow(
             ),
         ));
     }
-    let kind_name = raw.kind.as_str();
-    check_kind_keys(
-        r,
-        &prefix,
-        "flow",
-        kind_name,
-        &raw.present_keys(),
-        FLOW_KIND_KEYS,
-    )?;
 
     for (field, node) in [("from", &raw.from), ("to", &raw.to)] {
         r.node_name(&key(field), node)?;
@@ -707,8 +665,8 @@ fn resolve_flow(
         }
     }
 
-    let kind = match raw.kind {
-        FlowKindName::Tfrc => {
+    let kind = match &raw.kind {
+        RawFlowKind::Tfrc(raw) => {
             let target_rate = match flatten(raw.target_rate.clone()) {
                 Some(rate) => Some(r.positive_rate(&key("target_rate"), rate)?),
                 None => None,
@@ -775,7 +733,7 @@ fn resolve_flow(
                 oscillation_damping: raw.oscillation_damping.unwrap_or(ns2_default),
             })
         }
-        FlowKindName::Tcp => {
+        RawFlowKind::Tcp(raw) => {
             let window = flatten(raw.window.clone());
             if window == Some(0) {
                 return Err(r.error(
@@ -789,7 +747,7 @@ fn resolve_flow(
                 window,
             })
         }
-        FlowKindName::Cbr => {
+        RawFlowKind::Cbr(raw) => {
             let rate = raw.rate.ok_or_else(|| {
                 r.error(
                     key("rate"),
@@ -800,44 +758,32 @@ fn resolve_flow(
                 rate: r.positive_rate(&key("rate"), rate)?,
             }
         }
-        FlowKindName::Pareto | FlowKindName::ExpOnoff => {
-            let rate = raw.rate.ok_or_else(|| {
-                r.error(
-                    key("rate"),
-                    format!(
-                        "required key is missing for a {kind_name} flow (expected {RATE_EXPECTED}: the rate during on periods)"
-                    ),
-                )
-            })?;
-            let rate = r.positive_rate(&key("rate"), rate)?;
-            let burst = r.positive_duration(
-                &key("burst"),
-                raw.burst.map_or(Duration::from_millis(500), |d| d.0),
-            )?;
-            let idle = r.positive_duration(
-                &key("idle"),
-                raw.idle.map_or(Duration::from_millis(500), |d| d.0),
-            )?;
-            let on_off = |shape| OnOffSpec {
+        RawFlowKind::Pareto(keys) => {
+            let (rate, burst, idle) =
+                on_off_keys(r, &prefix, "pareto", keys.rate, keys.burst, keys.idle)?;
+            let shape = keys.shape.unwrap_or(1.5);
+            if !(shape.is_finite() && shape > 1.0) {
+                return Err(r.error(
+                    key("shape"),
+                    format!("expected a Pareto shape above 1 (finite mean) like 1.5, got {shape}"),
+                ));
+            }
+            FlowKind::Pareto(OnOffSpec {
                 rate,
                 burst,
                 idle,
-                shape,
-            };
-            if raw.kind == FlowKindName::Pareto {
-                let shape = raw.shape.unwrap_or(1.5);
-                if !(shape.is_finite() && shape > 1.0) {
-                    return Err(r.error(
-                        key("shape"),
-                        format!(
-                            "expected a Pareto shape above 1 (finite mean) like 1.5, got {shape}"
-                        ),
-                    ));
-                }
-                FlowKind::Pareto(on_off(Some(shape)))
-            } else {
-                FlowKind::ExponentialOnOff(on_off(None))
-            }
+                shape: Some(shape),
+            })
+        }
+        RawFlowKind::ExpOnoff(keys) => {
+            let (rate, burst, idle) =
+                on_off_keys(r, &prefix, "exp-onoff", keys.rate, keys.burst, keys.idle)?;
+            FlowKind::ExponentialOnOff(OnOffSpec {
+                rate,
+                burst,
+                idle,
+                shape: None,
+            })
         }
     };
 
@@ -852,6 +798,36 @@ fn resolve_flow(
         enabled: raw.enabled.unwrap_or(true),
         kind,
     })
+}
+
+/// The rate (required) and mean on and off times (default 500 ms, as ns-2) of an on/off flow.
+fn on_off_keys(
+    r: &Resolver<'_>,
+    prefix: &str,
+    kind: &str,
+    rate: Option<Rate>,
+    burst: Option<DurationText>,
+    idle: Option<DurationText>,
+) -> Result<(Rate, Duration, Duration)> {
+    let key = |name: &str| format!("{prefix}.{name}");
+    let rate = rate.ok_or_else(|| {
+        r.error(
+            key("rate"),
+            format!(
+                "required key is missing for a {kind} flow (expected {RATE_EXPECTED}: the rate during on periods)"
+            ),
+        )
+    })?;
+    let rate = r.positive_rate(&key("rate"), rate)?;
+    let burst = r.positive_duration(
+        &key("burst"),
+        burst.map_or(Duration::from_millis(500), |d| d.0),
+    )?;
+    let idle = r.positive_duration(
+        &key("idle"),
+        idle.map_or(Duration::from_millis(500), |d| d.0),
+    )?;
+    Ok((rate, burst, idle))
 }
 
 fn resolve_marker(

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use crate::error::ScenarioError;
 use crate::model::{FlowSpec, Link, MarkerSpec, Output, SweepAxis};
 use crate::overrides::{check_path, parse_value, set_path, split_path};
-use crate::raw::RawScenario;
+use crate::raw::{read_error, RawScenario};
 use crate::resolve::{expand_flow_references, instance_names, resolve, MAX_TOML_INTEGER};
 use crate::sweep::{choice_indices, variant_count};
 
@@ -215,8 +215,12 @@ impl Scenario {
         file: &str,
         base_dir: Option<&Path>,
     ) -> Result<Scenario, ScenarioError> {
-        let raw: RawScenario = serde_path_to_error::deserialize(toml::Value::Table(table.clone()))
-            .map_err(|error| ScenarioError::from_serde(file, error))?;
+        let value = toml::Value::Table(table);
+        let raw: RawScenario = serde_path_to_error::deserialize(value.clone())
+            .map_err(|error| read_error(file, error, &value))?;
+        let toml::Value::Table(table) = value else {
+            unreachable!("built as a table above")
+        };
         let mut scenario = resolve(raw, file, base_dir)?;
         scenario.source = Some(Box::new(Source {
             table,
@@ -525,10 +529,11 @@ impl Scenario {
                 }
                 // Unknown keys are wrong whatever the other axes do.
                 if let Err(serde_error) =
-                    serde_path_to_error::deserialize::<_, RawScenario>(changed)
+                    serde_path_to_error::deserialize::<_, RawScenario>(changed.clone())
                 {
-                    let found = ScenarioError::from_serde(&self.file, serde_error);
-                    if found.message().starts_with("unknown key") {
+                    let found = read_error(&self.file, serde_error, &changed);
+                    let message = found.message();
+                    if message.starts_with("unknown key") || message.contains("is not a key of") {
                         return Err(error(format!(
                             "{}: {}",
                             found.key().unwrap_or_default(),

@@ -842,3 +842,43 @@ fn trace_opportunity_defaults_to_mahimahi_bytes() {
     assert!(error.contains("trace_opportunity needs a trace"), "{error}");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// A table whose `kind` chooses its keys: an unknown key is named with the keys of that kind
+/// only, a typo of another kind's key says whose key it is, a bad value inside the kind's keys
+/// names that key, and a `kind` that is not a string lists the kinds.
+#[test]
+fn kind_tables_name_their_own_keys() {
+    let base = "name = \"p\"\nduration = \"10s\"\n[[link]]\nbetween = [\"s\", \"r\"]\nrate = \"1Mbps\"\ndelay = \"10ms\"\n";
+    let flow = "[[flow]]\nname = \"a\"\nfrom = \"s\"\nto = \"r\"\n";
+    assert_error(
+        &format!("{base}{flow}kind = \"tfrc\"\nwindw = 3\n"),
+        "flow[0].windw",
+        "unknown key `windw` (did you mean `window`? it is a key of a tcp flow, not of a tfrc flow); expected one of: name, kind, from, to, start, stop, packet_size, count, enabled, target_rate,",
+    );
+    let shown = error_of(&format!("{base}{flow}kind = \"tfrc\"\ntarget_rat = 1\n"));
+    assert!(shown.contains("did you mean `target_rate`?"), "{shown}");
+    assert!(
+        !shown.contains("burst"),
+        "only the tfrc flow's keys are listed: {shown}"
+    );
+    assert_error(
+        &format!("{base}{flow}kind = \"pareto\"\nrate = \"1Mbps\"\nshape = \"steep\"\n"),
+        "flow[0].shape",
+        "expected a number, got string \"steep\"",
+    );
+    assert_error(
+        &format!("{base}forward = {{ queue = {{ kind = \"rio\", p_in = \"x\" }} }}\n"),
+        "link[0].forward.queue.p_in",
+        "expected a number, got string \"x\"",
+    );
+    assert_error(
+        &format!("{base}queue = {{ kind = 5 }}\n"),
+        "link[0].queue.kind",
+        "expected one of \"droptail\", \"red\", \"rio\", got 5",
+    );
+    assert_error(
+        &format!("{base}loss = {{ kind = \"exponential\", mean_gap = \"5ms\", stopp = \"1s\" }}\n"),
+        "link[0].loss.stopp",
+        "unknown key `stopp` (did you mean `stop`?); expected one of: kind, start, stop, mean_gap",
+    );
+}
