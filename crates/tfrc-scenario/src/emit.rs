@@ -17,11 +17,7 @@ pub(crate) fn inline(value: &toml::Value) -> String {
 }
 
 fn key_text(key: &str) -> String {
-    if !key.is_empty()
-        && key
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
-    {
+    if crate::error::is_bare_key(key) {
         key.to_owned()
     } else {
         quoted_key(key)

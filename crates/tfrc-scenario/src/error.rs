@@ -153,15 +153,19 @@ pub(crate) fn join_key(path: &str, key: &str) -> String {
 /// A key as it may appear in a path: bare if it is made of letters, digits, `_` and `-`,
 /// otherwise double-quoted.
 pub(crate) fn quote_key_if_needed(key: &str) -> String {
-    if !key.is_empty()
-        && key
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
-    {
+    if is_bare_key(key) {
         key.to_owned()
     } else {
         format!("{key:?}")
     }
+}
+
+/// Whether TOML allows `key` unquoted: letters, digits, `_` and `-`, at least one.
+pub(crate) fn is_bare_key(key: &str) -> bool {
+    !key.is_empty()
+        && key
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
 }
 
 /// What a key expects, for "missing key" messages.

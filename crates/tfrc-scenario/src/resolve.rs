@@ -60,38 +60,28 @@ impl Resolver<'_> {
         }
     }
 
-    fn probability(&self, key: &str, value: f64) -> Result<f64> {
-        if value.is_finite() && (0.0..=1.0).contains(&value) {
+    /// `value` if it is finite and `accepts` it, else an error saying it expected `expected`.
+    fn number(&self, key: &str, value: f64, accepts: bool, expected: &str) -> Result<f64> {
+        if value.is_finite() && accepts {
             Ok(value)
         } else {
-            Err(self.error(
-                key,
-                format!("expected a probability between 0 and 1, got {value}"),
-            ))
+            Err(self.error(key, format!("expected {expected}, got {value}")))
         }
+    }
+
+    fn probability(&self, key: &str, value: f64) -> Result<f64> {
+        let accepts = (0.0..=1.0).contains(&value);
+        self.number(key, value, accepts, "a probability between 0 and 1")
     }
 
     /// A probability that must be above zero (a RED/RIO maximum drop probability).
     fn max_probability(&self, key: &str, value: f64) -> Result<f64> {
-        if value.is_finite() && value > 0.0 && value <= 1.0 {
-            Ok(value)
-        } else {
-            Err(self.error(
-                key,
-                format!("expected a probability above 0 and at most 1, got {value}"),
-            ))
-        }
+        let accepts = value > 0.0 && value <= 1.0;
+        self.number(key, value, accepts, "a probability above 0 and at most 1")
     }
 
     fn threshold(&self, key: &str, value: f64) -> Result<f64> {
-        if value.is_finite() && value >= 0.0 {
-            Ok(value)
-        } else {
-            Err(self.error(
-                key,
-                format!("expected a number of packets ≥ 0, got {value}"),
-            ))
-        }
+        self.number(key, value, value >= 0.0, "a number of packets ≥ 0")
     }
 
     fn ordered(&self, low_key: &str, low: f64, high_key: &str, high: f64) -> Result<()> {
