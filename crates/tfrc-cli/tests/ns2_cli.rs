@@ -3,57 +3,32 @@
 use std::path::Path;
 
 use assert_cmd::Command;
+use tfrc_test_support::{flow, succeeded, Scratch, DUMBBELL_1MBPS_50MS};
 
 #[test]
 fn ns2_and_our_simulator_on_one_figure() {
-    if !Path::new("/usr/bin/ns").is_file() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "CI is set but ns-2 (/usr/bin/ns) is not installed"
-        );
-        eprintln!("skipping: /usr/bin/ns is not installed (apt-get install ns2)");
+    if !tfrc_test_support::ns2_available("ns2_and_our_simulator_on_one_figure") {
         return;
     }
-    let directory = tempfile::tempdir().unwrap();
-    let file = directory.path().join("one.toml");
-    std::fs::write(
-        &file,
-        r#"name = "one"
-duration = "20s"
-[[link]]
-between = ["sender", "router"]
-rate = "100Mbps"
-delay = "1ms"
-[[link]]
-between = ["router", "receiver"]
-rate = "1Mbps"
-delay = "24ms"
-[[flow]]
-name = "a"
-kind = "tfrc"
-profile = "ns2"
-from = "sender"
-to = "receiver"
-"#,
-    )
-    .unwrap();
-    let out = directory.path().join("out");
-    let output = Command::cargo_bin("tfrc")
-        .unwrap()
-        .args([
-            "ns2",
-            file.to_str().unwrap(),
-            "--out",
-            out.to_str().unwrap(),
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
+    let directory = Scratch::new();
+    let text = format!(
+        "name = \"one\"\nduration = \"20s\"\n{DUMBBELL_1MBPS_50MS}{}",
+        flow("a", "tfrc", &["profile = \"ns2\""])
     );
-    let stdout = String::from_utf8(output.stdout).unwrap();
+    let file = directory.write("one.toml", &text);
+    let out = directory.join("out");
+    let stdout = succeeded(
+        Command::cargo_bin("tfrc")
+            .unwrap()
+            .args([
+                "ns2",
+                file.to_str().unwrap(),
+                "--out",
+                out.to_str().unwrap(),
+            ])
+            .output()
+            .unwrap(),
+    );
     assert!(stdout.contains("mean receiver throughput ns-2"), "{stdout}");
     for file in [
         "summary.json",

@@ -1,34 +1,16 @@
 //! `tfrc sim` as a user runs it.
 
 use assert_cmd::Command;
+use tfrc_test_support::{flow, read_json, succeeded, Scratch, DUMBBELL_1MBPS_50MS};
 
-const SCENARIO: &str = r#"
-name = "cli"
-duration = "10s"
-seed = 3
-
-[[link]]
-between = ["sender", "router"]
-rate = "100Mbps"
-delay = "1ms"
-
-[[link]]
-between = ["router", "receiver"]
-rate = "1Mbps"
-delay = "24ms"
-
-[[flow]]
-name = "a"
-kind = "tfrc"
-from = "sender"
-to = "receiver"
-
-[[flow]]
-name = "t"
-kind = "tcp"
-from = "sender"
-to = "receiver"
-"#;
+/// Two flows, TFRC and TCP, on the dumbbell for 10 s, seed 3.
+fn scenario() -> String {
+    format!(
+        "name = \"cli\"\nduration = \"10s\"\nseed = 3\n{DUMBBELL_1MBPS_50MS}{}{}",
+        flow("a", "tfrc", &[]),
+        flow("t", "tcp", &[])
+    )
+}
 
 fn tfrc() -> Command {
     Command::cargo_bin("tfrc").unwrap()
@@ -36,25 +18,20 @@ fn tfrc() -> Command {
 
 #[test]
 fn sim_writes_the_four_files_and_prints_a_summary_table() {
-    let directory = tempfile::tempdir().unwrap();
-    let file = directory.path().join("cli.toml");
-    std::fs::write(&file, SCENARIO).unwrap();
-    let out = directory.path().join("out");
-    let output = tfrc()
-        .args([
-            "sim",
-            file.to_str().unwrap(),
-            "--out",
-            out.to_str().unwrap(),
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
+    let directory = Scratch::new();
+    let file = directory.write("cli.toml", &scenario());
+    let out = directory.join("out");
+    let table = succeeded(
+        tfrc()
+            .args([
+                "sim",
+                file.to_str().unwrap(),
+                "--out",
+                out.to_str().unwrap(),
+            ])
+            .output()
+            .unwrap(),
     );
-    let table = String::from_utf8(output.stdout).unwrap();
     assert!(
         table.contains("goodput kb/s") && table.contains("Jain index"),
         "{table}"
@@ -68,8 +45,7 @@ fn sim_writes_the_four_files_and_prints_a_summary_table() {
     ] {
         assert!(out.join(name).is_file(), "{name} missing");
     }
-    let summary: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    let summary = read_json(&out.join("summary.json"));
     assert_eq!(summary["seed"], 3);
     // 10 s, both flows share the 1 Mb/s link.
     let total: f64 = (0..2)
@@ -80,10 +56,9 @@ fn sim_writes_the_four_files_and_prints_a_summary_table() {
 
 #[test]
 fn seed_and_set_override_the_file() {
-    let directory = tempfile::tempdir().unwrap();
-    let file = directory.path().join("cli.toml");
-    std::fs::write(&file, SCENARIO).unwrap();
-    let out = directory.path().join("out");
+    let directory = Scratch::new();
+    let file = directory.write("cli.toml", &scenario());
+    let out = directory.join("out");
     tfrc()
         .args([
             "sim",
@@ -102,8 +77,7 @@ fn seed_and_set_override_the_file() {
         ])
         .assert()
         .success();
-    let summary: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    let summary = read_json(&out.join("summary.json"));
     assert_eq!(summary["seed"], 42);
     assert_eq!(summary["duration_s"], 4.0);
     let state = std::fs::read_to_string(out.join("state.csv")).unwrap();
@@ -115,13 +89,11 @@ fn seed_and_set_override_the_file() {
 
 #[test]
 fn a_bad_key_is_an_error_naming_file_and_key() {
-    let directory = tempfile::tempdir().unwrap();
-    let file = directory.path().join("bad.toml");
-    std::fs::write(
-        &file,
-        SCENARIO.replace("delay = \"24ms\"", "dealy = \"24ms\""),
-    )
-    .unwrap();
+    let directory = Scratch::new();
+    let file = directory.write(
+        "bad.toml",
+        &scenario().replace("delay = \"24ms\"", "dealy = \"24ms\""),
+    );
     let output = tfrc()
         .args([
             "sim",
@@ -142,11 +114,13 @@ fn a_bad_key_is_an_error_naming_file_and_key() {
 
 #[test]
 fn a_sweep_writes_one_directory_per_variant() {
-    let directory = tempfile::tempdir().unwrap();
-    let file = directory.path().join("sweep.toml");
-    let text = format!("{SCENARIO}\n[sweep]\n\"link.1.delay\" = [\"24ms\", \"49ms\"]\n");
-    std::fs::write(&file, text).unwrap();
-    let out = directory.path().join("out");
+    let directory = Scratch::new();
+    let text = format!(
+        "{}\n[sweep]\n\"link.1.delay\" = [\"24ms\", \"49ms\"]\n",
+        scenario()
+    );
+    let file = directory.write("sweep.toml", &text);
+    let out = directory.join("out");
     tfrc()
         .args([
             "sim",

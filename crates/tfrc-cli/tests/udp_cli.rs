@@ -335,7 +335,7 @@ fn congestion_available(name: &str) -> Result<(), String> {
 
 #[test]
 fn tcp_runs_log_tcp_info_for_each_congestion_control() {
-    let in_ci = std::env::var_os("CI").is_some();
+    let in_ci = tfrc_test_support::in_ci();
     for name in ["reno", "cubic", "bbr"] {
         if let Err(reason) = congestion_available(name) {
             if in_ci && name != "bbr" {

@@ -20,16 +20,9 @@ use tfrc_udp::sender::{SenderOptions, UdpSender};
 static SERIAL: Mutex<()> = Mutex::new(());
 
 fn available(test: &str) -> bool {
-    match testbed::unavailable_reason() {
-        None => true,
-        Some(reason) if std::env::var_os("CI").is_some() => {
-            panic!("{test}: CI is set but the testbed cannot run: {reason}")
-        }
-        Some(reason) => {
-            eprintln!("skipping {test}: {reason}");
-            false
-        }
-    }
+    let missing =
+        testbed::unavailable_reason().map(|reason| format!("the testbed cannot run: {reason}"));
+    tfrc_test_support::can_run(test, missing)
 }
 
 fn strings(values: &[&str]) -> Vec<String> {

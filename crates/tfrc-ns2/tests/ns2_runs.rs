@@ -9,34 +9,16 @@ use tfrc_ns2::{generate, run_generated, run_scenario, Ns2Error, RunOptions, DEFA
 use tfrc_scenario::Scenario;
 
 fn ns_available() -> bool {
-    if Path::new(DEFAULT_NS_PATH).exists() {
-        return true;
-    }
-    if std::env::var_os("CI").is_some() {
-        panic!("CI is set but ns-2 is missing at {DEFAULT_NS_PATH} (apt-get install ns2)");
-    }
-    eprintln!("skipped: ns-2 is not installed at {DEFAULT_NS_PATH} (apt-get install ns2)");
-    false
+    let missing = (!Path::new(DEFAULT_NS_PATH).exists())
+        .then(|| format!("ns-2 is not installed at {DEFAULT_NS_PATH} (apt-get install ns2)"));
+    tfrc_test_support::can_run("an ns-2 run", missing)
 }
 
 fn scenario(text: &str) -> Scenario {
     Scenario::from_str_named(text, "test.toml").expect("valid scenario")
 }
 
-fn read_csv(path: &Path) -> (Vec<String>, Vec<Vec<String>>) {
-    let mut reader = csv::Reader::from_path(path).expect("CSV file");
-    let header = reader
-        .headers()
-        .expect("header")
-        .iter()
-        .map(str::to_owned)
-        .collect();
-    let rows = reader
-        .records()
-        .map(|record| record.expect("row").iter().map(str::to_owned).collect())
-        .collect();
-    (header, rows)
-}
+use tfrc_test_support::{read_csv, DUMBBELL_1MBPS_50MS};
 
 /// Mean received rate of `flow` in kbit/s over the intervals ending after `from_s`.
 fn mean_recv_kbps(rows: &[Vec<String>], flow: &str, from_s: f64) -> f64 {
@@ -57,25 +39,10 @@ fn one_tfrc_flow_fills_a_1mbps_link() {
         return;
     }
     let directory = tempfile::tempdir().expect("temporary directory");
-    let one = scenario(
-        r#"
-        name = "one-tfrc"
-        duration = "20s"
-        [[link]]
-        between = ["sender", "router"]
-        rate = "100Mbps"
-        delay = "1ms"
-        [[link]]
-        between = ["router", "receiver"]
-        rate = "1Mbps"
-        delay = "24ms"
-        [[flow]]
-        name = "a"
-        kind = "tfrc"
-        from = "sender"
-        to = "receiver"
-        "#,
-    );
+    let one = scenario(&format!(
+        "name = \"one-tfrc\"\nduration = \"20s\"\n{DUMBBELL_1MBPS_50MS}{}",
+        tfrc_test_support::flow("a", "tfrc", &[])
+    ));
     let outcomes = run_scenario(&one, directory.path(), &RunOptions::default()).expect("ns-2 runs");
     assert_eq!(outcomes.len(), 1);
     assert!(outcomes[0].wall_time.is_some());

@@ -40,22 +40,35 @@ impl ParameterError {
     }
 }
 
+/// `value` if `accepted`, else the error saying `parameter` of `element` expected `expected`.
+pub(crate) fn check<T: Display + Copy>(
+    element: &'static str,
+    parameter: &'static str,
+    value: T,
+    accepted: bool,
+    expected: &'static str,
+) -> Result<T, ParameterError> {
+    if accepted {
+        Ok(value)
+    } else {
+        Err(ParameterError::new(element, parameter, value, expected))
+    }
+}
+
 /// `value` if it is a probability in `[0, 1]` (NaN is rejected).
 pub(crate) fn check_probability(
     element: &'static str,
     parameter: &'static str,
     value: f64,
 ) -> Result<f64, ParameterError> {
-    if (0.0..=1.0).contains(&value) {
-        Ok(value)
-    } else {
-        Err(ParameterError::new(
-            element,
-            parameter,
-            value,
-            "a probability in [0, 1]",
-        ))
-    }
+    let accepted = (0.0..=1.0).contains(&value);
+    check(
+        element,
+        parameter,
+        value,
+        accepted,
+        "a probability in [0, 1]",
+    )
 }
 
 /// `value` if it is not zero.
@@ -64,16 +77,13 @@ pub(crate) fn check_nonzero(
     parameter: &'static str,
     value: u64,
 ) -> Result<u64, ParameterError> {
-    if value > 0 {
-        Ok(value)
-    } else {
-        Err(ParameterError::new(
-            element,
-            parameter,
-            value,
-            "a value greater than 0",
-        ))
-    }
+    check(
+        element,
+        parameter,
+        value,
+        value > 0,
+        "a value greater than 0",
+    )
 }
 
 /// A delivery trace could not be read or is not a valid Mahimahi trace.

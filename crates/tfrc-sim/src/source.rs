@@ -107,11 +107,35 @@ impl CbrSource {
             let nanos = bits * 1_000_000_000 / u128::from(self.params.rate_bits_per_second);
             self.params.start + Duration::from_nanos(u64::try_from(nanos).unwrap_or(u64::MAX))
         };
-        self.next = match self.params.stop {
-            Some(stop) if next >= stop => None,
-            _ => Some(next),
-        };
+        self.next = before_stop(self.params.stop, next);
     }
+}
+
+/// `at`, unless the source has stopped by then (`stop` is exclusive).
+fn before_stop(stop: Option<Instant>, at: Instant) -> Option<Instant> {
+    match stop {
+        Some(stop) if at >= stop => None,
+        _ => Some(at),
+    }
+}
+
+/// Sends every packet due by `now`: `next` is the next send time and `advance(due)` the one
+/// after a packet sent at `due` (`None` once the source stops). At most `u32::MAX` packets per
+/// call; the rest stay due.
+fn send_due(
+    next: &mut Option<Instant>,
+    now: Instant,
+    mut advance: impl FnMut(Instant) -> Option<Instant>,
+) -> u32 {
+    let mut packets = 0u32;
+    while let Some(due) = *next {
+        if due > now || packets == u32::MAX {
+            break;
+        }
+        packets += 1;
+        *next = advance(due);
+    }
+    packets
 }
 
 impl TrafficSource for CbrSource {
@@ -120,15 +144,13 @@ impl TrafficSource for CbrSource {
     }
 
     fn handle_timeout(&mut self, now: Instant) -> Burst {
-        let mut packets = 0u32;
-        while let Some(due) = self.next {
-            if due > now || packets == u32::MAX {
-                break;
-            }
-            packets += 1;
+        let mut next = self.next;
+        let packets = send_due(&mut next, now, |due| {
             self.sent += 1;
             self.schedule_next(due);
-        }
+            self.next
+        });
+        self.next = next;
         Burst {
             packets,
             size_bytes: self.params.packet_size,
@@ -281,10 +303,7 @@ impl OnOffSource {
     }
 
     fn within_stop(&self, at: Instant) -> Option<Instant> {
-        match self.params.stop {
-            Some(stop) if at >= stop => None,
-            _ => Some(at),
-        }
+        before_stop(self.params.stop, at)
     }
 }
 
@@ -294,15 +313,12 @@ impl TrafficSource for OnOffSource {
     }
 
     fn handle_timeout(&mut self, now: Instant) -> Burst {
-        let mut packets = 0u32;
-        while let Some(due) = self.next {
-            if due > now || packets == u32::MAX {
-                break;
-            }
-            packets += 1;
+        let mut next = self.next;
+        let packets = send_due(&mut next, now, |due| {
             let gap = self.next_interval();
-            self.next = self.within_stop(due + gap);
-        }
+            self.within_stop(due + gap)
+        });
+        self.next = next;
         Burst {
             packets,
             size_bytes: self.params.packet_size,

@@ -6,6 +6,7 @@ use std::path::Path;
 use tfrc_proto::equation;
 use tfrc_scenario::Scenario;
 use tfrc_sim::simulation::{Simulation, Summary, FLOWS_HEADER, LINKS_HEADER, STATE_HEADER};
+use tfrc_test_support::DUMBBELL_1MBPS_50MS;
 
 fn scenario(text: &str) -> Scenario {
     Scenario::from_str_named(text, "test.toml").expect("valid scenario")
@@ -15,24 +16,12 @@ fn run(text: &str) -> Summary {
     Simulation::run(&scenario(text), None).expect("simulation runs")
 }
 
-/// sender —100 Mb/s, 1 ms— router —1 Mb/s, 24 ms— receiver: RTT 50 ms.
-const DUMBBELL_1MBPS: &str = r#"
-    duration = "60s"
-    [[link]]
-    between = ["sender", "router"]
-    rate = "100Mbps"
-    delay = "1ms"
-    [[link]]
-    between = ["router", "receiver"]
-    rate = "1Mbps"
-    delay = "24ms"
-"#;
-
 #[test]
 fn tfrc_fills_an_unloaded_1mbps_50ms_link() {
     let summary = run(&format!(
         r#"name = "fill"
-        {DUMBBELL_1MBPS}
+        duration = "60s"
+        {DUMBBELL_1MBPS_50MS}
         [[flow]]
         name = "a"
         kind = "tfrc"
@@ -147,7 +136,8 @@ fn reno_window_saws_on_a_droptail_bottleneck() {
     let directory = tempfile::tempdir().unwrap();
     let scenario = scenario(&format!(
         r#"name = "reno"
-        {DUMBBELL_1MBPS}
+        duration = "60s"
+        {DUMBBELL_1MBPS_50MS}
         [[flow]]
         name = "r"
         kind = "tcp"
@@ -183,7 +173,8 @@ fn reno_window_saws_on_a_droptail_bottleneck() {
 fn udp_sources_send_at_their_rate_and_take_their_share() {
     let summary = run(&format!(
         r#"name = "udp"
-        {DUMBBELL_1MBPS}
+        duration = "60s"
+        {DUMBBELL_1MBPS_50MS}
         [[flow]]
         name = "a"
         kind = "tfrc"
@@ -291,7 +282,8 @@ fn a_flow_without_a_route_is_an_error_naming_it() {
 fn a_scenario_with_a_sweep_must_be_expanded_first() {
     let sweep = scenario(&format!(
         r#"name = "sweep"
-        {DUMBBELL_1MBPS}
+        duration = "60s"
+        {DUMBBELL_1MBPS_50MS}
         [[flow]]
         name = "a"
         kind = "tfrc"
@@ -611,7 +603,8 @@ fn the_ns2_profile_runs_in_the_simulator_with_ns2_packet_sizes() {
     let text = |profile: &str| {
         format!(
             r#"name = "profile"
-            {DUMBBELL_1MBPS}
+            duration = "60s"
+        {DUMBBELL_1MBPS_50MS}
             [[flow]]
             name = "a"
             kind = "tfrc"

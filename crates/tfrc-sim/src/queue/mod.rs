@@ -151,3 +151,56 @@ pub(crate) fn idle_packets(
         _ => 0,
     }
 }
+
+/// Checks an early-drop curve (RED's, or one RIO class's): `min ≥ 0`, `max > min`, both finite,
+/// `max_p` a probability. `names` are the three parameters' names in errors, and
+/// `max_expected` what `max` should be.
+pub(crate) fn check_drop_curve(
+    element: &'static str,
+    names: [&'static str; 3],
+    [min, max, max_p]: [f64; 3],
+    max_expected: &'static str,
+) -> Result<(), ParameterError> {
+    let valid_min = min.is_finite() && min >= 0.0;
+    crate::error::check(
+        element,
+        names[0],
+        min,
+        valid_min,
+        "a finite number of packets >= 0",
+    )?;
+    crate::error::check(
+        element,
+        names[1],
+        max,
+        max.is_finite() && max > min,
+        max_expected,
+    )?;
+    crate::error::check_probability(element, names[2], max_p)?;
+    Ok(())
+}
+
+/// Checks the averaging parameters RED and RIO share: the EWMA weight in (0, 1] and a mean
+/// packet size of at least 1 byte.
+pub(crate) fn check_averaging(
+    element: &'static str,
+    weight: f64,
+    mean_packet_size: u32,
+) -> Result<(), ParameterError> {
+    let valid_weight = weight > 0.0 && weight <= 1.0;
+    crate::error::check(
+        element,
+        "weight",
+        weight,
+        valid_weight,
+        "a number in (0, 1]",
+    )?;
+    crate::error::check(
+        element,
+        "mean_packet_size",
+        mean_packet_size,
+        mean_packet_size > 0,
+        "at least 1 byte",
+    )?;
+    Ok(())
+}

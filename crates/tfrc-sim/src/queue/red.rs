@@ -3,7 +3,7 @@
 use tfrc_proto::Instant;
 
 use super::{ewma_with_idle, idle_packets, Enqueue, Fifo, Queue, QueueDrop};
-use crate::error::{check_probability, ParameterError};
+use crate::error::ParameterError;
 use crate::packet::PacketMeta;
 use crate::rng::{element_rng, ElementRng};
 
@@ -71,39 +71,13 @@ impl RedParams {
                 "at least 1 packet",
             ));
         }
-        if !(self.min_threshold.is_finite() && self.min_threshold >= 0.0) {
-            return Err(ParameterError::new(
-                ELEMENT,
-                "min_threshold",
-                self.min_threshold,
-                "a finite number of packets >= 0",
-            ));
-        }
-        if !(self.max_threshold.is_finite() && self.max_threshold > self.min_threshold) {
-            return Err(ParameterError::new(
-                ELEMENT,
-                "max_threshold",
-                self.max_threshold,
-                "a finite number of packets greater than min_threshold",
-            ));
-        }
-        check_probability(ELEMENT, "max_probability", self.max_probability)?;
-        if !(self.weight > 0.0 && self.weight <= 1.0) {
-            return Err(ParameterError::new(
-                ELEMENT,
-                "weight",
-                self.weight,
-                "a number in (0, 1]",
-            ));
-        }
-        if self.mean_packet_size == 0 {
-            return Err(ParameterError::new(
-                ELEMENT,
-                "mean_packet_size",
-                self.mean_packet_size,
-                "at least 1 byte",
-            ));
-        }
+        super::check_drop_curve(
+            ELEMENT,
+            ["min_threshold", "max_threshold", "max_probability"],
+            [self.min_threshold, self.max_threshold, self.max_probability],
+            "a finite number of packets greater than min_threshold",
+        )?;
+        super::check_averaging(ELEMENT, self.weight, self.mean_packet_size)?;
         Ok(())
     }
 

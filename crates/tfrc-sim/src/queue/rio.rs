@@ -3,7 +3,7 @@
 use tfrc_proto::Instant;
 
 use super::{ewma_with_idle, idle_packets, Enqueue, Fifo, Queue, QueueDrop};
-use crate::error::{check_probability, ParameterError};
+use crate::error::ParameterError;
 use crate::packet::{Color, PacketMeta};
 use crate::rng::{element_rng, uniform_nonzero, ElementRng};
 
@@ -37,23 +37,12 @@ impl RioThresholds {
     }
 
     fn validate(&self, names: [&'static str; 3]) -> Result<(), ParameterError> {
-        if !(self.min_threshold.is_finite() && self.min_threshold >= 0.0) {
-            return Err(ParameterError::new(
-                ELEMENT,
-                names[0],
-                self.min_threshold,
-                "a finite number of packets >= 0",
-            ));
-        }
-        if !(self.max_threshold.is_finite() && self.max_threshold > self.min_threshold) {
-            return Err(ParameterError::new(
-                ELEMENT,
-                names[1],
-                self.max_threshold,
-                "a finite number of packets greater than the class's min_threshold",
-            ));
-        }
-        check_probability(ELEMENT, names[2], self.max_probability)?;
+        super::check_drop_curve(
+            ELEMENT,
+            names,
+            [self.min_threshold, self.max_threshold, self.max_probability],
+            "a finite number of packets greater than the class's min_threshold",
+        )?;
         Ok(())
     }
 }
@@ -121,22 +110,7 @@ impl RioParams {
             "out_profile.max_threshold",
             "out_profile.max_probability",
         ])?;
-        if !(self.weight > 0.0 && self.weight <= 1.0) {
-            return Err(ParameterError::new(
-                ELEMENT,
-                "weight",
-                self.weight,
-                "a number in (0, 1]",
-            ));
-        }
-        if self.mean_packet_size == 0 {
-            return Err(ParameterError::new(
-                ELEMENT,
-                "mean_packet_size",
-                self.mean_packet_size,
-                "at least 1 byte",
-            ));
-        }
+        super::check_averaging(ELEMENT, self.weight, self.mean_packet_size)?;
         Ok(())
     }
 
