@@ -35,22 +35,28 @@ pub trait RateControl: fmt::Debug + Send {
     /// Builds a TFRC data packet (header then `payload`) into `buffer`; returns its length.
     fn emit(&mut self, now: Instant, payload: &[u8], buffer: &mut [u8])
         -> Result<usize, RateError>;
-    /// The application had nothing to send at a send opportunity.
-    fn note_data_limited(&mut self, now: Instant);
-    /// A TFRC feedback packet from the peer.
-    fn handle_feedback(&mut self, now: Instant, feedback: &[u8]);
-    /// When the mechanism's own timer (e.g. TFRC's no-feedback timer) is due.
-    fn timer(&self) -> Option<Instant>;
+    /// The application had nothing to send at a send opportunity (ignored by default).
+    fn note_data_limited(&mut self, _now: Instant) {}
+    /// A TFRC feedback packet from the peer (ignored by default: a mechanism without feedback).
+    fn handle_feedback(&mut self, _now: Instant, _feedback: &[u8]) {}
+    /// When the mechanism's own timer (e.g. TFRC's no-feedback timer) is due (none by default).
+    fn timer(&self) -> Option<Instant> {
+        None
+    }
     /// Earliest time the next packet may leave (`None` = any time).
     fn next_send_time(&self) -> Option<Instant>;
-    /// Fires due timers.
-    fn handle_timeout(&mut self, now: Instant);
+    /// Fires due timers (none by default).
+    fn handle_timeout(&mut self, _now: Instant) {}
     /// Current allowed sending rate in bytes/s (`None` = unlimited).
     fn sending_rate(&self) -> Option<f64>;
-    /// Changes the gTFRC target rate in place; false if this mechanism has none.
-    fn set_target_rate(&mut self, target_rate: Option<f64>) -> bool;
-    /// TFRC state, for statistics.
-    fn tfrc_state(&self) -> Option<SenderState>;
+    /// Changes the gTFRC target rate in place; false if this mechanism has none (the default).
+    fn set_target_rate(&mut self, _target_rate: Option<f64>) -> bool {
+        false
+    }
+    /// TFRC state, for statistics (none by default).
+    fn tfrc_state(&self) -> Option<SenderState> {
+        None
+    }
 }
 
 /// Builds the rate control a descriptor asks for. `packet_size` is the size of the embedded TFRC
@@ -168,6 +174,14 @@ struct HeaderWriter {
 }
 
 impl HeaderWriter {
+    fn new(session_id: u32, nonce: u32) -> HeaderWriter {
+        HeaderWriter {
+            session_id,
+            nonce,
+            sequence: 0,
+        }
+    }
+
     fn emit(
         &mut self,
         now: Instant,
@@ -211,11 +225,7 @@ impl FixedRate {
         FixedRate {
             rate,
             next_send: Instant::ZERO,
-            header: HeaderWriter {
-                session_id,
-                nonce,
-                sequence: 0,
-            },
+            header: HeaderWriter::new(session_id, nonce),
         }
     }
 }
@@ -251,30 +261,12 @@ impl RateControl for FixedRate {
         Ok(length)
     }
 
-    fn note_data_limited(&mut self, _now: Instant) {}
-
-    fn handle_feedback(&mut self, _now: Instant, _feedback: &[u8]) {}
-
-    fn timer(&self) -> Option<Instant> {
-        None
-    }
-
     fn next_send_time(&self) -> Option<Instant> {
         Some(self.next_send)
     }
 
-    fn handle_timeout(&mut self, _now: Instant) {}
-
     fn sending_rate(&self) -> Option<f64> {
         Some(self.rate)
-    }
-
-    fn set_target_rate(&mut self, _target_rate: Option<f64>) -> bool {
-        false
-    }
-
-    fn tfrc_state(&self) -> Option<SenderState> {
-        None
     }
 }
 
@@ -288,11 +280,7 @@ impl Unlimited {
     /// An unpaced sender.
     pub fn new(session_id: u32, nonce: u32) -> Unlimited {
         Unlimited {
-            header: HeaderWriter {
-                session_id,
-                nonce,
-                sequence: 0,
-            },
+            header: HeaderWriter::new(session_id, nonce),
         }
     }
 }
@@ -315,29 +303,11 @@ impl RateControl for Unlimited {
         self.header.emit(now, payload, buffer)
     }
 
-    fn note_data_limited(&mut self, _now: Instant) {}
-
-    fn handle_feedback(&mut self, _now: Instant, _feedback: &[u8]) {}
-
-    fn timer(&self) -> Option<Instant> {
-        None
-    }
-
     fn next_send_time(&self) -> Option<Instant> {
         None
     }
 
-    fn handle_timeout(&mut self, _now: Instant) {}
-
     fn sending_rate(&self) -> Option<f64> {
-        None
-    }
-
-    fn set_target_rate(&mut self, _target_rate: Option<f64>) -> bool {
-        false
-    }
-
-    fn tfrc_state(&self) -> Option<SenderState> {
         None
     }
 }

@@ -327,23 +327,13 @@ impl LinePlot {
             .chain(band_y);
         let y_range = padded_range(all_y, self.y_from_zero, 0.05);
         let y_range = with_legend_room(y_range, lines.len(), self.size.1);
-        create_parent(path)?;
-        let result = match format {
-            ImageFormat::Png => {
-                let root = BitMapBackend::new(path, self.size).into_drawing_area();
-                self.render(&root, &lines, x_range, y_range)
-                    .and_then(|_| root.present().map_err(|e| e.to_string()))
-            }
-            ImageFormat::Svg => {
-                let root = SVGBackend::new(path, self.size).into_drawing_area();
-                self.render(&root, &lines, x_range, y_range)
-                    .and_then(|_| root.present().map_err(|e| e.to_string()))
-            }
+        let figure = LineFigure {
+            plot: self,
+            lines: &lines,
+            x_range,
+            y_range,
         };
-        result.map_err(|message| PlotError::Drawing {
-            path: path.to_path_buf(),
-            message,
-        })
+        draw_file(&figure, path, format, self.size)
     }
 
     fn render<DB: DrawingBackend>(
@@ -474,6 +464,66 @@ impl LinePlot {
 /// `min..max` of finite values, with `pad` (a fraction of the span) added above (and below
 /// too unless the range starts at 0), starting at 0 if `from_zero` and all values are ≥ 0;
 /// never empty.
+/// Something drawn onto any plotters backend (a PNG or an SVG file).
+trait Figure {
+    fn render<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String>;
+}
+
+/// A line plot with its computed lines and axis ranges.
+struct LineFigure<'a> {
+    plot: &'a LinePlot,
+    lines: &'a [Line],
+    x_range: Range<f64>,
+    y_range: Range<f64>,
+}
+
+impl Figure for LineFigure<'_> {
+    fn render<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
+        self.plot
+            .render(root, self.lines, self.x_range.clone(), self.y_range.clone())
+    }
+}
+
+/// A bar chart with its computed y range.
+struct BarFigure<'a> {
+    chart: &'a BarChart,
+    y_range: Range<f64>,
+}
+
+impl Figure for BarFigure<'_> {
+    fn render<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
+        self.chart.render(root, self.y_range.clone())
+    }
+}
+
+/// Draws `figure` into `path` as `format` (its parent directory created), `size` pixels.
+fn draw_file(
+    figure: &impl Figure,
+    path: &Path,
+    format: ImageFormat,
+    size: (u32, u32),
+) -> Result<(), PlotError> {
+    create_parent(path)?;
+    let result = match format {
+        ImageFormat::Png => {
+            let root = BitMapBackend::new(path, size).into_drawing_area();
+            figure
+                .render(&root)
+                .and_then(|_| root.present().map_err(|e| e.to_string()))
+        }
+        ImageFormat::Svg => {
+            let root = SVGBackend::new(path, size).into_drawing_area();
+            figure
+                .render(&root)
+                .and_then(|_| root.present().map_err(|e| e.to_string()))
+        }
+    };
+    result.map_err(|message| PlotError::Drawing {
+        path: path.to_path_buf(),
+        message,
+    })
+}
+
 fn padded_range(values: impl Iterator<Item = f64>, from_zero: bool, pad: f64) -> Range<f64> {
     let (mut low, mut high) = values.fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| {
         (lo.min(v), hi.max(v))
@@ -761,23 +811,11 @@ impl BarChart {
         }
         let y_range = padded_range(values.into_iter(), true, 0.12);
         let y_range = with_legend_room(y_range, self.series.len(), self.size.1);
-        create_parent(path)?;
-        let result = match format {
-            ImageFormat::Png => {
-                let root = BitMapBackend::new(path, self.size).into_drawing_area();
-                self.render(&root, y_range)
-                    .and_then(|_| root.present().map_err(|e| e.to_string()))
-            }
-            ImageFormat::Svg => {
-                let root = SVGBackend::new(path, self.size).into_drawing_area();
-                self.render(&root, y_range)
-                    .and_then(|_| root.present().map_err(|e| e.to_string()))
-            }
+        let figure = BarFigure {
+            chart: self,
+            y_range,
         };
-        result.map_err(|message| PlotError::Drawing {
-            path: path.to_path_buf(),
-            message,
-        })
+        draw_file(&figure, path, format, self.size)
     }
 
     fn render<DB: DrawingBackend>(

@@ -102,12 +102,7 @@ pub fn convert_samples(layout: &Layout, output: &str, path: &Path) -> Result<Con
     let mut totals = vec![FlowTotals::default(); layout.flows.len()];
     let mut per_interval_sent: Vec<Vec<f64>> = vec![Vec::new(); layout.flows.len()];
     for (k, &time) in layout.flow_times.iter().enumerate() {
-        let width = time
-            - if k == 0 {
-                Duration::ZERO
-            } else {
-                layout.flow_times[k - 1]
-            };
+        let width = interval_width(&layout.flow_times, k);
         for (i, flow) in layout.flows.iter().enumerate() {
             let now = samples.flows[k][i].ok_or_else(|| {
                 missing(format!("flow {} at {} s", flow.name, seconds_text(time)))
@@ -187,12 +182,7 @@ pub fn convert_samples(layout: &Layout, output: &str, path: &Path) -> Result<Con
     // links.csv
     let mut link_totals = vec![LinkCounters::default(); layout.directions.len()];
     for (k, &time) in layout.flow_times.iter().enumerate() {
-        let width = time
-            - if k == 0 {
-                Duration::ZERO
-            } else {
-                layout.flow_times[k - 1]
-            };
+        let width = interval_width(&layout.flow_times, k);
         for (d, direction) in layout.directions.iter().enumerate() {
             let now = samples.links[k][d].clone().ok_or_else(|| {
                 missing(format!(
@@ -434,4 +424,10 @@ pub fn write_outputs(converted: &Converted, directory: &Path) -> Result<(), Ns2E
 /// A sampling time as the output files write it (`12.5`), for error messages.
 fn seconds_text(time: Duration) -> String {
     tfrc_output::format_time_nanos(u64::try_from(time.as_nanos()).unwrap_or(u64::MAX))
+}
+
+/// Width of output interval `k` whose ends are `ends` (the first starts at 0).
+fn interval_width(ends: &[Duration], k: usize) -> Duration {
+    let start = if k == 0 { Duration::ZERO } else { ends[k - 1] };
+    ends[k] - start
 }

@@ -84,6 +84,21 @@ impl Resolver<'_> {
         self.number(key, value, value >= 0.0, "a number of packets ≥ 0")
     }
 
+    /// Checks that an optional stop time comes after the start.
+    fn stop_after(&self, key: &str, start: Duration, stop: Option<Duration>) -> Result<()> {
+        match stop {
+            Some(stop) if stop <= start => Err(self.error(
+                key,
+                format!(
+                    "expected a stop time after start ({}), got {}",
+                    format_duration(start),
+                    format_duration(stop)
+                ),
+            )),
+            _ => Ok(()),
+        }
+    }
+
     fn ordered(&self, low_key: &str, low: f64, high_key: &str, high: f64) -> Result<()> {
         if low < high {
             Ok(())
@@ -555,18 +570,7 @@ fn resolve_loss(r: &Resolver<'_>, prefix: &str, raw: &RawLoss) -> Result<LossSpe
     };
     let start = raw.start.map_or(Duration::ZERO, |d| d.0);
     let stop = flatten(raw.stop.clone()).map(|d| d.0);
-    if let Some(stop) = stop {
-        if stop <= start {
-            return Err(r.error(
-                key("stop"),
-                format!(
-                    "expected a stop time after start ({}), got {}",
-                    format_duration(start),
-                    format_duration(stop)
-                ),
-            ));
-        }
-    }
+    r.stop_after(&key("stop"), start, stop)?;
     Ok(LossSpec { model, start, stop })
 }
 
@@ -626,18 +630,7 @@ fn resolve_flow(
         ));
     }
     let stop = flatten(raw.stop.clone()).map(|d| d.0);
-    if let Some(stop) = stop {
-        if stop <= start {
-            return Err(r.error(
-                key("stop"),
-                format!(
-                    "expected a stop time after start ({}), got {}",
-                    format_duration(start),
-                    format_duration(stop)
-                ),
-            ));
-        }
-    }
+    r.stop_after(&key("stop"), start, stop)?;
     let packet_size = raw.packet_size.unwrap_or(1000);
     if packet_size == 0 || packet_size > MAX_PACKET_SIZE {
         return Err(r.error(

@@ -315,13 +315,7 @@ impl TcpSender {
             match (&*self.stream).read(&mut scratch) {
                 Ok(0) => break,
                 Ok(_) => {}
-                Err(error)
-                    if matches!(
-                        error.kind(),
-                        std::io::ErrorKind::WouldBlock
-                            | std::io::ErrorKind::TimedOut
-                            | std::io::ErrorKind::Interrupted
-                    ) => {}
+                Err(error) if is_transient(&error) => {}
                 Err(_) => break,
             }
         }
@@ -382,13 +376,7 @@ fn spawn_writer(
                 Ok(count) => {
                     written.fetch_add(count as u64, Ordering::Relaxed);
                 }
-                Err(error)
-                    if matches!(
-                        error.kind(),
-                        std::io::ErrorKind::WouldBlock
-                            | std::io::ErrorKind::TimedOut
-                            | std::io::ErrorKind::Interrupted
-                    ) => {}
+                Err(error) if is_transient(&error) => {}
                 Err(error) => return Err(error),
             }
         }
@@ -448,20 +436,10 @@ impl Sampler {
     ) {
         if let (Some(due), Some(interval)) = (self.next_log, self.log_interval) {
             if now >= due {
-                if let (Some(csv), Ok(info)) = (csv, TcpInfo::from_socket(socket)) {
-                    let time = (now - self.start).as_secs_f64();
-                    let _ = csv.write(
-                        time,
-                        unix_time_seconds(),
-                        &self.flow_id,
-                        &FlowSnapshot::Tcp(info),
-                    );
+                if let Some(csv) = csv {
+                    log_tcp_info(csv, socket, &self.flow_id, now - self.start);
                 }
-                let mut next = due + interval;
-                if next <= now {
-                    next = now + interval;
-                }
-                self.next_log = Some(next);
+                self.next_log = Some(next_log_time(due, interval, now));
             }
         }
         if let (Some(due), Some(interval)) = (self.next_report, self.report_interval) {
@@ -670,22 +648,11 @@ impl TcpReceiver {
                 if now >= due {
                     if let Some(csv) = csv.as_mut() {
                         for connection in &connections {
-                            if let Ok(info) = TcpInfo::from_socket(&connection.stream) {
-                                let time = (now - connection.started).as_secs_f64();
-                                let _ = csv.write(
-                                    time,
-                                    unix_time_seconds(),
-                                    &connection.flow_id,
-                                    &FlowSnapshot::Tcp(info),
-                                );
-                            }
+                            let elapsed = now - connection.started;
+                            log_tcp_info(csv, &connection.stream, &connection.flow_id, elapsed);
                         }
                     }
-                    let mut next = due + interval;
-                    if next <= now {
-                        next = now + interval;
-                    }
-                    next_log = Some(next);
+                    next_log = Some(next_log_time(due, interval, now));
                 }
             }
             if let (Some(due), Some(interval)) = (next_report, report_interval) {
@@ -751,13 +718,7 @@ fn accept(stream: TcpStream, peer: SocketAddr, stop: &Arc<AtomicBool>) -> Option
                     Ok(count) => {
                         received.fetch_add(count as u64, Ordering::Relaxed);
                     }
-                    Err(error)
-                        if matches!(
-                            error.kind(),
-                            std::io::ErrorKind::WouldBlock
-                                | std::io::ErrorKind::TimedOut
-                                | std::io::ErrorKind::Interrupted
-                        ) => {}
+                    Err(error) if is_transient(&error) => {}
                     Err(_) => return,
                 }
             }
@@ -879,4 +840,42 @@ fn finish_connection(
         final_tcp_info: final_info,
         cpu_utilization_percent: cpu.utilization(),
     }
+}
+
+/// Writes one `tcp_info` row of `socket` (flow `flow_id`, `elapsed` since it started); a
+/// socket whose `tcp_info` cannot be read writes nothing.
+fn log_tcp_info(csv: &mut FlowCsv, socket: impl AsFd, flow_id: &str, elapsed: Duration) {
+    if let Ok(info) = TcpInfo::from_socket(socket) {
+        let _ = csv.write(
+            elapsed.as_secs_f64(),
+            unix_time_seconds(),
+            flow_id,
+            &FlowSnapshot::Tcp(info),
+        );
+    }
+}
+
+/// The log time after `due`: one `interval` on, or one `interval` after `now` when the loop
+/// fell behind (no burst of catch-up rows).
+fn next_log_time(
+    due: std::time::Instant,
+    interval: Duration,
+    now: std::time::Instant,
+) -> std::time::Instant {
+    let next = due + interval;
+    if next <= now {
+        now + interval
+    } else {
+        next
+    }
+}
+
+/// An I/O error that only means "try again": a socket timeout or an interrupted call.
+fn is_transient(error: &std::io::Error) -> bool {
+    matches!(
+        error.kind(),
+        std::io::ErrorKind::WouldBlock
+            | std::io::ErrorKind::TimedOut
+            | std::io::ErrorKind::Interrupted
+    )
 }

@@ -289,14 +289,7 @@ pub fn draw(experiment: &Experiment, out: &Path) -> Result<Vec<(PathBuf, String)
         }
         "e002-rtt" => {
             let names: Vec<String> = runs.iter().map(|run| run_name(run)).collect();
-            let sources: Vec<Source<'_>> = runs
-                .iter()
-                .zip(&names)
-                .map(|(run, name)| Source {
-                    name,
-                    run: &run.run,
-                })
-                .collect();
+            let sources = named_sources(runs.iter().copied(), &names);
             let plot = plot::rtt_over_time("e002-rtt: senders' RTT estimate", &sources, &[]);
             figures.push((
                 save_line(&plot, out, id, "rtt")?,
@@ -539,15 +532,7 @@ pub fn draw(experiment: &Experiment, out: &Path) -> Result<Vec<(PathBuf, String)
             .iter()
             .map(|run| format!("ours ({})", run_name(run)))
             .collect();
-        let mut sources: Vec<Source<'_>> = experiment
-            .runs
-            .iter()
-            .zip(&names)
-            .map(|(run, name)| Source {
-                name,
-                run: &run.run,
-            })
-            .collect();
+        let mut sources = named_sources(experiment.runs.iter(), &names);
         sources.push(Source {
             name: "ns-2.35",
             run: ns2,
@@ -864,4 +849,17 @@ pub fn ns2_comparison(
         }
     }
     rows
+}
+
+/// Plot sources: each run under its name (`runs` and `names` in the same order).
+fn named_sources<'a>(
+    runs: impl Iterator<Item = &'a LoadedRun>,
+    names: &'a [String],
+) -> Vec<Source<'a>> {
+    runs.zip(names)
+        .map(|(run, name)| Source {
+            name,
+            run: &run.run,
+        })
+        .collect()
 }

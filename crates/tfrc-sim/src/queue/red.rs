@@ -63,14 +63,13 @@ impl Default for RedParams {
 impl RedParams {
     /// Checks every parameter, naming the first bad one.
     pub fn validate(&self) -> Result<(), ParameterError> {
-        if self.limit == 0 {
-            return Err(ParameterError::new(
-                ELEMENT,
-                "limit",
-                self.limit,
-                "at least 1 packet",
-            ));
-        }
+        crate::error::check(
+            ELEMENT,
+            "limit",
+            self.limit,
+            self.limit > 0,
+            "at least 1 packet",
+        )?;
         super::check_drop_curve(
             ELEMENT,
             ["min_threshold", "max_threshold", "max_probability"],

@@ -92,14 +92,13 @@ impl Default for RioParams {
 impl RioParams {
     /// Checks every parameter, naming the first bad one.
     pub fn validate(&self) -> Result<(), ParameterError> {
-        if self.limit == 0 {
-            return Err(ParameterError::new(
-                ELEMENT,
-                "limit",
-                self.limit,
-                "at least 1 packet",
-            ));
-        }
+        crate::error::check(
+            ELEMENT,
+            "limit",
+            self.limit,
+            self.limit > 0,
+            "at least 1 packet",
+        )?;
         self.in_profile.validate([
             "in_profile.min_threshold",
             "in_profile.max_threshold",
