@@ -204,3 +204,11 @@ pub(crate) fn check_averaging(
     )?;
     Ok(())
 }
+
+/// Packets per second of `mean_packet_size` bytes a link of `bits_per_second` sends (`None`
+/// for a rate of zero or not finite): how RED and RIO count the packets an idle link could have
+/// sent (ns-2's `ptc`, used to age the average over an idle period).
+pub(crate) fn packet_rate(bits_per_second: f64, mean_packet_size: u32) -> Option<f64> {
+    let rate = bits_per_second / (8.0 * f64::from(mean_packet_size));
+    (rate.is_finite() && rate > 0.0).then_some(rate)
+}

@@ -247,8 +247,7 @@ impl Queue for Red {
     }
 
     fn set_link_rate(&mut self, bits_per_second: f64) {
-        let rate = bits_per_second / (8.0 * f64::from(self.params.mean_packet_size));
-        self.packets_per_second = (rate.is_finite() && rate > 0.0).then_some(rate);
+        self.packets_per_second = super::packet_rate(bits_per_second, self.params.mean_packet_size);
     }
 
     fn average_queue(&self) -> Option<f64> {
