@@ -16,22 +16,24 @@ fn tfrc() -> Command {
     Command::cargo_bin("tfrc").unwrap()
 }
 
+/// `tfrc sim FILE --out OUT`.
+fn sim(file: &std::path::Path, out: &std::path::Path) -> Command {
+    let mut command = tfrc();
+    command.args([
+        "sim",
+        file.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    command
+}
+
 #[test]
 fn sim_writes_the_four_files_and_prints_a_summary_table() {
     let directory = Scratch::new();
     let file = directory.write("cli.toml", &scenario());
     let out = directory.join("out");
-    let table = succeeded(
-        tfrc()
-            .args([
-                "sim",
-                file.to_str().unwrap(),
-                "--out",
-                out.to_str().unwrap(),
-            ])
-            .output()
-            .unwrap(),
-    );
+    let table = succeeded(sim(&file, &out).output().unwrap());
     assert!(
         table.contains("goodput kb/s") && table.contains("Jain index"),
         "{table}"
@@ -59,14 +61,8 @@ fn seed_and_set_override_the_file() {
     let directory = Scratch::new();
     let file = directory.write("cli.toml", &scenario());
     let out = directory.join("out");
-    tfrc()
-        .args([
-            "sim",
-            file.to_str().unwrap(),
-            "--out",
-            out.to_str().unwrap(),
-            "--quiet",
-        ])
+    sim(&file, &out)
+        .arg("--quiet")
         .args([
             "--seed",
             "42",
@@ -121,16 +117,7 @@ fn a_sweep_writes_one_directory_per_variant() {
     );
     let file = directory.write("sweep.toml", &text);
     let out = directory.join("out");
-    tfrc()
-        .args([
-            "sim",
-            file.to_str().unwrap(),
-            "--out",
-            out.to_str().unwrap(),
-            "--quiet",
-        ])
-        .assert()
-        .success();
+    sim(&file, &out).arg("--quiet").assert().success();
     for variant in ["delay=24ms", "delay=49ms"] {
         assert!(
             out.join(variant).join("summary.json").is_file(),

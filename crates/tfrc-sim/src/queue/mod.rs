@@ -180,13 +180,15 @@ pub(crate) fn check_drop_curve(
     Ok(())
 }
 
-/// Checks the averaging parameters RED and RIO share: the EWMA weight in (0, 1] and a mean
-/// packet size of at least 1 byte.
-pub(crate) fn check_averaging(
+/// Checks the parameters RED and RIO share: a limit of at least 1 packet, the EWMA weight in
+/// (0, 1] and a mean packet size of at least 1 byte.
+pub(crate) fn check_shared(
     element: &'static str,
+    limit: usize,
     weight: f64,
     mean_packet_size: u32,
 ) -> Result<(), ParameterError> {
+    crate::error::check(element, "limit", limit, limit > 0, "at least 1 packet")?;
     let valid_weight = weight > 0.0 && weight <= 1.0;
     crate::error::check(
         element,

@@ -63,20 +63,13 @@ impl Default for RedParams {
 impl RedParams {
     /// Checks every parameter, naming the first bad one.
     pub fn validate(&self) -> Result<(), ParameterError> {
-        crate::error::check(
-            ELEMENT,
-            "limit",
-            self.limit,
-            self.limit > 0,
-            "at least 1 packet",
-        )?;
+        super::check_shared(ELEMENT, self.limit, self.weight, self.mean_packet_size)?;
         super::check_drop_curve(
             ELEMENT,
             ["min_threshold", "max_threshold", "max_probability"],
             [self.min_threshold, self.max_threshold, self.max_probability],
             "a finite number of packets greater than min_threshold",
         )?;
-        super::check_averaging(ELEMENT, self.weight, self.mean_packet_size)?;
         Ok(())
     }
 

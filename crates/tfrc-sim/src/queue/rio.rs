@@ -92,13 +92,7 @@ impl Default for RioParams {
 impl RioParams {
     /// Checks every parameter, naming the first bad one.
     pub fn validate(&self) -> Result<(), ParameterError> {
-        crate::error::check(
-            ELEMENT,
-            "limit",
-            self.limit,
-            self.limit > 0,
-            "at least 1 packet",
-        )?;
+        super::check_shared(ELEMENT, self.limit, self.weight, self.mean_packet_size)?;
         self.in_profile.validate([
             "in_profile.min_threshold",
             "in_profile.max_threshold",
@@ -109,7 +103,6 @@ impl RioParams {
             "out_profile.max_threshold",
             "out_profile.max_probability",
         ])?;
-        super::check_averaging(ELEMENT, self.weight, self.mean_packet_size)?;
         Ok(())
     }
 
