@@ -43,6 +43,14 @@ fn compare(directory: &Path) -> Result<()> {
         .with_context(|| format!("{}: simulator run", scenario.name))?;
     let ns2 = Run::load(directory)?;
     let ours = Run::load(&ours_dir)?;
+    // Every flow, UDP ones included (the default would leave the UDP background out, and a
+    // UDP-only scenario with nothing to draw).
+    let flows: Vec<&str> = ns2
+        .summary
+        .flows
+        .iter()
+        .map(|flow| flow.name.as_str())
+        .collect();
     let plot = plot::throughput_over_time(
         &format!("{}: ns-2.35 and our simulator", scenario.name),
         &[
@@ -55,7 +63,7 @@ fn compare(directory: &Path) -> Result<()> {
                 run: &ours,
             },
         ],
-        &[],
+        &flows,
         &[Direction::Received],
     );
     for extension in ["png", "svg"] {

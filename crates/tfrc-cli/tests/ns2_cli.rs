@@ -59,3 +59,72 @@ fn ns2_and_our_simulator_on_one_figure() {
         "legend missing"
     );
 }
+
+/// A UDP-only scenario on a trace-driven link: `tfrc ns2` draws its figure (it used to stop
+/// with "nothing to plot"), and ns-2's link follows the trace over time as ours does — 1 Mb/s
+/// for 10 s, then 3 Mb/s under a 2 Mb/s CBR flow — instead of running the trace's mean.
+#[test]
+fn a_udp_flow_on_a_trace_driven_link_in_ns2() {
+    if !tfrc_test_support::ns2_available("a_udp_flow_on_a_trace_driven_link_in_ns2") {
+        return;
+    }
+    let directory = Scratch::new();
+    let mut times = Vec::new();
+    let mut t = 0u64;
+    while t < 10_000 {
+        t += 12;
+        times.push(t.to_string());
+    }
+    while t < 20_000 {
+        t += 4;
+        times.push(t.to_string());
+    }
+    let trace = directory.write("step.trace", &(times.join("\n") + "\n"));
+    let text = format!(
+        "name = \"step\"\nduration = \"20s\"\n[[link]]\nbetween = [\"a\", \"b\"]\ntrace = \"{}\"\n\
+         delay = \"20ms\"\nqueue = {{ kind = \"droptail\", limit = 100 }}\nreverse = {{ rate = \"10Mbps\" }}\n\
+         [[flow]]\nname = \"c\"\nkind = \"cbr\"\nrate = \"2Mbps\"\nfrom = \"a\"\nto = \"b\"\npacket_size = 1500\n",
+        trace.display()
+    );
+    let file = directory.write("step.toml", &text);
+    let out = directory.join("out");
+    let stdout = succeeded(
+        Command::cargo_bin("tfrc")
+            .unwrap()
+            .args([
+                "ns2",
+                file.to_str().unwrap(),
+                "--out",
+                out.to_str().unwrap(),
+            ])
+            .output()
+            .unwrap(),
+    );
+    assert!(out.join("ns2-vs-ours.png").is_file(), "{stdout}");
+    let mean_kbps = |run: &Path, from: f64, to: f64| {
+        let (header, rows) = tfrc_test_support::read_csv(&run.join("flows.csv"));
+        let time = header.iter().position(|h| h == "time_s").unwrap();
+        let recv = header.iter().position(|h| h == "recv_kbps").unwrap();
+        let values: Vec<f64> = rows
+            .iter()
+            .filter(|row| {
+                let t: f64 = row[time].parse().unwrap();
+                t > from && t <= to
+            })
+            .map(|row| row[recv].parse().unwrap())
+            .collect();
+        values.iter().sum::<f64>() / values.len() as f64
+    };
+    for (run, name) in [(out.clone(), "ns-2"), (out.join("ours"), "ours")] {
+        let first = mean_kbps(&run, 1.0, 10.0);
+        let last = mean_kbps(&run, 15.0, 20.0);
+        assert!(
+            (950.0..1100.0).contains(&first),
+            "{name}: {first} kb/s over 1-10 s"
+        );
+        assert!(
+            (1900.0..2100.0).contains(&last),
+            "{name}: {last} kb/s over 15-20 s"
+        );
+    }
+}

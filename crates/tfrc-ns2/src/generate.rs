@@ -136,9 +136,11 @@ pub struct LinkDirectionLayout {
     pub from: String,
     /// Receiving node.
     pub to: String,
-    /// The constant rate ns-2 uses, in bits/s.
+    /// The rate ns-2 uses, in bits/s: the link's constant rate, or for a trace the mean rate of
+    /// its schedule over the run.
     pub capacity_bps: u64,
-    /// Whether the scenario gives a trace (ns-2 then runs the trace's mean rate).
+    /// Whether the scenario gives a trace (ns-2 then changes the link's rate every
+    /// [`TRACE_BIN`] to follow it).
     pub trace_driven: bool,
 }
 
@@ -150,6 +152,8 @@ struct DirectionPlan<'a> {
     /// Scenario key prefix: `link[1]` or `link[1].reverse`.
     key: String,
     capacity_bps: u64,
+    /// For a trace: the rate changes `(time, bits/s)` that make the ns-2 link follow it.
+    rate_changes: Vec<(Duration, u64)>,
     /// Indices of the markers on this direction.
     markers: Vec<usize>,
 }
@@ -239,19 +243,23 @@ impl<'a> Generator<'a> {
                 (a, b, &link.forward, format!("link[{index}]")),
                 (b, a, &link.reverse, format!("link[{index}].reverse")),
             ] {
-                let capacity_bps = match &spec.capacity {
-                    Capacity::Rate(rate) => rate.bits_per_second(),
-                    Capacity::Trace { path, .. } => {
-                        let mean = trace_mean_rate(path).map_err(|message| {
-                            generate_error(scenario, &format!("{key}.trace"), message)
-                        })?;
+                let (capacity_bps, rate_changes) = match &spec.capacity {
+                    Capacity::Rate(rate) => (rate.bits_per_second(), Vec::new()),
+                    Capacity::Trace { path, offset, .. } => {
+                        let schedule = TraceFile::read(path)
+                            .and_then(|trace| trace.rate_schedule(*offset, scenario.duration))
+                            .map_err(|message| {
+                                generate_error(scenario, &format!("{key}.trace"), message)
+                            })?;
                         self.unsupported.push(format!(
-                            "{key}.trace: ns-2 links have a constant rate; the trace {} is \
-                             replaced by its mean rate, {} bit/s",
+                            "{key}.trace: ns-2 links have no delivery opportunities; the link's \
+                             rate follows the trace {} in {} ms bins ({} rate changes, mean {} bit/s)",
                             path.display(),
-                            mean
+                            TRACE_BIN.as_millis(),
+                            schedule.changes.len(),
+                            schedule.mean_bps
                         ));
-                        mean
+                        (schedule.mean_bps, schedule.changes)
                     }
                 };
                 self.directions.push(DirectionPlan {
@@ -260,6 +268,7 @@ impl<'a> Generator<'a> {
                     spec,
                     key,
                     capacity_bps,
+                    rate_changes,
                     markers: Vec::new(),
                 });
             }
@@ -585,6 +594,13 @@ impl<'a> Generator<'a> {
                 comment_text(&names[b]),
                 plan.key
             );
+            for (at, rate) in &plan.rate_changes {
+                let _ = writeln!(
+                    out,
+                    "$ns at {} \"[[$ns link $n({a}) $n({b})] link] set bandwidth_ {rate}\"",
+                    tcl::seconds(*at)
+                );
+            }
             let queue = format!("[[$ns link $n({a}) $n({b})] queue]");
             match (&plan.spec.queue, plan.markers.is_empty()) {
                 (QueueSpec::DropTail { limit }, true) => {
@@ -827,8 +843,9 @@ impl<'a> Generator<'a> {
                 }
                 FlowKind::Tcp(tcp) => {
                     let (agent, sink) = match (tcp.variant, tcp.delayed_ack) {
-                        (TcpVariant::Reno, false) => ("Agent/TCP", "Agent/TCPSink"),
-                        (TcpVariant::Reno, true) => ("Agent/TCP", "Agent/TCPSink/DelAck"),
+                        // `Agent/TCP` is Tahoe in ns-2; Reno is its own class.
+                        (TcpVariant::Reno, false) => ("Agent/TCP/Reno", "Agent/TCPSink"),
+                        (TcpVariant::Reno, true) => ("Agent/TCP/Reno", "Agent/TCPSink/DelAck"),
                         (TcpVariant::NewReno, false) => ("Agent/TCP/Newreno", "Agent/TCPSink"),
                         (TcpVariant::NewReno, true) => {
                             ("Agent/TCP/Newreno", "Agent/TCPSink/DelAck")
@@ -1161,34 +1178,138 @@ fn sample_times(scenario: &Scenario) -> (Vec<Duration>, Vec<Duration>) {
     )
 }
 
-/// The mean rate of a Mahimahi trace: 1500-byte opportunities over the trace's period.
-fn trace_mean_rate(path: &Path) -> Result<u64, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|error| format!("cannot read the trace {}: {error}", path.display()))?;
-    let mut count: u64 = 0;
-    let mut last: u64 = 0;
-    for (number, line) in text.lines().enumerate() {
-        let line = line.trim();
-        if line.is_empty() {
-            continue;
+/// Width of the bins in which an ns-2 link follows a delivery trace: its rate changes at most
+/// once per bin.
+pub const TRACE_BIN: Duration = Duration::from_millis(100);
+
+/// Most bins a trace-driven link may have in one run (a rate change is one `$ns at` line).
+const MAX_TRACE_BINS: u64 = 1_000_000;
+
+/// A Mahimahi delivery trace as ns-2 uses it: how many 1500-byte opportunities each
+/// millisecond of one period has. As in Mahimahi and the simulator (`tfrc_sim::trace`), the
+/// trace repeats with a period `P` equal to its last time: a line `t` is an opportunity at
+/// `t`, `t + P`, `t + 2P`, … of the trace's time, so a last line `P` is one at `P`, `2P`, … but
+/// not at 0.
+struct TraceFile {
+    /// Opportunities at each millisecond `0 .. P` of the second and later passes; a line `t`
+    /// counts at `t mod P`.
+    per_millisecond: Vec<u32>,
+    /// Lines equal to `P`: counted at slot 0, but absent from the trace's time 0.
+    at_period: u32,
+}
+
+/// The rate changes that make an ns-2 link follow a trace, and their mean over the run.
+struct RateSchedule {
+    changes: Vec<(Duration, u64)>,
+    mean_bps: u64,
+}
+
+/// Bits one delivery opportunity carries.
+const OPPORTUNITY_BITS: u64 = 1500 * 8;
+
+impl TraceFile {
+    fn read(path: &Path) -> Result<TraceFile, String> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|error| format!("cannot read the trace {}: {error}", path.display()))?;
+        let mut times = Vec::new();
+        for (number, line) in text.lines().enumerate() {
+            let line = line.trim();
+            if line.is_empty() {
+                continue;
+            }
+            let millisecond: u64 = line.parse().map_err(|_| {
+                format!(
+                    "{}:{}: expected a time in milliseconds, got {line:?}",
+                    path.display(),
+                    number + 1
+                )
+            })?;
+            times.push(millisecond);
         }
-        let millisecond: u64 = line.parse().map_err(|_| {
-            format!(
-                "{}:{}: expected a time in milliseconds, got {line:?}",
-                path.display(),
-                number + 1
-            )
-        })?;
-        count += 1;
-        last = last.max(millisecond);
+        let period = times.iter().copied().max().unwrap_or(0);
+        if period == 0 {
+            return Err(format!(
+                "the trace {} has no delivery opportunities after 0 ms, so no rate",
+                path.display()
+            ));
+        }
+        let length = usize::try_from(period)
+            .ok()
+            .filter(|&length| length <= 100_000_000)
+            .ok_or_else(|| format!("the trace {} is longer than 100000 s", path.display()))?;
+        let mut per_millisecond = vec![0u32; length];
+        let mut at_period = 0u32;
+        for time in times {
+            let slot = (time % period) as usize;
+            per_millisecond[slot] = per_millisecond[slot].saturating_add(1);
+            if time == period {
+                at_period = at_period.saturating_add(1);
+            }
+        }
+        Ok(TraceFile {
+            per_millisecond,
+            at_period,
+        })
     }
-    if count == 0 || last == 0 {
-        return Err(format!(
-            "the trace {} has no delivery opportunities after 0 ms, so no mean rate",
-            path.display()
-        ));
+
+    /// Opportunities at millisecond `time` of the trace's own time.
+    fn at(&self, time: u64) -> u64 {
+        let period = self.per_millisecond.len() as u64;
+        let slot = u64::from(self.per_millisecond[(time % period) as usize]);
+        if time == 0 {
+            slot - u64::from(self.at_period)
+        } else {
+            slot
+        }
     }
-    Ok(count * 1500 * 8 * 1000 / last)
+
+    /// The link's rate per [`TRACE_BIN`] of a run of `duration` whose time 0 is the trace's
+    /// time `offset`: the bin's opportunities over the bin. A run of bins without an
+    /// opportunity shares the opportunities of the next bin that has some (an ns-2 link cannot
+    /// stop), so every opportunity's bytes are delivered by the end of the bin it is in;
+    /// trailing empty bins keep the last rate. Only changes are listed, the first at 0.
+    fn rate_schedule(&self, offset: Duration, duration: Duration) -> Result<RateSchedule, String> {
+        let bin_ms = TRACE_BIN.as_millis() as u64;
+        let run_ms = u64::try_from(duration.as_millis()).unwrap_or(u64::MAX);
+        let bins = run_ms.div_ceil(bin_ms);
+        if bins > MAX_TRACE_BINS {
+            return Err(format!(
+                "a trace-driven link in ns-2 changes its rate every {bin_ms} ms; a run of {} s \
+                 needs more than {MAX_TRACE_BINS} changes",
+                duration.as_secs()
+            ));
+        }
+        let period = self.per_millisecond.len() as u64;
+        let offset_ms = u64::try_from(offset.as_millis()).unwrap_or(0) % period;
+        let mut changes: Vec<(Duration, u64)> = Vec::new();
+        let mut pending_from: Option<u64> = None;
+        let mut total_bits: u64 = 0;
+        for bin in 0..bins {
+            let start = bin * bin_ms;
+            let end = (start + bin_ms).min(run_ms);
+            let opportunities: u64 = (start..end).map(|t| self.at(offset_ms + t)).sum();
+            let from = pending_from.unwrap_or(bin);
+            if opportunities == 0 {
+                pending_from = Some(from);
+                continue;
+            }
+            pending_from = None;
+            total_bits += opportunities * OPPORTUNITY_BITS;
+            let span_ms = end - from * bin_ms;
+            let rate = (opportunities * OPPORTUNITY_BITS * 1000 / span_ms).max(1);
+            if changes.last().map(|&(_, last)| last) != Some(rate) {
+                changes.push((Duration::from_millis(from * bin_ms), rate));
+            }
+        }
+        if changes.is_empty() {
+            return Err(format!(
+                "the trace offers no delivery opportunity in the run's {} s",
+                duration.as_secs_f64()
+            ));
+        }
+        let mean_bps = (total_bits * 1000 / run_ms.max(1)).max(1);
+        Ok(RateSchedule { changes, mean_bps })
+    }
 }
 
 /// Merges lines that differ only by the instance number of a `count` flow

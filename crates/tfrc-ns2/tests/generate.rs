@@ -128,7 +128,8 @@ fn every_mapped_feature_has_its_tcl_object() {
         "new Agent/TFRC]; $src(0) set packetSize_ 1000; $src(0) set ca_ 0",
         "new Agent/TFRCSink]; $snk(0) set NumFeedback_ 4; $snk(0) set discount_ 1",
         // TCP variants and sinks, payload = packet_size - 40
-        "new Agent/TCP]; $src(1) set packetSize_ 960; $src(1) set window_ 20",
+        // Reno is `Agent/TCP/Reno` (`Agent/TCP` is Tahoe in ns-2)
+        "new Agent/TCP/Reno]; $src(1) set packetSize_ 960; $src(1) set window_ 20",
         "set snk(1) [new Agent/TCPSink]",
         "new Agent/TCP/Newreno]",
         "new Agent/TCPSink/DelAck]; $snk(2) set interval_ 0.2",
@@ -197,7 +198,8 @@ fn every_mapped_feature_has_its_tcl_object() {
 fn unsupported_features_are_listed_by_key() {
     let directory = tempfile::tempdir().expect("temporary directory");
     let trace = directory.path().join("down.trace");
-    // 4 opportunities per 4 ms period = 4 x 1500 B / 4 ms = 12 Mbit/s.
+    // 4 opportunities per 4 ms period = 4 x 1500 B / 4 ms = 12 Mbit/s, less the opportunity
+    // of the line `4` at time 0 that the first pass does not have: 9999 in the 10 s run.
     std::fs::write(&trace, "1\n2\n2\n4\n").expect("write trace");
     let text = format!(
         r#"
@@ -238,7 +240,7 @@ fn unsupported_features_are_listed_by_key() {
     let unsupported = &generated.unsupported;
     let starts = |prefix: &str| unsupported.iter().any(|line| line.starts_with(prefix));
     assert!(
-        starts("link[0].trace: ") && unsupported[0].contains("12000000 bit/s"),
+        starts("link[0].trace: ") && unsupported[0].contains("mean 11998800 bit/s"),
         "{unsupported:?}"
     );
     assert!(starts("link[0].loss: exponential"), "{unsupported:?}");
@@ -260,11 +262,12 @@ fn unsupported_features_are_listed_by_key() {
         "{veno:?}"
     );
     assert_eq!(unsupported.len(), 7, "{unsupported:?}");
-    // The unsupported losses are absent from the script; the trace link runs its mean rate.
+    // The unsupported losses are absent from the script; the trace link starts at its mean
+    // rate over the run, and its schedule (a constant trace here) sets that rate at 0.
     assert!(!generated.tcl.contains("new ErrorModel"));
     assert!(generated
         .tcl
-        .contains("$ns simplex-link $n(0) $n(1) 12000000 0.01"));
+        .contains("$ns simplex-link $n(0) $n(1) 11998800 0.01"));
     assert!(generated.tcl.contains("# UNSUPPORTED flow.g.target_rate"));
 }
 
@@ -607,4 +610,74 @@ fn malformed_or_missing_samples_are_errors() {
     let error =
         convert_samples(&generated.layout, truncated, Path::new("out.txt")).expect_err("truncated");
     assert!(error.to_string().contains("did ns-2 stop early"), "{error}");
+}
+
+/// A trace-driven link follows the trace over time in 100 ms bins, never one constant mean:
+/// 1 opportunity per 12 ms for 10 s (1 Mb/s), then 1 per 4 ms (3 Mb/s).
+#[test]
+fn a_trace_driven_link_changes_its_rate_over_time() {
+    let directory = tempfile::tempdir().expect("temporary directory");
+    let trace = directory.path().join("step.trace");
+    let mut times = Vec::new();
+    let mut t = 0u64;
+    while t < 10_000 {
+        t += 12;
+        times.push(t);
+    }
+    while t < 20_000 {
+        t += 4;
+        times.push(t);
+    }
+    let text: String = times.iter().map(|t| format!("{t}\n")).collect();
+    std::fs::write(&trace, text).expect("write trace");
+    let scenario_text = format!(
+        "name = \"step\"\nduration = \"20s\"\n[[link]]\nbetween = [\"a\", \"b\"]\ntrace = \"{}\"\n\
+         delay = \"20ms\"\nreverse = {{ rate = \"10Mbps\" }}\n[[flow]]\nname = \"c\"\nkind = \"cbr\"\n\
+         rate = \"2Mbps\"\nfrom = \"a\"\nto = \"b\"\n",
+        trace.display()
+    );
+    let generated = generate(&scenario(&scenario_text)).expect("generates");
+    let tcl = &generated.tcl;
+    let change = |at: &str, rate: u64| {
+        format!("$ns at {at} \"[[$ns link $n(0) $n(1)] link] set bandwidth_ {rate}\"")
+    };
+    // 8 opportunities in [0, 100) ms (12 … 96; the last line, 20000, is not at 0):
+    // 8 x 12000 bit / 0.1 s.
+    assert!(tcl.contains(&change("0", 960_000)), "{tcl}");
+    // [10, 10.1) s: 10008 … 10096 ms, 23 opportunities; then 25 per bin.
+    assert!(tcl.contains(&change("10", 2_760_000)), "{tcl}");
+    assert!(tcl.contains(&change("10.1", 3_000_000)), "{tcl}");
+    let changes = tcl.matches("set bandwidth_").count();
+    assert!(changes >= 5, "{changes} rate changes");
+    // Only the trace direction changes; the reverse keeps its constant 10 Mb/s.
+    assert!(!tcl.contains("$n(1) $n(0)] link] set bandwidth_"));
+    assert!(
+        generated.unsupported[0].contains("in 100 ms bins"),
+        "{:?}",
+        generated.unsupported
+    );
+}
+
+/// Bins without an opportunity share the next bin's (an ns-2 link cannot stop), so the bytes
+/// the trace delivers are delivered within the same bins.
+#[test]
+fn empty_trace_bins_share_the_next_opportunities() {
+    let directory = tempfile::tempdir().expect("temporary directory");
+    let trace = directory.path().join("gap.trace");
+    // Period 350 ms: opportunities at 10, 20, 350, 360, 370 ms (the line 350 is one at 350,
+    // 700, … but not at 0).
+    std::fs::write(&trace, "10\n20\n350\n").expect("write trace");
+    let text = format!(
+        "name = \"gap\"\nduration = \"400ms\"\n[[link]]\nbetween = [\"a\", \"b\"]\ntrace = \"{}\"\n\
+         delay = \"20ms\"\nreverse = {{ rate = \"10Mbps\" }}\n",
+        trace.display()
+    );
+    let tcl = generate(&scenario(&text)).expect("generates").tcl;
+    let line = |at: &str, rate: u64| {
+        format!("$ns at {at} \"[[$ns link $n(0) $n(1)] link] set bandwidth_ {rate}\"")
+    };
+    // [0, 100): 2 opportunities; [100, 400): none until 350, 360, 370 → 3 over 300 ms.
+    assert!(tcl.contains(&line("0", 240_000)), "{tcl}");
+    assert!(tcl.contains(&line("0.1", 120_000)), "{tcl}");
+    assert_eq!(tcl.matches("set bandwidth_").count(), 2, "{tcl}");
 }
