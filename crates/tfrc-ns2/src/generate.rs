@@ -864,7 +864,10 @@ impl<'a> Generator<'a> {
                     );
                     let _ = write!(out, "set snk({index}) [new {sink}]");
                     if tcp.delayed_ack {
-                        let _ = write!(out, "; $snk({index}) set interval_ 0.2");
+                        // The simulator's sink (tfrc-tcp) waits 100 ms, ns-2's default
+                        // (`Agent/TCPSink/DelAck set interval_ 100ms`); written out so that
+                        // both sides visibly run the same timer.
+                        let _ = write!(out, "; $snk({index}) set interval_ 0.1");
                     }
                     let _ = writeln!(out);
                     let _ = writeln!(

@@ -132,7 +132,7 @@ fn every_mapped_feature_has_its_tcl_object() {
         "new Agent/TCP/Reno]; $src(1) set packetSize_ 960; $src(1) set window_ 20",
         "set snk(1) [new Agent/TCPSink]",
         "new Agent/TCP/Newreno]",
-        "new Agent/TCPSink/DelAck]; $snk(2) set interval_ 0.2",
+        "new Agent/TCPSink/DelAck]; $snk(2) set interval_ 0.1",
         "new Agent/TCP/Sack1]",
         "new Agent/TCPSink/Sack1/DelAck]",
         "Application/FTP",

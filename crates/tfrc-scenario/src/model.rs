@@ -479,7 +479,7 @@ pub enum TfrcProfile {
 pub struct TcpSpec {
     /// Loss recovery variant (default SACK).
     pub variant: TcpVariant,
-    /// The sink delays ACKs (one ACK per two segments or 200 ms; default false, as ns-2's
+    /// The sink delays ACKs (one ACK per two segments or 100 ms, ns-2's `DelAck` `interval_`; default false, as ns-2's
     /// `TCPSink`).
     pub delayed_ack: bool,
     /// Largest congestion window in packets (`None`: unlimited; ns-2's default is 20).
