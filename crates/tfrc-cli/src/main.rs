@@ -10,7 +10,7 @@ mod sim;
 
 /// TFRC (RFC 5348) toolkit: the throughput equation, the simulator and the papers' experiments.
 #[derive(Debug, Parser)]
-#[command(name = "tfrc", version, about, long_about = None)]
+#[command(name = "tfrc", version = env!("TFRC_LONG_VERSION"), about, long_about = None)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

@@ -125,3 +125,21 @@ fn a_sweep_writes_one_directory_per_variant() {
         );
     }
 }
+
+/// `tfrc --version` names the git commit it was built from (or says it is unknown outside a
+/// git checkout), so a result can be traced to the code that made it.
+#[test]
+fn version_names_the_git_commit() {
+    let stdout = succeeded(tfrc().arg("--version").output().unwrap());
+    let version = stdout.trim();
+    let rest = version
+        .strip_prefix(&format!("tfrc {} (git ", env!("CARGO_PKG_VERSION")))
+        .and_then(|rest| rest.strip_suffix(')'))
+        .unwrap_or_else(|| panic!("{version}"));
+    let commit = rest.strip_suffix("-dirty").unwrap_or(rest);
+    assert!(
+        commit == "unknown"
+            || (commit.len() == 12 && commit.chars().all(|c| c.is_ascii_hexdigit())),
+        "{version}"
+    );
+}
