@@ -148,6 +148,16 @@ impl Relay {
         }
         let listen = UdpSocket::bind(config.listen)
             .with_context(|| format!("cannot listen on {}", config.listen))?;
+        let bound = listen.local_addr()?;
+        let forward = config.forward;
+        if forward.port() == bound.port()
+            && (bound.ip().is_unspecified() || bound.ip() == forward.ip())
+        {
+            bail!(
+                "--forward {forward} is the relay's own listen address {bound}: datagrams would \
+                 loop through the relay; forward to the receiver's address"
+            );
+        }
         listen.set_nonblocking(true)?;
         set_buffers(&listen);
         let clock = Clock::new();

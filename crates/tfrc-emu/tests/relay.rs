@@ -295,3 +295,27 @@ fn trace_links_drain_1500_bytes_per_opportunity() {
         "1000-byte packets: {large} s"
     );
 }
+
+/// A relay told to forward to its own listen address would loop every datagram through itself:
+/// it refuses to start, naming both addresses.
+#[test]
+fn forwarding_to_the_own_listen_address_is_refused() {
+    let free = UdpSocket::bind(loopback()).unwrap();
+    let address = free.local_addr().unwrap();
+    drop(free);
+    for listen in [address, SocketAddr::from(([0, 0, 0, 0], address.port()))] {
+        let config = RelayConfig::new(listen, address, link("1Mbps", "10ms", None, None));
+        let error = relay::Relay::bind(config).expect_err("a looping relay");
+        let message = error.to_string();
+        assert!(message.contains("loop"), "{message}");
+        assert!(message.contains(&address.to_string()), "{message}");
+    }
+    // Another port is fine.
+    let other = SocketAddr::from(([127, 0, 0, 1], address.port().wrapping_add(1).max(1024)));
+    assert!(relay::Relay::bind(RelayConfig::new(
+        address,
+        other,
+        link("1Mbps", "10ms", None, None)
+    ))
+    .is_ok());
+}
