@@ -420,3 +420,66 @@ fn send_whose_reader_goes_away_does_not_panic() {
     assert_eq!(output.status.code(), Some(141), "{output:?}");
     assert!(!String::from_utf8_lossy(&output.stderr).contains("panicked"));
 }
+
+/// Every duration flag reads the same grammar as `tfrc send --time` (iperf3's `-t`): a plain
+/// number is seconds, so `tfrc emulate --time 2` runs for 2 s and exits 0, as `--time 2s` does;
+/// a duration it cannot read is an error naming the text.
+#[test]
+fn emulate_reads_durations_as_send_does() {
+    for time in ["2", "2s", "2000ms"] {
+        let started = Instant::now();
+        let mut child = tfrc()
+            .args([
+                "emulate",
+                "--listen",
+                "127.0.0.1:0",
+                "--forward",
+                "127.0.0.1:9",
+                "--time",
+                time,
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        // Bounded: a relay that does not stop is killed after 20 s and fails the test.
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break Some(status);
+            }
+            if started.elapsed() > Duration::from_secs(20) {
+                let _ = child.kill();
+                let _ = child.wait();
+                break None;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        assert!(
+            status.is_some_and(|status| status.success()),
+            "--time {time}: {status:?}"
+        );
+        let elapsed = started.elapsed();
+        assert!(
+            elapsed >= Duration::from_millis(1900),
+            "--time {time} ended after {elapsed:?}"
+        );
+    }
+    let output = tfrc()
+        .args([
+            "emulate",
+            "--listen",
+            "127.0.0.1:0",
+            "--forward",
+            "127.0.0.1:9",
+            "--time",
+            "5 parsecs",
+        ])
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("5 parsecs"),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}

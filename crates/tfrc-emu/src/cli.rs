@@ -93,9 +93,11 @@ pub struct EmulateArgs {
     pub realtime: bool,
 }
 
-/// Parses a duration flag with the scenario syntax (`10s`, `250ms`).
+/// Parses a duration flag as every command-line duration of `tfrc` is read (`tfrc send
+/// --time`, the same grammar as iperf3's `-t`): `10s`, `250ms`, `2m`, or a plain number of
+/// seconds (`--time 2`). Scenario files keep their stricter grammar (a unit is required).
 pub fn parse_duration_flag(text: &str) -> Result<Duration, String> {
-    tfrc_scenario::units::parse_duration(text).map_err(|error| error.message().to_string())
+    tfrc_udp::units::parse_duration(text).map_err(|error| error.to_string())
 }
 
 /// Runs `tfrc emulate`.
