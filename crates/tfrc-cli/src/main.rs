@@ -5,6 +5,7 @@ use clap::{Args, Parser, Subcommand};
 use tfrc_proto::equation;
 
 mod ns2_compare;
+mod plot;
 mod reproduce;
 mod sim;
 
@@ -33,6 +34,9 @@ enum Command {
     /// Run a scenario in ns-2.35 (output converted to our flows.csv/state.csv/links.csv), then
     /// in our simulator, and plot both on one figure.
     Ns2(ns2_compare::Ns2CompareArgs),
+    /// Overlay saved runs (of `sim`, `ns2`, `testbed run`) on one figure: throughput, goodput
+    /// or RTT per flow over time.
+    Plot(plot::PlotArgs),
     /// Stream synthetic video over ETP and report frames on time / late / lost.
     Stream(etp::stream_app::StreamArgs),
     /// UDP relay through an emulated link (rate, delay, loss, queue, trace, marker).
@@ -89,6 +93,7 @@ fn main() -> Result<()> {
         Command::Recv(args) => tfrc_udp::cli::run_recv(&args),
         Command::Sim(args) => sim::run(&args),
         Command::Ns2(args) => ns2_compare::run(&args),
+        Command::Plot(args) => plot::run(&args),
         Command::Reproduce(args) => reproduce::run(&args),
         Command::Stream(args) => etp::stream_app::run(&args),
         Command::Emulate(args) => tfrc_emu::cli::run_emulate(&args),

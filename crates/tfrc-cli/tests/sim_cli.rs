@@ -143,3 +143,54 @@ fn version_names_the_git_commit() {
         "{version}"
     );
 }
+
+/// `tfrc plot` overlays saved runs: two seeds of one scenario on one PNG and one SVG; a
+/// directory that is not a run, or a flow no run has, is an error naming it.
+#[test]
+fn plot_overlays_saved_runs() {
+    let directory = Scratch::new();
+    let file = directory.write("cli.toml", &scenario());
+    for (seed, name) in [("1", "one"), ("2", "two")] {
+        sim(&file, &directory.join(name))
+            .args(["--quiet", "--seed", seed])
+            .assert()
+            .success();
+    }
+    let runs = [directory.join("one"), directory.join("two")];
+    for (image, kind) in [("overlay.png", "throughput"), ("rtt.svg", "rtt")] {
+        let out = directory.join(image);
+        let printed = succeeded(
+            tfrc()
+                .arg("plot")
+                .args(&runs)
+                .args(["--kind", kind, "--out", out.to_str().unwrap()])
+                .output()
+                .unwrap(),
+        );
+        assert!(printed.contains(image), "{printed}");
+        let size = std::fs::metadata(&out).unwrap().len();
+        assert!(size > 10_000, "{image}: {size} bytes");
+    }
+    let svg = std::fs::read_to_string(directory.join("rtt.svg")).unwrap();
+    assert!(
+        svg.contains("one: a") && svg.contains("two: a"),
+        "both runs in the legend"
+    );
+
+    let missing = tfrc()
+        .args(["plot", directory.join("nowhere").to_str().unwrap(), "--out"])
+        .arg(directory.join("x.png"))
+        .output()
+        .unwrap();
+    assert!(!missing.status.success());
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("nowhere: not a run directory"));
+    let unknown = tfrc()
+        .arg("plot")
+        .args(&runs)
+        .args(["--flow", "zz", "--out"])
+        .arg(directory.join("x.png"))
+        .output()
+        .unwrap();
+    assert!(!unknown.status.success());
+    assert!(String::from_utf8_lossy(&unknown.stderr).contains("--flow zz"));
+}

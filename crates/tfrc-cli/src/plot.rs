@@ -1,0 +1,151 @@
+//! `tfrc plot`: saved runs overlaid on one figure (ours, ns-2's via `tfrc ns2`, the testbed's),
+//! as flent plots its saved test data.
+
+use std::path::PathBuf;
+
+use anyhow::{bail, Context, Result};
+use clap::{Args, ValueEnum};
+use tfrc_analysis::plot::{self, Source};
+use tfrc_analysis::run::{Direction, Run};
+
+/// `tfrc plot RUN_DIR... --out FILE`.
+#[derive(Debug, Args)]
+pub struct PlotArgs {
+    /// Run directories, each with the files a run writes (`summary.json`, `flows.csv`,
+    /// `state.csv`): `tfrc sim --out`, `tfrc ns2 --out`, `tfrc testbed run --out`, or a
+    /// variant's directory of a sweep.
+    #[arg(required = true, value_name = "RUN_DIR")]
+    pub runs: Vec<PathBuf>,
+    /// What to draw: the receiver's throughput, the sender's, the goodput, or the senders' RTT
+    /// estimate, per flow and 1 output interval.
+    #[arg(long, value_enum, default_value_t = PlotKind::Throughput)]
+    pub kind: PlotKind,
+    /// Only this flow (repeatable; default: every TFRC and TCP flow, or every flow when a run
+    /// has no TFRC or TCP flow).
+    #[arg(long = "flow", value_name = "NAME")]
+    pub flows: Vec<String>,
+    /// The image to write: `.png` or `.svg`.
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub out: PathBuf,
+    /// Title (default: what is drawn and the runs' scenario names).
+    #[arg(long)]
+    pub title: Option<String>,
+}
+
+/// The kinds of figure `tfrc plot` draws.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PlotKind {
+    /// Receiver throughput over time.
+    Throughput,
+    /// Sender throughput over time.
+    Sent,
+    /// Goodput (payload the application got) over time.
+    Goodput,
+    /// The senders' RTT estimate over time (TFRC and TCP flows).
+    Rtt,
+}
+
+/// Runs `tfrc plot`.
+pub fn run(args: &PlotArgs) -> Result<()> {
+    let runs: Vec<Run> = args
+        .runs
+        .iter()
+        .map(|dir| {
+            Run::load(dir).with_context(|| format!("{}: not a run directory", dir.display()))
+        })
+        .collect::<Result<_>>()?;
+    let names = legend_names(&args.runs);
+    for flow in &args.flows {
+        if !runs
+            .iter()
+            .any(|run| run.summary.flows.iter().any(|f| &f.name == flow))
+        {
+            bail!("--flow {flow}: no run has a flow of that name");
+        }
+    }
+    let sources: Vec<Source<'_>> = runs
+        .iter()
+        .zip(&names)
+        .map(|(run, name)| Source { name, run })
+        .collect();
+    let flows: Vec<&str> = if args.flows.is_empty() {
+        default_flows(&runs)
+    } else {
+        args.flows.iter().map(String::as_str).collect()
+    };
+    let mut scenarios: Vec<&str> = Vec::new();
+    for run in &runs {
+        if !scenarios.contains(&run.summary.scenario.as_str()) {
+            scenarios.push(&run.summary.scenario);
+        }
+    }
+    let what = match args.kind {
+        PlotKind::Throughput => "receiver throughput",
+        PlotKind::Sent => "sender throughput",
+        PlotKind::Goodput => "goodput",
+        PlotKind::Rtt => "RTT estimate",
+    };
+    let title = args
+        .title
+        .clone()
+        .unwrap_or_else(|| format!("{what}: {}", scenarios.join(" vs ")));
+    let figure = match args.kind {
+        PlotKind::Throughput => {
+            plot::throughput_over_time(&title, &sources, &flows, &[Direction::Received])
+        }
+        PlotKind::Sent => plot::throughput_over_time(&title, &sources, &flows, &[Direction::Sent]),
+        PlotKind::Goodput => {
+            plot::throughput_over_time(&title, &sources, &flows, &[Direction::Goodput])
+        }
+        PlotKind::Rtt => plot::rtt_over_time(&title, &sources, &flows),
+    };
+    figure.draw(&args.out)?;
+    println!("{}", args.out.display());
+    Ok(())
+}
+
+/// Every TFRC and TCP flow of the runs, or every flow when they have none (a UDP-only run), in
+/// order of first appearance.
+fn default_flows(runs: &[Run]) -> Vec<&str> {
+    let mut protocol = Vec::new();
+    let mut all = Vec::new();
+    for flow in runs.iter().flat_map(|run| &run.summary.flows) {
+        let name = flow.name.as_str();
+        if !all.contains(&name) {
+            all.push(name);
+            if matches!(flow.kind.as_str(), "tfrc" | "tcp") {
+                protocol.push(name);
+            }
+        }
+    }
+    if protocol.is_empty() {
+        all
+    } else {
+        protocol
+    }
+}
+
+/// Legend names: each run directory's last component, or its whole path when two runs share
+/// one.
+fn legend_names(dirs: &[PathBuf]) -> Vec<String> {
+    let short: Vec<String> = dirs
+        .iter()
+        .map(|dir| {
+            dir.file_name().map_or_else(
+                || dir.display().to_string(),
+                |name| name.to_string_lossy().into_owned(),
+            )
+        })
+        .collect();
+    short
+        .iter()
+        .zip(dirs)
+        .map(|(name, dir)| {
+            if short.iter().filter(|other| *other == name).count() > 1 {
+                dir.display().to_string()
+            } else {
+                name.clone()
+            }
+        })
+        .collect()
+}
