@@ -5,6 +5,22 @@ use std::path::Path;
 use assert_cmd::Command;
 use tfrc_test_support::{flow, succeeded, Scratch, DUMBBELL_1MBPS_50MS};
 
+/// `tfrc ns2 FILE --out OUT`, which must succeed; its standard output.
+fn run_ns2(file: &Path, out: &Path) -> String {
+    succeeded(
+        Command::cargo_bin("tfrc")
+            .unwrap()
+            .args([
+                "ns2",
+                file.to_str().unwrap(),
+                "--out",
+                out.to_str().unwrap(),
+            ])
+            .output()
+            .unwrap(),
+    )
+}
+
 #[test]
 fn ns2_and_our_simulator_on_one_figure() {
     if !tfrc_test_support::ns2_available("ns2_and_our_simulator_on_one_figure") {
@@ -17,18 +33,7 @@ fn ns2_and_our_simulator_on_one_figure() {
     );
     let file = directory.write("one.toml", &text);
     let out = directory.join("out");
-    let stdout = succeeded(
-        Command::cargo_bin("tfrc")
-            .unwrap()
-            .args([
-                "ns2",
-                file.to_str().unwrap(),
-                "--out",
-                out.to_str().unwrap(),
-            ])
-            .output()
-            .unwrap(),
-    );
+    let stdout = run_ns2(&file, &out);
     assert!(stdout.contains("mean receiver throughput ns-2"), "{stdout}");
     for file in [
         "summary.json",
@@ -88,18 +93,7 @@ fn a_udp_flow_on_a_trace_driven_link_in_ns2() {
     );
     let file = directory.write("step.toml", &text);
     let out = directory.join("out");
-    let stdout = succeeded(
-        Command::cargo_bin("tfrc")
-            .unwrap()
-            .args([
-                "ns2",
-                file.to_str().unwrap(),
-                "--out",
-                out.to_str().unwrap(),
-            ])
-            .output()
-            .unwrap(),
-    );
+    let stdout = run_ns2(&file, &out);
     assert!(out.join("ns2-vs-ours.png").is_file(), "{stdout}");
     let mean_kbps = |run: &Path, from: f64, to: f64| {
         let (header, rows) = tfrc_test_support::read_csv(&run.join("flows.csv"));

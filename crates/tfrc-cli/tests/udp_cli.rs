@@ -421,6 +421,21 @@ fn send_whose_reader_goes_away_does_not_panic() {
     assert!(!String::from_utf8_lossy(&output.stderr).contains("panicked"));
 }
 
+/// `tfrc emulate` relaying from an ephemeral loopback port to the discard port for `time`.
+fn emulate_for(time: &str) -> Command {
+    let mut command = tfrc();
+    command.args([
+        "emulate",
+        "--listen",
+        "127.0.0.1:0",
+        "--forward",
+        "127.0.0.1:9",
+        "--time",
+        time,
+    ]);
+    command
+}
+
 /// Every duration flag reads the same grammar as `tfrc send --time` (iperf3's `-t`): a plain
 /// number is seconds, so `tfrc emulate --time 2` runs for 2 s and exits 0, as `--time 2s` does;
 /// a duration it cannot read is an error naming the text.
@@ -428,16 +443,7 @@ fn send_whose_reader_goes_away_does_not_panic() {
 fn emulate_reads_durations_as_send_does() {
     for time in ["2", "2s", "2000ms"] {
         let started = Instant::now();
-        let mut child = tfrc()
-            .args([
-                "emulate",
-                "--listen",
-                "127.0.0.1:0",
-                "--forward",
-                "127.0.0.1:9",
-                "--time",
-                time,
-            ])
+        let mut child = emulate_for(time)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -464,18 +470,7 @@ fn emulate_reads_durations_as_send_does() {
             "--time {time} ended after {elapsed:?}"
         );
     }
-    let output = tfrc()
-        .args([
-            "emulate",
-            "--listen",
-            "127.0.0.1:0",
-            "--forward",
-            "127.0.0.1:9",
-            "--time",
-            "5 parsecs",
-        ])
-        .output()
-        .unwrap();
+    let output = emulate_for("5 parsecs").output().unwrap();
     assert!(!output.status.success());
     assert!(
         String::from_utf8_lossy(&output.stderr).contains("5 parsecs"),
