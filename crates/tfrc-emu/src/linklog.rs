@@ -66,7 +66,11 @@ impl LinkLog {
         let file = File::create(path)
             .map_err(|error| anyhow::anyhow!("cannot create {}: {error}", path.display()))?;
         let mut writer = BufWriter::new(file);
-        writeln!(writer, "{}", LinkRow::HEADER)?;
+        writeln!(
+            writer,
+            "{}",
+            tfrc_output::header(tfrc_output::RowFile::Links)
+        )?;
         let count = names.len();
         Ok(LinkLog {
             writer,
@@ -151,6 +155,11 @@ mod tests {
             row,
             "2,router,receiver,3,3000,,125,125,125000,1.0000,2,0,2,0,2,4,0\n"
         );
-        assert_eq!(row.split(',').count(), LinkRow::HEADER.split(',').count());
+        assert_eq!(
+            row.split(',').count(),
+            tfrc_output::header(tfrc_output::RowFile::Links)
+                .split(',')
+                .count()
+        );
     }
 }

@@ -415,7 +415,10 @@ fn scenario_run_writes_the_simulator_outputs() {
     let (_directory, out) = run_data_scenario("short-af.toml");
     let flows = std::fs::read_to_string(out.join("flows.csv")).unwrap();
     let mut lines = flows.lines();
-    assert_eq!(lines.next(), Some(tfrc_output::FlowRow::HEADER));
+    assert_eq!(
+        lines.next(),
+        Some(tfrc_output::header(tfrc_output::RowFile::Flows))
+    );
     // 8 intervals × 3 flows.
     assert_eq!(lines.clone().count(), 24, "{flows}");
     // The CBR flow sends only during [4 s, 6 s): 200 kb/s of 1000-byte packets = 25 packets/s.
@@ -431,11 +434,11 @@ fn scenario_run_writes_the_simulator_outputs() {
     );
     assert_eq!(cbr_sent[7], 0);
     let links = std::fs::read_to_string(out.join("links.csv")).unwrap();
-    assert!(links.starts_with(tfrc_output::LinkRow::HEADER));
+    assert!(links.starts_with(tfrc_output::header(tfrc_output::RowFile::Links)));
     assert!(links.contains(",edge,dst,"));
     let state = std::fs::read_to_string(out.join("state.csv")).unwrap();
     assert!(
-        state.starts_with(tfrc_sim::simulation::STATE_HEADER),
+        state.starts_with(tfrc_output::header(tfrc_output::RowFile::State)),
         "{state}"
     );
     assert!(

@@ -551,7 +551,7 @@ fn the_converter_turns_cumulative_samples_into_intervals() {
     let read = |name: &str| std::fs::read_to_string(directory.path().join(name)).unwrap();
     let flows = read("flows.csv");
     let flows: Vec<&str> = flows.lines().collect();
-    assert_eq!(flows[0], tfrc_output::FlowRow::HEADER);
+    assert_eq!(flows[0], tfrc_output::header(tfrc_output::RowFile::Flows));
     assert_eq!(flows.len(), 1 + 3 * 2);
     assert_eq!(flows[1], "1,t,tfrc,0,0,0,0,0.000,0.000,0,0.000");
     // Goodput: 80 TFRC packets of 1000 B, each with ns-2's 32-byte header inside.

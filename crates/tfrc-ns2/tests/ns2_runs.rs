@@ -48,7 +48,10 @@ fn one_tfrc_flow_fills_a_1mbps_link() {
     assert!(outcomes[0].wall_time.is_some());
 
     let (header, rows) = read_csv(&directory.path().join("flows.csv"));
-    assert_eq!(header.join(","), tfrc_output::FlowRow::HEADER);
+    assert_eq!(
+        header.join(","),
+        tfrc_output::header(tfrc_output::RowFile::Flows)
+    );
     assert_eq!(rows.len(), 20, "one row per 1 s interval");
     let times: Vec<&str> = rows.iter().map(|row| row[0].as_str()).collect();
     assert_eq!(times[0], "1");

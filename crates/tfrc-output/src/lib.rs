@@ -29,7 +29,7 @@ pub use summary::{
     bottleneck_direction, is_protocol_kind, jain_over_flows, utilization, FlowIdentity, FlowTotals,
     RunIdentity,
 };
-pub use writer::{CsvRow, RowFile, RunWriter, WriteError};
+pub use writer::{header, CsvRow, RowFile, RunWriter, WriteError};
 
 /// Version of the output schema, written in `summary.json`. A reader refuses any other
 /// version: a change of version means a column was renamed or removed, or changed meaning (a
@@ -51,7 +51,7 @@ pub const LINKS_FILE: &str = "links.csv";
 pub const SUMMARY_FILE: &str = "summary.json";
 
 /// One row of `flows.csv`: bytes and packets of one flow in one interval.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct FlowRow {
     /// End of the interval (s since the start of the run).
     pub time_s: f64,
@@ -84,10 +84,6 @@ pub struct FlowRow {
 const KBPS_DECIMALS: usize = 3;
 
 impl FlowRow {
-    /// The header line of `flows.csv` (the field names, in order).
-    pub const HEADER: &'static str =
-        "time_s,flow,kind,sent_bytes,recv_bytes,sent_packets,recv_packets,send_kbps,recv_kbps,goodput_bytes,goodput_kbps";
-
     /// A row for one interval of `interval_secs` seconds from its byte and packet counts
     /// (`[sent_bytes, recv_bytes, goodput_bytes]`, `[sent_packets, recv_packets]`); the rates
     /// are the counts over the interval.
@@ -151,7 +147,7 @@ impl CsvRow for FlowRow {
 }
 
 /// One row of `state.csv`: sampled protocol state of a TFRC or TCP flow. Empty cells are `None`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct StateRow {
     /// Sample time (s).
     pub time_s: f64,
@@ -191,9 +187,6 @@ const SECONDS_DECIMALS: usize = 6;
 const PACKETS_DECIMALS: usize = 3;
 
 impl StateRow {
-    /// The header line of `state.csv`.
-    pub const HEADER: &'static str = "time_s,flow,kind,x_bps,x_recv_bps,p,rtt_s,rto_s,target_bps,feedbacks_per_rtt,veno_n,cwnd,ssthresh,srtt_s";
-
     /// A row with every state cell empty.
     pub fn empty(time_s: f64, flow: &str, kind: &str) -> StateRow {
         StateRow {
@@ -265,7 +258,7 @@ impl CsvRow for StateRow {
 }
 
 /// One row of `links.csv`: one link direction in one interval.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct LinkRow {
     /// End of the interval (s).
     pub time_s: f64,
@@ -308,11 +301,6 @@ pub struct LinkRow {
 const AVERAGE_QUEUE_DECIMALS: usize = 3;
 /// Decimals of `utilization` (a fraction).
 const UTILIZATION_DECIMALS: usize = 4;
-
-impl LinkRow {
-    /// The header line of `links.csv`.
-    pub const HEADER: &'static str = "time_s,from,to,queue_packets,queue_bytes,average_queue,arrivals,departures,departure_bytes,utilization,drops,drops_unmarked,drops_in,drops_out,drops_loss_model,marked_in,marked_out";
-}
 
 impl CsvRow for LinkRow {
     const FILE: RowFile = RowFile::Links;

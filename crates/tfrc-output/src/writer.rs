@@ -3,6 +3,7 @@
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 use crate::{FlowRow, LinkRow, Rows, StateRow, FLOWS_FILE, LINKS_FILE, STATE_FILE};
 
@@ -29,12 +30,9 @@ impl RowFile {
         }
     }
 
-    fn header(self) -> &'static str {
-        match self {
-            RowFile::Flows => FlowRow::HEADER,
-            RowFile::State => StateRow::HEADER,
-            RowFile::Links => LinkRow::HEADER,
-        }
+    /// The header line: the row type's field names, in order (see [`header`]).
+    pub fn header(self) -> &'static str {
+        header(self)
     }
 
     fn index(self) -> usize {
@@ -42,8 +40,37 @@ impl RowFile {
     }
 }
 
-/// A row of one of the CSV files: how it is written, and what a reader gets back.
-pub trait CsvRow: Sized {
+/// The header line of `file`: its row type's field names in order, as serde names them (the
+/// same names a reader's `csv` + serde deserialization matches), so no list of column names is
+/// kept by hand.
+pub fn header(file: RowFile) -> &'static str {
+    static HEADERS: [OnceLock<String>; 3] = [OnceLock::new(), OnceLock::new(), OnceLock::new()];
+    HEADERS[file.index()].get_or_init(|| match file {
+        RowFile::Flows => field_names::<FlowRow>(),
+        RowFile::State => field_names::<StateRow>(),
+        RowFile::Links => field_names::<LinkRow>(),
+    })
+}
+
+/// The header `csv` writes for `R`: its serde field names, comma-separated.
+fn field_names<R: CsvRow>() -> String {
+    let mut writer = csv::WriterBuilder::new()
+        .has_headers(true)
+        .from_writer(Vec::new());
+    // Serializing a plain struct of numbers and strings into memory cannot fail.
+    let _ = writer.serialize(R::default());
+    let bytes = writer.into_inner().unwrap_or_default();
+    String::from_utf8_lossy(&bytes)
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// A row of one of the CSV files: how it is written, and what a reader gets back. Its header
+/// is its serde field names ([`header`]); [`CsvRow::write_csv`] writes the cells in that order,
+/// which the crate's tests check by reading every row back through the header.
+pub trait CsvRow: Sized + Default + serde::Serialize {
     /// The file it goes in.
     const FILE: RowFile;
     /// Writes it as one CSV line.

@@ -3,9 +3,10 @@
 
 use std::path::Path;
 
+use tfrc_output::{header, RowFile};
 use tfrc_proto::equation;
 use tfrc_scenario::Scenario;
-use tfrc_sim::simulation::{Simulation, Summary, FLOWS_HEADER, LINKS_HEADER, STATE_HEADER};
+use tfrc_sim::simulation::{Simulation, Summary};
 use tfrc_test_support::DUMBBELL_1MBPS_50MS;
 
 fn scenario(text: &str) -> Scenario {
@@ -383,16 +384,19 @@ fn output_files_follow_the_documented_schema() {
     let read = |name: &str| std::fs::read_to_string(directory.path().join(name)).unwrap();
     let flows = read("flows.csv");
     let mut lines = flows.lines();
-    assert_eq!(lines.next(), Some(FLOWS_HEADER));
+    assert_eq!(lines.next(), Some(header(RowFile::Flows)));
     // 30 s in 0.5 s intervals, 3 flows.
     assert_eq!(lines.clone().count(), 60 * 3);
     let first: Vec<&str> = lines.next().unwrap().split(',').collect();
     assert_eq!(first[..3], ["0.5", "a", "tfrc"]);
-    assert_eq!(read("state.csv").lines().next(), Some(STATE_HEADER));
+    assert_eq!(
+        read("state.csv").lines().next(),
+        Some(header(RowFile::State))
+    );
     // State rows: TFRC and TCP only, every 0.5 s.
     assert_eq!(read("state.csv").lines().count() - 1, 60 * 2);
     let links = read("links.csv");
-    assert_eq!(links.lines().next(), Some(LINKS_HEADER));
+    assert_eq!(links.lines().next(), Some(header(RowFile::Links)));
     assert_eq!(links.lines().count() - 1, 60 * 4);
     // The sums of flows.csv match the summary.
     let summary: serde_json::Value = serde_json::from_str(&read("summary.json")).unwrap();
@@ -409,10 +413,10 @@ fn output_files_follow_the_documented_schema() {
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/output-format.md"),
     )
     .unwrap();
-    for column in FLOWS_HEADER
+    for column in header(RowFile::Flows)
         .split(',')
-        .chain(STATE_HEADER.split(','))
-        .chain(LINKS_HEADER.split(','))
+        .chain(header(RowFile::State).split(','))
+        .chain(header(RowFile::Links).split(','))
     {
         assert!(
             documentation.contains(&format!("`{column}`")),

@@ -54,9 +54,7 @@ pub use build::{
     flow_id, is_protocol, link_direction_config, loss_kind, markers_by_direction, queue_config,
     tfrc_config, Topology, REVERSE_PATH_BIT,
 };
-pub use record::{
-    format_time, link_interval_row, COV_BIN, FLOWS_HEADER, LINKS_HEADER, STATE_HEADER,
-};
+pub use record::{format_time, link_interval_row, COV_BIN};
 pub use tfrc_output::{
     coefficient_of_variation, jain_index, BottleneckSummary, FlowSummary, LinkSummary, Rows,
     RunIdentity, StateRow, Summary, SCHEMA_VERSION,

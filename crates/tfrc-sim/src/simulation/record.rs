@@ -6,7 +6,7 @@ use std::path::Path;
 
 use tfrc_output::stats::CountMoments;
 use tfrc_output::{
-    FlowIdentity, FlowRow, FlowSummary, FlowTotals, LinkRow, Rows, RunWriter, StateRow, WriteError,
+    FlowIdentity, FlowSummary, FlowTotals, LinkRow, Rows, RunWriter, StateRow, WriteError,
 };
 use tfrc_proto::Instant;
 
@@ -17,13 +17,6 @@ use super::SimulationError;
 
 /// Width of the bins of the CoV of packets sent (paper 003: 0.1 s).
 pub const COV_BIN: core::time::Duration = core::time::Duration::from_millis(100);
-
-/// Header of `flows.csv`.
-pub const FLOWS_HEADER: &str = FlowRow::HEADER;
-/// Header of `state.csv`.
-pub const STATE_HEADER: &str = StateRow::HEADER;
-/// Header of `links.csv`.
-pub const LINKS_HEADER: &str = LinkRow::HEADER;
 
 /// Seconds since the start of the run, written exactly (no binary floating-point noise).
 pub fn format_time(at: Instant) -> String {
