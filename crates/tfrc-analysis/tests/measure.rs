@@ -117,6 +117,8 @@ fn synthetic_run(a: &[f64], b: &[f64]) -> Run {
         mean_rtt_s: None,
         cov_sent_100ms: None,
         feedbacks: None,
+        retransmissions: None,
+        timeouts: None,
     };
     let mut flows = Vec::new();
     for (index, (&rate_a, &rate_b)) in a.iter().zip(b).enumerate() {

@@ -441,6 +441,14 @@ pub struct FlowSummary {
     /// and where the source does not count them).
     #[serde(default)]
     pub feedbacks: Option<u64>,
+    /// TCP: segments the sender retransmitted (ns-2's `nrexmitpack_`); absent for other kinds
+    /// and where the source does not count them (files written before the field existed).
+    #[serde(default)]
+    pub retransmissions: Option<u64>,
+    /// TCP: retransmission timeouts the sender took (ns-2's `nrexmit_`); absent as
+    /// `retransmissions` is.
+    #[serde(default)]
+    pub timeouts: Option<u64>,
 }
 
 impl FlowSummary {

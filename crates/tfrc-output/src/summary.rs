@@ -118,6 +118,8 @@ impl FlowSummary {
             mean_rtt_s: None,
             cov_sent_100ms: None,
             feedbacks: None,
+            retransmissions: None,
+            timeouts: None,
         }
     }
 }

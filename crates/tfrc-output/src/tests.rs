@@ -268,6 +268,8 @@ fn feedbacks_per_rtt_is_count_times_rtt_over_active_time() {
         mean_rtt_s: Some(0.25),
         cov_sent_100ms: None,
         feedbacks: Some(1200),
+        retransmissions: None,
+        timeouts: None,
     };
     assert_eq!(summary.feedbacks_per_rtt(), Some(3.0));
     let unknown = FlowSummary {
@@ -277,9 +279,14 @@ fn feedbacks_per_rtt_is_count_times_rtt_over_active_time() {
     assert_eq!(unknown.feedbacks_per_rtt(), None);
     // A file written before the field existed reads with `feedbacks` absent.
     let mut json: serde_json::Value = serde_json::to_value(&summary).unwrap();
-    json.as_object_mut().unwrap().remove("feedbacks");
+    for field in ["feedbacks", "retransmissions", "timeouts"] {
+        json.as_object_mut().unwrap().remove(field);
+    }
     let read: FlowSummary = serde_json::from_value(json).unwrap();
-    assert_eq!(read.feedbacks, None);
+    assert_eq!(
+        (read.feedbacks, read.retransmissions, read.timeouts),
+        (None, None, None)
+    );
 }
 
 proptest! {

@@ -787,3 +787,45 @@ fn goodput_counts_the_payload_the_application_got() {
     assert_eq!(cbr.goodput_bytes, cbr.recv_bytes);
     assert!(cbr.goodput_bytes > 0);
 }
+
+/// A TCP flow's summary counts its retransmissions and timeouts: a data packet the link lost
+/// is sent again, so retransmissions are about the losses (fewer by the losses of the last
+/// round trips, which the run ends before repairing; more when a timeout resends packets that
+/// were not lost), and there are no more timeouts than retransmissions. Other kinds leave both
+/// empty.
+#[test]
+fn tcp_summaries_count_retransmissions_and_timeouts() {
+    let summary = run(r#"name = "retransmissions"
+        duration = "60s"
+        [[link]]
+        between = ["sender", "receiver"]
+        rate = "2Mbps"
+        delay = "25ms"
+        loss = { kind = "bernoulli", rate = 0.02 }
+        [[flow]]
+        name = "tcp"
+        kind = "tcp"
+        from = "sender"
+        to = "receiver"
+        [[flow]]
+        name = "tfrc"
+        kind = "tfrc"
+        from = "sender"
+        to = "receiver""#);
+    let tcp = summary.flows.iter().find(|f| f.name == "tcp").unwrap();
+    let lost = tcp.sent_packets - tcp.recv_packets;
+    let retransmissions = tcp.retransmissions.unwrap();
+    let timeouts = tcp.timeouts.unwrap();
+    assert!(
+        lost > 20,
+        "2 % of {} packets: {lost} lost",
+        tcp.sent_packets
+    );
+    assert!(
+        (lost * 9 / 10..=2 * lost).contains(&retransmissions),
+        "{retransmissions} retransmissions for {lost} losses"
+    );
+    assert!(timeouts <= retransmissions, "{timeouts} timeouts");
+    let tfrc = summary.flows.iter().find(|f| f.name == "tfrc").unwrap();
+    assert_eq!((tfrc.retransmissions, tfrc.timeouts), (None, None));
+}

@@ -397,7 +397,17 @@ impl Simulation {
                     Protocol::Tfrc { receiver, .. } => Some(receiver.stats().feedbacks),
                     _ => None,
                 };
-                flow.record.summary(feedbacks)
+                let mut summary = flow.record.summary(feedbacks);
+                if let Protocol::Tcp {
+                    sender: Some(sender),
+                    ..
+                } = &flow.protocol
+                {
+                    let stats = sender.stats();
+                    summary.retransmissions = Some(stats.segments_retransmitted);
+                    summary.timeouts = Some(stats.timeouts);
+                }
+                summary
             })
             .collect();
         let utilization = |link: &LinkState| {
