@@ -478,3 +478,56 @@ fn emulate_reads_durations_as_send_does() {
         String::from_utf8_lossy(&output.stderr)
     );
 }
+
+/// iperf3's habits: `tfrc recv -s -p PORT` and `tfrc send -c HOST -p PORT -t 2 -J` work, and the
+/// JSON `end` has iperf3's `sum_sent` and `sum_received` with `bits_per_second`, read with the
+/// same keys a script reads from `iperf3 -J`.
+#[test]
+fn iperf3_flags_and_json_sums() {
+    let probe = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let port = probe.local_addr().unwrap().port().to_string();
+    drop(probe);
+    let mut receiver = tfrc()
+        .args(["recv", "-s", "-p", &port, "-1"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let output = tfrc()
+        .args([
+            "send",
+            "-c",
+            "127.0.0.1",
+            "-p",
+            &port,
+            "-t",
+            "2",
+            "-b",
+            "2M",
+            "-l",
+            "500",
+            "-J",
+        ])
+        .output()
+        .unwrap();
+    let _ = receiver.kill();
+    let _ = receiver.wait();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let document: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let end = &document["end"];
+    let sent = end["sum_sent"]["bits_per_second"].as_f64().unwrap();
+    let received = end["sum_received"]["bits_per_second"].as_f64().unwrap();
+    // -b 2M caps the application at 2 Mb/s (TFRC packets of 500 + 32 bytes on the wire).
+    assert!((1.5e6..2.5e6).contains(&sent), "sent {sent} b/s");
+    assert!(
+        received > 0.9 * sent && received <= sent * 1.01,
+        "received {received} b/s"
+    );
+    assert_eq!(end["sum_received"]["lost_packets"], 0);
+    assert!(end["sum_sent"]["seconds"].as_f64().unwrap() >= 1.9);
+}

@@ -88,22 +88,36 @@ fn at_least_one_argument(text: &str) -> Result<f64, String> {
 /// `tfrc send`: a TFRC (or, with `--tcp`, kernel TCP) bulk flow to a `tfrc recv`.
 #[derive(Debug, Clone, Args)]
 pub struct SendArgs {
-    /// Receiver address, HOST:PORT.
-    #[arg(long, value_name = "ADDR", value_parser = address_argument)]
-    pub to: SocketAddr,
+    /// Receiver address, HOST:PORT (or, as with iperf3, `-c HOST` and `-p PORT`).
+    #[arg(long, value_name = "ADDR", value_parser = address_argument,
+          required_unless_present = "client", conflicts_with = "client")]
+    pub to: Option<SocketAddr>,
+    /// Receiver host, as iperf3's `-c` (client mode); its port is `-p`.
+    #[arg(short = 'c', long = "client", value_name = "HOST")]
+    pub client: Option<String>,
+    /// Receiver port with `-c` (iperf3's `-p`, default 5201).
+    #[arg(
+        short = 'p',
+        long = "port",
+        value_name = "PORT",
+        default_value_t = 5201,
+        requires = "client"
+    )]
+    pub port: u16,
     /// How long to send: 30 (seconds), 10s, 500ms, 2m.
     #[arg(long, short = 't', value_name = "DURATION", default_value = "10s", value_parser = duration_argument)]
     pub time: Duration,
     /// TFRC segment size s in bytes: the payload of each packet (RFC 5348 §3.1, s excludes
     /// transport headers); the 32-byte TFRC header travels on top (UDP payload = s + 32).
-    #[arg(long, short = 's', default_value_t = 1000, conflicts_with = "tcp",
+    /// `-l` as iperf3's buffer length; `-s` is iperf3's server mode, `tfrc recv`.
+    #[arg(long, short = 'l', default_value_t = 1000, conflicts_with = "tcp",
           value_parser = clap::value_parser!(u32).range(20..=65475))]
     pub packet_size: u32,
     /// gTFRC target rate g in bits/s (800k, 2M, 1.5Mbps): the sender uses max(g, X).
     #[arg(long, value_name = "RATE", value_parser = rate_argument, conflicts_with = "tcp")]
     pub target_rate: Option<f64>,
-    /// Application rate cap in bits/s (like iperf -b): the sender is data-limited above it.
-    #[arg(long, value_name = "RATE", value_parser = rate_argument, conflicts_with = "tcp")]
+    /// Application rate cap in bits/s (iperf3's `-b`): the sender is data-limited above it.
+    #[arg(long, short = 'b', value_name = "RATE", value_parser = rate_argument, conflicts_with = "tcp")]
     pub max_rate: Option<f64>,
     /// Several feedbacks per RTT: N = max(int(R / RTT_ref), 1) reports per RTT (e.g. 100ms).
     #[arg(long, value_name = "DURATION", value_parser = duration_argument, conflicts_with = "tcp")]
@@ -136,8 +150,8 @@ pub struct SendArgs {
     /// Interval of the report lines.
     #[arg(long, short = 'i', value_name = "DURATION", default_value = "1s", value_parser = duration_argument)]
     pub interval: Duration,
-    /// Print one JSON document (start / intervals / end) instead of text.
-    #[arg(long)]
+    /// Print one JSON document (start / intervals / end, as iperf3's `-J`) instead of text.
+    #[arg(long, short = 'J')]
     pub json: bool,
     /// Send a kernel TCP bulk flow instead of TFRC.
     #[arg(long)]
@@ -147,14 +161,49 @@ pub struct SendArgs {
     pub congestion: Option<String>,
 }
 
+impl SendArgs {
+    /// The receiver's address: `--to`, or `-c HOST` with `-p PORT` (a host name is resolved;
+    /// its first address is used).
+    pub fn destination(&self) -> Result<SocketAddr> {
+        if let Some(to) = self.to {
+            return Ok(to);
+        }
+        let host = self.client.as_deref().ok_or_else(|| {
+            anyhow::anyhow!("give the receiver: --to HOST:PORT, or -c HOST [-p PORT]")
+        })?;
+        use std::net::ToSocketAddrs as _;
+        (host, self.port)
+            .to_socket_addrs()
+            .with_context(|| format!("-c {host}: cannot resolve the host"))?
+            .next()
+            .ok_or_else(|| anyhow::anyhow!("-c {host}: the host has no address"))
+    }
+}
+
+impl RecvArgs {
+    /// The address to listen on: `--listen`, or every address on `-p PORT`, or 0.0.0.0:5201.
+    pub fn listen_address(&self) -> SocketAddr {
+        self.listen
+            .unwrap_or_else(|| SocketAddr::from(([0, 0, 0, 0], self.port.unwrap_or(5201))))
+    }
+}
+
 /// `tfrc recv`: receive TFRC flows (several at once) or, with `--tcp`, TCP connections.
 #[derive(Debug, Clone, Args)]
 pub struct RecvArgs {
-    /// Address to listen on, HOST:PORT (port 0: any free port, printed at start).
-    #[arg(long, value_name = "ADDR", default_value = "0.0.0.0:5201", value_parser = address_argument)]
-    pub listen: SocketAddr,
-    /// Print one JSON document (start / intervals / end) at exit instead of text.
-    #[arg(long)]
+    /// Address to listen on, HOST:PORT (port 0: any free port, printed at start; default
+    /// 0.0.0.0:5201, or 0.0.0.0:PORT with `-p`).
+    #[arg(long, value_name = "ADDR", value_parser = address_argument, conflicts_with = "port")]
+    pub listen: Option<SocketAddr>,
+    /// Port to listen on, on every address (iperf3's `-p`).
+    #[arg(short = 'p', long = "port", value_name = "PORT")]
+    pub port: Option<u16>,
+    /// Server mode, as iperf3's `-s`: accepted for habit (`tfrc recv` is the server).
+    #[arg(short = 's', long = "server")]
+    pub server: bool,
+    /// Print one JSON document (start / intervals / end, as iperf3's `-J`) at exit instead of
+    /// text.
+    #[arg(long, short = 'J')]
     pub json: bool,
     /// Interval of the report lines.
     #[arg(long, short = 'i', value_name = "DURATION", default_value = "1s", value_parser = duration_argument)]
@@ -202,8 +251,9 @@ fn version() -> String {
 /// Runs `tfrc send`.
 pub fn run_send(args: &SendArgs) -> Result<()> {
     let stop = stop_on_signals()?;
+    let to = args.destination()?;
     if args.tcp {
-        return run_send_tcp(args, &stop);
+        return run_send_tcp(args, to, &stop);
     }
     let mut config = Config {
         packet_size: args.packet_size,
@@ -219,7 +269,7 @@ pub fn run_send(args: &SendArgs) -> Result<()> {
             alpha: args.veno_alpha.unwrap_or(Veno::default().alpha),
         });
     }
-    let mut options = SenderOptions::new(args.to);
+    let mut options = SenderOptions::new(to);
     options.bind = args.bind;
     options.duration = args.time;
     options.config = config;
@@ -241,7 +291,7 @@ pub fn run_send(args: &SendArgs) -> Result<()> {
         "protocol": "tfrc",
         "role": "sender",
         "timestamp": {"unix_s": unix_time_seconds()},
-        "connecting_to": {"host": args.to.ip().to_string(), "port": args.to.port()},
+        "connecting_to": {"host": to.ip().to_string(), "port": to.port()},
         "local": local,
         "session_id": session,
         "flow_id": flow_id,
@@ -267,7 +317,7 @@ pub fn run_send(args: &SendArgs) -> Result<()> {
     if !args.json {
         say!(
             "Connecting to {} from {local}, TFRC session {session}, s = {} bytes, {} s",
-            args.to,
+            to,
             args.packet_size,
             args.time.as_secs_f64()
         );
@@ -316,6 +366,17 @@ pub fn run_send(args: &SendArgs) -> Result<()> {
             "start": start,
             "intervals": intervals,
             "end": {
+                // iperf3's totals: what left the sender and what reached the receiver.
+                "sum_sent": iperf3_sum(report.seconds, report.bytes, report.bits_per_second, None),
+                "sum_received": report.receiver.as_ref().map(|receiver| {
+                    let lost = report.packets.saturating_sub(receiver.packets);
+                    iperf3_sum(
+                        report.seconds,
+                        receiver.bytes,
+                        receiver.bits_per_second,
+                        Some((lost, report.packets)),
+                    )
+                }),
                 "reason": report.reason,
                 "sender": {
                     "seconds": report.seconds,
@@ -405,11 +466,38 @@ pub fn run_send(args: &SendArgs) -> Result<()> {
         // receiver has measured nothing either.
         bail!(
             "no feedback arrived from {} in {:.1} s: is `tfrc recv` listening there?",
-            args.to,
+            to,
             report.seconds
         );
     }
     Ok(())
+}
+
+/// An iperf3 `sum_sent` / `sum_received` object: the whole run from 0 to `seconds`, and for
+/// datagrams `(lost, sent)` packets as iperf3's `lost_packets`, `packets`, `lost_percent`.
+fn iperf3_sum(
+    seconds: f64,
+    bytes: u64,
+    bits_per_second: f64,
+    lost_of: Option<(u64, u64)>,
+) -> Value {
+    let mut sum = json!({
+        "start": 0.0,
+        "end": seconds,
+        "seconds": seconds,
+        "bytes": bytes,
+        "bits_per_second": finite(bits_per_second),
+    });
+    if let Some((lost, sent)) = lost_of {
+        sum["lost_packets"] = json!(lost);
+        sum["packets"] = json!(sent);
+        sum["lost_percent"] = finite(if sent > 0 {
+            lost as f64 * 100.0 / sent as f64
+        } else {
+            0.0
+        });
+    }
+    sum
 }
 
 /// JSON has no infinity: infinite rates become null.
@@ -421,8 +509,8 @@ fn finite(value: f64) -> Value {
     }
 }
 
-fn run_send_tcp(args: &SendArgs, stop: &AtomicBool) -> Result<()> {
-    let mut options = TcpSenderOptions::new(args.to);
+fn run_send_tcp(args: &SendArgs, to: SocketAddr, stop: &AtomicBool) -> Result<()> {
+    let mut options = TcpSenderOptions::new(to);
     options.duration = args.time;
     options.congestion = args.congestion.clone();
     options.report_interval = Some(args.interval);
@@ -438,7 +526,7 @@ fn run_send_tcp(args: &SendArgs, stop: &AtomicBool) -> Result<()> {
         "protocol": "tcp",
         "role": "sender",
         "timestamp": {"unix_s": unix_time_seconds()},
-        "connecting_to": {"host": args.to.ip().to_string(), "port": args.to.port()},
+        "connecting_to": {"host": to.ip().to_string(), "port": to.port()},
         "local": local,
         "flow_id": sender.flow_id(),
         "congestion": congestion,
@@ -450,7 +538,7 @@ fn run_send_tcp(args: &SendArgs, stop: &AtomicBool) -> Result<()> {
     if !args.json {
         say!(
             "Connecting to {} from {local}, TCP {congestion}, {} s",
-            args.to,
+            to,
             args.time.as_secs_f64()
         );
         say!("[ID] Interval          Transfer      Bitrate          cwnd    ssthresh  RTT         retr");
@@ -475,8 +563,23 @@ fn run_send_tcp(args: &SendArgs, stop: &AtomicBool) -> Result<()> {
         }
     })?;
     if args.json {
-        let document =
-            json!({"start": start, "intervals": intervals, "end": {"streams": [summary]}});
+        // A TCP sender knows what it wrote and what the receiver acknowledged: iperf3's
+        // sum_sent and sum_received.
+        let acked = summary.bytes_acked.unwrap_or(summary.bytes);
+        let acked_bps = if summary.seconds > 0.0 {
+            acked as f64 * 8.0 / summary.seconds
+        } else {
+            0.0
+        };
+        let document = json!({
+            "start": start,
+            "intervals": intervals,
+            "end": {
+                "sum_sent": iperf3_sum(summary.seconds, summary.bytes, summary.bits_per_second, None),
+                "sum_received": iperf3_sum(summary.seconds, acked, acked_bps, None),
+                "streams": [summary],
+            },
+        });
         say!("{}", serde_json::to_string_pretty(&document)?);
     } else {
         say!("- - - - - - - - - - - - - - - - - - - - - - - - -");
@@ -520,7 +623,7 @@ pub fn run_recv(args: &RecvArgs) -> Result<()> {
     if args.tcp {
         return run_recv_tcp(args, &stop);
     }
-    let mut options = ReceiverOptions::new(args.listen);
+    let mut options = ReceiverOptions::new(args.listen_address());
     options.max_flows = args.max_flows as usize;
     options.idle_timeout = args.idle_timeout;
     options.report_interval = Some(args.interval);
@@ -647,7 +750,7 @@ fn run_recv_tcp(args: &RecvArgs, stop: &AtomicBool) -> Result<()> {
     if args.max_flows == 0 {
         bail!("--max-flows must be at least 1");
     }
-    let mut options = TcpReceiverOptions::new(args.listen);
+    let mut options = TcpReceiverOptions::new(args.listen_address());
     options.max_flows = args.max_flows as usize;
     options.report_interval = Some(args.interval);
     options.log = args.log.clone().map(|path| (path, args.log_interval));
