@@ -127,7 +127,21 @@ fn run_equation(args: &EquationArgs) -> Result<()> {
             }
             let p = equation::loss_event_rate_for(args.packet_size, args.rtt, bits_per_s / 8.0)
                 .ok_or_else(|| anyhow!("no loss event rate gives {bits_per_s} bits/s"))?;
-            (p, equation::throughput(args.packet_size, args.rtt, p))
+            let rate = equation::throughput(args.packet_size, args.rtt, p);
+            // The inverse clamps p to [1e-12, 1]: a rate outside what the equation gives there
+            // has no loss event rate, which is said rather than answered with the clamp.
+            if (rate * 8.0 - bits_per_s).abs() > 0.01 * bits_per_s {
+                let bits = |p: f64| equation::throughput(args.packet_size, args.rtt, p) * 8.0;
+                bail!(
+                    "--rate {bits_per_s} bits/s is not attainable for s = {} B, R = {} s: the \
+                     equation gives from {:.1} bits/s (p = 1) to {:.4e} bits/s (p = 1e-12)",
+                    args.packet_size,
+                    args.rtt,
+                    bits(1.0),
+                    bits(1e-12)
+                );
+            }
+            (p, rate)
         }
         (None, None) => bail!("give --loss-event-rate (or --rate for the inverse)"),
     };

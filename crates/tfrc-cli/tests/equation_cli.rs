@@ -98,3 +98,25 @@ fn bad_values_give_a_clear_error() {
         assert!(stderr.contains(needle), "{args:?}: {stderr}");
     }
 }
+
+/// A rate the equation cannot give for this s and R (below X(p = 1), or above X(p = 1e-12))
+/// is an error naming the range, not the clamped p's rate.
+#[test]
+fn an_unattainable_rate_is_said() {
+    for rate in ["100", "1e15"] {
+        let output = tfrc()
+            .args(["equation", "--rtt", "0.1", "--rate", rate])
+            .output()
+            .unwrap();
+        assert!(!output.status.success(), "--rate {rate}");
+        let message = String::from_utf8_lossy(&output.stderr);
+        assert!(message.contains("is not attainable"), "{message}");
+        assert!(message.contains("(p = 1)"), "{message}");
+    }
+    // Just above X(p = 1) (329 bits/s for s = 1000 B, R = 0.1 s) is fine.
+    let output = tfrc()
+        .args(["equation", "--rtt", "0.1", "--rate", "400"])
+        .output()
+        .unwrap();
+    assert!(output.status.success());
+}
