@@ -81,9 +81,13 @@ pub struct EmulateArgs {
     /// Stop after this long (default: until SIGINT/SIGTERM).
     #[arg(long, value_parser = parse_duration_flag)]
     pub time: Option<Duration>,
-    /// Most senders served at once.
+    /// Most senders served at once; a new sender beyond it takes the slot of the one idle the
+    /// longest.
     #[arg(long, default_value_t = 64)]
     pub max_clients: usize,
+    /// A sender with no traffic either way for this long is forgotten, freeing its slot.
+    #[arg(long, default_value = "60s", value_parser = parse_duration_flag)]
+    pub client_idle_timeout: Duration,
     /// Print the end report as JSON.
     #[arg(long)]
     pub json: bool,
@@ -107,6 +111,7 @@ pub fn run_emulate(args: &EmulateArgs) -> Result<()> {
     config.seed = args.seed;
     config.header_overhead = args.header_overhead;
     config.max_clients = args.max_clients;
+    config.client_idle_timeout = args.client_idle_timeout;
     config.links_csv = args.links_csv.clone().map(|path| (path, args.log_interval));
     config.pcap = args.pcap.clone();
     config.duration = args.time;
@@ -129,7 +134,9 @@ pub fn run_emulate(args: &EmulateArgs) -> Result<()> {
         let json = serde_json::json!({
             "seconds": report.seconds,
             "clients": report.clients,
-            "refused_datagrams": report.refused_datagrams,
+            "expired_clients": report.expired_clients,
+            "evicted_clients": report.evicted_clients,
+            "orphaned_packets": report.orphaned_packets,
             "send_errors": report.send_errors,
             "wake_lateness_p50_us": report.wake_lateness_p50_us,
             "wake_lateness_p99_us": report.wake_lateness_p99_us,
@@ -151,9 +158,11 @@ pub fn run_emulate(args: &EmulateArgs) -> Result<()> {
             );
         }
         println!(
-            "{:.1} s, {} clients, wake-up lateness p50 {:.1} µs, p99 {:.1} µs",
+            "{:.1} s, {} clients ({} forgotten idle, {} evicted for new ones), wake-up lateness p50 {:.1} µs, p99 {:.1} µs",
             report.seconds,
             report.clients,
+            report.expired_clients,
+            report.evicted_clients,
             report.wake_lateness_p50_us,
             report.wake_lateness_p99_us
         );

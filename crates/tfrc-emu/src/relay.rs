@@ -12,7 +12,7 @@
 
 use core::time::Duration;
 use std::net::{SocketAddr, UdpSocket};
-use std::os::fd::{AsRawFd, RawFd};
+use std::os::fd::AsRawFd;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -47,8 +47,13 @@ pub struct RelayConfig {
     pub seed: u64,
     /// Bytes added to each UDP payload when the link counts it (IPv4 + UDP: 28).
     pub header_overhead: u32,
-    /// Most clients served at once (datagrams from more are dropped and counted).
+    /// Most clients served at once. A new sender beyond it takes the slot of the client idle
+    /// the longest (least recently used), which is then forgotten.
     pub max_clients: usize,
+    /// A client that sent nothing and got no answer for this long is forgotten (its slot and
+    /// upstream socket freed): each `tfrc send` uses a new port, so slots would otherwise fill
+    /// for good.
+    pub client_idle_timeout: Duration,
     /// `links.csv` of both directions and its interval.
     pub links_csv: Option<(PathBuf, Duration)>,
     /// A pcap file of the packets leaving the emulated link (both directions; IPv4 only).
@@ -72,6 +77,7 @@ impl RelayConfig {
             seed: 1,
             header_overhead: 28,
             max_clients: 64,
+            client_idle_timeout: DEFAULT_CLIENT_IDLE_TIMEOUT,
             links_csv: None,
             pcap: None,
             spin_margin: DEFAULT_SPIN_MARGIN,
@@ -86,10 +92,15 @@ impl RelayConfig {
 pub struct RelayReport {
     /// Seconds the relay ran.
     pub seconds: f64,
-    /// Clients seen.
+    /// Clients seen over the run.
     pub clients: usize,
-    /// Datagrams refused because `max_clients` were already served.
-    pub refused_datagrams: u64,
+    /// Clients forgotten after `client_idle_timeout` without traffic.
+    pub expired_clients: u64,
+    /// Clients whose slot a new sender took when `max_clients` were served (least recently
+    /// used first).
+    pub evicted_clients: u64,
+    /// Packets that left the link for a client already forgotten, and were dropped.
+    pub orphaned_packets: u64,
     /// Datagrams the sockets refused to send.
     pub send_errors: u64,
     /// Counters of the forward direction.
@@ -105,18 +116,25 @@ pub struct RelayReport {
     pub wake_lateness_p99_us: f64,
 }
 
-/// Where a packet goes once it leaves the link.
+/// Default of [`RelayConfig::client_idle_timeout`].
+pub const DEFAULT_CLIENT_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Where a packet goes once it leaves the link: a client by its id (never reused, so a packet
+/// of a forgotten client is dropped rather than sent to whoever took its slot).
 #[derive(Debug, Clone, Copy)]
 enum Target {
-    /// To the receiver, through client `i`'s socket.
-    Receiver(usize),
-    /// Back to client `i`.
-    Client(usize),
+    /// To the receiver, through the client's upstream socket.
+    Receiver(u64),
+    /// Back to the client.
+    Client(u64),
 }
 
 struct Client {
+    id: u64,
     address: SocketAddr,
     upstream: UdpSocket,
+    /// Last datagram from the client or answer for it (relay clock).
+    last_active: Instant,
 }
 
 /// A bound relay, ready to [`Relay::run`].
@@ -124,6 +142,8 @@ pub struct Relay {
     config: RelayConfig,
     listen: UdpSocket,
     clients: Vec<Client>,
+    /// Id of the next client.
+    next_client: u64,
     network: Network<Target>,
     clock: Clock,
 }
@@ -177,6 +197,7 @@ impl Relay {
             config,
             listen,
             clients: Vec::new(),
+            next_client: 0,
             network: Network::new(links),
             clock,
         })
@@ -216,10 +237,19 @@ impl Relay {
             }
             let deadline = self.next_deadline(link_log.as_ref(), end);
             if waiter.wait(&fds, deadline) == Wake::Readable {
-                self.read_senders(&mut buffer, &mut fds, &mut report, &forward_route)?;
+                self.read_senders(&mut buffer, &mut report, &forward_route)?;
                 self.read_answers(&mut buffer, &reverse_route);
             }
             let now = self.clock.now();
+            self.expire_clients(now, &mut report);
+            if fds.len() != self.clients.len() + 1 {
+                fds.truncate(1);
+                fds.extend(
+                    self.clients
+                        .iter()
+                        .map(|client| client.upstream.as_raw_fd()),
+                );
+            }
             let due_before = self.network.poll_timeout();
             self.network.deliver_due(now, &mut delivered);
             if let (Some(due), false) = (due_before, delivered.is_empty()) {
@@ -240,7 +270,7 @@ impl Relay {
         report.wake_lateness_p50_us = percentile_us(&lateness, 0.5);
         report.wake_lateness_p99_us = percentile_us(&lateness, 0.99);
         report.seconds = self.clock.now().as_nanos() as f64 / 1e9;
-        report.clients = self.clients.len();
+        report.clients = usize::try_from(self.next_client).unwrap_or(usize::MAX);
         let samples = self.network.samples();
         report.forward = samples[0].counters;
         report.reverse = samples[1].counters;
@@ -289,12 +319,11 @@ impl Relay {
     }
 
     /// Reads datagrams from senders (at most [`MAX_READS_PER_ROUND`]) into the forward
-    /// direction. A new sender becomes a client with its own upstream socket (added to `fds`),
-    /// unless `max_clients` are served already.
+    /// direction. A new sender becomes a client with its own upstream socket; when
+    /// `max_clients` are served, it takes the slot of the least recently active one.
     fn read_senders(
         &mut self,
         buffer: &mut [u8],
-        fds: &mut Vec<RawFd>,
         report: &mut RelayReport,
         route: &Arc<[usize]>,
     ) -> Result<()> {
@@ -303,22 +332,29 @@ impl Relay {
                 break;
             };
             let arrived = self.clock.now();
-            let client = match self.clients.iter().position(|c| c.address == from) {
+            let index = match self.clients.iter().position(|c| c.address == from) {
                 Some(index) => index,
                 None => {
                     if self.clients.len() >= self.config.max_clients {
-                        report.refused_datagrams += 1;
-                        continue;
+                        let least_recent = (0..self.clients.len())
+                            .min_by_key(|&index| self.clients[index].last_active)
+                            .unwrap_or(0);
+                        self.clients.swap_remove(least_recent);
+                        report.evicted_clients += 1;
                     }
                     let upstream = connect_upstream(self.config.forward)?;
-                    fds.push(upstream.as_raw_fd());
                     self.clients.push(Client {
+                        id: self.next_client,
                         address: from,
                         upstream,
+                        last_active: arrived,
                     });
+                    self.next_client += 1;
                     self.clients.len() - 1
                 }
             };
+            let client = &mut self.clients[index];
+            client.last_active = arrived;
             let size = length as u32 + self.config.header_overhead;
             let _: SendOutcome = self.network.send(
                 arrived,
@@ -326,21 +362,31 @@ impl Relay {
                 size,
                 buffer[..length].to_vec(),
                 route.clone(),
-                Target::Receiver(client),
+                Target::Receiver(client.id),
             );
         }
         Ok(())
     }
 
+    /// Forgets the clients idle for `client_idle_timeout`.
+    fn expire_clients(&mut self, now: Instant, report: &mut RelayReport) {
+        let timeout = self.config.client_idle_timeout;
+        let before = self.clients.len();
+        self.clients
+            .retain(|client| now.saturating_duration_since(client.last_active) < timeout);
+        report.expired_clients += (before - self.clients.len()) as u64;
+    }
+
     /// Reads the receiver's answers on each client's upstream socket (at most
     /// [`MAX_READS_PER_ROUND`] each) into the reverse direction.
     fn read_answers(&mut self, buffer: &mut [u8], route: &Arc<[usize]>) {
-        for (index, client) in self.clients.iter().enumerate() {
+        for client in &mut self.clients {
             for _ in 0..MAX_READS_PER_ROUND {
                 let Ok(length) = client.upstream.recv(buffer) else {
                     break;
                 };
                 let arrived = self.clock.now();
+                client.last_active = arrived;
                 let size = length as u32 + self.config.header_overhead;
                 let _: SendOutcome = self.network.send(
                     arrived,
@@ -348,7 +394,7 @@ impl Relay {
                     size,
                     buffer[..length].to_vec(),
                     route.clone(),
-                    Target::Client(index),
+                    Target::Client(client.id),
                 );
             }
         }
@@ -363,23 +409,24 @@ impl Relay {
         mut pcap: Option<&mut PcapWriter>,
     ) -> Result<()> {
         for packet in delivered.drain(..) {
+            let id = match packet.destination {
+                Target::Receiver(id) | Target::Client(id) => id,
+            };
+            let Some(client) = self.clients.iter().find(|client| client.id == id) else {
+                report.orphaned_packets += 1;
+                continue;
+            };
             let (result, source, destination) = match packet.destination {
-                Target::Receiver(index) => {
-                    let client = &self.clients[index];
-                    (
-                        client.upstream.send(&packet.body),
-                        client.upstream.local_addr().ok(),
-                        Some(self.config.forward),
-                    )
-                }
-                Target::Client(index) => {
-                    let client = &self.clients[index];
-                    (
-                        self.listen.send_to(&packet.body, client.address),
-                        Some(self.config.forward),
-                        Some(client.address),
-                    )
-                }
+                Target::Receiver(_) => (
+                    client.upstream.send(&packet.body),
+                    client.upstream.local_addr().ok(),
+                    Some(self.config.forward),
+                ),
+                Target::Client(_) => (
+                    self.listen.send_to(&packet.body, client.address),
+                    Some(self.config.forward),
+                    Some(client.address),
+                ),
             };
             if result.is_err() {
                 report.send_errors += 1;

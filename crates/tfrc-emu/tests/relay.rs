@@ -319,3 +319,92 @@ fn forwarding_to_the_own_listen_address_is_refused() {
     ))
     .is_ok());
 }
+
+/// Client slots do not fill for good: a client idle past `client_idle_timeout` is forgotten,
+/// and when `max_clients` are served a new sender takes the slot of the one idle the longest.
+/// The sender that replaced it is served (its datagrams reach the receiver).
+#[test]
+fn client_slots_expire_and_are_reused_least_recently_used_first() {
+    let receiver = UdpSocket::bind(loopback()).unwrap();
+    receiver
+        .set_read_timeout(Some(Duration::from_millis(200)))
+        .unwrap();
+    let mut config = RelayConfig::new(
+        loopback(),
+        receiver.local_addr().unwrap(),
+        link("100Mbps", "1ms", None, None),
+    );
+    config.max_clients = 2;
+    config.client_idle_timeout = Duration::from_millis(300);
+    let stop = Arc::new(AtomicBool::new(false));
+    let (relay_address, relay_thread) = relay::spawn(config, stop.clone()).unwrap();
+    let senders: Vec<UdpSocket> = (0..3)
+        .map(|_| UdpSocket::bind(loopback()).unwrap())
+        .collect();
+    let received = |expected: &[u8]| {
+        let mut buffer = [0u8; 64];
+        let deadline = std::time::Instant::now() + Duration::from_secs(2);
+        while std::time::Instant::now() < deadline {
+            if let Ok(length) = receiver.recv(&mut buffer) {
+                if &buffer[..length] == expected {
+                    return true;
+                }
+            }
+        }
+        false
+    };
+    // Two clients fill the slots; the third evicts the least recently active (the first).
+    senders[0].send_to(b"first", relay_address).unwrap();
+    assert!(received(b"first"));
+    senders[1].send_to(b"second", relay_address).unwrap();
+    assert!(received(b"second"));
+    senders[2].send_to(b"third", relay_address).unwrap();
+    assert!(
+        received(b"third"),
+        "a new sender beyond max_clients is served"
+    );
+    // All idle past the timeout: forgotten; a returning sender gets a fresh slot.
+    std::thread::sleep(Duration::from_millis(600));
+    senders[0].send_to(b"again", relay_address).unwrap();
+    assert!(received(b"again"));
+    stop.store(true, Ordering::Relaxed);
+    let report = relay_thread.join().unwrap().unwrap();
+    assert_eq!(report.clients, 4, "every sender's arrival made a client");
+    assert_eq!(report.evicted_clients, 1);
+    assert!(
+        report.expired_clients >= 2,
+        "{} expired",
+        report.expired_clients
+    );
+}
+
+/// A packet still on the link when its client is forgotten is dropped and counted, never sent
+/// through a socket a newer client owns: 300 ms of delay against a 100 ms idle timeout.
+#[test]
+fn packets_of_a_forgotten_client_are_dropped() {
+    let receiver = UdpSocket::bind(loopback()).unwrap();
+    receiver
+        .set_read_timeout(Some(Duration::from_millis(100)))
+        .unwrap();
+    let mut config = RelayConfig::new(
+        loopback(),
+        receiver.local_addr().unwrap(),
+        link("100Mbps", "300ms", None, None),
+    );
+    config.client_idle_timeout = Duration::from_millis(100);
+    let stop = Arc::new(AtomicBool::new(false));
+    let (relay_address, relay_thread) = relay::spawn(config, stop.clone()).unwrap();
+    let sender = UdpSocket::bind(loopback()).unwrap();
+    sender.send_to(b"late", relay_address).unwrap();
+    let mut buffer = [0u8; 16];
+    let deadline = std::time::Instant::now() + Duration::from_millis(800);
+    while std::time::Instant::now() < deadline {
+        assert!(
+            receiver.recv(&mut buffer).is_err(),
+            "an orphaned packet was delivered"
+        );
+    }
+    stop.store(true, Ordering::Relaxed);
+    let report = relay_thread.join().unwrap().unwrap();
+    assert_eq!((report.expired_clients, report.orphaned_packets), (1, 1));
+}
