@@ -330,8 +330,47 @@ fn receiver_state_is_bounded() {
         .all(|flow| flow.reason == FlowEnd::IdleTimeout && flow.packets == 1));
 }
 
-/// A relay between sender and receiver that drops every `drop_every`-th data packet (and nothing
-/// else). Returns its sender-facing address and the drop counter.
+/// One-way delay of the lossy relay, each direction. A real path's round trip (20 ms here) keeps
+/// the sender's no-feedback timer (at least 4 R) well above the scheduling stalls of a loaded
+/// machine; over bare loopback R is a fraction of a millisecond and CI saw no-feedback expiries
+/// cut a 3 s run to 80 packets.
+const RELAY_DELAY: Duration = Duration::from_millis(10);
+
+/// Forwards what `inbound` receives to `destination()` after [`RELAY_DELAY`], in order, dropping
+/// the packets `drop` says to. Runs until `stop`.
+fn delaying_forwarder(
+    inbound: Arc<UdpSocket>,
+    outbound: Arc<UdpSocket>,
+    stop: Arc<AtomicBool>,
+    mut on_receive: impl FnMut(SocketAddr, &[u8]) -> bool + Send + 'static,
+    destination: impl Fn() -> Option<SocketAddr> + Send + 'static,
+) {
+    std::thread::spawn(move || {
+        let mut buffer = [0u8; 65_536];
+        let mut in_flight = std::collections::VecDeque::<(std::time::Instant, Vec<u8>)>::new();
+        while !stop.load(Ordering::Relaxed) {
+            if let Ok((length, from)) = inbound.recv_from(&mut buffer) {
+                if on_receive(from, &buffer[..length]) {
+                    in_flight.push_back((
+                        std::time::Instant::now() + RELAY_DELAY,
+                        buffer[..length].to_vec(),
+                    ));
+                }
+            }
+            let now = std::time::Instant::now();
+            while in_flight.front().is_some_and(|(due, _)| *due <= now) {
+                let (_, packet) = in_flight.pop_front().unwrap();
+                if let Some(to) = destination() {
+                    let _ = outbound.send_to(&packet, to);
+                }
+            }
+        }
+    });
+}
+
+/// A relay between sender and receiver that delays both directions by [`RELAY_DELAY`] and drops
+/// every `drop_every`-th data packet (and nothing else). Returns its sender-facing address and
+/// the drop counter.
 fn lossy_relay(
     receiver: SocketAddr,
     drop_every: u64,
@@ -340,8 +379,9 @@ fn lossy_relay(
     let facing_sender = UdpSocket::bind(loopback()).unwrap();
     let facing_receiver = UdpSocket::bind(loopback()).unwrap();
     for socket in [&facing_sender, &facing_receiver] {
+        // Short enough to release delayed packets on time.
         socket
-            .set_read_timeout(Some(Duration::from_millis(50)))
+            .set_read_timeout(Some(Duration::from_millis(1)))
             .unwrap();
         // Room for a long stall of the relay thread on a loaded machine: the relay must not
         // lose packets of its own.
@@ -353,54 +393,39 @@ fn lossy_relay(
     let facing_sender = Arc::new(facing_sender);
     let facing_receiver = Arc::new(facing_receiver);
     {
-        let (inbound, outbound) = (Arc::clone(&facing_sender), Arc::clone(&facing_receiver));
-        let (stop, dropped, sender_address) = (
+        let (dropped, sender_address) = (Arc::clone(&dropped), Arc::clone(&sender_address));
+        let mut until_drop = drop_every;
+        delaying_forwarder(
+            Arc::clone(&facing_sender),
+            Arc::clone(&facing_receiver),
             Arc::clone(&stop),
-            Arc::clone(&dropped),
-            Arc::clone(&sender_address),
-        );
-        std::thread::spawn(move || {
-            let mut buffer = [0u8; 65_536];
-            let mut until_drop = drop_every;
-            while !stop.load(Ordering::Relaxed) {
-                let Ok((length, from)) = inbound.recv_from(&mut buffer) else {
-                    continue;
-                };
+            move |from, packet| {
                 *sender_address.lock().unwrap() = Some(from);
-                if length > 1 && buffer[1] == 1 {
+                if packet.len() > 1 && packet[1] == 1 {
                     until_drop -= 1;
                     if until_drop == 0 {
                         until_drop = drop_every;
                         dropped.fetch_add(1, Ordering::Relaxed);
-                        continue;
+                        return false;
                     }
                 }
-                let _ = outbound.send_to(&buffer[..length], receiver);
-            }
-        });
+                true
+            },
+            move || Some(receiver),
+        );
     }
-    {
-        let (inbound, outbound) = (facing_receiver, facing_sender);
-        std::thread::spawn(move || {
-            let mut buffer = [0u8; 2048];
-            while !stop.load(Ordering::Relaxed) {
-                let Ok(length) = inbound.recv(&mut buffer) else {
-                    continue;
-                };
-                if let Some(to) = *sender_address.lock().unwrap() {
-                    let _ = outbound.send_to(&buffer[..length], to);
-                }
-            }
-        });
-    }
+    delaying_forwarder(
+        facing_receiver,
+        facing_sender,
+        stop,
+        |_, _| true,
+        move || *sender_address.lock().unwrap(),
+    );
     (address, dropped)
 }
 
-/// Over a path that loses every 20th data packet, the receiver detects exactly those losses, the
-/// loss event rate reaches the sender and ends its slow start. On loopback t_RTO is a fraction of
-/// a millisecond, so a loaded machine (CI runs four test threads on two cores) delays feedback past
-/// it and no-feedback expiries cut the rate: 240 packets in 2 s were seen where 2000 go through on
-/// a quiet one. Three seconds and a drop every 20th packet keep at least ten drops even then.
+/// Over a path with a 20 ms round trip that loses every 20th data packet, the receiver detects
+/// exactly those losses, the loss event rate reaches the sender and ends its slow start.
 #[test]
 fn losses_on_the_path_reach_the_sender_as_a_loss_event_rate() {
     losses_reach_the_sender(Config {
@@ -435,6 +460,10 @@ fn losses_reach_the_sender(config: Config) {
 
     let dropped = dropped.load(Ordering::Relaxed);
     let flow = &received.streams[0];
+    eprintln!(
+        "{dropped} of {} data packets dropped, {} lost",
+        report.packets, flow.lost
+    );
     assert!(dropped >= 10, "{dropped} dropped of {}", report.packets);
     // A drop among the last three packets cannot be detected (NDUPACK = 3).
     assert!(
