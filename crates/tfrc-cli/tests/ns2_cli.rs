@@ -65,6 +65,46 @@ fn ns2_and_our_simulator_on_one_figure() {
     );
 }
 
+/// ns-2's TFRC sink prints its loss event rate and its TCP agents count retransmissions; the
+/// converted summary carries both (p for the first TFRC flow, whose sink prints, and none for
+/// the second), and they are of the size of ours for the same mix.
+#[test]
+fn ns2_runs_report_p_and_tcp_retransmissions() {
+    if !tfrc_test_support::ns2_available("ns2_runs_report_p_and_tcp_retransmissions") {
+        return;
+    }
+    let directory = Scratch::new();
+    let text = format!(
+        "name = \"mix\"\nduration = \"30s\"\n{DUMBBELL_1MBPS_50MS}{}{}",
+        flow("a", "tfrc", &["profile = \"ns2\"", "count = 2"]),
+        flow("b", "tcp", &["variant = \"sack\"", "count = 2"])
+    );
+    let file = directory.write("mix.toml", &text);
+    let out = directory.join("out");
+    run_ns2(&file, &out);
+    let summary = |path: &Path| -> serde_json::Value {
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+    };
+    let (ns2, ours) = (
+        summary(&out.join("summary.json")),
+        summary(&out.join("ours/summary.json")),
+    );
+    let ns2_p = ns2["flows"][0]["mean_p"].as_f64().expect("p of a.1");
+    let ours_p = ours["flows"][0]["mean_p"].as_f64().unwrap();
+    assert!(ns2_p > 0.001 && ns2_p < 0.2, "ns-2 p {ns2_p}");
+    assert!(
+        ns2_p / ours_p > 0.5 && ns2_p / ours_p < 2.0,
+        "ns-2 p {ns2_p}, ours {ours_p}"
+    );
+    assert!(ns2["flows"][1]["mean_p"].is_null(), "a.2's sink does not print");
+    for index in [2, 3] {
+        let tcp = &ns2["flows"][index];
+        let retransmissions = tcp["retransmissions"].as_u64().expect("counted");
+        assert!(retransmissions > 0, "{tcp}");
+        assert!(tcp["timeouts"].as_u64().expect("counted") <= retransmissions);
+    }
+}
+
 /// A UDP-only scenario on a trace-driven link: `tfrc ns2` draws its figure (it used to stop
 /// with "nothing to plot"), and ns-2's link follows the trace over time as ours does — 1 Mb/s
 /// for 10 s, then 3 Mb/s under a 2 Mb/s CBR flow — instead of running the trace's mean.

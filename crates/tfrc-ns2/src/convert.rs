@@ -80,15 +80,26 @@ struct Samples {
     flows: Vec<Vec<Option<FlowCounters>>>,
     links: Vec<Vec<Option<LinkCounters>>>,
     state: Vec<Vec<Option<StateSample>>>,
+    /// Per flow, TCP's `(nrexmit_, nrexmitpack_)` at the end of the run.
+    retransmissions: Vec<Option<(u64, u64)>>,
+    /// `(time, p)` as [`Layout::loss_rate_flow`]'s sink printed them, in time order.
+    loss_rates: Vec<(f64, f64)>,
 }
 
-/// Parses the script's output (`path` names it in errors) and builds the converted files.
+/// Parses the script's samples (`output`, read from `path`, which names it in errors) and builds the converted files.
 ///
-/// Lines that do not start with `F `, `S ` or `L ` are ignored (ns-2 prints warnings of its
-/// own); a malformed sample line, or a sample missing for some flow, link direction or time
+/// Lines that do not start with `F `, `S `, `L ` or `R ` are ignored (ns-2 prints warnings of its own); a malformed sample line, or a sample missing for some flow, link direction or time
 /// (ns-2 stopped early), is an error naming the file and line or the missing sample.
-pub fn convert_samples(layout: &Layout, output: &str, path: &Path) -> Result<Converted, Ns2Error> {
-    let samples = parse(layout, output, path)?;
+///
+/// `printed` is what ns-2 itself printed on standard output; the loss event rates of
+/// [`Layout::loss_rate_flow`] are read from it.
+pub fn convert_samples(
+    layout: &Layout,
+    output: &str,
+    printed: &str,
+    path: &Path,
+) -> Result<Converted, Ns2Error> {
+    let samples = parse(layout, output, printed, path)?;
     let missing = |what: String| Ns2Error::Parse {
         path: path.to_path_buf(),
         line_number: output.lines().count(),
@@ -143,6 +154,11 @@ pub fn convert_samples(layout: &Layout, output: &str, path: &Path) -> Result<Con
 
     // state.csv
     let mut rtt_sums: Vec<(f64, u32)> = vec![(0.0, 0); layout.flows.len()];
+    let mut p_sums: Vec<(f64, u32)> = vec![(0.0, 0); layout.flows.len()];
+    // The printed p in force at a time: the last printed at or before it, 0 before the first
+    // (the sink prints only once p > 0).
+    let mut printed = samples.loss_rates.iter().peekable();
+    let mut p_now = 0.0;
     for (k, &time) in layout.state_times.iter().enumerate() {
         for (i, flow) in layout.flows.iter().enumerate() {
             if flow.sample == SampleKind::Udp || time < flow.start || time > flow.stop {
@@ -161,6 +177,18 @@ pub fn convert_samples(layout: &Layout, output: &str, path: &Path) -> Result<Con
                 SampleKind::Tfrc => {
                     row.x_bps = value(0).map(|bytes_per_second| bytes_per_second * 8.0);
                     row.feedbacks_per_rtt = flow.feedbacks_per_rtt.map(f64::from);
+                    if layout.loss_rate_flow == Some(i) {
+                        while let Some(&&(at, p)) = printed.peek() {
+                            if at > time.as_secs_f64() + 1e-9 {
+                                break;
+                            }
+                            p_now = p;
+                            printed.next();
+                        }
+                        row.p = Some(p_now);
+                        p_sums[i].0 += p_now;
+                        p_sums[i].1 += 1;
+                    }
                 }
                 SampleKind::Tcp => {
                     row.cwnd = value(0);
@@ -230,7 +258,14 @@ pub fn convert_samples(layout: &Layout, output: &str, path: &Path) -> Result<Con
         }
     }
 
-    let summary = summarize(layout, &totals, &per_interval_sent, &rtt_sums, &link_totals);
+    let summary = summarize(
+        layout,
+        &totals,
+        &per_interval_sent,
+        (&rtt_sums, &p_sums),
+        &samples.retransmissions,
+        &link_totals,
+    );
     Ok(Converted { rows, summary })
 }
 
@@ -239,19 +274,23 @@ fn summarize(
     layout: &Layout,
     totals: &[FlowTotals],
     per_interval_sent: &[Vec<f64>],
-    rtt_sums: &[(f64, u32)],
+    (rtt_sums, p_sums): (&[(f64, u32)], &[(f64, u32)]),
+    retransmissions: &[Option<(u64, u64)>],
     link_totals: &[LinkCounters],
 ) -> Summary {
+    let mean = |(sum, count): (f64, u32)| (count > 0).then(|| sum / f64::from(count));
     let duration = layout.duration.as_secs_f64();
     let flows = layout
         .flows
         .iter()
         .enumerate()
         .map(|(i, flow)| FlowSummary {
-            mean_rtt_s: match rtt_sums[i] {
-                (_, 0) => None,
-                (sum, count) => Some(sum / f64::from(count)),
-            },
+            mean_rtt_s: mean(rtt_sums[i]),
+            // The time average of the printed p over the state samples, as the simulator's
+            // mean of the sender's p: only the flow whose sink prints it has one.
+            mean_p: mean(p_sums[i]),
+            timeouts: retransmissions[i].map(|(timeouts, _)| timeouts),
+            retransmissions: retransmissions[i].map(|(_, packets)| packets),
             // The CoV of packets per 0.1 s bin is only available when the output interval is
             // 0.1 s.
             cov_sent_100ms: (layout.interval == Duration::from_millis(100))
@@ -312,17 +351,36 @@ fn summarize(
     Summary::new(run, flows, bottleneck, links)
 }
 
-fn parse(layout: &Layout, output: &str, path: &Path) -> Result<Samples, Ns2Error> {
+/// The loss event rates ns-2's TFRC sink printed (`printLoss_ 1`) on standard output:
+/// `TfrcSinkAgent::print_loss` writes "time: %7.5f loss_rate: %7.5f" and a second line
+/// ("time: T sample 0: N loss_rate: P") that repeats the value; everything else is skipped.
+fn printed_loss_rates(printed: &str) -> Vec<(f64, f64)> {
+    printed
+        .lines()
+        .filter_map(|line| {
+            let [tag, time, "loss_rate:", p] = line.split_whitespace().collect::<Vec<_>>()[..]
+            else {
+                return None;
+            };
+            let (time, p) = (time.parse::<f64>().ok()?, p.parse::<f64>().ok()?);
+            (tag == "time:" && time.is_finite() && (0.0..=1.0).contains(&p)).then_some((time, p))
+        })
+        .collect()
+}
+
+fn parse(layout: &Layout, output: &str, printed: &str, path: &Path) -> Result<Samples, Ns2Error> {
     let flow_count = layout.flows.len();
     let mut samples = Samples {
         flows: vec![vec![None; flow_count]; layout.flow_times.len()],
         links: vec![vec![None; layout.directions.len()]; layout.flow_times.len()],
         state: vec![vec![None; flow_count]; layout.state_times.len()],
+        retransmissions: vec![None; flow_count],
+        loss_rates: printed_loss_rates(printed),
     };
     for (number, line) in output.lines().enumerate() {
         let mut fields = line.split_whitespace();
         let tag = fields.next();
-        if !matches!(tag, Some("F" | "S" | "L")) {
+        if !matches!(tag, Some("F" | "S" | "L" | "R")) {
             continue;
         }
         let fields: Vec<&str> = fields.collect();
@@ -381,6 +439,10 @@ fn parse(layout: &Layout, output: &str, path: &Path) -> Result<Samples, Ns2Error
                     drops: count(7)?,
                     average_queue: value(8)?,
                 });
+            }
+            Some("R") => {
+                let i = index(0, flow_count, "flow")?;
+                samples.retransmissions[i] = Some((count(1)?, count(2)?));
             }
             _ => {
                 let k = index(0, layout.state_times.len(), "state sampling time")?;

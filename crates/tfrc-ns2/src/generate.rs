@@ -89,6 +89,10 @@ pub struct Layout {
     pub flows: Vec<FlowLayout>,
     /// The link directions: forward then reverse of each link, in scenario order.
     pub directions: Vec<LinkDirectionLayout>,
+    /// The TFRC flow whose sink prints its loss event rate (`printLoss_ 1`): the first TFRC
+    /// flow. ns-2.35 binds neither the sender's nor the sink's p, and the sink prints it
+    /// (`time: T loss_rate: P`) without naming its flow, so only one sink may print.
+    pub loss_rate_flow: Option<usize>,
 }
 
 /// One flow of a generated run.
@@ -227,6 +231,13 @@ impl<'a> Generator<'a> {
         generator.plan_markers();
         generator.plan_flows()?;
         Ok(generator)
+    }
+
+    /// See [`Layout::loss_rate_flow`].
+    fn loss_rate_flow(&self) -> Option<usize> {
+        self.flows
+            .iter()
+            .position(|flow| flow.sample == SampleKind::Tfrc)
     }
 
     fn node(&self, name: &str) -> usize {
@@ -485,7 +496,9 @@ impl<'a> Generator<'a> {
         );
         collapse_instances(&mut self.unsupported);
         collapse_instances(&mut self.notes);
+        let loss_rate_flow = self.loss_rate_flow();
         let layout = Layout {
+            loss_rate_flow,
             scenario: scenario.name.clone(),
             seed: scenario.seed,
             duration: scenario.duration,
@@ -541,7 +554,7 @@ impl<'a> Generator<'a> {
         );
         let _ = writeln!(
             out,
-            "# Prints cumulative counters (F: flows, S: protocol state, L: link directions); \
+            "# Prints cumulative counters (F: flows, S: protocol state, L: link directions, R: TCP retransmissions at the end); \
              see docs/ns2.md."
         );
         let _ = writeln!(out, "set ns [new Simulator]");
@@ -833,12 +846,18 @@ impl<'a> Generator<'a> {
                          $src({index}) set ca_ {}",
                         u8::from(tfrc.oscillation_damping)
                     );
-                    let _ = writeln!(
+                    let _ = write!(
                         out,
                         "set snk({index}) [new Agent/TFRCSink]; $snk({index}) set NumFeedback_ {feedbacks}; \
                          $snk({index}) set discount_ {}",
                         u8::from(tfrc.history_discounting)
                     );
+                    if self.loss_rate_flow() == Some(index) {
+                        // TfrcSinkAgent::est_loss_WALI prints "time: T loss_rate: P" each
+                        // time it computes p (a feedback), once p > 0.
+                        let _ = write!(out, "; $snk({index}) set printLoss_ 1");
+                    }
+                    let _ = writeln!(out);
                     (format!("$src({index})"), format!("$src({index})"))
                 }
                 FlowKind::Tcp(tcp) => {
@@ -1016,7 +1035,12 @@ impl<'a> Generator<'a> {
             .iter()
             .map(|(index, key)| format!("{index} {key}"))
             .collect();
-        let _ = writeln!(out, "\n# sampling: cumulative counters on stdout");
+        // A file of their own: ns-2's C code prints to stdout through another buffer, and
+        // the two would interleave within lines.
+        let _ = writeln!(
+            out,
+            "\n# sampling: cumulative counters into {SAMPLES_FILE}\nset samples_out [open {SAMPLES_FILE} w]"
+        );
         let _ = writeln!(
             out,
             "set tfrc_flows {{{}}}",
@@ -1041,6 +1065,9 @@ impl<'a> Generator<'a> {
     }
 }
 
+/// Where the script writes its samples (in its working directory).
+pub const SAMPLES_FILE: &str = "ns2-samples.txt";
+
 /// The sampling procedures, the same for every script (they read the lists set above them).
 const SAMPLING_PROCEDURES: &str = r#"proc udp_sent {key i} {
     global fm fmflow
@@ -1057,28 +1084,28 @@ proc average_queue {d} {
     return "-"
 }
 proc sample_flows {k} {
-    global ns src snk qm tfrc_flows tcp_flows udp_flows directions flow_times
+    global ns src snk qm tfrc_flows tcp_flows udp_flows directions flow_times samples_out
     foreach i $tfrc_flows {
-        puts "F $k $i [$src($i) set ndatapack_] [$src($i) set ndatabytes_] - [$snk($i) set bytes_]"
+        puts $samples_out "F $k $i [$src($i) set ndatapack_] [$src($i) set ndatabytes_] - [$snk($i) set bytes_]"
     }
     foreach i $tcp_flows {
         set p [$src($i) set ndatapack_]
-        puts "F $k $i $p [expr {[$src($i) set ndatabytes_] + 40 * $p}] - [$snk($i) set bytes_]"
+        puts $samples_out "F $k $i $p [expr {[$src($i) set ndatabytes_] + 40 * $p}] - [$snk($i) set bytes_]"
     }
     foreach {i key} $udp_flows {
-        puts "F $k $i [udp_sent $key $i] [$snk($i) set npkts_] [$snk($i) set bytes_]"
+        puts $samples_out "F $k $i [udp_sent $key $i] [$snk($i) set npkts_] [$snk($i) set bytes_]"
     }
     foreach d $directions {
         set m $qm($d)
-        puts "L $k $d [$m set size_] [$m set pkts_] [$m set parrivals_] [$m set pdepartures_] [$m set bdepartures_] [$m set pdrops_] [average_queue $d]"
+        puts $samples_out "L $k $d [$m set size_] [$m set pkts_] [$m set parrivals_] [$m set pdepartures_] [$m set bdepartures_] [$m set pdrops_] [average_queue $d]"
     }
     set next [expr {$k + 1}]
     if {$next < [llength $flow_times]} { $ns at [lindex $flow_times $next] "sample_flows $next" }
 }
 proc sample_state {k} {
-    global ns src tfrc_flows tcp_flows state_times
+    global ns src tfrc_flows tcp_flows state_times samples_out
     foreach i $tfrc_flows {
-        puts "S $k $i [$src($i) set rate_]"
+        puts $samples_out "S $k $i [$src($i) set rate_]"
     }
     foreach i $tcp_flows {
         set a $src($i)
@@ -1096,12 +1123,16 @@ proc sample_state {k} {
             set maxrto [$a set maxrto_]
             if {$rto > $maxrto} { set rto $maxrto }
         } else { set rtt_s "-"; set rto "-" }
-        puts "S $k $i [$a set cwnd_] [$a set ssthresh_] $rtt_s $srtt_s $rto"
+        puts $samples_out "S $k $i [$a set cwnd_] [$a set ssthresh_] $rtt_s $srtt_s $rto"
     }
     set next [expr {$k + 1}]
     if {$next < [llength $state_times]} { $ns at [lindex $state_times $next] "sample_state $next" }
 }
 proc finish {} {
+    global src tcp_flows samples_out
+    # TcpAgent: nrexmit_ counts retransmission timeouts, nrexmitpack_ retransmitted packets.
+    foreach i $tcp_flows { puts $samples_out "R $i [$src($i) set nrexmit_] [$src($i) set nrexmitpack_]" }
+    close $samples_out
     flush stdout
     exit 0
 }

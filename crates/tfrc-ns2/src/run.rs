@@ -10,14 +10,14 @@ use tfrc_scenario::Scenario;
 
 use crate::convert::{convert_samples, write_outputs};
 use crate::error::Ns2Error;
-use crate::generate::{generate, Generated};
+use crate::generate::{generate, Generated, SAMPLES_FILE};
 
 /// Where Debian's `ns2` package installs ns-2.35.
 pub const DEFAULT_NS_PATH: &str = "/usr/bin/ns";
 
 /// The script's file name in the output directory.
 const SCRIPT_NAME: &str = "ns2.tcl";
-/// ns-2's standard output (the samples) and standard error, kept with `keep_tcl` or on failure.
+/// ns-2's standard output (what its C code prints) and standard error, kept with `keep_tcl` or on failure.
 const OUTPUT_NAME: &str = "ns2-output.txt";
 const ERRORS_NAME: &str = "ns2-stderr.txt";
 /// The unsupported features and approximation notes of the run.
@@ -30,8 +30,9 @@ pub struct RunOptions {
     pub ns_path: PathBuf,
     /// Kill ns-2 after this long.
     pub timeout: Duration,
-    /// Keep the script (`ns2.tcl`) and ns-2's raw output (`ns2-output.txt`) after a successful
-    /// run; they are always kept when the run fails.
+    /// Keep the script (`ns2.tcl`), its samples (`ns2-samples.txt`) and ns-2's standard
+    /// output (`ns2-output.txt`) after a successful run; they are always kept when the run
+    /// fails.
     pub keep_tcl: bool,
     /// Write the script and the unsupported list only; do not run ns-2.
     pub dry_run: bool,
@@ -180,11 +181,15 @@ pub fn run_generated(
             output_tail: tail(&format!("{errors}{output}"), 15),
         });
     }
-    let converted = convert_samples(&generated.layout, &output, &output_path)?;
+    let samples_path = directory.join(SAMPLES_FILE);
+    let samples = std::fs::read_to_string(&samples_path)
+        .map_err(|source| Ns2Error::io(samples_path.clone(), source))?;
+    let converted = convert_samples(&generated.layout, &samples, &output, &samples_path)?;
     write_outputs(&converted, directory)?;
     if !options.keep_tcl {
         let _ = std::fs::remove_file(&script);
         let _ = std::fs::remove_file(&output_path);
+        let _ = std::fs::remove_file(&samples_path);
     }
     if errors.trim().is_empty() {
         let _ = std::fs::remove_file(&errors_path);

@@ -544,7 +544,15 @@ fn the_converter_turns_cumulative_samples_into_intervals() {
         }
         output.push_str(&format!("S {k} 0 {}\n", 12500 * k));
     }
-    let converted = convert_samples(layout, &output, Path::new("output.txt")).expect("converts");
+    // What ns-2's TFRC sink prints with printLoss_ 1 (its second line and the sample list
+    // repeat the value or are something else).
+    assert_eq!(layout.loss_rate_flow, Some(0));
+    let printed = "time: 1.50000 loss_rate: 0.01000 \n\
+                   time: 1.50000 sample 0:   100 loss_rate: 0.01000 \n\
+                   1.500000: sample 0:   100 1:    92 2:   216 3:    84 4:    37\n\
+                   time: 2.20000 loss_rate: 0.02000 \n";
+    let converted =
+        convert_samples(layout, &output, printed, Path::new("output.txt")).expect("converts");
     // Written by the output schema's writer, as the simulator writes its files.
     let directory = tempfile::tempdir().unwrap();
     tfrc_ns2::write_outputs(&converted, directory.path()).unwrap();
@@ -576,6 +584,10 @@ fn the_converter_turns_cumulative_samples_into_intervals() {
     assert_eq!(state_times, ["1", "2", "2.5"]);
     assert_eq!(state[2][3], "100000.0");
     assert_eq!(state[2][9], "1");
+    // p as printed at each state time: none yet at 1 s, 0.01 at 2 s, 0.02 at 2.5 s.
+    let p_column = state[0].iter().position(|name| *name == "p").unwrap();
+    let p: Vec<&str> = state[1..].iter().map(|row| row[p_column]).collect();
+    assert_eq!(p, ["0", "0.01", "0.02"]);
     let links = read("links.csv");
     let links: Vec<Vec<&str>> = links.lines().map(|row| row.split(',').collect()).collect();
     assert_eq!(links.len(), 1 + 3 * 2);
@@ -588,6 +600,8 @@ fn the_converter_turns_cumulative_samples_into_intervals() {
     assert_eq!(tfrc.goodput_bytes, 140 * 968);
     assert_eq!(tfrc.goodput_bps, Some(140.0 * 968.0 * 8.0 / 1.5));
     assert_eq!(summary.flows[1].receiving_ratio, Some(31.0 / 32.0));
+    assert!((tfrc.mean_p.unwrap() - 0.01).abs() < 1e-12, "{:?}", tfrc.mean_p);
+    assert_eq!(summary.flows[1].mean_p, None);
     assert_eq!(
         summary.bottleneck.as_ref().and_then(|b| b.capacity_bps),
         Some(1_000_000.0)
@@ -600,15 +614,15 @@ fn malformed_or_missing_samples_are_errors() {
     let generated = generate(&scenario(TWO_FLOWS)).expect("generates");
     let bad = "F 0 0 x 0 - 0\n";
     let error =
-        convert_samples(&generated.layout, bad, Path::new("out.txt")).expect_err("malformed");
+        convert_samples(&generated.layout, bad, "", Path::new("out.txt")).expect_err("malformed");
     assert!(error.to_string().contains("out.txt:1"), "{error}");
     let out_of_range = "F 0 7 0 0 - 0\n";
-    let error = convert_samples(&generated.layout, out_of_range, Path::new("out.txt"))
+    let error = convert_samples(&generated.layout, out_of_range, "", Path::new("out.txt"))
         .expect_err("flow index out of range");
     assert!(error.to_string().contains("flow index below 2"), "{error}");
     let truncated = "F 0 0 0 0 - 0\nF 0 1 0 0 0 0\n";
-    let error =
-        convert_samples(&generated.layout, truncated, Path::new("out.txt")).expect_err("truncated");
+    let error = convert_samples(&generated.layout, truncated, "", Path::new("out.txt"))
+        .expect_err("truncated");
     assert!(error.to_string().contains("did ns-2 stop early"), "{error}");
 }
 
