@@ -76,6 +76,9 @@ struct StateSample {
     values: Vec<Option<f64>>,
 }
 
+/// A running sum and how many values it holds.
+type SumCount = (f64, u32);
+
 struct Samples {
     flows: Vec<Vec<Option<FlowCounters>>>,
     links: Vec<Vec<Option<LinkCounters>>>,
@@ -274,7 +277,7 @@ fn summarize(
     layout: &Layout,
     totals: &[FlowTotals],
     per_interval_sent: &[Vec<f64>],
-    (rtt_sums, p_sums): (&[(f64, u32)], &[(f64, u32)]),
+    (rtt_sums, p_sums): (&[SumCount], &[SumCount]),
     retransmissions: &[Option<(u64, u64)>],
     link_totals: &[LinkCounters],
 ) -> Summary {
