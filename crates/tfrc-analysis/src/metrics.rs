@@ -113,6 +113,31 @@ pub fn confidence_interval_95(values: &[f64]) -> Option<MeanInterval> {
     })
 }
 
+/// The difference of two ensemble means, `mean(b) − mean(a)`, with the half-width of its 95 %
+/// confidence interval by Welch's t (unequal variances, Welch–Satterthwaite degrees of
+/// freedom, rounded down). With fewer than two values on a side, or no spread on either,
+/// the half-width is 0. `None` if either side is empty or non-finite.
+pub fn welch_difference_95(a: &[f64], b: &[f64]) -> Option<(f64, f64)> {
+    let (mean_a, mean_b) = (mean(a)?, mean(b)?);
+    let difference = mean_b - mean_a;
+    if a.len() < 2 || b.len() < 2 {
+        return Some((difference, 0.0));
+    }
+    let variance_of_mean = |values: &[f64], m: f64| {
+        values.iter().map(|v| (v - m) * (v - m)).sum::<f64>()
+            / (values.len() - 1) as f64
+            / values.len() as f64
+    };
+    let (va, vb) = (variance_of_mean(a, mean_a), variance_of_mean(b, mean_b));
+    let spread = va + vb;
+    if spread == 0.0 {
+        return Some((difference, 0.0));
+    }
+    let df = spread * spread / (va * va / (a.len() - 1) as f64 + vb * vb / (b.len() - 1) as f64);
+    let t = student_t_975((df.floor() as usize).max(1))?;
+    Some((difference, t * spread.sqrt()))
+}
+
 /// Spearman's rank correlation of `xs` and `ys` (Pearson's correlation of their ranks, ties
 /// sharing the mean rank), in [−1, 1]. `None` with fewer than two pairs, different lengths,
 /// non-finite values, or when either side is constant.
@@ -634,6 +659,25 @@ mod tests {
         assert!((quantile(&values, 0.9).unwrap() - 4.6).abs() < 1e-12);
         assert_eq!(quantile(&[], 0.5), None);
         assert_eq!(quantile(&values, 1.5), None);
+    }
+
+    #[test]
+    fn welch_intervals_of_differences() {
+        // Equal sizes and variances: df = 2n − 2 = 6, s²/n = 1/4 + 1/4 (sample variance 1).
+        let a = [1.0, 2.0, 3.0, 2.0];
+        let b = [3.0, 4.0, 5.0, 4.0];
+        let (difference, half) = welch_difference_95(&a, &b).unwrap();
+        assert_eq!(difference, 2.0);
+        let variance = 2.0 / 3.0; // Σ(x − 2)² / 3
+        let expected = 2.447 * (2.0 * variance / 4.0_f64).sqrt();
+        assert!((half - expected).abs() < 1e-9, "{half} vs {expected}");
+        // No spread, or one value: a zero-width interval.
+        assert_eq!(
+            welch_difference_95(&[1.0, 1.0], &[2.0, 2.0]),
+            Some((1.0, 0.0))
+        );
+        assert_eq!(welch_difference_95(&[1.0], &[2.0, 3.0]), Some((1.5, 0.0)));
+        assert_eq!(welch_difference_95(&[], &[2.0]), None);
     }
 
     #[test]

@@ -4,6 +4,7 @@ use anyhow::{anyhow, bail, Result};
 use clap::{Args, Parser, Subcommand};
 use tfrc_proto::equation;
 
+mod conformance;
 mod ns2_compare;
 mod plot;
 mod reproduce;
@@ -34,6 +35,10 @@ enum Command {
     /// Run a scenario in ns-2.35 (output converted to our flows.csv/state.csv/links.csv), then
     /// in our simulator, and plot both on one figure.
     Ns2(ns2_compare::Ns2CompareArgs),
+    /// Our simulator against ns-2.35 over a designed matrix of cells
+    /// (conformance/matrix.toml), with replications: conformance.csv, index.html and
+    /// "N of M cells agree".
+    Conformance(conformance::ConformanceArgs),
     /// Overlay saved runs (of `sim`, `ns2`, `testbed run`) on one figure: throughput, goodput
     /// or RTT per flow over time.
     Plot(plot::PlotArgs),
@@ -93,6 +98,7 @@ fn main() -> Result<()> {
         Command::Recv(args) => tfrc_udp::cli::run_recv(&args),
         Command::Sim(args) => sim::run(&args),
         Command::Ns2(args) => ns2_compare::run(&args),
+        Command::Conformance(args) => conformance::run(&args),
         Command::Plot(args) => plot::run(&args),
         Command::Reproduce(args) => reproduce::run(&args),
         Command::Stream(args) => etp::stream_app::run(&args),

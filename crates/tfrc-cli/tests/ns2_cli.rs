@@ -96,7 +96,10 @@ fn ns2_runs_report_p_and_tcp_retransmissions() {
         ns2_p / ours_p > 0.5 && ns2_p / ours_p < 2.0,
         "ns-2 p {ns2_p}, ours {ours_p}"
     );
-    assert!(ns2["flows"][1]["mean_p"].is_null(), "a.2's sink does not print");
+    assert!(
+        ns2["flows"][1]["mean_p"].is_null(),
+        "a.2's sink does not print"
+    );
     for index in [2, 3] {
         let tcp = &ns2["flows"][index];
         let retransmissions = tcp["retransmissions"].as_u64().expect("counted");

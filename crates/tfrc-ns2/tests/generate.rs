@@ -600,7 +600,11 @@ fn the_converter_turns_cumulative_samples_into_intervals() {
     assert_eq!(tfrc.goodput_bytes, 140 * 968);
     assert_eq!(tfrc.goodput_bps, Some(140.0 * 968.0 * 8.0 / 1.5));
     assert_eq!(summary.flows[1].receiving_ratio, Some(31.0 / 32.0));
-    assert!((tfrc.mean_p.unwrap() - 0.01).abs() < 1e-12, "{:?}", tfrc.mean_p);
+    assert!(
+        (tfrc.mean_p.unwrap() - 0.01).abs() < 1e-12,
+        "{:?}",
+        tfrc.mean_p
+    );
     assert_eq!(summary.flows[1].mean_p, None);
     assert_eq!(
         summary.bottleneck.as_ref().and_then(|b| b.capacity_bps),

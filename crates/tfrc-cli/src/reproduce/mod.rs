@@ -4,7 +4,7 @@
 
 mod claims;
 mod figures;
-mod runner;
+pub(crate) mod runner;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};

@@ -1,0 +1,529 @@
+//! The conformance matrix (`conformance/matrix.toml`): cells described by factors (flows,
+//! bottleneck, RTT, queue, loss, cross traffic, TFRC profile) or by a scenario file, and the
+//! scenario of each replication of a cell.
+//!
+//! A factor cell becomes a dumbbell written in the scenario format (docs/scenario-format.md),
+//! so that every run is a scenario file `tfrc sim` and `tfrc ns2` run alike:
+//!
+//! - flow i has its own access links `s<i> — r1` and `r2 — d<i>` at 10 × the bottleneck rate,
+//!   whose one-way delays replication k draws uniformly in [1, 5] ms (both ends, per flow);
+//! - the bottleneck `r1 — r2` has the cell's rate and the one-way delay rtt/2 − 6 ms (at least
+//!   1 ms), so that with the mean access delays (3 ms at each end) the base RTT is the cell's;
+//! - its queue, both ways: DropTail of `buffer_bdp` × BDP packets (BDP = rate × rtt / 8 /
+//!   packet size, at least 2), or RED with min_th = max(5, BDP/4), max_th = 3 min_th, limit =
+//!   max(2 BDP, 4 min_th), max_p 0.1, weight 0.002 (ns-2's classic values otherwise);
+//! - Bernoulli loss at rate `loss` on the bottleneck's forward direction;
+//! - `cross = "pareto"`: one Pareto on/off UDP source (`x0 → y0`, own access links) at half the
+//!   bottleneck rate while on (500 ms on, 500 ms off, shape 1.5: ns-2's defaults);
+//! - every flow starts uniformly in [0, 1) s; the seed is [`replication_seed`] of the cell's.
+//!
+//! A scenario cell (`scenario = "…"`, with `set = […]` overrides) runs that file; replication k
+//! is [`Scenario::replicate`] (another seed, starts jittered by up to one base RTT), since its
+//! topology is the paper's and has no access links of ours to vary.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde::Deserialize;
+use tfrc_scenario::units::{parse_duration, parse_rate};
+use tfrc_scenario::{replication_seed, Scenario};
+
+/// The factors of a cell; in `[defaults]` and in each `[[cell]]`, where a cell's value wins.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFactors {
+    name: Option<String>,
+    group: Option<String>,
+    tfrc: Option<u32>,
+    tcp: Option<u32>,
+    tcp_variant: Option<String>,
+    profile: Option<String>,
+    rate: Option<String>,
+    rtt: Option<String>,
+    queue: Option<String>,
+    buffer_bdp: Option<f64>,
+    loss: Option<f64>,
+    cross: Option<String>,
+    duration: Option<String>,
+    packet_size: Option<u32>,
+    seed: Option<u64>,
+    scenario: Option<String>,
+    set: Option<Vec<String>>,
+    variant: Option<String>,
+    quick: Option<bool>,
+    expect: Option<String>,
+    note: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawMatrix {
+    #[serde(default)]
+    defaults: RawFactors,
+    cell: Vec<RawFactors>,
+}
+
+/// The queue of a factor cell's bottleneck.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum QueueKind {
+    /// DropTail of `buffer_bdp` × BDP packets.
+    DropTail,
+    /// RED sized from the BDP (module docs).
+    Red,
+}
+
+/// What a cell runs.
+#[derive(Debug, Clone)]
+pub enum CellSetup {
+    /// A dumbbell from factors (module docs).
+    Factors(Factors),
+    /// A scenario file (resolved path) with `--set` overrides.
+    Scenario {
+        /// The file.
+        path: PathBuf,
+        /// Overrides, in `--set` syntax.
+        set: Vec<String>,
+        /// For a file with a sweep, the variant to run: a label of its name
+        /// (`protocol=tfrc` picks `e000-af-exact[protocol=tfrc]`).
+        variant: Option<String>,
+    },
+}
+
+/// The factors of a dumbbell cell.
+#[derive(Debug, Clone)]
+pub struct Factors {
+    /// TFRC flows.
+    pub tfrc: u32,
+    /// TCP flows.
+    pub tcp: u32,
+    /// `reno`, `newreno` or `sack`.
+    pub tcp_variant: String,
+    /// `ns2` or `rfc5348`.
+    pub profile: String,
+    /// Bottleneck rate, bits/s.
+    pub rate_bps: u64,
+    /// Base round-trip time.
+    pub rtt: core::time::Duration,
+    /// The bottleneck's queue.
+    pub queue: QueueKind,
+    /// DropTail size in bandwidth-delay products.
+    pub buffer_bdp: f64,
+    /// Bernoulli loss rate on the bottleneck.
+    pub loss: f64,
+    /// Pareto on/off cross traffic.
+    pub pareto_cross: bool,
+    /// Run length.
+    pub duration: core::time::Duration,
+    /// Packet size of every flow, bytes.
+    pub packet_size: u32,
+}
+
+/// One cell of the matrix.
+#[derive(Debug, Clone)]
+pub struct Cell {
+    /// Unique name (`[a-z0-9.-]`).
+    pub name: String,
+    /// The factor it varies (for the page's grouping).
+    pub group: String,
+    /// The cell's seed (replication seeds derive from it).
+    pub seed: u64,
+    /// What it runs.
+    pub setup: CellSetup,
+    /// Part of `--quick`.
+    pub quick: bool,
+    /// Expected to agree (`expect = "agrees"`): a disagreement fails the command (the
+    /// regression gate). `expect = "differs"` cells carry their cause in `note`.
+    pub expect_agree: bool,
+    /// Why the cell is expected to differ, or what it shows.
+    pub note: Option<String>,
+}
+
+/// The matrix file's cells, checked: unique names, known factor values.
+pub fn load(path: &Path) -> Result<Vec<Cell>> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let raw: RawMatrix =
+        toml::from_str(&text).with_context(|| format!("{}: not a matrix file", path.display()))?;
+    let base = path.parent().unwrap_or(Path::new("."));
+    let mut cells: Vec<Cell> = Vec::new();
+    for (index, cell) in raw.cell.iter().enumerate() {
+        let merged = merge(&raw.defaults, cell);
+        let label = merged
+            .name
+            .clone()
+            .unwrap_or_else(|| format!("#{}", index + 1));
+        let built =
+            build(&merged, base).with_context(|| format!("{}: cell {label}", path.display()))?;
+        if cells.iter().any(|other| other.name == built.name) {
+            bail!("{}: cell {label} is named twice", path.display());
+        }
+        cells.push(built);
+    }
+    if cells.is_empty() {
+        bail!("{}: no [[cell]]", path.display());
+    }
+    Ok(cells)
+}
+
+fn merge(defaults: &RawFactors, cell: &RawFactors) -> RawFactors {
+    macro_rules! pick {
+        ($($field:ident),*) => {
+            RawFactors { $($field: cell.$field.clone().or_else(|| defaults.$field.clone()),)* }
+        };
+    }
+    let mut merged = pick!(
+        name,
+        group,
+        tfrc,
+        tcp,
+        tcp_variant,
+        profile,
+        rate,
+        rtt,
+        queue,
+        buffer_bdp,
+        loss,
+        cross,
+        duration,
+        packet_size,
+        seed,
+        scenario,
+        set,
+        variant,
+        quick,
+        expect,
+        note
+    );
+    // A name, a note and a scenario belong to one cell.
+    merged.name.clone_from(&cell.name);
+    merged.note.clone_from(&cell.note);
+    merged.scenario.clone_from(&cell.scenario);
+    merged
+}
+
+fn build(raw: &RawFactors, base: &Path) -> Result<Cell> {
+    let name = raw.name.clone().context("`name` is required")?;
+    if name.is_empty()
+        || !name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.')
+    {
+        bail!("`name` {name:?}: use lowercase letters, digits, '-' and '.'");
+    }
+    let expect_agree = match raw.expect.as_deref() {
+        None => false,
+        Some("agrees") => true,
+        // A cell known to differ says why: the documented cause.
+        Some("differs") if raw.note.is_some() => false,
+        Some("differs") => bail!("`expect = \"differs\"` needs a `note` naming the cause"),
+        Some(other) => bail!("`expect` {other:?}: one of \"agrees\", \"differs\""),
+    };
+    let setup = match &raw.scenario {
+        Some(file) => CellSetup::Scenario {
+            path: base.join(file),
+            set: raw.set.clone().unwrap_or_default(),
+            variant: raw.variant.clone(),
+        },
+        None => CellSetup::Factors(factors(raw)?),
+    };
+    Ok(Cell {
+        name,
+        group: raw.group.clone().unwrap_or_else(|| "other".to_string()),
+        seed: raw.seed.unwrap_or(1),
+        setup,
+        quick: raw.quick.unwrap_or(false),
+        expect_agree,
+        note: raw.note.clone(),
+    })
+}
+
+fn factors(raw: &RawFactors) -> Result<Factors> {
+    let tfrc = raw.tfrc.unwrap_or(0);
+    let tcp = raw.tcp.unwrap_or(0);
+    if tfrc + tcp == 0 || tfrc + tcp > 64 {
+        bail!("`tfrc` + `tcp` is {}: give 1 to 64 flows", tfrc + tcp);
+    }
+    let tcp_variant = raw.tcp_variant.clone().unwrap_or_else(|| "sack".into());
+    if !matches!(tcp_variant.as_str(), "reno" | "newreno" | "sack") {
+        bail!("`tcp_variant` {tcp_variant:?}: one of reno, newreno, sack");
+    }
+    let profile = raw.profile.clone().unwrap_or_else(|| "ns2".into());
+    if !matches!(profile.as_str(), "ns2" | "rfc5348") {
+        bail!("`profile` {profile:?}: one of ns2, rfc5348");
+    }
+    let rate_text = raw.rate.as_deref().unwrap_or("10Mbps");
+    let rate_bps = parse_rate(rate_text)
+        .map_err(|error| anyhow::anyhow!("`rate` {rate_text:?}: {error}"))?
+        .bits_per_second();
+    let rtt_text = raw.rtt.as_deref().unwrap_or("80ms");
+    let rtt =
+        parse_duration(rtt_text).map_err(|error| anyhow::anyhow!("`rtt` {rtt_text:?}: {error}"))?;
+    if rtt < core::time::Duration::from_millis(14) {
+        bail!("`rtt` {rtt_text:?}: at least 14 ms (2 × 1 ms bottleneck + 4 access links)");
+    }
+    let queue = match raw.queue.as_deref().unwrap_or("droptail") {
+        "droptail" => QueueKind::DropTail,
+        "red" => QueueKind::Red,
+        other => bail!("`queue` {other:?}: one of droptail, red"),
+    };
+    let buffer_bdp = raw.buffer_bdp.unwrap_or(1.0);
+    if !(buffer_bdp.is_finite() && buffer_bdp > 0.0 && buffer_bdp <= 100.0) {
+        bail!("`buffer_bdp` {buffer_bdp}: in (0, 100]");
+    }
+    let loss = raw.loss.unwrap_or(0.0);
+    if !(0.0..1.0).contains(&loss) {
+        bail!("`loss` {loss}: in [0, 1)");
+    }
+    let pareto_cross = match raw.cross.as_deref().unwrap_or("none") {
+        "none" => false,
+        "pareto" => true,
+        other => bail!("`cross` {other:?}: one of none, pareto"),
+    };
+    let duration_text = raw.duration.as_deref().unwrap_or("40s");
+    let duration = parse_duration(duration_text)
+        .map_err(|error| anyhow::anyhow!("`duration` {duration_text:?}: {error}"))?;
+    if duration < core::time::Duration::from_secs(5) {
+        bail!("`duration` {duration_text:?}: at least 5 s (flows start in the first second)");
+    }
+    let packet_size = raw.packet_size.unwrap_or(1000);
+    if !(100..=9000).contains(&packet_size) {
+        bail!("`packet_size` {packet_size}: 100 … 9000 bytes");
+    }
+    Ok(Factors {
+        tfrc,
+        tcp,
+        tcp_variant,
+        profile,
+        rate_bps,
+        rtt,
+        queue,
+        buffer_bdp,
+        loss,
+        pareto_cross,
+        duration,
+        packet_size,
+    })
+}
+
+impl Factors {
+    /// The bandwidth-delay product in packets.
+    pub fn bdp_packets(&self) -> f64 {
+        self.rate_bps as f64 * self.rtt.as_secs_f64() / 8.0 / f64::from(self.packet_size)
+    }
+
+    /// The scenario of replication `replication` (module docs), in the scenario format.
+    pub fn scenario_text(&self, name: &str, seed: u64, replication: u32) -> String {
+        let seed = replication_seed(seed, replication);
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let mut text = format!(
+            "# Conformance cell {name}, replication {replication} (written by `tfrc conformance`).\n\
+             name = \"{name}\"\nduration = \"{}s\"\nseed = {seed}\n\n[output]\ninterval = \"100ms\"\n",
+            self.duration.as_secs_f64()
+        );
+        let bdp = self.bdp_packets();
+        let queue = match self.queue {
+            QueueKind::DropTail => format!(
+                "{{ kind = \"droptail\", limit = {} }}",
+                ((self.buffer_bdp * bdp).round() as u64).max(2)
+            ),
+            QueueKind::Red => {
+                let min_th = (bdp / 4.0).max(5.0);
+                format!(
+                    "{{ kind = \"red\", limit = {}, min_th = {:.3}, max_th = {:.3}, max_p = 0.1, weight = 0.002 }}",
+                    ((2.0 * bdp).max(4.0 * min_th)).round() as u64,
+                    min_th,
+                    3.0 * min_th
+                )
+            }
+        };
+        let bottleneck_delay_us = (self.rtt.as_micros() as u64 / 2)
+            .saturating_sub(6_000)
+            .max(1_000);
+        text.push_str(&format!(
+            "\n[[link]]\nbetween = [\"r1\", \"r2\"]\nrate = \"{}bps\"\ndelay = \"{}us\"\nqueue = {queue}\n",
+            self.rate_bps, bottleneck_delay_us
+        ));
+        if self.loss > 0.0 {
+            text.push_str(&format!(
+                "loss = {{ kind = \"bernoulli\", rate = {} }}\n",
+                self.loss
+            ));
+        }
+        let access_rate = self.rate_bps.saturating_mul(10);
+        let mut access = |text: &mut String, node: &str, router: &str| {
+            let delay_us: u64 = rng.gen_range(1_000..=5_000);
+            text.push_str(&format!(
+                "\n[[link]]\nbetween = [\"{node}\", \"{router}\"]\nrate = \"{access_rate}bps\"\ndelay = \"{delay_us}us\"\nqueue = {{ kind = \"droptail\", limit = 1000 }}\n"
+            ));
+        };
+        let total = self.tfrc + self.tcp;
+        for i in 0..total {
+            access(&mut text, &format!("s{i}"), "r1");
+            access(&mut text, &format!("d{i}"), "r2");
+        }
+        if self.pareto_cross {
+            access(&mut text, "x0", "r1");
+            access(&mut text, "y0", "r2");
+        }
+        for i in 0..total {
+            let start_ms: u64 = rng.gen_range(0..1000);
+            let (name, kind) = if i < self.tfrc {
+                (format!("tfrc{}", i + 1), "tfrc")
+            } else {
+                (format!("tcp{}", i - self.tfrc + 1), "tcp")
+            };
+            text.push_str(&format!(
+                "\n[[flow]]\nname = \"{name}\"\nkind = \"{kind}\"\nfrom = \"s{i}\"\nto = \"d{i}\"\nstart = \"{start_ms}ms\"\npacket_size = {}\n",
+                self.packet_size
+            ));
+            if kind == "tfrc" {
+                text.push_str(&format!("profile = \"{}\"\n", self.profile));
+            } else {
+                text.push_str(&format!("variant = \"{}\"\n", self.tcp_variant));
+            }
+        }
+        if self.pareto_cross {
+            text.push_str(&format!(
+                "\n[[flow]]\nname = \"cross\"\nkind = \"pareto\"\nfrom = \"x0\"\nto = \"y0\"\nrate = \"{}bps\"\npacket_size = {}\n",
+                self.rate_bps / 2,
+                self.packet_size
+            ));
+        }
+        text
+    }
+}
+
+impl Cell {
+    /// The concrete scenario of replication `replication`.
+    pub fn scenario(&self, replication: u32) -> Result<Scenario> {
+        match &self.setup {
+            CellSetup::Factors(factors) => {
+                let text = factors.scenario_text(&self.name, self.seed, replication);
+                Scenario::from_str_named(&text, &format!("{}.toml", self.name))
+                    .map_err(anyhow::Error::new)
+                    .with_context(|| format!("cell {}: generated scenario", self.name))
+            }
+            CellSetup::Scenario { path, set, variant } => {
+                let mut scenario = Scenario::from_path(path)
+                    .map_err(anyhow::Error::new)
+                    .with_context(|| format!("cell {}", self.name))?;
+                scenario
+                    .apply_sets(set.iter().map(String::as_str))
+                    .map_err(anyhow::Error::new)
+                    .with_context(|| format!("cell {}: set", self.name))?;
+                let variants = scenario
+                    .expand()
+                    .map_err(anyhow::Error::new)
+                    .with_context(|| format!("cell {}", self.name))?;
+                let chosen: Vec<&Scenario> = variants
+                    .iter()
+                    .filter(|candidate| {
+                        variant.as_ref().is_none_or(|label| {
+                            candidate.name.contains(&format!("[{label}]"))
+                                || candidate.name.contains(&format!("[{label},"))
+                                || candidate.name.contains(&format!(",{label}]"))
+                                || candidate.name.contains(&format!(",{label},"))
+                        })
+                    })
+                    .collect();
+                let [variant] = chosen[..] else {
+                    bail!(
+                        "cell {}: {} gives {} variants{}; a cell is one scenario (pick one with `variant`: {})",
+                        self.name,
+                        path.display(),
+                        chosen.len(),
+                        variant
+                            .as_ref()
+                            .map_or(String::new(), |label| format!(" for variant {label:?}")),
+                        variants
+                            .iter()
+                            .map(|v| v.name.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    );
+                };
+                let mut replicated = variant.replicate(replication);
+                replicated.name.clone_from(&self.name);
+                Ok(replicated)
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cell(extra: &str) -> Result<Vec<Cell>> {
+        let directory = tempfile::tempdir()?;
+        let path = directory.path().join("matrix.toml");
+        std::fs::write(
+            &path,
+            format!("[defaults]\ntfrc = 2\ntcp = 2\n\n[[cell]]\nname = \"c\"\n{extra}"),
+        )?;
+        load(&path)
+    }
+
+    #[test]
+    fn a_factor_cell_is_a_dumbbell_with_drawn_access_delays_and_starts() {
+        let cells = cell("rate = \"10Mbps\"\nrtt = \"80ms\"\nbuffer_bdp = 0.5\n").unwrap();
+        let scenario = cells[0].scenario(3).unwrap();
+        assert_eq!(scenario, cells[0].scenario(3).unwrap(), "reproducible");
+        assert_ne!(scenario.seed, cells[0].scenario(4).unwrap().seed);
+        assert_eq!(scenario.flows.len(), 4);
+        assert_eq!(
+            scenario.output.interval,
+            core::time::Duration::from_millis(100)
+        );
+        // BDP = 10 Mb/s × 80 ms / 8000 bit = 100 packets; half of it.
+        let text = match &cells[0].setup {
+            CellSetup::Factors(factors) => {
+                assert!((factors.bdp_packets() - 100.0).abs() < 1e-9);
+                factors.scenario_text("c", 1, 3)
+            }
+            CellSetup::Scenario { .. } => unreachable!(),
+        };
+        assert!(text.contains("limit = 50 }"), "{text}");
+        // Bottleneck 40 − 6 = 34 ms one way; access delays within [1, 5] ms; base RTTs
+        // within 68 + [4, 20] ms.
+        assert!(text.contains("delay = \"34000us\""), "{text}");
+        for flow in &scenario.flows {
+            let rtt = scenario
+                .base_rtt(&flow.from, &flow.to)
+                .unwrap()
+                .as_secs_f64();
+            assert!((0.072..=0.088).contains(&rtt), "{rtt}");
+            assert!(flow.start < core::time::Duration::from_secs(1));
+        }
+        let starts: Vec<_> = scenario.flows.iter().map(|flow| flow.start).collect();
+        assert!(
+            starts.windows(2).any(|pair| pair[0] != pair[1]),
+            "{starts:?}"
+        );
+    }
+
+    #[test]
+    fn bad_cells_are_errors_naming_the_cell_and_key() {
+        for (extra, expected) in [
+            ("tcp_variant = \"vegas\"\n", "`tcp_variant` \"vegas\""),
+            ("rate = \"fast\"\n", "`rate` \"fast\""),
+            ("queue = \"codel\"\n", "`queue` \"codel\""),
+            ("loss = 1.5\n", "`loss` 1.5"),
+            ("rtt = \"5ms\"\n", "`rtt` \"5ms\""),
+            ("expect = \"maybe\"\n", "`expect` \"maybe\""),
+            ("expect = \"differs\"\n", "needs a `note`"),
+        ] {
+            let error = format!("{:#}", cell(extra).unwrap_err());
+            assert!(error.contains("cell c"), "{error}");
+            assert!(error.contains(expected), "{extra}: {error}");
+        }
+        // An unknown key is a TOML error with its line.
+        let error = format!("{:#}", cell("colour = \"red\"\n").unwrap_err());
+        assert!(
+            error.contains("unknown field `colour`") && error.contains("line 7"),
+            "{error}"
+        );
+    }
+}

@@ -1,0 +1,367 @@
+//! `tfrc conformance`: our simulator against ns-2.35 over a designed matrix of cells
+//! (`conformance/matrix.toml`), each run R times in both, compared by ensemble means with
+//! confidence intervals (docs/conformance.md).
+
+mod matrix;
+mod report;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use tfrc_ns2::RunOptions;
+use tfrc_output::Summary;
+
+use crate::reproduce::runner::{parallel_map, progress_bar};
+use matrix::Cell;
+use report::{CellResult, RunMetrics, METRICS};
+
+/// Arguments of `tfrc conformance`.
+#[derive(Debug, Args)]
+pub struct ConformanceArgs {
+    /// The matrix file.
+    #[arg(long, default_value = "conformance/matrix.toml")]
+    matrix: PathBuf,
+    /// Only the cells marked `quick = true` (about 10), with 4 replications unless
+    /// --replications says otherwise.
+    #[arg(long)]
+    quick: bool,
+    /// Only this cell (repeatable).
+    #[arg(long, value_name = "CELL")]
+    only: Vec<String>,
+    /// Replications per cell and simulator (default 8, or 4 with --quick).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(2..=1000))]
+    replications: Option<u32>,
+    /// Runs at once (default: the number of cores).
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..))]
+    jobs: Option<u16>,
+    /// Directory for conformance.csv, runs.csv, index.html and the runs.
+    #[arg(long, default_value = "conformance-report")]
+    out: PathBuf,
+    /// The ns-2 binary.
+    #[arg(long, default_value = tfrc_ns2::DEFAULT_NS_PATH)]
+    ns: PathBuf,
+    /// Keep every run's files (flows.csv, state.csv, links.csv); by default a run keeps its
+    /// scenario.toml and summary.json, enough to rerun it with `tfrc ns2` or `tfrc sim`.
+    #[arg(long)]
+    keep_runs: bool,
+    /// No progress bar.
+    #[arg(long)]
+    quiet: bool,
+}
+
+/// Which simulator a run is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Simulator {
+    Ns2,
+    Ours,
+}
+
+impl Simulator {
+    fn directory_name(self) -> &'static str {
+        match self {
+            Simulator::Ns2 => "ns2",
+            Simulator::Ours => "ours",
+        }
+    }
+}
+
+/// One run to do.
+struct Job {
+    cell: usize,
+    replication: u32,
+    simulator: Simulator,
+}
+
+/// What one run gave: its metrics, or why it failed; and ns-2's notes.
+type JobOutcome = (Result<RunMetrics, String>, Vec<String>);
+
+/// Runs the matrix, writes the report, prints the verdicts; fails when a cell expected to agree
+/// does not (or a run fails).
+pub fn run(args: &ConformanceArgs) -> Result<()> {
+    let mut cells = matrix::load(&args.matrix)?;
+    if args.quick {
+        cells.retain(|cell| cell.quick);
+    }
+    if !args.only.is_empty() {
+        for name in &args.only {
+            if !cells.iter().any(|cell| &cell.name == name) {
+                bail!(
+                    "--only {name}: no such cell in {}{} (cells: {})",
+                    args.matrix.display(),
+                    if args.quick { " with --quick" } else { "" },
+                    cells
+                        .iter()
+                        .map(|cell| cell.name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                );
+            }
+        }
+        cells.retain(|cell| args.only.contains(&cell.name));
+    }
+    if cells.is_empty() {
+        bail!("{}: no cell to run", args.matrix.display());
+    }
+    let replications = args.replications.unwrap_or(if args.quick { 4 } else { 8 });
+    let ns_path = tfrc_ns2::find_ns(&args.ns).map_err(|_| {
+        anyhow::anyhow!(
+            "ns-2 not found at {} (Debian: apt-get install ns2; or --ns PATH)",
+            args.ns.display()
+        )
+    })?;
+    // Every scenario is built (and checked) before anything runs.
+    for cell in &cells {
+        cell.scenario(0)?;
+    }
+    std::fs::create_dir_all(&args.out)
+        .with_context(|| format!("cannot create {}", args.out.display()))?;
+
+    let mut jobs = Vec::new();
+    for (index, _) in cells.iter().enumerate() {
+        for replication in 0..replications {
+            for simulator in [Simulator::Ns2, Simulator::Ours] {
+                jobs.push(Job {
+                    cell: index,
+                    replication,
+                    simulator,
+                });
+            }
+        }
+    }
+    let threads = args.jobs.map_or_else(
+        || std::thread::available_parallelism().map_or(1, |n| n.get()),
+        usize::from,
+    );
+    let bar = progress_bar(jobs.len() as u64, args.quiet);
+    bar.set_prefix("ns-2 and ours");
+    let started = std::time::Instant::now();
+    let order: Vec<usize> = (0..jobs.len()).collect();
+    let ns_options = RunOptions {
+        ns_path,
+        timeout: Duration::from_secs(1800),
+        keep_tcl: false,
+        dry_run: false,
+    };
+    let outcomes: Vec<JobOutcome> = parallel_map(&order, threads, |index| {
+        let job = &jobs[index];
+        let cell = &cells[job.cell];
+        let directory = args
+            .out
+            .join("runs")
+            .join(&cell.name)
+            .join(job.replication.to_string())
+            .join(job.simulator.directory_name());
+        let outcome = run_one(cell, job, &directory, &ns_options, args.keep_runs);
+        bar.set_message(cell.name.clone());
+        bar.inc(1);
+        outcome
+    });
+    bar.finish_and_clear();
+
+    let mut results = Vec::new();
+    for (index, cell) in cells.iter().enumerate() {
+        results.push(collect(index, cell, &jobs, &outcomes));
+    }
+    let header = format!(
+        "tfrc {}, matrix {}, {} cells × {replications} replications × 2 simulators, {:.0} s on {threads} threads",
+        env!("TFRC_LONG_VERSION"),
+        args.matrix.display(),
+        cells.len(),
+        started.elapsed().as_secs_f64()
+    );
+    write_runs_csv(&args.out.join("runs.csv"), &cells, &jobs, &outcomes)?;
+    report::write_csv(&args.out.join("conformance.csv"), &results)?;
+    report::write_html(&args.out.join("index.html"), &results, &header)?;
+
+    println!("{header}");
+    for result in &results {
+        let judged: Vec<String> = result
+            .rows
+            .iter()
+            .filter(|row| row.verdict == "agrees" || row.verdict == "disagrees")
+            .map(|row| {
+                format!(
+                    "{} {}{}",
+                    row.metric,
+                    row.relative_difference
+                        .map_or("–".into(), |r| format!("{:+.1}%", 100.0 * r)),
+                    if row.verdict == "disagrees" {
+                        " ✗"
+                    } else {
+                        ""
+                    }
+                )
+            })
+            .collect();
+        println!(
+            "{:<28} {:<10} {}",
+            result.name,
+            result.verdict(),
+            judged.join(", ")
+        );
+        for failure in &result.failures {
+            println!("    {failure}");
+        }
+        if result.verdict() != "agrees" {
+            if let Some(note) = &result.note {
+                println!("    known difference: {note}");
+            }
+        }
+    }
+    let agree = results.iter().filter(|r| r.verdict() == "agrees").count();
+    println!(
+        "{agree} of {} cells agree; report {}",
+        results.len(),
+        args.out.join("index.html").display()
+    );
+    let regressions: Vec<&str> = results
+        .iter()
+        .filter(|result| result.expect_agree && result.verdict() != "agrees")
+        .map(|result| result.name.as_str())
+        .collect();
+    if !regressions.is_empty() {
+        bail!(
+            "{} cell(s) expected to agree (expect = \"agrees\" in {}) do not: {}",
+            regressions.len(),
+            args.matrix.display(),
+            regressions.join(", ")
+        );
+    }
+    Ok(())
+}
+
+/// Runs one job into `directory` and measures it.
+fn run_one(
+    cell: &Cell,
+    job: &Job,
+    directory: &Path,
+    ns_options: &RunOptions,
+    keep_runs: bool,
+) -> JobOutcome {
+    let scenario = match cell.scenario(job.replication) {
+        Ok(scenario) => scenario,
+        Err(error) => return (Err(format!("{error:#}")), Vec::new()),
+    };
+    let mut notes = Vec::new();
+    let summary: Result<Summary, String> = (|| {
+        std::fs::create_dir_all(directory)
+            .map_err(|error| format!("cannot create {}: {error}", directory.display()))?;
+        std::fs::write(directory.join("scenario.toml"), scenario.to_toml_string())
+            .map_err(|error| format!("cannot write scenario.toml: {error}"))?;
+        match job.simulator {
+            Simulator::Ns2 => {
+                let generated = tfrc_ns2::generate(&scenario).map_err(|e| e.to_string())?;
+                notes.extend(
+                    generated
+                        .unsupported
+                        .iter()
+                        .map(|u| format!("unsupported: {u}")),
+                );
+                notes.extend(generated.notes.iter().map(|n| format!("approximated: {n}")));
+                tfrc_ns2::run_generated(&generated, directory, ns_options)
+                    .map_err(|e| e.to_string())?;
+                let path = directory.join(tfrc_output::SUMMARY_FILE);
+                let text = std::fs::read_to_string(&path)
+                    .map_err(|error| format!("{}: {error}", path.display()))?;
+                serde_json::from_str(&text).map_err(|error| format!("{}: {error}", path.display()))
+            }
+            Simulator::Ours => crate::sim::run_scenario(&scenario, Some(directory), false, true)
+                .map(|done| done.summary)
+                .map_err(|error| format!("{error:#}")),
+        }
+    })();
+    if !keep_runs {
+        for file in ["flows.csv", "state.csv", "links.csv", "ns2-unsupported.txt"] {
+            let _ = std::fs::remove_file(directory.join(file));
+        }
+    }
+    let metrics = summary
+        .map(|summary| report::run_metrics(&summary))
+        .map_err(|error| {
+            format!(
+                "{} replication {}: {error}",
+                job.simulator.directory_name(),
+                job.replication
+            )
+        });
+    (metrics, notes)
+}
+
+fn collect(index: usize, cell: &Cell, jobs: &[Job], outcomes: &[JobOutcome]) -> CellResult {
+    let mut values = vec![(Vec::new(), Vec::new()); METRICS.len()];
+    let mut failures = Vec::new();
+    let mut ns2_notes: Vec<String> = Vec::new();
+    for (job, (outcome, notes)) in jobs.iter().zip(outcomes) {
+        if job.cell != index {
+            continue;
+        }
+        for note in notes {
+            if !ns2_notes.contains(note) {
+                ns2_notes.push(note.clone());
+            }
+        }
+        match outcome {
+            Ok(metrics) => {
+                for (slot, value) in values.iter_mut().zip(metrics) {
+                    if let Some(value) = value {
+                        match job.simulator {
+                            Simulator::Ns2 => slot.0.push(*value),
+                            Simulator::Ours => slot.1.push(*value),
+                        }
+                    }
+                }
+            }
+            Err(error) => failures.push(error.clone()),
+        }
+    }
+    let rows = METRICS
+        .iter()
+        .zip(&values)
+        .map(|(&metric, (ns2, ours))| report::compare((&cell.name, &cell.group), metric, ns2, ours))
+        .collect();
+    CellResult {
+        name: cell.name.clone(),
+        group: cell.group.clone(),
+        note: cell.note.clone(),
+        expect_agree: cell.expect_agree,
+        rows,
+        values,
+        failures,
+        ns2_notes,
+    }
+}
+
+/// `runs.csv`: one row per run and metric (`cell, replication, simulator, seed, metric,
+/// value`), the distributions behind conformance.csv.
+fn write_runs_csv(
+    path: &Path,
+    cells: &[Cell],
+    jobs: &[Job],
+    outcomes: &[JobOutcome],
+) -> Result<()> {
+    let mut writer =
+        csv::Writer::from_path(path).with_context(|| format!("cannot write {}", path.display()))?;
+    writer
+        .write_record(["cell", "replication", "simulator", "metric", "value"])
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    for (job, (outcome, _)) in jobs.iter().zip(outcomes) {
+        let Ok(metrics) = outcome else { continue };
+        for ((metric, _), value) in METRICS.iter().zip(metrics) {
+            let Some(value) = value else { continue };
+            writer
+                .write_record([
+                    cells[job.cell].name.as_str(),
+                    &job.replication.to_string(),
+                    job.simulator.directory_name(),
+                    metric,
+                    &value.to_string(),
+                ])
+                .with_context(|| format!("cannot write {}", path.display()))?;
+        }
+    }
+    writer
+        .flush()
+        .with_context(|| format!("cannot write {}", path.display()))
+}

@@ -1,0 +1,451 @@
+//! The metrics of a conformance run, the verdict rules, and the files: `runs.csv` (a row per
+//! run and metric), `conformance.csv` (a row per cell and metric) and `index.html`.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use serde::Serialize;
+use tfrc_analysis::metrics::{confidence_interval_95, mean, welch_difference_95};
+use tfrc_output::Summary;
+
+/// How a metric is judged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rule {
+    /// Agrees when |ours − ns-2| ≤ max(5 % of ns-2's mean, the 95 % CI half-width of the
+    /// difference).
+    FivePercentOrCi,
+    /// Agrees when |ours − ns-2| ≤ 20 % of ns-2's mean, plus [`NS2_P_RESOLUTION`].
+    TwentyPercent,
+    /// Reported only.
+    Reported,
+}
+
+impl Rule {
+    fn name(self) -> &'static str {
+        match self {
+            Rule::FivePercentOrCi => "max(5%, CI)",
+            Rule::TwentyPercent => "20% + 0.000005",
+            Rule::Reported => "reported",
+        }
+    }
+}
+
+/// Half the last digit of the p that ns-2's TFRC sink prints (`%7.5f`, docs/ns2.md): a
+/// p below it prints as 0 (a 100 Mb/s flow's first loss gives p ≈ 3e-6), so ns-2's p is
+/// known to ±0.000005 and differences within that are not differences.
+pub const NS2_P_RESOLUTION: f64 = 0.000_005;
+
+/// The metrics, in column order, with their rules.
+pub const METRICS: [(&str, Rule); 9] = [
+    ("tfrc_throughput_bps", Rule::FivePercentOrCi),
+    ("tcp_throughput_bps", Rule::FivePercentOrCi),
+    ("ratio", Rule::FivePercentOrCi),
+    ("p", Rule::TwentyPercent),
+    ("tfrc_cov_100ms", Rule::Reported),
+    ("tcp_rtt_s", Rule::Reported),
+    ("tfrc_rtt_s", Rule::Reported),
+    ("tcp_timeouts", Rule::Reported),
+    ("bottleneck_utilization", Rule::Reported),
+];
+
+/// One run's metrics, in [`METRICS`] order (`None`: not defined in this cell or not measured
+/// by this simulator).
+pub type RunMetrics = [Option<f64>; METRICS.len()];
+
+/// The metrics of one run from its summary:
+/// - throughput: mean goodput of the flows of the class (TFRC, TCP);
+/// - ratio: mean TFRC goodput / mean TCP goodput;
+/// - p: `mean_p` of the first TFRC flow (ns-2 prints p for that flow only, docs/ns2.md);
+/// - CoV: mean over TFRC flows of `cov_sent_100ms`; RTT: mean `mean_rtt_s` of the class;
+/// - timeouts: mean retransmission timeouts per TCP flow; the bottleneck's utilisation.
+pub fn run_metrics(summary: &Summary) -> RunMetrics {
+    let of_kind = |kind: &str, value: &dyn Fn(&tfrc_output::FlowSummary) -> Option<f64>| {
+        let values: Option<Vec<f64>> = summary
+            .flows
+            .iter()
+            .filter(|flow| flow.kind == kind)
+            .map(value)
+            .collect();
+        values.and_then(|values| mean(&values))
+    };
+    let tfrc = of_kind("tfrc", &|flow| flow.goodput_bps);
+    let tcp = of_kind("tcp", &|flow| flow.goodput_bps);
+    let ratio = match (tfrc, tcp) {
+        (Some(tfrc), Some(tcp)) if tcp > 0.0 => Some(tfrc / tcp),
+        _ => None,
+    };
+    let p = summary
+        .flows
+        .iter()
+        .find(|flow| flow.kind == "tfrc")
+        .and_then(|flow| flow.mean_p);
+    [
+        tfrc,
+        tcp,
+        ratio,
+        p,
+        of_kind("tfrc", &|flow| flow.cov_sent_100ms),
+        of_kind("tcp", &|flow| flow.mean_rtt_s),
+        of_kind("tfrc", &|flow| flow.mean_rtt_s),
+        of_kind("tcp", &|flow| flow.timeouts.map(|t| t as f64)),
+        summary
+            .bottleneck
+            .as_ref()
+            .and_then(|bottleneck| bottleneck.utilization),
+    ]
+}
+
+/// The comparison of one metric in one cell.
+#[derive(Debug, Clone, Serialize)]
+pub struct MetricRow {
+    /// Cell name.
+    pub cell: String,
+    /// The cell's group.
+    pub group: String,
+    /// Metric name ([`METRICS`]).
+    pub metric: String,
+    /// How it is judged.
+    pub rule: String,
+    /// ns-2's replications with a value.
+    pub ns2_n: usize,
+    /// ns-2's ensemble mean and its 95 % CI.
+    pub ns2_mean: Option<f64>,
+    pub ns2_ci_low: Option<f64>,
+    pub ns2_ci_high: Option<f64>,
+    /// Ours.
+    pub ours_n: usize,
+    pub ours_mean: Option<f64>,
+    pub ours_ci_low: Option<f64>,
+    pub ours_ci_high: Option<f64>,
+    /// ours − ns-2.
+    pub difference: Option<f64>,
+    /// Half-width of the difference's 95 % CI (Welch).
+    pub difference_ci: Option<f64>,
+    /// (ours − ns-2) / ns-2.
+    pub relative_difference: Option<f64>,
+    /// The largest |difference| that agrees.
+    pub tolerance: Option<f64>,
+    /// `agrees`, `disagrees`, `reported` (not judged), or `n/a` (not measured on a side).
+    pub verdict: String,
+}
+
+/// Compares the ensembles of one metric.
+pub fn compare(
+    (cell, group): (&str, &str),
+    (metric, rule): (&str, Rule),
+    ns2: &[f64],
+    ours: &[f64],
+) -> MetricRow {
+    let ns2_ci = confidence_interval_95(ns2);
+    let ours_ci = confidence_interval_95(ours);
+    let difference = welch_difference_95(ns2, ours);
+    let ns2_mean = ns2_ci.map(|ci| ci.mean);
+    let tolerance = match (rule, ns2_mean, difference) {
+        (Rule::FivePercentOrCi, Some(m), Some((_, half))) => Some((0.05 * m.abs()).max(half)),
+        (Rule::TwentyPercent, Some(m), Some(_)) => Some(0.2 * m.abs() + NS2_P_RESOLUTION),
+        _ => None,
+    };
+    let verdict = match (difference, tolerance, rule) {
+        (None, _, _) => "n/a",
+        (Some(_), _, Rule::Reported) => "reported",
+        // Both exactly equal (e.g. p = 0 on both sides: no loss) agrees whatever the tolerance.
+        (Some((d, _)), Some(t), _) if d.abs() <= t || d == 0.0 => "agrees",
+        _ => "disagrees",
+    };
+    MetricRow {
+        cell: cell.to_string(),
+        group: group.to_string(),
+        metric: metric.to_string(),
+        rule: rule.name().to_string(),
+        ns2_n: ns2.len(),
+        ns2_mean,
+        ns2_ci_low: ns2_ci.map(|ci| ci.low),
+        ns2_ci_high: ns2_ci.map(|ci| ci.high),
+        ours_n: ours.len(),
+        ours_mean: ours_ci.map(|ci| ci.mean),
+        ours_ci_low: ours_ci.map(|ci| ci.low),
+        ours_ci_high: ours_ci.map(|ci| ci.high),
+        difference: difference.map(|(d, _)| d),
+        difference_ci: difference.map(|(_, half)| half),
+        relative_difference: match (difference, ns2_mean) {
+            (Some((d, _)), Some(m)) if m != 0.0 => Some(d / m),
+            _ => None,
+        },
+        tolerance,
+        verdict: verdict.to_string(),
+    }
+}
+
+/// A cell's result.
+#[derive(Debug, Clone)]
+pub struct CellResult {
+    /// Name.
+    pub name: String,
+    /// Group.
+    pub group: String,
+    /// The matrix's note.
+    pub note: Option<String>,
+    /// Expected to agree.
+    pub expect_agree: bool,
+    /// One row per metric.
+    pub rows: Vec<MetricRow>,
+    /// Per metric, (ns-2 values, our values) over the replications.
+    pub values: Vec<(Vec<f64>, Vec<f64>)>,
+    /// Failed runs (simulator, replication, why).
+    pub failures: Vec<String>,
+    /// What ns-2 could not express or approximated (from the generator), once per cell.
+    pub ns2_notes: Vec<String>,
+}
+
+impl CellResult {
+    /// `agrees`, `disagrees` or `failed`.
+    pub fn verdict(&self) -> &'static str {
+        if !self.failures.is_empty() {
+            "failed"
+        } else if self.rows.iter().any(|row| row.verdict == "disagrees") {
+            "disagrees"
+        } else {
+            "agrees"
+        }
+    }
+}
+
+/// Writes `conformance.csv`.
+pub fn write_csv(path: &Path, cells: &[CellResult]) -> Result<()> {
+    let mut writer =
+        csv::Writer::from_path(path).with_context(|| format!("cannot write {}", path.display()))?;
+    for cell in cells {
+        for row in &cell.rows {
+            writer
+                .serialize(row)
+                .with_context(|| format!("cannot write {}", path.display()))?;
+        }
+    }
+    writer
+        .flush()
+        .with_context(|| format!("cannot write {}", path.display()))
+}
+
+fn format_value(metric: &str, value: Option<f64>) -> String {
+    match value {
+        None => "–".to_string(),
+        Some(v) if metric.ends_with("_bps") => format!("{:.1} kb/s", v / 1000.0),
+        Some(v) if metric.ends_with("_s") => format!("{:.1} ms", v * 1000.0),
+        Some(v) if metric == "p" => format!("{v:.5}"),
+        Some(v) => format!("{v:.3}"),
+    }
+}
+
+fn escape(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
+/// The heat map colour of a relative difference: white at 0, red at ±40 % and beyond.
+fn heat(relative: Option<f64>) -> String {
+    match relative {
+        None => "#eeeeee".to_string(),
+        Some(r) => {
+            let strength = (r.abs() / 0.4).min(1.0);
+            let other = (255.0 * (1.0 - 0.75 * strength)) as u8;
+            format!("#ff{other:02x}{other:02x}")
+        }
+    }
+}
+
+/// Both ensembles of a metric as dots on one axis (ns-2 above, ours below, means as bars).
+fn strip_svg(metric: &str, ns2: &[f64], ours: &[f64]) -> String {
+    let all: Vec<f64> = ns2.iter().chain(ours).copied().collect();
+    if all.is_empty() {
+        return String::new();
+    }
+    let low = all.iter().copied().fold(f64::INFINITY, f64::min);
+    let high = all.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let span = if high > low { high - low } else { 1.0 };
+    let x = |v: f64| 10.0 + 280.0 * (v - low) / span;
+    let mut svg = String::from(
+        "<svg width=\"300\" height=\"44\" viewBox=\"0 0 300 44\" xmlns=\"http://www.w3.org/2000/svg\">",
+    );
+    for (values, y, colour) in [(ns2, 12.0, "#1f77b4"), (ours, 30.0, "#ff7f0e")] {
+        for &v in values {
+            let _ = write!(
+                svg,
+                "<circle cx=\"{:.1}\" cy=\"{y}\" r=\"3\" fill=\"{colour}\" fill-opacity=\"0.6\"/>",
+                x(v)
+            );
+        }
+        if let Some(m) = mean(values) {
+            let _ = write!(
+                svg,
+                "<line x1=\"{0:.1}\" x2=\"{0:.1}\" y1=\"{1}\" y2=\"{2}\" stroke=\"{colour}\" stroke-width=\"2\"/>",
+                x(m),
+                y - 8.0,
+                y + 8.0
+            );
+        }
+    }
+    let _ = write!(
+        svg,
+        "<title>{metric}: {} to {} (ns-2 above, ours below; bars: means)</title></svg>",
+        format_value(metric, Some(low)),
+        format_value(metric, Some(high))
+    );
+    svg
+}
+
+/// Writes `index.html`: the summary line, the heat map of relative differences per cell and
+/// metric, and per cell its table and both distributions of each metric.
+pub fn write_html(path: &Path, cells: &[CellResult], header: &str) -> Result<()> {
+    let agree = cells.iter().filter(|c| c.verdict() == "agrees").count();
+    let mut html = String::new();
+    let _ = write!(
+        html,
+        "<!doctype html><html><head><meta charset=\"utf-8\"><title>ns-2 conformance</title>\
+         <style>body{{font-family:sans-serif;margin:2em}}table{{border-collapse:collapse}}\
+         td,th{{border:1px solid #ccc;padding:3px 6px;font-size:13px}}\
+         .agrees{{color:#2a7d2a}}.disagrees,.failed{{color:#b00020;font-weight:bold}}</style></head><body>\
+         <h1>Our simulator against ns-2.35</h1><p>{}</p>\
+         <p><b>{agree} of {} cells agree.</b> A metric agrees when the difference of the ensemble means is within \
+         max(5 %, its 95 % confidence interval) for throughput and the TFRC/TCP ratio, and within 20 % (+ 0.000005, the resolution of the p ns-2 prints) for p; \
+         the other metrics are reported. Colour: |relative difference|, white 0, red ≥ 40 %.</p>",
+        escape(header),
+        cells.len()
+    );
+    html.push_str("<h2>Heat map</h2><table><tr><th>cell</th><th>verdict</th>");
+    for (metric, _) in METRICS {
+        let _ = write!(html, "<th>{metric}</th>");
+    }
+    html.push_str("</tr>");
+    for cell in cells {
+        let verdict = cell.verdict();
+        let _ = write!(
+            html,
+            "<tr><td><a href=\"#{0}\">{0}</a></td><td class=\"{verdict}\">{verdict}</td>",
+            cell.name
+        );
+        for row in &cell.rows {
+            let mark = match row.verdict.as_str() {
+                "agrees" => " ✓",
+                "disagrees" => " ✗",
+                _ => "",
+            };
+            let text = row
+                .relative_difference
+                .map_or("–".to_string(), |r| format!("{:+.1} %", 100.0 * r));
+            let _ = write!(
+                html,
+                "<td style=\"background:{}\">{text}{mark}</td>",
+                heat(row.relative_difference)
+            );
+        }
+        html.push_str("</tr>");
+    }
+    html.push_str("</table><h2>Cells</h2>");
+    for cell in cells {
+        let verdict = cell.verdict();
+        let _ = write!(
+            html,
+            "<h3 id=\"{0}\">{0} <span class=\"{verdict}\">({verdict})</span></h3><p>group {1}",
+            cell.name,
+            escape(&cell.group)
+        );
+        if let Some(note) = &cell.note {
+            let _ = write!(html, "; {}", escape(note));
+        }
+        html.push_str("</p>");
+        for failure in &cell.failures {
+            let _ = write!(html, "<p class=\"failed\">{}</p>", escape(failure));
+        }
+        for note in &cell.ns2_notes {
+            let _ = write!(html, "<p><i>ns-2: {}</i></p>", escape(note));
+        }
+        html.push_str(
+            "<table><tr><th>metric</th><th>rule</th><th>ns-2 mean [95 % CI]</th>\
+             <th>ours mean [95 % CI]</th><th>difference</th><th>verdict</th><th>replications (ns-2 ●, ours ●)</th></tr>",
+        );
+        for (row, (ns2, ours)) in cell.rows.iter().zip(&cell.values) {
+            let interval = |m: Option<f64>, low: Option<f64>, high: Option<f64>| {
+                format!(
+                    "{} [{}, {}]",
+                    format_value(&row.metric, m),
+                    format_value(&row.metric, low),
+                    format_value(&row.metric, high)
+                )
+            };
+            let _ = write!(
+                html,
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"{}\">{}</td><td>{}</td></tr>",
+                row.metric,
+                row.rule,
+                interval(row.ns2_mean, row.ns2_ci_low, row.ns2_ci_high),
+                interval(row.ours_mean, row.ours_ci_low, row.ours_ci_high),
+                row.relative_difference
+                    .map_or("–".to_string(), |r| format!("{:+.1} %", 100.0 * r)),
+                row.verdict,
+                row.verdict,
+                strip_svg(&row.metric, ns2, ours)
+            );
+        }
+        html.push_str("</table>");
+    }
+    let _ = writeln!(
+        html,
+        "<p><b>{agree} of {} cells agree.</b></p></body></html>",
+        cells.len()
+    );
+    std::fs::write(path, html).with_context(|| format!("cannot write {}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn five_percent_or_the_interval_whichever_is_wider() {
+        let ns2 = [100.0, 100.0, 100.0, 100.0];
+        // 4 % apart with no spread: within 5 %.
+        let row = compare(("c", "g"), ("m", Rule::FivePercentOrCi), &ns2, &[104.0; 4]);
+        assert_eq!(row.verdict, "agrees");
+        // 10 % apart with no spread: outside.
+        let row = compare(("c", "g"), ("m", Rule::FivePercentOrCi), &ns2, &[110.0; 4]);
+        assert_eq!(row.verdict, "disagrees");
+        assert_eq!(row.relative_difference, Some(0.1));
+        // 10 % apart but noisy: the interval covers it.
+        let noisy = [80.0, 140.0, 90.0, 130.0];
+        let row = compare(("c", "g"), ("m", Rule::FivePercentOrCi), &ns2, &noisy);
+        assert_eq!(row.verdict, "agrees", "{row:?}");
+        assert!(row.tolerance.unwrap() > 10.0);
+    }
+
+    #[test]
+    fn p_is_judged_at_twenty_percent_and_reported_metrics_are_not_judged() {
+        let ns2 = [0.010, 0.011, 0.009];
+        let near = compare(("c", "g"), ("p", Rule::TwentyPercent), &ns2, &[0.0115; 3]);
+        assert_eq!(near.verdict, "agrees");
+        let far = compare(("c", "g"), ("p", Rule::TwentyPercent), &ns2, &[0.0125; 3]);
+        assert_eq!(far.verdict, "disagrees");
+        let zero = compare(("c", "g"), ("p", Rule::TwentyPercent), &[0.0; 3], &[0.0; 3]);
+        assert_eq!(zero.verdict, "agrees");
+        // Below ns-2's printed resolution: 0 in ns-2, 3e-6 in ours is no difference; 2e-5 is.
+        let tiny = compare(
+            ("c", "g"),
+            ("p", Rule::TwentyPercent),
+            &[0.0; 3],
+            &[3e-6; 3],
+        );
+        assert_eq!(tiny.verdict, "agrees");
+        let small = compare(
+            ("c", "g"),
+            ("p", Rule::TwentyPercent),
+            &[0.0; 3],
+            &[2e-5; 3],
+        );
+        assert_eq!(small.verdict, "disagrees");
+        let reported = compare(("c", "g"), ("rtt", Rule::Reported), &ns2, &[1.0; 3]);
+        assert_eq!(reported.verdict, "reported");
+        let missing = compare(("c", "g"), ("rtt", Rule::FivePercentOrCi), &[], &[1.0; 3]);
+        assert_eq!(missing.verdict, "n/a");
+    }
+}
