@@ -348,6 +348,36 @@ impl<'a> Generator<'a> {
         }
     }
 
+    /// A dsRED edge re-marks every packet by its own policy table: a flow marked on its way
+    /// that then crosses a marked direction where no marker selects it arrives unmarked in
+    /// ns-2, while our simulator keeps its colour. Says so for each such direction.
+    fn note_lost_colour(&mut self, flow: &FlowSpec, data_path: &[usize]) {
+        let scenario = self.scenario;
+        let selects = |direction: &DirectionPlan<'_>| {
+            direction
+                .markers
+                .iter()
+                .any(|&marker| scenario.markers[marker].flows.contains(&flow.name))
+        };
+        let Some(first) = data_path
+            .iter()
+            .position(|&direction| selects(&self.directions[direction]))
+        else {
+            return;
+        };
+        for &direction in &data_path[first + 1..] {
+            let plan = &self.directions[direction];
+            if !plan.markers.is_empty() && !selects(plan) {
+                self.notes.push(format!(
+                    "flow.{}: marked on {} and then crossing {}, marked by markers that do not \
+                     select it: ns-2's dsRED edge there re-marks its packets to the default \
+                     (unmarked) code point; our simulator keeps their colour",
+                    flow.name, self.directions[data_path[first]].key, plan.key
+                ));
+            }
+        }
+    }
+
     fn plan_flows(&mut self) -> Result<(), Ns2Error> {
         let scenario = self.scenario;
         for (index, flow) in scenario.flows.iter().enumerate() {
@@ -367,6 +397,7 @@ impl<'a> Generator<'a> {
                 .windows(2)
                 .filter_map(|pair| self.direction_index(pair[0], pair[1]))
                 .collect();
+            self.note_lost_colour(flow, &data_path);
             // The kind as the scenario file names it, as the simulator writes it.
             let kind = flow.kind_name();
             let sample = match &flow.kind {

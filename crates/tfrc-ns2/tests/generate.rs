@@ -699,3 +699,56 @@ fn empty_trace_bins_share_the_next_opportunities() {
     assert!(tcl.contains(&line("0.1", 120_000)), "{tcl}");
     assert_eq!(tcl.matches("set bandwidth_").count(), 2, "{tcl}");
 }
+
+/// A flow marked upstream that crosses a second marked direction whose markers do not select it
+/// loses its colour in ns-2 (dsRED re-marks by its own table); the generator says so, naming the
+/// flow and both directions, and says nothing for the flow that the second marker selects.
+#[test]
+fn a_colour_lost_to_a_downstream_edge_is_reported() {
+    let text = r#"
+        name = "remark"
+        duration = "10s"
+        [[link]]
+        between = ["s", "r"]
+        rate = "10Mbps"
+        delay = "1ms"
+        [[link]]
+        between = ["r", "d"]
+        rate = "1Mbps"
+        delay = "10ms"
+        queue = { kind = "rio" }
+        [[marker]]
+        link = ["s", "r"]
+        flows = ["up"]
+        rate = "300kbps"
+        bucket = 5000
+        [[marker]]
+        link = ["r", "d"]
+        flows = ["down"]
+        rate = "300kbps"
+        bucket = 5000
+        [[flow]]
+        name = "up"
+        kind = "tfrc"
+        from = "s"
+        to = "d"
+        [[flow]]
+        name = "down"
+        kind = "tfrc"
+        from = "s"
+        to = "d"
+    "#;
+    let generated = generate(&scenario(text)).expect("generates");
+    let lost: Vec<&String> = generated
+        .notes
+        .iter()
+        .filter(|note| note.contains("re-marks"))
+        .collect();
+    assert_eq!(lost.len(), 1, "{:?}", generated.notes);
+    assert!(lost[0].starts_with("flow.up:"), "{}", lost[0]);
+    assert!(
+        lost[0].contains("link[0]") && lost[0].contains("link[1]"),
+        "{}",
+        lost[0]
+    );
+}
