@@ -67,7 +67,7 @@ pub fn build(
     fixed_rate: Option<f64>,
     packet_size: u32,
     session_id: u32,
-    nonce: u32,
+    key: u64,
     now: Instant,
 ) -> Result<Box<dyn RateControl>, String> {
     Ok(match kind {
@@ -81,15 +81,15 @@ pub fn build(
                 },
                 ..Config::default()
             };
-            let sender = Sender::new(config, session_id, nonce, now).map_err(|e| e.to_string())?;
+            let sender = Sender::new(config, session_id, key, now).map_err(|e| e.to_string())?;
             Box::new(TfrcRate { sender, kind })
         }
         RateControlKind::Fixed => Box::new(FixedRate::new(
             fixed_rate.ok_or("fixed rate control needs a fixed_rate")?,
             session_id,
-            nonce,
+            key,
         )),
-        RateControlKind::None => Box::new(Unlimited::new(session_id, nonce)),
+        RateControlKind::None => Box::new(Unlimited::new(session_id, key)),
     })
 }
 
@@ -169,15 +169,16 @@ impl RateControl for TfrcRate {
 #[derive(Debug, Clone, Copy)]
 struct HeaderWriter {
     session_id: u32,
-    nonce: u32,
+    /// The key of the packets' marks (as the TFRC sender's, [`tfrc_proto::wire::data_nonce`]).
+    key: u64,
     sequence: u32,
 }
 
 impl HeaderWriter {
-    fn new(session_id: u32, nonce: u32) -> HeaderWriter {
+    fn new(session_id: u32, key: u64) -> HeaderWriter {
         HeaderWriter {
             session_id,
-            nonce,
+            key,
             sequence: 0,
         }
     }
@@ -201,7 +202,7 @@ impl HeaderWriter {
             timestamp: now.as_nanos(),
             rtt_micros: 0,
             veno_backlog_millipackets: 0,
-            nonce: self.nonce,
+            nonce: tfrc_proto::wire::data_nonce(self.key, self.sequence),
         }
         .emit(buffer)
         .map_err(|error| RateError::Size(error.to_string()))?;
@@ -221,11 +222,11 @@ pub struct FixedRate {
 
 impl FixedRate {
     /// A fixed rate of `rate` bytes/s.
-    pub fn new(rate: f64, session_id: u32, nonce: u32) -> FixedRate {
+    pub fn new(rate: f64, session_id: u32, key: u64) -> FixedRate {
         FixedRate {
             rate,
             next_send: Instant::ZERO,
-            header: HeaderWriter::new(session_id, nonce),
+            header: HeaderWriter::new(session_id, key),
         }
     }
 }
@@ -278,9 +279,9 @@ pub struct Unlimited {
 
 impl Unlimited {
     /// An unpaced sender.
-    pub fn new(session_id: u32, nonce: u32) -> Unlimited {
+    pub fn new(session_id: u32, key: u64) -> Unlimited {
         Unlimited {
-            header: HeaderWriter::new(session_id, nonce),
+            header: HeaderWriter::new(session_id, key),
         }
     }
 }

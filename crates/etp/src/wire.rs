@@ -994,7 +994,7 @@ mod tests {
             let mut feedback = [0u8; tfrc_proto::wire::FEEDBACK_LEN];
             tfrc_proto::wire::FeedbackRepr {
                 session_id: 1, echo_sequence: 2, echo_timestamp: 3, elapsed_micros: 4,
-                x_recv: 5, loss_event_rate_raw: 6, echo_nonce: 7,
+                x_recv: 5, loss_event_rate_raw: 6, echo_nonce: 7, proof_flags: 8,
             }.emit(&mut feedback).unwrap();
             let reprs = [
                 Repr::Init { connection_id, client_tag: tag, descriptor: &text },

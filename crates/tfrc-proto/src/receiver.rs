@@ -139,12 +139,26 @@ impl Gap {
     }
 }
 
+/// Slots of the receiver's mark ring: a power of two (so that sequence numbers keep their slot
+/// across the 2^32 wrap) that holds a whole proof window below a run ending
+/// [`wire::PROOF_MAX_OFFSET`] packets under the newest packet.
+const MARK_SLOTS: usize = 128;
+const _: () = assert!(
+    MARK_SLOTS.is_power_of_two()
+        && MARK_SLOTS > wire::PROOF_WINDOW as usize + wire::PROOF_MAX_OFFSET as usize
+);
+
 /// The TFRC receiver: detects losses, keeps the loss history and produces feedback.
 #[derive(Debug, Clone)]
 pub struct Receiver {
     config: Config,
-    /// Session id and nonce learned from the first data packet.
-    session: Option<(u32, u32)>,
+    /// Session id and token (the nonce's upper half) learned from the first data packet.
+    session: Option<(u32, u16)>,
+    /// The marks of recently received packets, by sequence number modulo [`MARK_SLOTS`]: what
+    /// the feedback's receipt proof sums ([`wire::ReceiptProof`]).
+    marks: [Option<(u32, u16)>; MARK_SLOTS],
+    /// Lowest extended sequence number received (the start of what feedback can prove).
+    lowest: Option<u64>,
     /// Highest extended sequence number received and its arrival time.
     highest: Option<(u64, Instant)>,
     gaps: VecDeque<Gap>,
@@ -186,6 +200,8 @@ impl Receiver {
             ns2,
             config,
             session: None,
+            marks: [None; MARK_SLOTS],
+            lowest: None,
             highest: None,
             gaps: VecDeque::new(),
             rtt: None,
@@ -283,14 +299,17 @@ impl Receiver {
             self.stats.malformed += 1;
             return Err(ReceiveError::Malformed);
         };
+        let token = (data.nonce >> 16) as u16;
         match self.session {
-            None => self.session = Some((data.session_id, data.nonce)),
-            Some(session) if session != (data.session_id, data.nonce) => {
+            None => self.session = Some((data.session_id, token)),
+            Some(session) if session != (data.session_id, token) => {
                 self.stats.foreign += 1;
                 return Err(ReceiveError::ForeignSession);
             }
             Some(_) => {}
         }
+        self.marks[data.sequence as usize % self.marks.len()] =
+            Some((data.sequence, data.nonce as u16));
         let length = bytes.len() as u64;
         let payload = packet.payload().len() as u64;
         if let Some(state) = &mut self.ns2 {
@@ -347,6 +366,7 @@ impl Receiver {
             self.stats.duplicates += 1;
             return;
         }
+        self.lowest = Some(self.lowest.map_or(sequence, |lowest| lowest.min(sequence)));
         if first_packet && self.ns2.is_none() {
             self.note_lost_first_packets(data.sequence, sequence, loss_clock);
         }
@@ -725,6 +745,60 @@ impl Receiver {
         // Otherwise the timer stays off until the next data packet re-arms it.
     }
 
+    /// The receipt proof of the next feedback: among the runs of consecutive received packets
+    /// ending at most [`wire::PROOF_MAX_OFFSET`] below `echo`, the nearest to it that is
+    /// complete (holds every packet of the [`wire::PROOF_WINDOW`] below its end, or all since
+    /// the first this receiver got), else the longest. A loss not yet detected (fewer than NDUPACK later
+    /// packets) or a packet late in flight then leaves a complete run below it, which is what
+    /// a sender may ask of a receiver that reports no loss.
+    fn receipt_proof(&self, echo: u32) -> wire::ReceiptProof {
+        let mark = |sequence: u32| match self.marks[sequence as usize % self.marks.len()] {
+            Some((stored, mark)) if stored == sequence => Some(mark),
+            _ => None,
+        };
+        // Packets from the first this receiver got up to `end`: what a complete run holds
+        // (or the whole window). Packets before the first arrival are not ours to prove.
+        let since_first = |end: u32| -> u64 {
+            match (self.highest, self.lowest) {
+                (Some((highest, _)), Some(lowest)) => {
+                    let end = highest.saturating_sub(u64::from((highest as u32).wrapping_sub(end)));
+                    (end + 1).saturating_sub(lowest)
+                }
+                _ => 0,
+            }
+        };
+        let mut best = wire::ReceiptProof {
+            offset: 0,
+            length: 0,
+            sum: 0,
+        };
+        for offset in 0..=wire::PROOF_MAX_OFFSET {
+            let end = echo.wrapping_sub(u32::from(offset));
+            let (mut length, mut sum) = (0u16, 0u16);
+            while length < wire::PROOF_WINDOW {
+                let Some(mark) = mark(end.wrapping_sub(u32::from(length))) else {
+                    break;
+                };
+                sum = sum.wrapping_add(mark);
+                length += 1;
+            }
+            let proof = wire::ReceiptProof {
+                offset,
+                length,
+                sum,
+            };
+            let complete = length > 0
+                && u64::from(length) >= since_first(end).min(u64::from(wire::PROOF_WINDOW));
+            if complete {
+                return proof;
+            }
+            if length > best.length {
+                best = proof;
+            }
+        }
+        best
+    }
+
     /// Writes the next feedback packet into `buffer` and returns its length, if one is due.
     /// `buffer` must hold at least [`wire::FEEDBACK_LEN`] bytes.
     #[must_use]
@@ -732,8 +806,9 @@ impl Receiver {
         if !self.feedback_pending || buffer.len() < wire::FEEDBACK_LEN {
             return None;
         }
-        let (session_id, nonce) = self.session?;
+        let (session_id, token) = self.session?;
         let (echo_sequence, echo_timestamp, arrival) = self.latest?;
+        let proof = self.receipt_proof(echo_sequence);
         self.feedback_pending = false;
 
         // X_recv: RFC 5348 §6.2 step 2 (`measured_receive_rate`); ns-2: `est_thput()`·s.
@@ -762,7 +837,8 @@ impl Receiver {
             elapsed_micros: elapsed,
             x_recv: self.x_recv.round().clamp(0.0, u64::MAX as f64) as u64,
             loss_event_rate_raw: wire::encode_loss_event_rate(p),
-            echo_nonce: nonce,
+            echo_nonce: proof.echo_nonce(token),
+            proof_flags: proof.flags(),
         };
         repr.emit(buffer).ok()?;
         self.last_feedback = Some(now);

@@ -19,6 +19,7 @@ use std::collections::VecDeque;
 use crate::config::{Config, ConfigError};
 use crate::equation;
 use crate::ns2::{self, Ns2SenderState};
+use crate::receiver::NDUPACK;
 use crate::time::{duration_from_secs, secs, Instant};
 use crate::wire::{self, DataRepr, FeedbackRepr, Packet, PacketKind};
 
@@ -31,6 +32,12 @@ pub const INITIAL_NO_FEEDBACK_TIMEOUT: Duration = Duration::from_secs(2);
 /// Packets sent but not yet covered by feedback that the sender remembers for data-limited
 /// accounting; older ones are forgotten (bounded memory).
 const MAX_SEND_RECORDS: usize = 1 << 16;
+/// Entries of the sent-bytes log per R ([`Sender::x_recv_limit`]'s resolution).
+const SENT_LOG_SPACING: u32 = 256;
+/// How many R of sending the log reaches back.
+const SENT_LOG_SPAN: u32 = 8;
+/// Most entries of the sent-bytes log (a bound while R is unknown or changing).
+const MAX_SENT_LOG: usize = 1 << 13;
 
 /// Why a packet could not be built.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -65,12 +72,29 @@ pub enum FeedbackError {
     /// A data packet reached the sender.
     #[error("unexpected data packet")]
     UnexpectedKind,
-    /// Wrong session id or nonce: stray, replayed or spoofed.
-    #[error("feedback of another session or with a wrong nonce")]
+    /// Wrong session id or token: stray, replayed or spoofed.
+    #[error("feedback of another session or with a wrong token")]
     ForeignSession,
     /// Echoes a packet that was never sent or a timestamp from the future.
     #[error("feedback echoes a packet that was not sent")]
     InvalidEcho,
+    /// Its receipt proof ([`wire::ReceiptProof`]) is missing or wrong: the receiver did not get
+    /// the packets it claims, or is not a TFRC receiver of this session.
+    #[error("feedback without a valid receipt proof")]
+    Unproven,
+    /// It reports no loss (p = 0) while a proof (its own or an earlier one) showed a packet
+    /// missing below NDUPACK received ones: a loss the receiver hides (RFC 5348 §9).
+    #[error("feedback reports no loss but proves a gap")]
+    HiddenLoss,
+    /// Reports no loss but proves only a run shorter than NDUPACK above a missing packet: a
+    /// loss the receiver may not have detected yet (or one it hides). Ignored until a feedback
+    /// tells which.
+    #[error("feedback reports no loss but cannot prove the packets below its newest")]
+    Unconfirmed,
+    /// Echoes the same packet as the feedback used last: a replayed copy (or a repeat that
+    /// carries nothing new). It yields no RTT sample and does not restart the no-feedback timer.
+    #[error("feedback already used (replayed)")]
+    Replayed,
 }
 
 /// Counters kept by the sender.
@@ -90,6 +114,17 @@ pub struct SenderStats {
     pub foreign: u64,
     /// Feedback with an impossible echo ignored.
     pub invalid_echo: u64,
+    /// Feedback without a valid receipt proof ignored ([`FeedbackError::Unproven`]).
+    pub unproven: u64,
+    /// Feedback that hid a loss its proof shows, ignored ([`FeedbackError::HiddenLoss`]).
+    pub hidden_loss: u64,
+    /// Feedback with p = 0 and too short a proof to tell, ignored ([`FeedbackError::Unconfirmed`]).
+    pub unconfirmed: u64,
+    /// Copies of the feedback used last, ignored ([`FeedbackError::Replayed`]).
+    pub replayed: u64,
+    /// Feedback whose X_recv exceeded what the sender itself sent over the interval it covers,
+    /// used with X_recv capped to that ([`Sender::handle_packet`]).
+    pub x_recv_capped: u64,
     /// No-feedback timer expiries.
     pub no_feedback_expiries: u64,
 }
@@ -137,7 +172,10 @@ struct SendRecord {
 pub struct Sender {
     config: Config,
     session_id: u32,
-    nonce: u32,
+    /// The key of the packets' marks and the session token (never sent).
+    key: u64,
+    /// The session token every nonce and feedback carries.
+    token: u16,
     next_sequence: u32,
     /// X, bytes/s.
     x: f64,
@@ -173,6 +211,19 @@ pub struct Sender {
     send_records: VecDeque<SendRecord>,
     /// Sequence number echoed by the previous feedback.
     last_echo: Option<u32>,
+    /// A valid receipt proof has shown a packet missing below NDUPACK received ones: the
+    /// receiver has seen a loss, and must report p > 0 from then on.
+    loss_proven: bool,
+    /// t_delay of the previous feedback (ns-2 profile: a later report of the same packet).
+    last_elapsed: Option<u32>,
+    /// (send time, cumulative bytes sent) of recent packets, one entry per [`SENT_LOG_SPACING`]
+    /// of R at most: what bounds X_recv ([`Sender::x_recv_limit`]).
+    sent_log: VecDeque<(Instant, u64)>,
+    /// The newest entry dropped from `sent_log` (none yet: `None`, 0 bytes).
+    sent_log_dropped: (Option<Instant>, u64),
+    /// Where the receiver's proofs start: the first packet of the first accepted feedback's
+    /// run (packets before it may have been lost before the receiver got anything).
+    receiver_start: Option<u32>,
     stats: SenderStats,
     /// ns-2.35 rate state, under [`crate::Profile::Ns2`] only.
     ns2: Option<Ns2SenderState>,
@@ -185,7 +236,7 @@ impl Sender {
     pub fn new(
         config: Config,
         session_id: u32,
-        nonce: u32,
+        key: u64,
         now: Instant,
     ) -> Result<Sender, ConfigError> {
         config.validate()?;
@@ -221,11 +272,17 @@ impl Sender {
             full_rate_count: 0,
             send_records: VecDeque::new(),
             last_echo: None,
+            last_elapsed: None,
+            loss_proven: false,
+            receiver_start: None,
+            sent_log: VecDeque::new(),
+            sent_log_dropped: (None, 0),
             stats: SenderStats::default(),
             ns2,
             config,
             session_id,
-            nonce,
+            key,
+            token: wire::session_token(key),
             next_sequence: 0,
         })
     }
@@ -480,7 +537,7 @@ impl Sender {
             veno_backlog_millipackets: (self.veno_backlog() * 1000.0)
                 .round()
                 .clamp(0.0, u32::MAX as f64) as u32,
-            nonce: self.nonce,
+            nonce: wire::data_nonce(self.key, self.next_sequence),
         };
         repr.emit(buffer).map_err(|_| SendError::BufferTooSmall {
             needed: length,
@@ -524,6 +581,7 @@ impl Sender {
         self.next_sequence = self.next_sequence.wrapping_add(1);
         self.stats.packets += 1;
         self.stats.bytes += length as u64;
+        self.log_sent(now);
         Ok(())
     }
 
@@ -541,7 +599,13 @@ impl Sender {
         }
     }
 
-    /// Handles one datagram from the receiver.
+    /// Handles one datagram from the receiver. Feedback is used only when it passes, in
+    /// order: parsing; session id and token (`foreign`); an echo of a packet sent, not older
+    /// than the one used last (`invalid_echo`) nor the same (`replayed`, so a copy gives no RTT
+    /// sample and does not restart the no-feedback timer); its receipt proof
+    /// ([`wire::ReceiptProof`]: `unproven`); with p = 0, no loss shown by a proof
+    /// (`hidden_loss`, `unconfirmed`). Its X_recv is then capped by what this sender sent
+    /// (`x_recv_capped`). Each refusal is counted in [`SenderStats`] and returned.
     pub fn handle_packet(&mut self, now: Instant, bytes: &[u8]) -> Result<(), FeedbackError> {
         let Ok(packet) = Packet::new_checked(bytes) else {
             self.stats.malformed += 1;
@@ -555,7 +619,9 @@ impl Sender {
             self.stats.malformed += 1;
             return Err(FeedbackError::Malformed);
         };
-        if feedback.session_id != self.session_id || feedback.echo_nonce != self.nonce {
+        if feedback.session_id != self.session_id
+            || (feedback.echo_nonce >> 16) as u16 != self.token
+        {
             self.stats.foreign += 1;
             return Err(FeedbackError::ForeignSession);
         }
@@ -572,14 +638,155 @@ impl Sender {
             return Err(FeedbackError::InvalidEcho);
         }
         if let Some(last) = self.last_echo {
-            if wire::sequence_distance(last, feedback.echo_sequence) < 0 {
+            let distance = wire::sequence_distance(last, feedback.echo_sequence);
+            if distance < 0 {
                 // Older than feedback already used (reordered or replayed): ignore.
                 self.stats.invalid_echo += 1;
                 return Err(FeedbackError::InvalidEcho);
             }
+            // The same echo as the feedback used last: a copy, taken at most once (RFC 5348
+            // §6.2: the receiver reports again only after new data). ns-2's NACK timer does
+            // report the same packet again when nothing arrived since a report sent at that
+            // packet's arrival (`last_arrival_ >= last_report_sent`), later, and its sender
+            // uses it: under the ns-2 profile a later report (longer t_delay) is taken.
+            let later_report = self.ns2.is_some()
+                && self
+                    .last_elapsed
+                    .is_some_and(|elapsed| feedback.elapsed_micros > elapsed);
+            if distance == 0 && !later_report {
+                self.stats.replayed += 1;
+                return Err(FeedbackError::Replayed);
+            }
         }
+        self.check_proof(&feedback, behind as u64)?;
+        self.last_elapsed = Some(feedback.elapsed_micros);
         self.on_feedback(now, &feedback);
         Ok(())
+    }
+
+    /// Checks a feedback's receipt proof ([`wire::ReceiptProof`]); `behind` is how many packets
+    /// were sent from the echoed one on (≥ 1). The run must lie within what was sent and its
+    /// marks must sum as the receiver says. A feedback with p = 0 must prove every packet of
+    /// the window below the run's end (or all since the receiver's start, which the first
+    /// accepted feedback's run gives): a receiver that got them all saw no loss there, and one
+    /// that did not must report the loss once NDUPACK later packets reached it.
+    fn check_proof(&mut self, feedback: &FeedbackRepr, behind: u64) -> Result<(), FeedbackError> {
+        let proof = feedback.proof();
+        // Packets sent up to and including the run's last.
+        let sent_to_end = (self.stats.packets + 1).saturating_sub(behind + u64::from(proof.offset));
+        let end = feedback.echo_sequence.wrapping_sub(u32::from(proof.offset));
+        let valid = proof.length >= 1
+            && proof.length <= wire::PROOF_WINDOW
+            && proof.offset <= wire::PROOF_MAX_OFFSET
+            && u64::from(proof.length) <= sent_to_end
+            && (0..u32::from(proof.length)).fold(0u16, |sum, back| {
+                sum.wrapping_add(wire::packet_mark(self.key, end.wrapping_sub(back)))
+            }) == proof.sum;
+        if !valid {
+            self.stats.unproven += 1;
+            return Err(FeedbackError::Unproven);
+        }
+        let run_start = end.wrapping_sub(u32::from(proof.length) - 1);
+        match self.receiver_start {
+            None => self.receiver_start = Some(run_start),
+            Some(start) => {
+                let since_start = (wire::sequence_distance(start, end) + 1).max(0) as u64;
+                let window = sent_to_end
+                    .min(since_start)
+                    .min(u64::from(wire::PROOF_WINDOW));
+                // A run shorter than the window: the packet just below it is missing at the
+                // receiver. After NDUPACK later packets (the run's) it must have been declared
+                // lost (§5.1), and a receiver that has seen a loss reports p > 0 from then on
+                // (p is the inverse of its mean loss interval, §5.4).
+                let gap = u64::from(proof.length) < window;
+                if gap && u32::from(proof.length) >= NDUPACK {
+                    self.loss_proven = true;
+                }
+                if feedback.loss_event_rate_raw == 0 {
+                    if self.loss_proven {
+                        self.stats.hidden_loss += 1;
+                        return Err(FeedbackError::HiddenLoss);
+                    }
+                    if gap {
+                        // A loss not detected yet (a burst of drops just below the newest
+                        // packets) or hidden: the next feedback will tell.
+                        self.stats.unconfirmed += 1;
+                        return Err(FeedbackError::Unconfirmed);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Records the cumulative bytes sent at `now`: a new entry once R / [`SENT_LOG_SPACING`] has
+    /// passed since the last (or with no R yet), else the last entry moves up to `now`; entries
+    /// older than [`SENT_LOG_SPAN`] R go, and at most [`MAX_SENT_LOG`] are kept.
+    fn log_sent(&mut self, now: Instant) {
+        let spacing = self
+            .rtt
+            .map_or(Duration::ZERO, |rtt| rtt / SENT_LOG_SPACING);
+        match self.sent_log.back_mut() {
+            Some(last) if !spacing.is_zero() && now - last.0 < spacing => {
+                *last = (now, self.stats.bytes);
+            }
+            _ => self.sent_log.push_back((now, self.stats.bytes)),
+        }
+        let span = self.rtt.map(|rtt| rtt * SENT_LOG_SPAN);
+        while self.sent_log.len() > MAX_SENT_LOG
+            || span.is_some_and(|span| self.sent_log.front().is_some_and(|f| now - f.0 > span))
+        {
+            if let Some((at, bytes)) = self.sent_log.pop_front() {
+                self.sent_log_dropped = (Some(at), bytes);
+            }
+        }
+    }
+
+    /// The most X_recv a feedback echoing a packet sent at `echoed` can honestly report, with
+    /// R = `rtt`: twice the bytes this sender sent over the 2R up to that packet, per R. The
+    /// receiver's X_recv counts what arrived over its last R_m (RFC 5348 §6.2) — packets sent
+    /// over about R_m before the echoed one, stretched or squeezed by the path's delay
+    /// variation; a window of 2R and a factor of 2 leave room for that, and cost an honest
+    /// flow nothing: X ≤ 2·X_recv (§4.3) stays above twice what it sent. Against a receiver
+    /// that misreports (the concern of RFC 5348 §9, Security Considerations), this bounds
+    /// what it can claim by what was sent at all. `None` when the log does not reach
+    /// back to the window's start (no bound is then known).
+    fn x_recv_limit(&self, echoed: Instant, rtt: Duration) -> Option<f64> {
+        let window = rtt.max(Duration::from_micros(1));
+        let start = Instant::from_nanos(
+            echoed
+                .as_nanos()
+                .saturating_sub(2 * window.as_nanos() as u64),
+        );
+        // Cumulative bytes at the last entry at or before `t` (entries record the bytes sent
+        // up to and including their time).
+        let bytes_at = |t: Instant| {
+            let index = self.sent_log.partition_point(|entry| entry.0 <= t);
+            index.checked_sub(1).map(|i| self.sent_log[i].1)
+        };
+        // Before the log's first entry: what the entries dropped from it had counted, if the
+        // last of them was not sent after `start`.
+        let (dropped_at, dropped_bytes) = self.sent_log_dropped;
+        let before = match bytes_at(start) {
+            Some(bytes) => bytes,
+            None if dropped_at.is_none_or(|at| at <= start) => dropped_bytes,
+            None => return None,
+        };
+        let through = bytes_at(echoed).unwrap_or(dropped_bytes);
+        Some(2.0 * through.saturating_sub(before) as f64 / secs(window))
+    }
+
+    /// The feedback's X_recv, capped by [`Sender::x_recv_limit`] (counted in
+    /// [`SenderStats::x_recv_capped`] when it is).
+    fn bounded_x_recv(&mut self, feedback: &FeedbackRepr, rtt: Duration) -> f64 {
+        let claimed = feedback.x_recv as f64;
+        match self.x_recv_limit(Instant::from_nanos(feedback.echo_timestamp), rtt) {
+            Some(limit) if claimed > limit => {
+                self.stats.x_recv_capped += 1;
+                limit
+            }
+            _ => claimed,
+        }
     }
 
     /// RFC 5348 §4.3: sender behaviour when a feedback packet is received.
@@ -630,7 +837,7 @@ impl Sender {
         // (4) Update the allowed sending rate.
         let p = feedback.loss_event_rate();
         let p_increased = p > self.p;
-        let x_recv = feedback.x_recv as f64;
+        let x_recv = self.bounded_x_recv(feedback, rtt);
         self.x_recv = x_recv;
         let data_limited = self.interval_was_data_limited(feedback.echo_sequence);
         self.last_echo = Some(feedback.echo_sequence);
@@ -678,7 +885,7 @@ impl Sender {
         let s = self.s();
         let r = secs(rtt).max(1e-9);
         let p = feedback.loss_event_rate();
-        let x_recv = feedback.x_recv as f64;
+        let x_recv = self.bounded_x_recv(feedback, rtt);
         self.x_recv = x_recv;
         // Keeps the send records bounded; ns-2 has no data-limited X_recv rules.
         let _ = self.interval_was_data_limited(feedback.echo_sequence);

@@ -10,23 +10,39 @@
 //! common header (8 bytes)
 //!   0      version (= 1)
 //!   1      kind: 1 = data, 2 = feedback
-//!   2..4   flags (reserved, sent as 0, ignored on receipt; in data packets of the ns-2
-//!          profile: bit 15 = ns-2's UrgentFlag, bits 0..15 = its round_id mod 2^15)
+//!   2..4   flags: data packets of the RFC profile send 0; data packets of the ns-2
+//!          profile: bit 15 = ns-2's UrgentFlag, bits 0..15 = its round_id mod 2^15;
+//!          feedback: the receipt proof's run (bits 13..16 offset, bits 0..13 length; below)
 //!   4..8   session id
 //! data (header 32 bytes, then the payload)
 //!   8..12  sequence number (wraps around at 2^32)
 //!   12..20 send timestamp, nanoseconds on the sender's clock
 //!   20..24 sender's RTT estimate in microseconds (0 = none yet)
 //!   24..28 Veno backlog N in thousandths of a packet (saturating)
-//!   28..32 nonce: a per-session value chosen by the sender, echoed in feedback
+//!   28..32 nonce: bits 16..32 the session token (the same in every packet of a session),
+//!          bits 0..16 the packet's mark (a keyed hash of its sequence number, unpredictable
+//!          without the sender's key)
 //! feedback (40 bytes)
 //!   8..12  sequence number of the data packet whose timestamp is echoed
 //!   12..20 echoed send timestamp (t_recvdata)
 //!   20..24 elapsed time at the receiver (t_delay) in microseconds (saturating)
 //!   24..32 X_recv in bytes per second
 //!   32..36 loss event rate p as a fraction of 2^32 (0 = no loss; saturates just below 1)
-//!   36..40 echoed nonce
+//!   36..40 receipt proof: bits 16..32 the session token, bits 0..16 the sum (mod 2^16) of
+//!          the marks of the proven run
 //! ```
+//!
+//! **Receipt proof.** A feedback proves that its receiver got a run of consecutive packets:
+//! the `length` packets ending `offset` packets below the echoed one (offset ≤
+//! [`PROOF_MAX_OFFSET`], so that reordering in flight does not cut the run; length ≤
+//! [`PROOF_WINDOW`]), by the sum of their marks, which only a receiver that got those packets
+//! can know. Like the ECN nonce of RFC 3540 (a defence against the misreporting receivers
+//! that RFC 5348 §9, Security Considerations, is concerned with), it lets the sender refuse
+//! feedback that claims more than the receiver got: a receiver that reports no loss must
+//! prove the whole window below the run's end, and one whose proof has shown a loss must
+//! report p > 0 ([`crate::Sender::handle_packet`]). Marks are 16 bits of SipHash-1-3 keyed by
+//! the sender's 64-bit key, so a receiver that did not get a packet guesses its mark with
+//! probability 2^-16 per feedback.
 
 use core::fmt;
 
@@ -226,7 +242,7 @@ impl<T: AsRef<[u8]>> Packet<T> {
         u32::from_be_bytes(self.bytes(field::LOSS_RATE))
     }
 
-    /// Feedback: the echoed nonce.
+    /// Feedback: the session token and the receipt proof's sum ([`ReceiptProof`]).
     pub fn echo_nonce(&self) -> u32 {
         u32::from_be_bytes(self.bytes(field::ECHO_NONCE))
     }
@@ -249,6 +265,82 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
         data[field::KIND] = kind.code();
         self.put(field::FLAGS, &0u16.to_be_bytes());
         self.put(field::SESSION, &session_id.to_be_bytes());
+    }
+}
+
+/// Most packets a feedback's receipt proof covers.
+pub const PROOF_WINDOW: u16 = 64;
+/// Most packets below the echoed one at which a proven run may end.
+pub const PROOF_MAX_OFFSET: u16 = 7;
+const PROOF_LENGTH_BITS: u32 = 13;
+
+/// The session token carried in the upper 16 bits of every nonce, from the sender's key.
+pub fn session_token(key: u64) -> u16 {
+    (keyed_hash(key, u64::MAX) >> 48) as u16
+}
+
+/// Packet `sequence`'s mark: 16 bits of a keyed hash (SipHash) of the sequence number, which a
+/// receiver cannot compute without the key (the sender keeps it; only marks travel).
+pub fn packet_mark(key: u64, sequence: u32) -> u16 {
+    keyed_hash(key, u64::from(sequence)) as u16
+}
+
+/// The nonce field of data packet `sequence`: session token and mark.
+pub fn data_nonce(key: u64, sequence: u32) -> u32 {
+    u32::from(session_token(key)) << 16 | u32::from(packet_mark(key, sequence))
+}
+
+/// SipHash-1-3 keyed with the sender's key (its second half a fixed constant) of `value`.
+fn keyed_hash(key: u64, value: u64) -> u64 {
+    use core::hash::Hasher;
+    let mut hasher = siphasher::sip::SipHasher13::new_with_keys(key, 0x7466_7263_7072_6f66);
+    hasher.write_u64(value);
+    hasher.finish()
+}
+
+/// A receipt proof as carried by a feedback: the run ends `offset` packets below the echoed
+/// one and holds `length` packets whose marks sum (mod 2^16) to `sum`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReceiptProof {
+    /// Packets between the echoed one and the run's last.
+    pub offset: u16,
+    /// Packets in the run (0: no proof).
+    pub length: u16,
+    /// Sum of their marks, mod 2^16.
+    pub sum: u16,
+}
+
+impl ReceiptProof {
+    /// The proof in a feedback's flags and echoed-nonce fields.
+    pub fn from_fields(flags: u16, echo_nonce: u32) -> ReceiptProof {
+        ReceiptProof {
+            offset: flags >> PROOF_LENGTH_BITS,
+            length: flags & ((1 << PROOF_LENGTH_BITS) - 1),
+            sum: echo_nonce as u16,
+        }
+    }
+
+    /// The flags field carrying this proof (offset and length within their bits).
+    pub fn flags(&self) -> u16 {
+        (self.offset.min(PROOF_MAX_OFFSET) << PROOF_LENGTH_BITS) | self.length.min(PROOF_WINDOW)
+    }
+
+    /// The proof a receiver that got every packet from sequence 0 to `end` gives, knowing the
+    /// sender's key: for drivers and tests that stand in for a loss-free receiver.
+    pub fn of_all(key: u64, end: u32) -> ReceiptProof {
+        let length = (u64::from(end) + 1).min(u64::from(PROOF_WINDOW)) as u16;
+        ReceiptProof {
+            offset: 0,
+            length,
+            sum: (0..u32::from(length)).fold(0u16, |sum, back| {
+                sum.wrapping_add(packet_mark(key, end.wrapping_sub(back)))
+            }),
+        }
+    }
+
+    /// The echoed-nonce field: `token` and the sum.
+    pub fn echo_nonce(&self, token: u16) -> u32 {
+        u32::from(token) << 16 | u32::from(self.sum)
     }
 }
 
@@ -315,7 +407,7 @@ pub struct DataRepr {
     pub rtt_micros: u32,
     /// Veno backlog N in thousandths of a packet.
     pub veno_backlog_millipackets: u32,
-    /// Per-session nonce, echoed in feedback.
+    /// Session token and the packet's mark ([`data_nonce`]).
     pub nonce: u32,
 }
 
@@ -372,8 +464,10 @@ pub struct FeedbackRepr {
     pub x_recv: u64,
     /// Loss event rate p as a fraction of 2^32 (see [`encode_loss_event_rate`]).
     pub loss_event_rate_raw: u32,
-    /// The nonce from the sender's data packets.
+    /// The session token and the receipt proof's sum ([`ReceiptProof::echo_nonce`]).
     pub echo_nonce: u32,
+    /// The flags field: the receipt proof's run ([`ReceiptProof::flags`]).
+    pub proof_flags: u16,
 }
 
 impl FeedbackRepr {
@@ -391,7 +485,13 @@ impl FeedbackRepr {
             x_recv: packet.x_recv(),
             loss_event_rate_raw: packet.loss_event_rate_raw(),
             echo_nonce: packet.echo_nonce(),
+            proof_flags: packet.flags(),
         })
+    }
+
+    /// The receipt proof this feedback carries.
+    pub fn proof(&self) -> ReceiptProof {
+        ReceiptProof::from_fields(self.proof_flags, self.echo_nonce)
     }
 
     /// The loss event rate as a number in [0, 1].
@@ -417,6 +517,7 @@ impl FeedbackRepr {
         packet.put(field::X_RECV, &self.x_recv.to_be_bytes());
         packet.put(field::LOSS_RATE, &self.loss_event_rate_raw.to_be_bytes());
         packet.put(field::ECHO_NONCE, &self.echo_nonce.to_be_bytes());
+        packet.put(field::FLAGS, &self.proof_flags.to_be_bytes());
         Ok(())
     }
 }
@@ -464,7 +565,7 @@ mod tests {
     ];
 
     const FEEDBACK_BYTES: [u8; 40] = [
-        1, 2, 0, 0, // version, kind, flags
+        1, 2, 0x40, 0x05, // version, kind, flags: proof offset 2, length 5
         0, 0, 0, 9, // session
         0xff, 0xff, 0xff, 0xff, // echo sequence
         0, 0, 0, 0, 0, 0, 0, 5, // echo timestamp
@@ -501,6 +602,24 @@ mod tests {
     }
 
     #[test]
+    fn marks_depend_on_key_and_sequence_and_the_token_is_constant() {
+        let key = 0x0123_4567_89ab_cdef;
+        let token = session_token(key);
+        let marks: Vec<u16> = (0..64).map(|sequence| packet_mark(key, sequence)).collect();
+        let mut distinct = marks.clone();
+        distinct.sort_unstable();
+        distinct.dedup();
+        assert!(distinct.len() >= 60, "{marks:?}");
+        assert_ne!(packet_mark(key ^ 1, 5), packet_mark(key, 5));
+        assert_ne!(session_token(key ^ 1), token);
+        for sequence in [0, 1, u32::MAX] {
+            let nonce = data_nonce(key, sequence);
+            assert_eq!((nonce >> 16) as u16, token);
+            assert_eq!(nonce as u16, packet_mark(key, sequence));
+        }
+    }
+
+    #[test]
     fn fixed_feedback_bytes_both_ways() {
         let repr = FeedbackRepr {
             session_id: 9,
@@ -510,8 +629,19 @@ mod tests {
             x_recv: 100_000,
             loss_event_rate_raw: 1 << 24,
             echo_nonce: 0x1234_5678,
+            proof_flags: 0x4005,
         };
         assert_eq!(Repr::parse(&FEEDBACK_BYTES).unwrap(), Repr::Feedback(repr));
+        assert_eq!(
+            repr.proof(),
+            ReceiptProof {
+                offset: 2,
+                length: 5,
+                sum: 0x5678
+            }
+        );
+        assert_eq!(repr.proof().flags(), 0x4005);
+        assert_eq!(repr.proof().echo_nonce(0x1234), 0x1234_5678);
         assert_eq!(repr.loss_event_rate(), 1.0 / 256.0);
         let mut buffer = [0u8; FEEDBACK_LEN];
         repr.emit(&mut buffer).unwrap();
@@ -555,6 +685,16 @@ mod tests {
 
     proptest! {
         #[test]
+        fn receipt_proof_round_trips_through_its_fields(offset in 0..=PROOF_MAX_OFFSET,
+                                                        length in 0..=PROOF_WINDOW,
+                                                        sum: u16, token: u16) {
+            let proof = ReceiptProof { offset, length, sum };
+            let echo_nonce = proof.echo_nonce(token);
+            prop_assert_eq!((echo_nonce >> 16) as u16, token);
+            prop_assert_eq!(ReceiptProof::from_fields(proof.flags(), echo_nonce), proof);
+        }
+
+        #[test]
         fn data_round_trip(session_id: u32, sequence: u32, timestamp: u64, rtt_micros: u32,
                            veno_backlog_millipackets: u32, nonce: u32,
                            payload in proptest::collection::vec(any::<u8>(), 0..64)) {
@@ -569,8 +709,8 @@ mod tests {
 
         #[test]
         fn feedback_round_trip(session_id: u32, echo_sequence: u32, echo_timestamp: u64,
-                               elapsed_micros: u32, x_recv: u64, loss_event_rate_raw: u32, echo_nonce: u32) {
-            let repr = FeedbackRepr { session_id, echo_sequence, echo_timestamp, elapsed_micros, x_recv, loss_event_rate_raw, echo_nonce };
+                               elapsed_micros: u32, x_recv: u64, loss_event_rate_raw: u32, echo_nonce: u32, proof_flags: u16) {
+            let repr = FeedbackRepr { session_id, echo_sequence, echo_timestamp, elapsed_micros, x_recv, loss_event_rate_raw, echo_nonce, proof_flags };
             let mut buffer = vec![0u8; repr.buffer_len()];
             repr.emit(&mut buffer).unwrap();
             prop_assert_eq!(Repr::parse(&buffer).unwrap(), Repr::Feedback(repr));

@@ -89,7 +89,19 @@ fn first_packet_gets_immediate_feedback() {
     assert_eq!(feedback.elapsed_micros, 2_000);
     assert_eq!(feedback.x_recv, 0);
     assert_eq!(feedback.loss_event_rate(), 0.0);
-    assert_eq!((feedback.session_id, feedback.echo_nonce), (SESSION, NONCE));
+    assert_eq!(
+        (feedback.session_id, feedback.echo_nonce >> 16),
+        (SESSION, NONCE >> 16)
+    );
+    // The receipt proof covers the one packet received: its mark is NONCE's lower half.
+    assert_eq!(
+        feedback.proof(),
+        wire::ReceiptProof {
+            offset: 0,
+            length: 1,
+            sum: (NONCE & 0xffff) as u16
+        }
+    );
 }
 
 // RFC 5348 §6.2: one feedback per RTT while data arrives, none when no data arrived.
@@ -492,6 +504,7 @@ fn hostile_input_is_counted_and_bounded() {
         x_recv: 0,
         loss_event_rate_raw: 0,
         echo_nonce: NONCE,
+        proof_flags: 1,
     }
     .emit(&mut feedback)
     .unwrap();

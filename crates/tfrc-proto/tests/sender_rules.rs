@@ -8,7 +8,7 @@ const SESSION: u32 = 77;
 const NONCE: u32 = 0xabcd;
 
 fn sender(config: Config) -> Sender {
-    Sender::new(config, SESSION, NONCE, Instant::ZERO).unwrap()
+    Sender::new(config, SESSION, u64::from(NONCE), Instant::ZERO).unwrap()
 }
 
 /// Sends one padded packet at `now` and returns its parsed header.
@@ -18,7 +18,9 @@ fn send(sender: &mut Sender, now: Instant) -> DataRepr {
     DataRepr::parse(&Packet::new_checked(&buffer[..length]).unwrap()).unwrap()
 }
 
+/// What a receiver that got every packet up to `data` reports, with its receipt proof.
 fn feedback(data: &DataRepr, x_recv: f64, p: f64) -> Vec<u8> {
+    let proof = wire::ReceiptProof::of_all(u64::from(NONCE), data.sequence);
     let repr = FeedbackRepr {
         session_id: data.session_id,
         echo_sequence: data.sequence,
@@ -26,11 +28,22 @@ fn feedback(data: &DataRepr, x_recv: f64, p: f64) -> Vec<u8> {
         elapsed_micros: 0,
         x_recv: x_recv as u64,
         loss_event_rate_raw: wire::encode_loss_event_rate(p),
-        echo_nonce: data.nonce,
+        echo_nonce: proof.echo_nonce(wire::session_token(u64::from(NONCE))),
+        proof_flags: proof.flags(),
     };
     let mut buffer = vec![0u8; wire::FEEDBACK_LEN];
     repr.emit(&mut buffer).unwrap();
     buffer
+}
+
+/// Sends every packet the sender allows from `from` until `until`: the traffic behind a large
+/// X_recv (the sender caps X_recv by what it sent, [`Sender::handle_packet`]).
+fn keep_sending(sender: &mut Sender, from: Instant, until: Instant) {
+    let mut at = from.max(sender.next_send_time());
+    while at < until {
+        send(sender, at);
+        at = sender.next_send_time();
+    }
 }
 
 /// Sends a packet at `at` and feeds back on it `rtt` later. Returns the feedback time.
@@ -133,7 +146,8 @@ fn no_feedback_timeout_is_max_of_four_rtt_and_two_packets_before_the_rate_update
     );
     // A short path at a tiny rate: R = 1 ms, p = 1 keeps X near s/t_mbi, so 2s/X (of the X
     // before each feedback) is far above 4R.
-    let mut slow = Sender::new(Config::default(), SESSION, NONCE, Instant::ZERO).unwrap();
+    let mut slow =
+        Sender::new(Config::default(), SESSION, u64::from(NONCE), Instant::ZERO).unwrap();
     let fast = Duration::from_millis(1);
     let t = round_trip(&mut slow, Instant::ZERO, fast, 0.0, 1.0);
     let before = slow.state().sending_rate;
@@ -175,9 +189,11 @@ fn with_loss_rate_follows_equation_bounded_by_receive_limit() {
     let rtt = Duration::from_millis(100);
     let mut t = round_trip(&mut sender, Instant::ZERO, rtt, 0.0, 0.0);
     for _ in 0..5 {
-        t = round_trip(&mut sender, t, rtt, 1e6, 0.0);
+        keep_sending(&mut sender, t, t + rtt);
+        t = round_trip(&mut sender, t + rtt, rtt, 1e6, 0.0);
     }
-    t = round_trip(&mut sender, t, rtt, 1e6, 0.01);
+    keep_sending(&mut sender, t, t + rtt);
+    t = round_trip(&mut sender, t + rtt, rtt, 1e6, 0.01);
     let state = sender.state();
     let r = state.rtt.unwrap().as_secs_f64();
     let x_calc = equation::throughput(1000.0, r, 0.01);
@@ -309,7 +325,8 @@ fn idle_sender_without_loss_tests_x_against_recover_rate() {
     let mut sender = sender(Config::default());
     let mut t = round_trip(&mut sender, Instant::ZERO, rtt, 1e6, 0.0);
     for _ in 0..3 {
-        t = round_trip(&mut sender, t, rtt, 1e6, 0.0);
+        keep_sending(&mut sender, t, t + rtt);
+        t = round_trip(&mut sender, t + rtt, rtt, 1e6, 0.0);
     }
     assert_eq!(sender.state().x, 320_000.0);
     t = round_trip(&mut sender, t, Duration::from_millis(50), 30_000.0, 0.0);

@@ -394,6 +394,11 @@ pub fn run_send(args: &SendArgs) -> Result<()> {
                     "malformed": stats.malformed,
                     "foreign": stats.foreign,
                     "invalid_echo": stats.invalid_echo,
+                    "unproven": stats.unproven,
+                    "hidden_loss": stats.hidden_loss,
+                    "unconfirmed": stats.unconfirmed,
+                    "replayed": stats.replayed,
+                    "x_recv_capped": stats.x_recv_capped,
                     "no_feedback_expiries": stats.no_feedback_expiries,
                     "send_errors": report.send_errors,
                     "icmp_errors": report.icmp_errors,
@@ -447,11 +452,14 @@ pub fn run_send(args: &SendArgs) -> Result<()> {
             report.cpu_utilization_percent.host_total,
         );
         say!(
-            "feedback: {} accepted, {} malformed, {} foreign, {} invalid echo; {} send errors, {} ICMP errors{}",
+            "feedback: {} accepted, {} malformed, {} foreign, {} invalid echo, {} unproven, {} hiding loss, {} replayed; {} send errors, {} ICMP errors{}",
             stats.feedbacks,
             stats.malformed,
             stats.foreign,
             stats.invalid_echo,
+            stats.unproven,
+            stats.hidden_loss,
+            stats.replayed,
             report.send_errors,
             report.icmp_errors,
             if report.reason == crate::sender::EndReason::Interrupted {

@@ -37,6 +37,11 @@ pub const SENDER_COLUMNS: &[&str] = &[
     "malformed",
     "foreign",
     "invalid_echo",
+    "unproven",
+    "hidden_loss",
+    "unconfirmed",
+    "replayed",
+    "x_recv_capped",
     "no_feedback_expiries",
     "send_errors",
 ];
@@ -231,6 +236,11 @@ fn sender_cells(sender: &SenderSnapshot, throughput: String) -> Vec<String> {
         stats.malformed.to_string(),
         stats.foreign.to_string(),
         stats.invalid_echo.to_string(),
+        stats.unproven.to_string(),
+        stats.hidden_loss.to_string(),
+        stats.unconfirmed.to_string(),
+        stats.replayed.to_string(),
+        stats.x_recv_capped.to_string(),
         stats.no_feedback_expiries.to_string(),
         sender.send_errors.to_string(),
     ]

@@ -2,7 +2,7 @@
 //!
 //! Flows are demultiplexed by the session id in bytes 4..8 of every data packet. A flow is created
 //! by the first data packet of an unknown session that carries valid flow options
-//! ([`crate::control::FlowOptions`]); it is bound to that packet's source address and nonce, and
+//! ([`crate::control::FlowOptions`]); it is bound to that packet's source address and session token (the nonce's upper half), and
 //! later packets that disagree are counted as spoofed and dropped.
 //!
 //! # Bounded state
@@ -105,7 +105,7 @@ pub struct ReceiverCounters {
     pub datagrams: u64,
     /// Not a TFRC data packet or END, or a new session without valid flow options.
     pub malformed: u64,
-    /// A known session's packet with the wrong nonce or from another address.
+    /// A known session's packet with the wrong session token or from another address.
     pub spoofed: u64,
     /// Data or END for a session that is closed or unknown.
     pub stray: u64,
@@ -581,7 +581,9 @@ impl UdpReceiver {
         let probe = registry::register_tfrc(FlowKind::TfrcReceiver, flow_id.clone(), local_port);
         let mut flow = Flow {
             session_id: session,
-            nonce: packet.nonce(),
+            // The session token: the control datagrams' nonce (the lower half of a data
+            // packet's nonce is its mark, which changes from packet to packet).
+            nonce: packet.nonce() & 0xffff_0000,
             peer: from,
             receiver,
             probe,

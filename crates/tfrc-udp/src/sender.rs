@@ -253,7 +253,8 @@ pub struct SenderReport {
     pub send_errors: u64,
     /// ICMP errors reported on the socket (e.g. port unreachable: no receiver).
     pub icmp_errors: u64,
-    /// The core's counters (feedbacks, malformed, foreign, invalid_echo, no-feedback expiries).
+    /// The core's counters (feedbacks accepted, each kind refused, X_recv capped, no-feedback
+    /// expiries).
     #[serde(skip)]
     pub stats: SenderStats,
     /// The core's state at the end.
@@ -280,6 +281,10 @@ pub struct UdpSender {
     waiter: Waiter,
     calibration: TimerCalibration,
     session_id: u32,
+    /// The key of the data packets' marks ([`tfrc_proto::wire::data_nonce`]); never sent.
+    key: u64,
+    /// The nonce of the control datagrams (END): the session token in the upper half, as
+    /// the receiver learns it from the data packets.
     nonce: u32,
     config: Config,
 }
@@ -337,9 +342,11 @@ impl UdpSender {
             config.timer_granularity = Duration::from_secs_f64(calibration.granularity_us / 1e6);
         }
         let mut random = rand::rngs::OsRng;
+        let key = random.next_u64();
         Ok(UdpSender {
             session_id: random.next_u32(),
-            nonce: random.next_u32(),
+            key,
+            nonce: u32::from(tfrc_proto::wire::session_token(key)) << 16,
             options,
             socket,
             clock,
@@ -425,7 +432,7 @@ struct Run {
 impl Run {
     fn new(flow: UdpSender) -> Result<Run, SenderError> {
         let now = flow.clock.now();
-        let sender = Sender::new(flow.config.clone(), flow.session_id, flow.nonce, now)?;
+        let sender = Sender::new(flow.config.clone(), flow.session_id, flow.key, now)?;
         let local_port = flow.local_addr().map_or(0, |address| address.port());
         let probe = registry::register_tfrc(FlowKind::TfrcSender, flow.flow_id(), local_port);
         let csv = match &flow.options.log {

@@ -27,6 +27,8 @@ fn sender_snapshot(flow_id: &str) -> SenderSnapshot {
     }
 }
 
+/// A feedback echoing `echo_sequence` whose receipt proof covers that one packet: `nonce` is
+/// the packet's (session token and mark, which is the proof's sum for a run of one).
 fn feedback(session_id: u32, nonce: u32, echo_sequence: u32, echo_timestamp: u64) -> Vec<u8> {
     let repr = FeedbackRepr {
         session_id,
@@ -36,6 +38,7 @@ fn feedback(session_id: u32, nonce: u32, echo_sequence: u32, echo_timestamp: u64
         x_recv: 10_000_000,
         loss_event_rate_raw: 0,
         echo_nonce: nonce,
+        proof_flags: 1,
     };
     let mut buffer = vec![0u8; repr.buffer_len()];
     repr.emit(&mut buffer).unwrap();
@@ -82,7 +85,7 @@ fn garbage_and_spoofed_feedback_are_counted_and_do_not_change_the_rate() {
     send(&buffer[..length]);
     send(&[0x5a; 40]);
     let garbage = 6;
-    // Forged feedback: another session, the wrong nonce.
+    // Forged feedback: another session, the wrong session token.
     send(&feedback(
         data.session_id ^ 1,
         data.nonce,
@@ -91,11 +94,20 @@ fn garbage_and_spoofed_feedback_are_counted_and_do_not_change_the_rate() {
     ));
     send(&feedback(
         data.session_id,
-        data.nonce ^ 1,
+        data.nonce ^ 0x0001_0000,
         data.sequence,
         data.timestamp,
     ));
     let foreign = 2;
+    // The right token but a receipt proof that does not add up (the packet's mark is wrong):
+    // a receiver claiming a packet it did not get.
+    send(&feedback(
+        data.session_id,
+        data.nonce ^ 1,
+        data.sequence,
+        data.timestamp,
+    ));
+    let unproven = 1;
     // Right session and nonce, but echoing a packet never sent or a timestamp from the future.
     send(&feedback(
         data.session_id,
@@ -133,6 +145,7 @@ fn garbage_and_spoofed_feedback_are_counted_and_do_not_change_the_rate() {
         if stats.malformed >= garbage
             && stats.foreign >= foreign
             && stats.invalid_echo >= invalid_echo
+            && stats.unproven >= unproven
         {
             break snapshot;
         }
@@ -145,6 +158,7 @@ fn garbage_and_spoofed_feedback_are_counted_and_do_not_change_the_rate() {
     assert_eq!(after.stats.malformed, garbage);
     assert_eq!(after.stats.foreign, foreign);
     assert_eq!(after.stats.invalid_echo, invalid_echo);
+    assert_eq!(after.stats.unproven, unproven);
     assert_eq!(after.stats.feedbacks, 0, "no forged feedback was acted on");
     assert_eq!(
         after.state.rtt, None,

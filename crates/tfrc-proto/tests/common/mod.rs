@@ -9,7 +9,7 @@ use std::collections::{BinaryHeap, VecDeque};
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use tfrc_proto::{Config, Instant, Receiver, Sender};
+use tfrc_proto::{Config, FeedbackError, Instant, Receiver, Sender};
 
 /// The link between sender and receiver.
 #[derive(Debug, Clone)]
@@ -55,6 +55,9 @@ pub struct Trace {
     pub queue_samples: Vec<usize>,
 }
 
+/// Rewrites a feedback datagram in place ([`Pair::tamper`]).
+pub type Tamper = Box<dyn FnMut(&mut [u8])>;
+
 /// Sender + receiver + link.
 pub struct Pair {
     pub sender: Sender,
@@ -70,6 +73,20 @@ pub struct Pair {
     rng: ChaCha8Rng,
     pending_sender_timer: Option<Instant>,
     pending_receiver_timer: Option<Instant>,
+    /// Rewrites each feedback on its way to the sender (a lying receiver or a path that
+    /// alters it); `None` delivers it as sent.
+    pub tamper: Option<Tamper>,
+    /// Each data packet is held this much longer with this probability (reordering).
+    pub reorder: Option<(f64, Duration)>,
+    /// Whether a feedback the sender refuses fails the run (default) or is recorded in
+    /// `refused`.
+    pub strict: bool,
+    /// Feedback the sender refused, when not `strict`.
+    pub refused: Vec<FeedbackError>,
+    /// The last feedback delivered to the sender, as delivered.
+    pub last_feedback: Vec<u8>,
+    /// Whether data packets still reach the receiver (false: a receiver gone away).
+    pub receiver_alive: bool,
 }
 
 impl Pair {
@@ -89,6 +106,12 @@ impl Pair {
             link_free_at: now,
             pending_sender_timer: None,
             pending_receiver_timer: None,
+            tamper: None,
+            reorder: None,
+            strict: true,
+            refused: Vec::new(),
+            last_feedback: Vec::new(),
+            receiver_alive: true,
         }
     }
 
@@ -140,8 +163,12 @@ impl Pair {
         self.trace.max_queue = self.trace.max_queue.max(self.departures.len());
         let index = self.packets.len();
         self.packets.push(packet);
+        let held = match self.reorder {
+            Some((probability, extra)) if self.rng.gen::<f64>() < probability => extra,
+            _ => Duration::ZERO,
+        };
         self.schedule(
-            departure + self.link.one_way_delay,
+            departure + self.link.one_way_delay + held,
             Event::DataArrival(index),
         );
     }
@@ -190,12 +217,22 @@ impl Pair {
                 }
                 Event::DataArrival(index) => {
                     let packet = std::mem::take(&mut self.packets[index]);
-                    self.trace.arrivals.push((at, packet.len()));
-                    self.receiver.handle_packet(at, &packet).unwrap();
+                    if self.receiver_alive {
+                        self.trace.arrivals.push((at, packet.len()));
+                        self.receiver.handle_packet(at, &packet).unwrap();
+                    }
                 }
                 Event::FeedbackArrival(index) => {
-                    let packet = std::mem::take(&mut self.packets[index]);
-                    self.sender.handle_packet(at, &packet).unwrap();
+                    let mut packet = std::mem::take(&mut self.packets[index]);
+                    if let Some(tamper) = &mut self.tamper {
+                        tamper(&mut packet);
+                    }
+                    match self.sender.handle_packet(at, &packet) {
+                        Ok(()) => {}
+                        Err(error) if !self.strict => self.refused.push(error),
+                        Err(error) => panic!("feedback refused at {at:?}: {error}"),
+                    }
+                    self.last_feedback = packet;
                     let state = self.sender.state();
                     self.trace
                         .feedback_samples

@@ -201,7 +201,7 @@ fn build_flows(
 }
 
 /// The flow at `position` and the link directions its data crosses. Its random elements are
-/// seeded from the run's seed and the flow's position and name (a TFRC flow's nonce too);
+/// seeded from the run's seed and the flow's position and name (a TFRC flow's mark key too);
 /// errors are reported at the key `flow[N] (name)`.
 ///
 /// A flow's active time is `[start, stop)`, its stop clipped to the end of the run; an open-loop
@@ -220,7 +220,7 @@ fn build_flow(
     let seed = derive_seed(scenario.seed, &format!("flow:{position}:{}", spec.name));
     let protocol = match &spec.kind {
         FlowKind::Tfrc(tfrc) => {
-            let (session, nonce) = (position as u32 + 1, seed as u32);
+            let (session, nonce) = (position as u32 + 1, seed);
             tfrc_endpoints(tfrc, spec.packet_size, (session, nonce), &key)?
         }
         FlowKind::Tcp(tcp) => tcp_endpoints(tcp, spec.packet_size, &key)?,
@@ -293,7 +293,7 @@ fn route(
 fn tfrc_endpoints(
     spec: &TfrcSpec,
     wire_size: u32,
-    (session, nonce): (u32, u32),
+    (session, nonce): (u32, u64),
     key: &str,
 ) -> Result<Protocol, SimulationError> {
     let config = tfrc_config(spec, wire_size, key)?;

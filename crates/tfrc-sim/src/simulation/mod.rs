@@ -178,7 +178,7 @@ enum Protocol {
     Tfrc {
         config: tfrc_proto::Config,
         session: u32,
-        nonce: u32,
+        nonce: u64,
         sender: Option<Box<tfrc_proto::Sender>>,
         receiver: Box<tfrc_proto::Receiver>,
     },
@@ -338,6 +338,21 @@ impl Simulation {
     /// The seed of the run.
     pub fn seed(&self) -> u64 {
         self.seed
+    }
+
+    /// The counters of each TFRC flow's sender that has started, by flow name: what its
+    /// feedback validation accepted, capped and refused ([`tfrc_proto::SenderStats`]).
+    pub fn tfrc_sender_stats(&self) -> Vec<(String, tfrc_proto::SenderStats)> {
+        self.flows
+            .iter()
+            .filter_map(|flow| match &flow.protocol {
+                Protocol::Tfrc {
+                    sender: Some(sender),
+                    ..
+                } => Some((flow.record.name.clone(), sender.stats())),
+                _ => None,
+            })
+            .collect()
     }
 
     /// Processes every event up to `until` (at most the end of the run).
