@@ -107,11 +107,15 @@ pub struct SendArgs {
     /// How long to send: 30 (seconds), 10s, 500ms, 2m.
     #[arg(long, short = 't', value_name = "DURATION", default_value = "10s", value_parser = duration_argument)]
     pub time: Duration,
+    /// How long to wait for the receiver's answer (its cookie) before the first data packet:
+    /// 5 (seconds), 500ms. The run's time starts after it. (iperf3's flag takes milliseconds.)
+    #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = duration_argument, conflicts_with = "tcp")]
+    pub connect_timeout: Duration,
     /// TFRC segment size s in bytes: the payload of each packet (RFC 5348 §3.1, s excludes
     /// transport headers); the 32-byte TFRC header travels on top (UDP payload = s + 32).
     /// `-l` as iperf3's buffer length; `-s` is iperf3's server mode, `tfrc recv`.
     #[arg(long, short = 'l', default_value_t = 1000, conflicts_with = "tcp",
-          value_parser = clap::value_parser!(u32).range(20..=65475))]
+          value_parser = clap::value_parser!(u32).range(28..=65475))]
     pub packet_size: u32,
     /// gTFRC target rate g in bits/s (800k, 2M, 1.5Mbps): the sender uses max(g, X).
     #[arg(long, value_name = "RATE", value_parser = rate_argument, conflicts_with = "tcp")]
@@ -272,6 +276,7 @@ pub fn run_send(args: &SendArgs) -> Result<()> {
     let mut options = SenderOptions::new(to);
     options.bind = args.bind;
     options.duration = args.time;
+    options.connect_timeout = args.connect_timeout;
     options.config = config;
     options.max_rate = args.max_rate.map(|bits| bits / 8.0);
     options.report_interval = Some(args.interval);
@@ -739,7 +744,7 @@ pub fn run_recv(args: &RecvArgs) -> Result<()> {
         say!("{}", serde_json::to_string_pretty(&document)?);
     } else {
         say!(
-            "receiver: {} flows ({} completed, {} idle), {} datagrams, {} malformed, {} spoofed, {} stray, {} rejected; CPU {:.1}%",
+            "receiver: {} flows ({} completed, {} idle), {} datagrams, {} malformed, {} spoofed, {} stray, {} rejected, {} unverified; CPU {:.1}%",
             counters.flows_opened,
             counters.flows_completed,
             counters.flows_expired,
@@ -748,6 +753,7 @@ pub fn run_recv(args: &RecvArgs) -> Result<()> {
             counters.spoofed,
             counters.stray,
             counters.rejected_flows,
+            counters.unverified,
             report.cpu_utilization_percent.host_total,
         );
     }

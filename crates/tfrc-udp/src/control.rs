@@ -6,6 +6,15 @@
 //!    block. The receiver builds a flow's
 //!    `Config` from the first packet it gets (any packet will do, so losing the first one does not
 //!    matter). A payload without a valid block is counted as malformed and dropped.
+//! 0. **Return routability before any state.** Before its first data packet the sender sends
+//!    [`Hello`] (every 200 ms, doubling, until answered or its connect timeout); the receiver
+//!    answers with a [`Cookie`]: a keyed hash of the sender's address, session id, session
+//!    token and the current minute, computed and checked without keeping anything, as QUIC's
+//!    Retry token and ETP's cookie. The sender puts the cookie in every data packet's flow
+//!    options, and the receiver opens a flow only for a data packet whose cookie it made for
+//!    that source address in the last one to two minutes. A stranger that does not get the
+//!    receiver's answers (a spoofed source) cannot take a slot. The HELLO is as long as the
+//!    answer, so the receiver never sends more than it got.
 //! 2. **End of session.** Out of band, in two control datagrams that share the core's common
 //!    header (version 1, a kind byte, the session id) but use kinds the core does not know:
 //!    [`EndOfSession`] (sender → receiver: "I am done; here is what I sent") and
@@ -15,9 +24,14 @@
 //!    flows that stay idle (a sender that crashed never says goodbye).
 //!
 //! ```text
-//! flow options (start of every data payload, 20 bytes, big-endian)
+//! hello (28 bytes)
+//!   0 version (1) · 1 kind 0x12 · 2..4 flags (0) · 4..8 session id · 8..12 nonce (session
+//!   token in the upper half) · 12..28 zero (padding: the answer is no longer than the request)
+//! cookie (20 bytes)
+//!   0 version (1) · 1 kind 0x13 · 2..4 flags (0) · 4..8 session id · 8..12 nonce · 12..20 cookie
+//! flow options (start of every data payload, 28 bytes, big-endian)
 //!   0..4   magic "TFUO"
-//!   4      options version (2)
+//!   4      options version (3)
 //!   5      flags: bit 0 = rtt_ref present, bit 1 = veno present, bit 2 = history
 //!          discounting, bit 3 = ns-2 profile, bit 4 = ns-2 useHeaders_, bit 5 = a fixed
 //!          number of feedbacks per RTT present; bits 6-7 reserved (0)
@@ -25,6 +39,7 @@
 //!   8..12  rtt_ref in microseconds
 //!   12..16 veno beta in thousandths of a packet
 //!   16..20 veno alpha in thousandths
+//!   20..28 the receiver's cookie (from its answer to the sender's hello)
 //! end of session (36 bytes)
 //!   0 version (1) · 1 kind 0x10 · 2..4 flags (0) · 4..8 session id · 8..12 nonce
 //!   12..20 data packets sent · 20..28 bytes sent (headers included) · 28..36 duration in ns
@@ -41,11 +56,12 @@ use tfrc_proto::wire;
 use tfrc_proto::{Config, Profile, Veno};
 
 /// Length of the flow-options block at the start of every data payload.
-pub const FLOW_OPTIONS_LEN: usize = 20;
+pub const FLOW_OPTIONS_LEN: usize = 28;
 const OPTIONS_MAGIC: &[u8; 4] = b"TFUO";
-/// Version 2 added the history-discounting, profile and feedbacks-per-RTT flags; a version-1
-/// receiver refuses the block rather than silently running without them.
-const OPTIONS_VERSION: u8 = 2;
+/// Version 2 added the history-discounting, profile and feedbacks-per-RTT flags; version 3 the
+/// cookie. A receiver refuses a block of another version rather than silently running without
+/// what it lacks.
+const OPTIONS_VERSION: u8 = 3;
 const FLAG_RTT_REF: u8 = 1;
 const FLAG_VENO: u8 = 1 << 1;
 const FLAG_HISTORY_DISCOUNTING: u8 = 1 << 2;
@@ -58,6 +74,15 @@ const KNOWN_FLAGS: u8 = (1 << 6) - 1;
 pub const KIND_END: u8 = 0x10;
 /// Kind byte of an end acknowledgement.
 pub const KIND_END_ACK: u8 = 0x11;
+/// Kind byte of a sender's hello.
+pub const KIND_HELLO: u8 = 0x12;
+/// Kind byte of the receiver's cookie.
+pub const KIND_COOKIE: u8 = 0x13;
+/// Length of a hello (padded to at least the cookie's length).
+pub const HELLO_LEN: usize = 28;
+/// Length of a cookie datagram.
+pub const COOKIE_LEN: usize = 20;
+const _: () = assert!(HELLO_LEN >= COOKIE_LEN);
 /// Length of an end-of-session datagram.
 pub const END_LEN: usize = 36;
 /// Length of an end acknowledgement.
@@ -81,6 +106,8 @@ pub struct FlowOptions {
     pub profile: Profile,
     /// ns-2's `useHeaders_` (`Config::ns2_use_headers`); it decides whether s counts the header.
     pub ns2_use_headers: bool,
+    /// The receiver's cookie ([`Cookie`]), 0 before the sender has one.
+    pub cookie: u64,
 }
 
 /// Why a configuration cannot be announced to the receiver.
@@ -105,6 +132,7 @@ impl FlowOptions {
             history_discounting: config.history_discounting,
             profile: config.profile,
             ns2_use_headers: config.ns2_use_headers,
+            cookie: 0,
         })
     }
 
@@ -141,6 +169,7 @@ impl FlowOptions {
             flags |= FLAG_NS2_USE_HEADERS;
         }
         block[5] = flags;
+        block[20..28].copy_from_slice(&self.cookie.to_be_bytes());
     }
 
     /// Reads the block at the start of a data payload; `None` if it is absent or malformed
@@ -178,6 +207,7 @@ impl FlowOptions {
                 Profile::Rfc5348
             },
             ns2_use_headers: flags & FLAG_NS2_USE_HEADERS != 0,
+            cookie: read_u64(block, 20),
         })
     }
 
@@ -227,11 +257,143 @@ fn read_u64(bytes: &[u8], at: usize) -> u64 {
 pub fn control_kind(bytes: &[u8]) -> Option<u8> {
     match bytes {
         [version, kind, ..]
-            if *version == wire::VERSION && (*kind == KIND_END || *kind == KIND_END_ACK) =>
+            if *version == wire::VERSION
+                && matches!(*kind, KIND_END | KIND_END_ACK | KIND_HELLO | KIND_COOKIE) =>
         {
             Some(*kind)
         }
         _ => None,
+    }
+}
+
+/// The sender's request for a cookie, sent before its first data packet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Hello {
+    /// Session id.
+    pub session_id: u32,
+    /// Session nonce (the session token in the upper half).
+    pub nonce: u32,
+}
+
+impl Hello {
+    /// Writes the datagram; `buffer` must hold [`HELLO_LEN`] bytes. Returns the length.
+    pub fn emit(&self, buffer: &mut [u8]) -> usize {
+        put_common(buffer, KIND_HELLO, self.session_id, self.nonce);
+        buffer[12..HELLO_LEN].fill(0);
+        HELLO_LEN
+    }
+
+    /// Parses the datagram; `None` if it is not a well-formed hello (too short included: the
+    /// answer must not be longer than the request).
+    pub fn parse(bytes: &[u8]) -> Option<Hello> {
+        if bytes.len() < HELLO_LEN || control_kind(bytes) != Some(KIND_HELLO) {
+            return None;
+        }
+        Some(Hello {
+            session_id: read_u32(bytes, 4),
+            nonce: read_u32(bytes, 8),
+        })
+    }
+}
+
+/// The receiver's answer to a hello: the cookie the sender's data packets must carry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Cookie {
+    /// Session id, as in the hello.
+    pub session_id: u32,
+    /// Session nonce, as in the hello.
+    pub nonce: u32,
+    /// The cookie.
+    pub cookie: u64,
+}
+
+impl Cookie {
+    /// Writes the datagram; `buffer` must hold [`COOKIE_LEN`] bytes. Returns the length.
+    pub fn emit(&self, buffer: &mut [u8]) -> usize {
+        put_common(buffer, KIND_COOKIE, self.session_id, self.nonce);
+        buffer[12..20].copy_from_slice(&self.cookie.to_be_bytes());
+        COOKIE_LEN
+    }
+
+    /// Parses the datagram; `None` if it is not a well-formed cookie.
+    pub fn parse(bytes: &[u8]) -> Option<Cookie> {
+        if bytes.len() < COOKIE_LEN || control_kind(bytes) != Some(KIND_COOKIE) {
+            return None;
+        }
+        Some(Cookie {
+            session_id: read_u32(bytes, 4),
+            nonce: read_u32(bytes, 8),
+            cookie: read_u64(bytes, 12),
+        })
+    }
+}
+
+/// The receiver's stateless cookie maker: SipHash-1-3 under a key drawn when the receiver
+/// starts, of the peer's address and port, the session id, the session token and the minute.
+#[derive(Debug, Clone)]
+pub struct CookieJar {
+    key: (u64, u64),
+}
+
+/// How long one cookie period lasts; a cookie is accepted in its period and the next.
+pub const COOKIE_PERIOD: Duration = Duration::from_secs(60);
+
+impl CookieJar {
+    /// A jar with the given key (draw it from a random source).
+    pub fn new(key: (u64, u64)) -> CookieJar {
+        CookieJar { key }
+    }
+
+    /// The cookie for `peer`'s session at `elapsed` since the receiver started.
+    pub fn make(
+        &self,
+        peer: std::net::SocketAddr,
+        session_id: u32,
+        nonce: u32,
+        elapsed: Duration,
+    ) -> u64 {
+        self.at_period(
+            peer,
+            session_id,
+            nonce,
+            elapsed.as_secs() / COOKIE_PERIOD.as_secs(),
+        )
+    }
+
+    /// Whether `cookie` was made for `peer`'s session in this period or the previous one.
+    pub fn check(
+        &self,
+        cookie: u64,
+        peer: std::net::SocketAddr,
+        session_id: u32,
+        nonce: u32,
+        elapsed: Duration,
+    ) -> bool {
+        let period = elapsed.as_secs() / COOKIE_PERIOD.as_secs();
+        [Some(period), period.checked_sub(1)]
+            .into_iter()
+            .flatten()
+            .any(|period| self.at_period(peer, session_id, nonce, period) == cookie)
+    }
+
+    fn at_period(
+        &self,
+        peer: std::net::SocketAddr,
+        session_id: u32,
+        nonce: u32,
+        period: u64,
+    ) -> u64 {
+        use core::hash::Hasher;
+        let mut hasher = siphasher::sip::SipHasher13::new_with_keys(self.key.0, self.key.1);
+        match peer.ip() {
+            std::net::IpAddr::V4(ip) => hasher.write(&ip.octets()),
+            std::net::IpAddr::V6(ip) => hasher.write(&ip.octets()),
+        }
+        hasher.write_u16(peer.port());
+        hasher.write_u32(session_id);
+        hasher.write_u32(nonce & 0xffff_0000);
+        hasher.write_u64(period);
+        hasher.finish()
     }
 }
 
@@ -337,6 +499,46 @@ mod tests {
     use super::*;
 
     #[test]
+    fn cookies_depend_on_address_session_token_and_period() {
+        let jar = CookieJar::new((1, 2));
+        let peer: std::net::SocketAddr = "192.0.2.1:4000".parse().unwrap();
+        let minute = Duration::from_secs(61);
+        let cookie = jar.make(peer, 7, 0x1234_0000, minute);
+        // Accepted in its period and the next, whatever the nonce's mark bits.
+        assert!(jar.check(cookie, peer, 7, 0x1234_0000, minute));
+        assert!(jar.check(cookie, peer, 7, 0x1234_abcd, Duration::from_secs(150)));
+        assert!(!jar.check(cookie, peer, 7, 0x1234_0000, Duration::from_secs(181)));
+        let other_port: std::net::SocketAddr = "192.0.2.1:4001".parse().unwrap();
+        let other_host: std::net::SocketAddr = "192.0.2.2:4000".parse().unwrap();
+        assert!(!jar.check(cookie, other_port, 7, 0x1234_0000, minute));
+        assert!(!jar.check(cookie, other_host, 7, 0x1234_0000, minute));
+        assert!(!jar.check(cookie, peer, 8, 0x1234_0000, minute));
+        assert!(!jar.check(cookie, peer, 7, 0x1235_0000, minute));
+        assert!(!CookieJar::new((1, 3)).check(cookie, peer, 7, 0x1234_0000, minute));
+    }
+
+    #[test]
+    fn hello_and_cookie_round_trip_and_the_answer_is_not_longer() {
+        let hello = Hello {
+            session_id: 9,
+            nonce: 0xabcd_0000,
+        };
+        let mut buffer = [0u8; HELLO_LEN];
+        assert_eq!(hello.emit(&mut buffer), HELLO_LEN);
+        assert_eq!(Hello::parse(&buffer), Some(hello));
+        assert_eq!(Hello::parse(&buffer[..HELLO_LEN - 1]), None);
+        let cookie = Cookie {
+            session_id: 9,
+            nonce: 0xabcd_0000,
+            cookie: u64::MAX - 1,
+        };
+        let mut answer = [0u8; COOKIE_LEN];
+        assert_eq!(cookie.emit(&mut answer), COOKIE_LEN);
+        assert_eq!(Cookie::parse(&answer), Some(cookie));
+        assert_eq!(Cookie::parse(&buffer), None);
+    }
+
+    #[test]
     fn flow_options_round_trip_and_reject_garbage() {
         let options = FlowOptions {
             rtt_ref: Some(Duration::from_millis(100)),
@@ -348,6 +550,7 @@ mod tests {
             history_discounting: true,
             profile: Profile::Ns2,
             ns2_use_headers: false,
+            cookie: 0x0123_4567_89ab_cdef,
         };
         let mut buffer = [0xffu8; 64];
         options.emit(&mut buffer);
@@ -459,6 +662,7 @@ mod tests {
             feedbacks in proptest::option::of(proptest::num::u16::ANY),
             veno in proptest::option::of((0u32..100_000, 1_000u32..100_000)),
             flags in 0u8..8,
+            cookie: u64,
         ) {
             let options = FlowOptions {
                 rtt_ref: rtt_micros.map(|micros| Duration::from_micros(u64::from(micros))),
@@ -470,6 +674,7 @@ mod tests {
                 history_discounting: flags & 1 != 0,
                 profile: if flags & 2 != 0 { Profile::Ns2 } else { Profile::Rfc5348 },
                 ns2_use_headers: flags & 4 != 0,
+                cookie,
             };
             let mut buffer = [0u8; FLOW_OPTIONS_LEN];
             options.emit(&mut buffer);

@@ -27,7 +27,9 @@ use tfrc_proto::wire::{self, Packet, PacketKind};
 use tfrc_proto::{Instant, ReceiveError, Receiver, ReceiverStats};
 
 use crate::clock::{unix_time_seconds, Clock, CpuMeter, CpuUtilization};
-use crate::control::{self, EndAcknowledgement, EndOfSession, FlowOptions};
+use crate::control::{
+    self, Cookie, CookieJar, EndAcknowledgement, EndOfSession, FlowOptions, Hello,
+};
 use crate::csvlog::FlowCsv;
 use crate::pacing::{lower_timer_slack, poll_readable};
 use crate::registry::{self, FlowKind, FlowSnapshot, ProbeGuard, ReceiverSnapshot};
@@ -111,6 +113,11 @@ pub struct ReceiverCounters {
     pub stray: u64,
     /// New sessions refused because `max_flows` flows were open.
     pub rejected_flows: u64,
+    /// Cookies sent in answer to hellos.
+    pub cookies_sent: u64,
+    /// Data of new sessions without a cookie this receiver gave to their address (strangers,
+    /// spoofed sources, senders that skipped the hello): dropped, no state kept.
+    pub unverified: u64,
     /// Flows opened.
     pub flows_opened: u64,
     /// Flows ended by their sender.
@@ -317,6 +324,8 @@ pub struct UdpReceiver {
     csv: Option<FlowCsv>,
     datagram: Vec<u8>,
     feedback: [u8; 64],
+    /// Makes and checks the cookies of new senders ([`control::Cookie`]).
+    cookies: CookieJar,
 }
 
 impl core::fmt::Debug for UdpReceiver {
@@ -367,6 +376,11 @@ impl UdpReceiver {
             csv,
             datagram: vec![0; 65_536],
             feedback: [0; 64],
+            cookies: {
+                use rand::RngCore;
+                let mut random = rand::rngs::OsRng;
+                CookieJar::new((random.next_u64(), random.next_u64()))
+            },
         })
     }
 
@@ -504,10 +518,10 @@ impl UdpReceiver {
         on_event: &mut dyn FnMut(ReceiverEvent<'_>),
     ) {
         if let Some(kind) = control::control_kind(bytes) {
-            if kind == control::KIND_END {
-                self.handle_end(now, bytes, from, on_event);
-            } else {
-                self.counters.malformed += 1;
+            match kind {
+                control::KIND_END => self.handle_end(now, bytes, from, on_event),
+                control::KIND_HELLO => self.answer_hello(now, bytes, from),
+                _ => self.counters.malformed += 1,
             }
             return;
         }
@@ -551,10 +565,21 @@ impl UdpReceiver {
             self.counters.stray += 1;
             return;
         }
-        // A new session: it must announce valid flow options.
-        let Some(config) = FlowOptions::parse(packet.payload())
-            .and_then(|options| options.receiver_config(packet.payload().len() as u32))
-        else {
+        // A new session: it must announce valid flow options, with a cookie this receiver gave
+        // to this address for this session.
+        let Some(options) = FlowOptions::parse(packet.payload()) else {
+            self.counters.malformed += 1;
+            return;
+        };
+        let elapsed = Duration::from_nanos(now.as_nanos());
+        if !self
+            .cookies
+            .check(options.cookie, from, session, packet.nonce(), elapsed)
+        {
+            self.counters.unverified += 1;
+            return;
+        }
+        let Some(config) = options.receiver_config(packet.payload().len() as u32) else {
             self.counters.malformed += 1;
             return;
         };
@@ -639,6 +664,28 @@ impl UdpReceiver {
             }
             Some(_) => self.counters.spoofed += 1,
             None => self.counters.stray += 1,
+        }
+    }
+
+    /// Answers a hello with the cookie for its sender's address and session: no state kept.
+    fn answer_hello(&mut self, now: Instant, bytes: &[u8], from: SocketAddr) {
+        let Some(hello) = Hello::parse(bytes) else {
+            self.counters.malformed += 1;
+            return;
+        };
+        let elapsed = Duration::from_nanos(now.as_nanos());
+        let cookie = Cookie {
+            session_id: hello.session_id,
+            nonce: hello.nonce,
+            cookie: self
+                .cookies
+                .make(from, hello.session_id, hello.nonce, elapsed),
+        };
+        let mut buffer = [0u8; control::COOKIE_LEN];
+        let length = cookie.emit(&mut buffer);
+        match self.socket.send_to(&buffer[..length], from) {
+            Ok(_) => self.counters.cookies_sent += 1,
+            Err(_) => self.counters.send_errors += 1,
         }
     }
 

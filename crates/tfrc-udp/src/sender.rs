@@ -30,7 +30,9 @@ use socket2::{Domain, Protocol, Socket, Type};
 use tfrc_proto::{wire, Config, Instant, Sender, SenderState, SenderStats};
 
 use crate::clock::{unix_time_seconds, Clock, CpuMeter, CpuUtilization};
-use crate::control::{EndAcknowledgement, EndOfSession, FlowOptions, FLOW_OPTIONS_LEN};
+use crate::control::{
+    Cookie, EndAcknowledgement, EndOfSession, FlowOptions, Hello, FLOW_OPTIONS_LEN,
+};
 use crate::csvlog::FlowCsv;
 use crate::pacing::{Histogram, PacingSummary, TimerCalibration, Waiter};
 use crate::registry::{self, FlowKind, FlowSnapshot, ProbeGuard, SenderSnapshot};
@@ -67,6 +69,9 @@ pub struct SenderOptions {
     pub log: Option<(PathBuf, Duration)>,
     /// How long to wait for the receiver's end acknowledgement.
     pub end_timeout: Duration,
+    /// How long to wait for the receiver's cookie before the first data packet
+    /// ([`crate::control::Hello`]); the run's time starts once it has come.
+    pub connect_timeout: Duration,
     /// Run the sending thread in the real-time `SCHED_FIFO` class at this priority, so that
     /// pacing holds on a busy machine (see [`crate::pacing::set_realtime_priority`]).
     pub realtime_priority: Option<i32>,
@@ -85,6 +90,7 @@ impl SenderOptions {
             report_interval: Some(Duration::from_secs(1)),
             log: None,
             end_timeout: Duration::from_secs(1),
+            connect_timeout: Duration::from_secs(5),
             realtime_priority: None,
         }
     }
@@ -110,6 +116,19 @@ pub enum SenderError {
     /// `max_rate` is not a positive finite number.
     #[error("max rate must be a positive number of bytes/s, got {0}")]
     MaxRate(f64),
+    /// No cookie came back from the receiver within the connect timeout.
+    #[error("no TFRC receiver answered at {destination} within {waited:?}{reason}")]
+    NoReceiver {
+        /// Where the hellos went.
+        destination: SocketAddr,
+        /// How long the sender waited.
+        waited: Duration,
+        /// What the system said, if anything (", the port is unreachable").
+        reason: &'static str,
+    },
+    /// The run was stopped (SIGINT) before the receiver answered.
+    #[error("stopped before the receiver answered")]
+    Interrupted,
     /// Real-time scheduling was asked for and refused.
     #[error("cannot use real-time scheduling (needs root or CAP_SYS_NICE): {0}")]
     Realtime(std::io::Error),
@@ -386,6 +405,66 @@ impl UdpSender {
         &self.options
     }
 
+    /// Asks the receiver for its cookie ([`crate::control::Hello`]): a hello at once, again
+    /// 200 ms later and at doubling intervals (at most 1 s apart) until a cookie for this
+    /// session comes back or `connect_timeout` has passed.
+    fn handshake(&self, stop: &AtomicBool) -> Result<u64, SenderError> {
+        let hello = Hello {
+            session_id: self.session_id,
+            nonce: self.nonce,
+        };
+        let mut request = [0u8; crate::control::HELLO_LEN];
+        let length = hello.emit(&mut request);
+        let started = std::time::Instant::now();
+        let deadline = started + self.options.connect_timeout;
+        let mut interval = Duration::from_millis(200);
+        let mut next_hello = started;
+        let mut unreachable = false;
+        let mut answer = [0u8; 2048];
+        loop {
+            let now = std::time::Instant::now();
+            if stop.load(Ordering::Relaxed) {
+                return Err(SenderError::Interrupted);
+            }
+            if now >= deadline {
+                return Err(SenderError::NoReceiver {
+                    destination: self.options.destination,
+                    waited: self.options.connect_timeout,
+                    reason: if unreachable {
+                        ", the port is unreachable"
+                    } else {
+                        ""
+                    },
+                });
+            }
+            if now >= next_hello {
+                // A send refused by an earlier ICMP error is retried at the next hello.
+                let _ = self.socket.send(&request[..length]);
+                next_hello = now + interval;
+                interval = (interval * 2).min(Duration::from_secs(1));
+            }
+            match self.socket.recv(&mut answer) {
+                Ok(received) => {
+                    if let Some(cookie) = Cookie::parse(&answer[..received]) {
+                        if cookie.session_id == self.session_id && cookie.nonce == self.nonce {
+                            return Ok(cookie.cookie);
+                        }
+                    }
+                }
+                Err(error) if error.kind() == std::io::ErrorKind::ConnectionRefused => {
+                    unreachable = true;
+                }
+                Err(_) => {
+                    let wake = next_hello.min(deadline);
+                    let _ = crate::pacing::poll_readable(
+                        Some(self.socket.as_raw_fd()),
+                        Some(wake.saturating_duration_since(std::time::Instant::now())),
+                    );
+                }
+            }
+        }
+    }
+
     /// Sends for the configured time (or until `stop` is set), calling `on_interval` at every
     /// report interval, then ends the session with the receiver.
     pub fn run(
@@ -396,7 +475,8 @@ impl UdpSender {
         if let Some(priority) = self.options.realtime_priority {
             crate::pacing::set_realtime_priority(priority).map_err(SenderError::Realtime)?;
         }
-        let mut run = Run::new(self)?;
+        let cookie = self.handshake(stop)?;
+        let mut run = Run::new(self, cookie)?;
         run.send_phase(stop, on_interval)?;
         run.end_phase();
         Ok(run.report())
@@ -430,7 +510,7 @@ struct Run {
 }
 
 impl Run {
-    fn new(flow: UdpSender) -> Result<Run, SenderError> {
+    fn new(flow: UdpSender, cookie: u64) -> Result<Run, SenderError> {
         let now = flow.clock.now();
         let sender = Sender::new(flow.config.clone(), flow.session_id, flow.key, now)?;
         let local_port = flow.local_addr().map_or(0, |address| address.port());
@@ -442,7 +522,10 @@ impl Run {
             None => None,
         };
         let run = Run {
-            flow_options: FlowOptions::from_config(&flow.config)?,
+            flow_options: FlowOptions {
+                cookie,
+                ..FlowOptions::from_config(&flow.config)?
+            },
             packet: vec![0; sender.max_payload() + wire::DATA_HEADER_LEN],
             datagram: vec![0; 2048],
             sender,
@@ -645,6 +728,10 @@ impl Run {
                             acknowledged = true;
                         }
                         // Otherwise: stray or spoofed; nothing to act on.
+                        continue;
+                    }
+                    if Cookie::parse(bytes).is_some() {
+                        // A late answer to a repeated hello: nothing to act on.
                         continue;
                     }
                     // p changes with this feedback: account for the time spent at the old p.

@@ -7,7 +7,9 @@ use std::sync::Arc;
 
 use tfrc_proto::wire::{DataRepr, FeedbackRepr, Packet};
 use tfrc_proto::Config;
-use tfrc_udp::control::{EndAcknowledgement, EndOfSession, FlowOptions};
+use tfrc_udp::control::{
+    Cookie, EndAcknowledgement, EndOfSession, FlowOptions, Hello, COOKIE_LEN, HELLO_LEN,
+};
 use tfrc_udp::receiver::{FlowEnd, ReceiverOptions, UdpReceiver};
 use tfrc_udp::registry::{self, FlowSnapshot, SenderSnapshot};
 use tfrc_udp::sender::{SenderOptions, UdpSender};
@@ -67,9 +69,30 @@ fn garbage_and_spoofed_feedback_are_counted_and_do_not_change_the_rate() {
         std::thread::spawn(move || sender.run(&stop, &mut |_| {}).unwrap())
     };
 
-    // The first data packet: RFC 5348 §4.2, one packet per second before any feedback.
+    // The hello: answered with a cookie, as a receiver does.
     let mut buffer = [0u8; 2048];
     let (length, sender_address) = fake_receiver.recv_from(&mut buffer).unwrap();
+    let hello = Hello::parse(&buffer[..length]).expect("a hello comes first");
+    let mut answer = [0u8; COOKIE_LEN];
+    let answer_length = Cookie {
+        session_id: hello.session_id,
+        nonce: hello.nonce,
+        cookie: 7,
+    }
+    .emit(&mut answer);
+    fake_receiver
+        .send_to(&answer[..answer_length], sender_address)
+        .unwrap();
+    // The first data packet: RFC 5348 §4.2, one packet per second before any feedback (a
+    // hello repeated before the answer arrived is skipped).
+    let length = loop {
+        let (length, _) = fake_receiver.recv_from(&mut buffer).unwrap();
+        if Hello::parse(&buffer[..length]).is_none() {
+            break length;
+        }
+    };
+    let options = FlowOptions::parse(&buffer[32..length]).expect("flow options");
+    assert_eq!(options.cookie, 7, "the data carries the receiver's cookie");
     let data = DataRepr::parse(&Packet::new_checked(&buffer[..length]).unwrap()).unwrap();
     let before = sender_snapshot(&flow_id);
     assert_eq!(before.stats.feedbacks, 0);
@@ -199,7 +222,33 @@ fn garbage_and_spoofed_feedback_are_counted_and_do_not_change_the_rate() {
     );
 }
 
-fn data_packet(session_id: u32, nonce: u32, sequence: u32, with_options: bool) -> Vec<u8> {
+/// Asks the receiver at `address` for the cookie of `session` from `client`'s address.
+fn cookie_for(client: &UdpSocket, address: SocketAddr, session_id: u32, nonce: u32) -> u64 {
+    let mut hello = [0u8; HELLO_LEN];
+    let length = Hello { session_id, nonce }.emit(&mut hello);
+    client
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    client.send_to(&hello[..length], address).unwrap();
+    let mut answer = [0u8; 64];
+    // Feedback for flows this client opened before may come first.
+    let (cookie, length) = loop {
+        let (length, _) = client.recv_from(&mut answer).expect("the receiver answers");
+        if let Some(cookie) = Cookie::parse(&answer[..length]) {
+            break (cookie, length);
+        }
+    };
+    assert_eq!((cookie.session_id, cookie.nonce), (session_id, nonce));
+    assert!(
+        length <= HELLO_LEN,
+        "the answer is no longer than the hello"
+    );
+    cookie.cookie
+}
+
+/// A data packet of `session_id`; with `cookie`, its payload starts with flow options
+/// carrying it.
+fn data_packet(session_id: u32, nonce: u32, sequence: u32, cookie: Option<u64>) -> Vec<u8> {
     let repr = DataRepr {
         session_id,
         sequence,
@@ -210,8 +259,12 @@ fn data_packet(session_id: u32, nonce: u32, sequence: u32, with_options: bool) -
     };
     let mut buffer = vec![0u8; 200];
     repr.emit(&mut buffer).unwrap();
-    if with_options {
-        FlowOptions::default().emit(&mut buffer[32..]);
+    if let Some(cookie) = cookie {
+        FlowOptions {
+            cookie,
+            ..FlowOptions::default()
+        }
+        .emit(&mut buffer[32..]);
     }
     buffer
 }
@@ -260,10 +313,10 @@ fn receiver_demultiplexes_flows_and_counts_bad_input() {
     send(&[]);
     send(&[0xff; 100]);
     send(&feedback(sessions[0], 1, 0, 0)); // feedback sent to a receiver
-    send(&data_packet(0x1234_5678, 1, 0, false)); // new session without flow options
+    send(&data_packet(0x1234_5678, 1, 0, None)); // new session without flow options
     let malformed = 4;
     // A known session from another address (the nonce cannot be known, any value will do).
-    send(&data_packet(sessions[0], 42, 5, true));
+    send(&data_packet(sessions[0], 42, 5, Some(0)));
     // A forged end of session from another address.
     let mut end = [0u8; 64];
     let end_length = EndOfSession {
@@ -327,8 +380,9 @@ fn receiver_state_is_bounded() {
     };
     let client = UdpSocket::bind(loopback()).unwrap();
     for session in 1..=5u32 {
+        let cookie = cookie_for(&client, address, session, 7 << 16);
         client
-            .send_to(&data_packet(session, 7, 0, true), address)
+            .send_to(&data_packet(session, 7 << 16, 0, Some(cookie)), address)
             .unwrap();
     }
     // Long enough for both flows to expire, even on a loaded machine.
@@ -494,4 +548,98 @@ fn losses_reach_the_sender(config: Config) {
     let totals = report.receiver.expect("acknowledged");
     assert_eq!(totals.lost, flow.lost);
     assert!((totals.loss_ratio - dropped as f64 / report.packets as f64).abs() < 1e-9);
+}
+
+/// The lock-out: 64 data packets with distinct session ids filled `tfrc recv`'s flow
+/// table, and the real sender got no feedback. Now a flow opens only with a cookie the receiver
+/// gave to the packet's source address: 200 strangers (no cookie, a guessed one, or a cookie
+/// fetched from another address, as a spoofer would replay) leave no state, and the real
+/// sender runs as if they were not there.
+#[test]
+fn strangers_cannot_take_a_receivers_flow_slots() {
+    let receiver = UdpReceiver::bind(ReceiverOptions {
+        report_interval: None,
+        max_flows: 64,
+        ..ReceiverOptions::new(loopback())
+    })
+    .unwrap();
+    let address = receiver.local_addr().unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let receiver_thread = {
+        let stop = Arc::clone(&stop);
+        std::thread::spawn(move || receiver.run(&stop, &mut |_| {}).unwrap())
+    };
+    let stranger = UdpSocket::bind(loopback()).unwrap();
+    let elsewhere = UdpSocket::bind(loopback()).unwrap();
+    let mut strangers = 0;
+    for session in 1..=200u32 {
+        let nonce = session << 16;
+        let cookie = match session % 3 {
+            0 => None,
+            1 => Some(u64::from(session) * 0x9e37_79b9),
+            // A genuine cookie, but for another source address.
+            _ => Some(cookie_for(&elsewhere, address, session, nonce)),
+        };
+        let packet = data_packet(session, nonce, 0, Some(cookie.unwrap_or(0)));
+        stranger.send_to(&packet, address).unwrap();
+        strangers += 1;
+    }
+
+    let mut options = SenderOptions::new(address);
+    options.bind = Some(loopback());
+    options.duration = Duration::from_secs(2);
+    options.report_interval = None;
+    options.max_rate = Some(1_000_000.0 / 8.0);
+    let sender = UdpSender::new(options).unwrap();
+    let report = sender.run(&AtomicBool::new(false), &mut |_| {}).unwrap();
+    stop.store(true, Ordering::Relaxed);
+    let receiver_report = receiver_thread.join().unwrap();
+
+    let counters = receiver_report.counters;
+    println!(
+        "{counters:?}; sender: {} packets, {} feedbacks",
+        report.packets, report.stats.feedbacks
+    );
+    assert_eq!(counters.unverified, strangers, "{counters:?}");
+    assert_eq!(counters.flows_opened, 1, "{counters:?}");
+    assert_eq!(counters.rejected_flows, 0, "{counters:?}");
+    assert!(report.stats.feedbacks > 50, "{:?}", report.stats);
+    let totals = report.receiver.expect("the end was acknowledged");
+    assert_eq!(totals.packets, report.packets);
+}
+
+/// Nobody listening: the hellos go unanswered and `run` fails after the connect timeout,
+/// naming the address, before any data is sent.
+#[test]
+fn a_sender_without_a_receiver_fails_after_its_connect_timeout() {
+    let silent = UdpSocket::bind(loopback()).unwrap();
+    let mut options = SenderOptions::new(silent.local_addr().unwrap());
+    options.bind = Some(loopback());
+    options.connect_timeout = Duration::from_millis(700);
+    options.report_interval = None;
+    let sender = UdpSender::new(options).unwrap();
+    let started = std::time::Instant::now();
+    let error = sender
+        .run(&AtomicBool::new(false), &mut |_| {})
+        .unwrap_err();
+    let waited = started.elapsed();
+    let message = error.to_string();
+    assert!(message.contains("no TFRC receiver answered"), "{message}");
+    assert!(
+        message.contains(&silent.local_addr().unwrap().to_string()),
+        "{message}"
+    );
+    assert!(
+        (Duration::from_millis(650)..Duration::from_secs(3)).contains(&waited),
+        "{waited:?}"
+    );
+    // Hellos at 0, 200 and 600 ms (the last may be late on a loaded machine); no data packet.
+    silent.set_nonblocking(true).unwrap();
+    let mut buffer = [0u8; 2048];
+    let mut hellos = 0;
+    while let Ok((length, _)) = silent.recv_from(&mut buffer) {
+        assert!(Hello::parse(&buffer[..length]).is_some(), "only hellos");
+        hellos += 1;
+    }
+    assert!((2..=3).contains(&hellos), "{hellos} hellos");
 }
