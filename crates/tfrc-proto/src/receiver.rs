@@ -247,6 +247,13 @@ impl Receiver {
         self.x_recv
     }
 
+    /// The highest sequence number received, extended past the 2^32 wrap (the sender numbers
+    /// its packets from 0, so at least this many plus one were sent).
+    pub fn highest_sequence(&self) -> Option<u64> {
+        self.highest
+            .map(|(sequence, _)| sequence.saturating_sub(SEQUENCE_ORIGIN))
+    }
+
     /// R_m, the sender's RTT estimate as last seen in its data packets.
     pub fn rtt(&self) -> Option<Duration> {
         self.rtt

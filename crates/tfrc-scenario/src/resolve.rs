@@ -247,7 +247,7 @@ pub(crate) fn resolve(raw: RawScenario, file: &str, base_dir: Option<&Path>) -> 
         markers.push(marker);
     }
 
-    let output = resolve_output(r, raw.output.unwrap_or_default())?;
+    let output = resolve_output(r, raw.output.unwrap_or_default(), duration)?;
     let sweep = match raw.sweep {
         Some(table) => sweep::parse_sweep(file, &table)?,
         None => Vec::new(),
@@ -468,6 +468,12 @@ fn resolve_queue(r: &Resolver<'_>, prefix: &str, raw: &RawQueue) -> Result<Queue
         RawQueue::Rio(keys) => keys.limit,
     }
     .unwrap_or(50);
+    if limit > MAX_QUEUE_PACKETS {
+        return Err(r.error(
+            key("limit"),
+            format!("expected a queue limit of at most {MAX_QUEUE_PACKETS} packets, got {limit}"),
+        ));
+    }
     if limit == 0 {
         return Err(r.error(
             key("limit"),
@@ -871,13 +877,42 @@ fn resolve_marker(
     })
 }
 
-fn resolve_output(r: &Resolver<'_>, raw: RawOutput) -> Result<Output> {
+/// Most rows one flow's sampling may write over a run (`duration / interval`): 10 million
+/// rows of flows.csv or state.csv are about 1 GB per flow. A finer interval is refused before
+/// the run rather than filling the disk.
+pub const MAX_ROWS_PER_FLOW: u64 = 10_000_000;
+
+/// Largest queue limit, packets: a million full-size datagrams are 1.5 GB of buffer in the
+/// emulator (which holds what it queues) and some seconds of delay at any rate we emulate.
+pub const MAX_QUEUE_PACKETS: u32 = 1_000_000;
+
+fn resolve_output(r: &Resolver<'_>, raw: RawOutput, duration: Duration) -> Result<Output> {
+    let rows_bounded = |key: &str, interval: Duration| -> Result<Duration> {
+        let rows = duration.as_nanos() / interval.as_nanos().max(1);
+        if rows > u128::from(MAX_ROWS_PER_FLOW) {
+            return Err(r.error(
+                key,
+                format!(
+                    "an interval of {interval:?} over a {duration:?} run writes {rows} rows per flow; at most {MAX_ROWS_PER_FLOW} (use an interval of at least {:?})",
+                    Duration::from_nanos(
+                        u64::try_from(duration.as_nanos().div_ceil(u128::from(MAX_ROWS_PER_FLOW)))
+                            .unwrap_or(u64::MAX)
+                    )
+                ),
+            ));
+        }
+        Ok(interval)
+    };
     let interval = r.positive_duration(
         "output.interval",
         raw.interval.map_or(Duration::from_secs(1), |d| d.0),
     )?;
+    let interval = rows_bounded("output.interval", interval)?;
     let state_interval = match flatten(raw.state_interval) {
-        Some(d) => Some(r.positive_duration("output.state_interval", d.0)?),
+        Some(d) => Some(rows_bounded(
+            "output.state_interval",
+            r.positive_duration("output.state_interval", d.0)?,
+        )?),
         None => None,
     };
     Ok(Output {

@@ -95,6 +95,24 @@ pub enum ReceiverError {
     MaxFlows,
 }
 
+/// Fastest packet rate an END may claim: 100 million packets per second, beyond any link.
+const MAX_PLAUSIBLE_PACKET_RATE: f64 = 1e8;
+
+/// Whether an END's totals can be true given what this receiver saw: at least as many packets
+/// sent as the highest sequence number received plus one (the sender numbers from 0) and as
+/// packets received; bytes between a bare header and the largest datagram per packet; and no
+/// more than [`MAX_PLAUSIBLE_PACKET_RATE`] over the duration it gives (an END claiming 2^64 − 1
+/// packets would need 5,800 years at that rate).
+pub fn plausible_end(end: &EndOfSession, stats: &ReceiverStats, highest: Option<u64>) -> bool {
+    let sent = end.packets_sent;
+    let numbered = highest.map_or(0, |highest| highest.saturating_add(1));
+    let bytes_fit = u128::from(end.bytes_sent) >= u128::from(sent) * wire::DATA_HEADER_LEN as u128
+        && u128::from(end.bytes_sent) <= u128::from(sent) * 65_535;
+    let seconds = Duration::from_nanos(end.duration_nanos).as_secs_f64();
+    let rate_fits = sent as f64 <= MAX_PLAUSIBLE_PACKET_RATE * seconds + 1.0;
+    sent >= numbered && sent >= stats.packets && bytes_fit && rate_fits
+}
+
 fn io_error(context: impl Into<String>) -> impl FnOnce(std::io::Error) -> ReceiverError {
     let context = context.into();
     move |source| ReceiverError::Io { context, source }
@@ -113,6 +131,9 @@ pub struct ReceiverCounters {
     pub stray: u64,
     /// New sessions refused because `max_flows` flows were open.
     pub rejected_flows: u64,
+    /// ENDs whose totals cannot be true ([`plausible_end`]): the flow closes, the totals are
+    /// not used.
+    pub implausible_ends: u64,
     /// Cookies sent in answer to hellos.
     pub cookies_sent: u64,
     /// Data of new sessions without a cookie this receiver gave to their address (strangers,
@@ -743,6 +764,7 @@ impl UdpReceiver {
     }
 
     /// Ends a flow: summary, last log row, closed entry. Returns the acknowledgement to send.
+    /// The totals of an END that cannot be true ([`plausible_end`]) are not used.
     fn close_flow(
         &mut self,
         session: u32,
@@ -778,6 +800,14 @@ impl UdpReceiver {
             } else {
                 0.0
             }
+        };
+        let highest = flow.receiver.highest_sequence();
+        let end = match end {
+            Some(end) if !plausible_end(&end, &stats, highest) => {
+                self.counters.implausible_ends += 1;
+                None
+            }
+            end => end,
         };
         let sender_packets = end.map(|end| end.packets_sent);
         let loss_ratio = match sender_packets {

@@ -643,3 +643,59 @@ fn a_sender_without_a_receiver_fails_after_its_connect_timeout() {
     }
     assert!((2..=3).contains(&hellos), "{hellos} hellos");
 }
+
+/// An END from the flow's own sender (right address and token) that claims 2^64 − 1 packets
+/// sent: the flow closes and is acknowledged, but the impossible totals are not used (the
+/// issue saw them taken at face value).
+#[test]
+fn an_end_with_impossible_totals_closes_the_flow_without_them() {
+    let receiver = UdpReceiver::bind(ReceiverOptions {
+        report_interval: None,
+        ..ReceiverOptions::new(loopback())
+    })
+    .unwrap();
+    let address = receiver.local_addr().unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let thread = {
+        let stop = Arc::clone(&stop);
+        std::thread::spawn(move || receiver.run(&stop, &mut |_| {}).unwrap())
+    };
+    let client = UdpSocket::bind(loopback()).unwrap();
+    let (session, nonce) = (0x00c0_ffee, 0x7777_0000);
+    let cookie = cookie_for(&client, address, session, nonce);
+    for sequence in 0..10 {
+        client
+            .send_to(
+                &data_packet(session, nonce, sequence, Some(cookie)),
+                address,
+            )
+            .unwrap();
+    }
+    let mut end = [0u8; 64];
+    let length = EndOfSession {
+        session_id: session,
+        nonce,
+        packets_sent: u64::MAX,
+        bytes_sent: u64::MAX,
+        duration_nanos: 1_000_000_000,
+    }
+    .emit(&mut end);
+    client.send_to(&end[..length], address).unwrap();
+    // The acknowledgement comes back (after any feedback).
+    let mut buffer = [0u8; 256];
+    let acknowledgement = loop {
+        let (length, _) = client.recv_from(&mut buffer).expect("an END-ACK");
+        if let Some(acknowledgement) = EndAcknowledgement::parse(&buffer[..length]) {
+            break acknowledgement;
+        }
+    };
+    assert_eq!(acknowledgement.packets_received, 10);
+    stop.store(true, Ordering::Relaxed);
+    let report = thread.join().unwrap();
+    assert_eq!(report.counters.implausible_ends, 1, "{:?}", report.counters);
+    assert_eq!(report.counters.flows_completed, 1);
+    let flow = &report.streams[0];
+    assert_eq!(flow.reason, FlowEnd::Completed);
+    assert_eq!(flow.sender_packets, None);
+    assert_eq!(flow.loss_ratio, 0.0);
+}
