@@ -104,6 +104,17 @@ pub struct StreamArgs {
     /// Emulated bottleneck queue, packets.
     #[arg(long, default_value_t = 50)]
     pub emulate_queue: usize,
+    /// Emulated reordering: probability that a datagram is held back by --emulate-reorder-delay.
+    #[arg(long, default_value_t = 0.0)]
+    pub emulate_reorder: f64,
+    /// Extra delay of the datagrams held back by --emulate-reorder (e.g. 30ms).
+    #[arg(long, default_value = "20ms")]
+    pub emulate_reorder_delay: String,
+    /// Longest wait after the last frame for frames still outstanding; the run ends earlier once
+    /// every frame is resolved (acknowledged or given up). Default: the playout deadline + 2 s,
+    /// or 60 s with full reliability (which promises every frame).
+    #[arg(long, value_name = "DURATION")]
+    pub drain_timeout: Option<String>,
     /// Run in virtual time over the deterministic in-process link instead of UDP.
     #[arg(long, conflicts_with_all = ["listen", "connect"])]
     pub simulate: bool,
@@ -136,6 +147,15 @@ pub struct StreamReport {
     pub late: u64,
     /// Never delivered and not dropped as late.
     pub lost: u64,
+    /// Frames delivered to the application, each counted once.
+    pub delivered: u64,
+    /// Deliveries of a frame already delivered (0 unless the transport delivers twice).
+    pub duplicated: u64,
+    /// Frames not delivered that ETP gave up on (dropped late or abandoned by reliability, at
+    /// either end).
+    pub abandoned: u64,
+    /// Frames neither delivered nor given up when the run ended: still outstanding.
+    pub undelivered: u64,
     /// I-frames on time / I-frames.
     pub iframes_on_time: u64,
     /// I-frames sent.
@@ -156,7 +176,14 @@ struct Settings {
     frames: u64,
     playout: Duration,
     link: Option<LinkConfig>,
+    /// Longest wait after the last frame ([`StreamArgs::drain_timeout`]).
+    drain: Duration,
+    /// Whether stream 0 promises every frame (full reliability).
+    full_reliability: bool,
 }
+
+/// Most frames one run streams (a delivery count of one byte each is kept per frame).
+const MAX_FRAMES: u64 = 10_000_000;
 
 fn settings(args: &StreamArgs) -> Result<Settings> {
     let playout = parse_duration(&args.playout_deadline).context("--playout-deadline")?;
@@ -208,7 +235,11 @@ fn settings(args: &StreamArgs) -> Result<Settings> {
         bail!("the descriptor has no stream 0 to carry the video");
     }
     let mut link = None;
-    if args.emulate_loss > 0.0 || args.emulate_delay.is_some() || args.emulate_rate.is_some() {
+    if args.emulate_loss > 0.0
+        || args.emulate_delay.is_some()
+        || args.emulate_rate.is_some()
+        || args.emulate_reorder > 0.0
+    {
         let delay = match &args.emulate_delay {
             Some(text) => parse_duration(text).context("--emulate-delay")?,
             None => Duration::ZERO,
@@ -221,8 +252,9 @@ fn settings(args: &StreamArgs) -> Result<Settings> {
             delay,
             rate_bits_per_second: rate,
             loss: args.emulate_loss,
-            reorder: 0.0,
-            reorder_delay: Duration::ZERO,
+            reorder: args.emulate_reorder,
+            reorder_delay: parse_duration(&args.emulate_reorder_delay)
+                .context("--emulate-reorder-delay")?,
             queue_limit: args.emulate_queue,
         };
         config
@@ -232,12 +264,25 @@ fn settings(args: &StreamArgs) -> Result<Settings> {
     }
     let frame_interval = Duration::from_secs_f64(1.0 / args.fps);
     let frames = (duration.as_secs_f64() * args.fps).round().max(1.0) as u64;
+    if frames > MAX_FRAMES {
+        bail!("--duration and --fps give {frames} frames; at most {MAX_FRAMES}");
+    }
+    let full_reliability = descriptor
+        .stream(0)
+        .is_some_and(|stream| stream.reliability == ReliabilityKind::Full);
+    let drain = match &args.drain_timeout {
+        Some(text) => parse_duration(text).context("--drain-timeout")?,
+        None if full_reliability => Duration::from_secs(60),
+        None => playout + Duration::from_secs(2),
+    };
     Ok(Settings {
         descriptor,
         frame_interval,
         frames,
         playout,
         link,
+        drain,
+        full_reliability,
     })
 }
 
@@ -256,20 +301,47 @@ struct Tally {
     on_time: u64,
     late_delivered: u64,
     iframes_on_time: u64,
+    /// Deliveries of each frame so far, by frame number.
+    deliveries: Vec<u8>,
+    /// Frames delivered at least once.
+    unique: u64,
+    /// Deliveries beyond the first of a frame.
+    duplicated: u64,
 }
 
 impl Tally {
-    fn new(playout: Duration) -> Tally {
+    fn new(playout: Duration, frames: u64) -> Tally {
         Tally {
             settings_playout: playout,
             delays: Vec::new(),
             on_time: 0,
             late_delivered: 0,
             iframes_on_time: 0,
+            deliveries: vec![0; frames as usize],
+            unique: 0,
+            duplicated: 0,
         }
     }
 
+    /// Counts a delivered frame (its number is in its first 8 bytes); a frame delivered again
+    /// is a duplicate and counts nowhere else.
     fn delivered(&mut self, data: &[u8], created: Instant, now: Instant) {
+        let number = data
+            .get(..8)
+            .and_then(|bytes| bytes.try_into().ok())
+            .map_or(u64::MAX, u64::from_be_bytes);
+        let Some(count) = usize::try_from(number)
+            .ok()
+            .and_then(|index| self.deliveries.get_mut(index))
+        else {
+            return;
+        };
+        *count = count.saturating_add(1);
+        if *count > 1 {
+            self.duplicated += 1;
+            return;
+        }
+        self.unique += 1;
         let delay = now - created;
         self.delays.push(delay.as_secs_f64() * 1000.0);
         if delay <= self.settings_playout {
@@ -316,6 +388,7 @@ fn finish(
     tally: Tally,
     sender: ConnectionStats,
     receiver_late: u64,
+    receiver_dropped: u64,
 ) -> StreamReport {
     let iframes = (0..settings.frames)
         .filter(|n| n.is_multiple_of(u64::from(args.iframe_every)))
@@ -343,6 +416,8 @@ fn finish(
         .unwrap_or(0.0);
     let per_cycle =
         args.iframe_size as f64 + (args.iframe_every - 1) as f64 * args.frame_size as f64;
+    let not_delivered = settings.frames - tally.unique;
+    let abandoned = given_up(&sender, receiver_dropped).min(not_delivered);
     StreamReport {
         mode: mode.into(),
         descriptor: describe(&settings.descriptor),
@@ -350,6 +425,10 @@ fn finish(
         on_time: tally.on_time,
         late,
         lost: settings.frames - tally.on_time - late,
+        delivered: tally.unique,
+        duplicated: tally.duplicated,
+        abandoned,
+        undelivered: not_delivered - abandoned,
         iframes_on_time: tally.iframes_on_time,
         iframes,
         mean_delay_ms: mean,
@@ -357,6 +436,26 @@ fn finish(
         video_rate_bits_per_second: per_cycle / f64::from(args.iframe_every) * args.fps * 8.0,
         sender,
     }
+}
+
+/// Messages ETP gave up on: dropped late or abandoned at the sender, dropped late or expired
+/// incomplete at the receiver (`receiver_dropped`).
+fn given_up(sender: &ConnectionStats, receiver_dropped: u64) -> u64 {
+    let total = sender.total();
+    total.messages_late_at_sender + total.messages_abandoned + receiver_dropped
+}
+
+/// Whether every frame is resolved at the sender (acknowledged, abandoned or dropped late):
+/// nothing more will arrive.
+fn all_resolved(sender: &ConnectionStats, frames: u64) -> bool {
+    let total = sender.total();
+    total.messages_acked + total.messages_abandoned + total.messages_late_at_sender >= frames
+}
+
+/// The receiver's drops (late, or incomplete at the deadline).
+fn receiver_dropped(stats: &ConnectionStats) -> u64 {
+    let total = stats.total();
+    total.messages_late_at_receiver + total.messages_expired_incomplete
 }
 
 fn frame_size(args: &StreamArgs, number: u64) -> (bool, usize) {
@@ -384,14 +483,20 @@ fn run_simulated(args: &StreamArgs, settings: &Settings) -> Result<StreamReport>
         args.seed,
     )
     .map_err(anyhow::Error::msg)?;
-    harness.run_for(Duration::from_secs(1));
+    // The handshake, retried on loss (INIT, COOKIE_ECHO): up to 10 s of virtual time.
+    for _ in 0..100 {
+        if harness.server().is_some() {
+            break;
+        }
+        harness.run_for(Duration::from_millis(100));
+    }
     if harness.server().is_none() {
         bail!(
             "the simulated connection could not be set up: {:?}",
             harness.client_events()
         );
     }
-    let mut tally = Tally::new(settings.playout);
+    let mut tally = Tally::new(settings.playout, settings.frames);
     let start = harness.now();
     let decode = |data: &[u8]| u64::from_be_bytes(data[..8].try_into().unwrap_or([0; 8]));
     let mut created = Vec::with_capacity(settings.frames as usize);
@@ -414,16 +519,26 @@ fn run_simulated(args: &StreamArgs, settings: &Settings) -> Result<StreamReport>
             }
         }
     }
-    harness.run_for(settings.playout + Duration::from_secs(2));
-    while let Some(message) = harness.server().and_then(|server| server.recv()) {
-        let number = decode(&message.data) as usize;
-        if let Some(at) = created.get(number) {
-            tally.delivered(&message.data, *at, message.completed_at);
+    // Drain: until every frame is resolved at the sender, at most `drain` after the last.
+    let drain_end = harness.now() + settings.drain;
+    loop {
+        while let Some(message) = harness.server().and_then(|server| server.recv()) {
+            let number = decode(&message.data) as usize;
+            if let Some(at) = created.get(number) {
+                tally.delivered(&message.data, *at, message.completed_at);
+            }
         }
+        if harness.now() >= drain_end || all_resolved(&harness.client().stats(), settings.frames) {
+            break;
+        }
+        harness.run_for(Duration::from_millis(10));
     }
     let receiver_late = harness
         .server()
         .map_or(0, |server| server.stats().total().messages_late_at_receiver);
+    let dropped = harness
+        .server()
+        .map_or(0, |server| receiver_dropped(&server.stats()));
     if std::env::var_os("ETP_STREAM_DEBUG").is_some() {
         eprintln!(
             "receiver {:?}",
@@ -439,6 +554,7 @@ fn run_simulated(args: &StreamArgs, settings: &Settings) -> Result<StreamReport>
         tally,
         sender,
         receiver_late,
+        dropped,
     ))
 }
 
@@ -461,20 +577,39 @@ fn run_local(args: &StreamArgs, settings: &Settings) -> Result<StreamReport> {
     let frames = settings.frames;
     let interval = settings.frame_interval;
     let playout = settings.playout;
-    let receiving = std::thread::spawn(move || {
-        let mut tally = Tally::new(playout);
-        let stop = epoch + interval * frames as u32 + playout + Duration::from_secs(2);
-        while std::time::Instant::now() < stop {
-            if let Ok(Some(message)) = receiver.recv_timeout(Duration::from_millis(20)) {
-                let now = Instant::from_nanos(epoch.elapsed().as_nanos() as u64);
-                let micros = u32::from_be_bytes(message.data[8..12].try_into().unwrap_or([0; 4]));
-                let created = Instant::from_micros(u64::from(micros));
-                tally.delivered(&message.data, created, now);
+    let drain = settings.drain;
+    let resolved = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let receiving = {
+        let resolved = std::sync::Arc::clone(&resolved);
+        std::thread::spawn(move || {
+            let mut tally = Tally::new(playout, frames);
+            let stop = epoch + interval * frames as u32 + drain;
+            loop {
+                match receiver.recv_timeout(Duration::from_millis(20)) {
+                    Ok(Some(message)) => {
+                        let now = Instant::from_nanos(epoch.elapsed().as_nanos() as u64);
+                        let micros =
+                            u32::from_be_bytes(message.data[8..12].try_into().unwrap_or([0; 4]));
+                        let created = Instant::from_micros(u64::from(micros));
+                        tally.delivered(&message.data, created, now);
+                    }
+                    // Nothing waiting: done once the sender has every frame resolved (what it
+                    // had acknowledged was delivered here before) or the drain time is over.
+                    _ if resolved.load(std::sync::atomic::Ordering::Acquire) => break,
+                    _ => {}
+                }
+                if std::time::Instant::now() >= stop {
+                    break;
+                }
             }
-        }
-        let late = receiver.stats().total().messages_late_at_receiver;
-        (tally, late)
-    });
+            let stats = receiver.stats();
+            (
+                tally,
+                stats.total().messages_late_at_receiver,
+                receiver_dropped(&stats),
+            )
+        })
+    };
     for number in 0..frames {
         let due = epoch + interval * number as u32;
         let wait = due.saturating_duration_since(std::time::Instant::now());
@@ -487,7 +622,12 @@ fn run_local(args: &StreamArgs, settings: &Settings) -> Result<StreamReport> {
             MessageOptions::default(),
         );
     }
-    let (tally, receiver_late) = receiving
+    let drain_end = std::time::Instant::now() + drain;
+    while std::time::Instant::now() < drain_end && !all_resolved(&session.stats(), frames) {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    resolved.store(true, std::sync::atomic::Ordering::Release);
+    let (tally, receiver_late, dropped) = receiving
         .join()
         .map_err(|_| anyhow::anyhow!("the receiving thread panicked"))?;
     let sender = session.stats();
@@ -501,7 +641,15 @@ fn run_local(args: &StreamArgs, settings: &Settings) -> Result<StreamReport> {
         ),
         None => "local UDP".into(),
     };
-    Ok(finish(&mode, settings, args, tally, sender, receiver_late))
+    Ok(finish(
+        &mode,
+        settings,
+        args,
+        tally,
+        sender,
+        receiver_late,
+        dropped,
+    ))
 }
 
 fn print(report: &StreamReport, json: bool) {
@@ -525,6 +673,10 @@ fn print(report: &StreamReport, json: bool) {
         percent(report.late),
         report.lost,
         percent(report.lost)
+    );
+    println!(
+        "messages:    delivered {} (each once), duplicated {}, abandoned {}, undelivered {}",
+        report.delivered, report.duplicated, report.abandoned, report.undelivered
     );
     println!(
         "I-frames:    {} of {} on time",
@@ -602,6 +754,17 @@ pub fn run(args: &StreamArgs) -> Result<()> {
         run_local(args, &settings)?
     };
     print(&report, args.json);
+    if settings.full_reliability && (report.delivered < report.frames || report.duplicated > 0) {
+        bail!(
+            "full reliability did not deliver every frame exactly once: {} of {} delivered, {} duplicated, {} abandoned, {} still outstanding after --drain-timeout {:?}",
+            report.delivered,
+            report.frames,
+            report.duplicated,
+            report.abandoned,
+            report.undelivered,
+            settings.drain
+        );
+    }
     Ok(())
 }
 
@@ -667,5 +830,74 @@ mod tests {
         }
         assert!(gtfrc.on_time > tfrc.on_time, "{gtfrc:?} vs {tfrc:?}");
         assert!(gtfrc.on_time as f64 > 0.95 * gtfrc.frames as f64);
+    }
+
+    /// The run: full reliability, no time control, 20 % loss each way, here with 10 %
+    /// of datagrams held back 30 ms (reordering). Every frame is delivered exactly once, the
+    /// run lasting until the last one is acknowledged (it reported 59 of 100 frames "lost" at
+    /// a fixed close timeout). Virtual time and real UDP sockets both.
+    #[test]
+    fn full_reliability_delivers_every_frame_exactly_once_at_20_percent_loss() {
+        let line = [
+            "--reliability",
+            "full",
+            "--no-time-control",
+            "--duration",
+            "4s",
+            "--emulate-loss",
+            "0.2",
+            "--emulate-delay",
+            "20ms",
+            "--emulate-reorder",
+            "0.1",
+            "--emulate-reorder-delay",
+            "30ms",
+            "--frame-size",
+            "1000",
+            "--iframe-size",
+            "3000",
+        ];
+        for simulate in [true, false] {
+            let mut all = line.to_vec();
+            if simulate {
+                all.push("--simulate");
+            }
+            let args = args(&all);
+            let settings = settings(&args).unwrap();
+            let report = if simulate {
+                run_simulated(&args, &settings).unwrap()
+            } else {
+                run_local(&args, &settings).unwrap()
+            };
+            println!(
+                "simulate {simulate}: {} frames, delivered {}, duplicated {}, abandoned {}, undelivered {}, retransmitted fragments {}",
+                report.frames,
+                report.delivered,
+                report.duplicated,
+                report.abandoned,
+                report.undelivered,
+                report.sender.total().fragments_retransmitted
+            );
+            assert_eq!(report.frames, 100);
+            assert_eq!(report.delivered, report.frames, "{report:?}");
+            assert_eq!(
+                (report.duplicated, report.abandoned, report.undelivered),
+                (0, 0, 0)
+            );
+            assert!(report.sender.total().fragments_retransmitted > 10);
+        }
+    }
+
+    /// Delivering a frame twice is counted as a duplicate, not as a second frame.
+    #[test]
+    fn a_frame_delivered_twice_is_a_duplicate() {
+        let mut tally = Tally::new(Duration::from_millis(300), 3);
+        let created = Instant::ZERO;
+        let now = Instant::from_millis(10);
+        let one = frame(1, created, false, 20);
+        tally.delivered(&one, created, now);
+        tally.delivered(&one, created, now);
+        tally.delivered(&frame(7, created, false, 20), created, now);
+        assert_eq!((tally.unique, tally.duplicated, tally.on_time), (1, 1, 1));
     }
 }
