@@ -59,20 +59,8 @@ fn start_receiver(extra: &[&str]) -> (Child, String) {
 }
 
 /// Waits for a child, killing it after `limit`.
-fn finish(mut child: Child, limit: Duration) -> Output {
-    let deadline = Instant::now() + limit;
-    while child.try_wait().unwrap().is_none() {
-        if Instant::now() > deadline {
-            child.kill().unwrap();
-            let output = child.wait_with_output().unwrap();
-            panic!(
-                "process did not end within {limit:?}; stdout: {}",
-                String::from_utf8_lossy(&output.stdout)
-            );
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    child.wait_with_output().unwrap()
+fn finish(child: Child, limit: Duration) -> Output {
+    tfrc_test_support::wait_bounded(child, limit)
 }
 
 fn json_of(output: &Output) -> Value {

@@ -154,6 +154,25 @@ pub fn read_csv(path: &Path) -> (Vec<String>, Vec<Vec<String>>) {
     (header, rows)
 }
 
+/// Waits for `child` to exit, killing it (and failing the test with what it printed) if it
+/// outlives `limit`: every process a test starts ends within a bound.
+pub fn wait_bounded(mut child: std::process::Child, limit: std::time::Duration) -> Output {
+    let deadline = std::time::Instant::now() + limit;
+    while child.try_wait().expect("child status").is_none() {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let output = child.wait_with_output().expect("killed child's output");
+            panic!(
+                "process did not end within {limit:?}; stdout: {}; stderr: {}",
+                String::from_utf8_lossy(&output.stdout),
+                String::from_utf8_lossy(&output.stderr)
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    child.wait_with_output().expect("child's output")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

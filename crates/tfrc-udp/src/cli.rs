@@ -474,6 +474,28 @@ pub fn run_send(args: &SendArgs) -> Result<()> {
             }
         );
     }
+    let refused = stats.malformed
+        + stats.foreign
+        + stats.invalid_echo
+        + stats.unproven
+        + stats.hidden_loss
+        + stats.unconfirmed
+        + stats.replayed;
+    if stats.feedbacks == 0 && refused > 0 {
+        // Something answered, but nothing it said could be used (a lying or foreign peer).
+        bail!(
+            "no feedback from {} was accepted in {:.1} s: {refused} refused ({} unproven, {} hiding loss, {} unconfirmed, {} replayed, {} foreign, {} invalid echo, {} malformed)",
+            to,
+            report.seconds,
+            stats.unproven,
+            stats.hidden_loss,
+            stats.unconfirmed,
+            stats.replayed,
+            stats.foreign,
+            stats.invalid_echo,
+            stats.malformed
+        );
+    }
     if stats.feedbacks == 0 {
         // iperf3 fails when it cannot reach its server; a TFRC sender that never heard from its
         // receiver has measured nothing either.

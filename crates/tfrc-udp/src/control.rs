@@ -655,6 +655,37 @@ mod tests {
             }
         }
 
+        /// Control datagrams from the network: any bytes with our version byte and one of our
+        /// kinds parse or are refused without a panic, and what parses re-emits to its bytes.
+        #[test]
+        fn arbitrary_control_datagrams_parse_without_panic(
+            kind in proptest::sample::select(vec![KIND_END, KIND_END_ACK, KIND_HELLO, KIND_COOKIE, 0x14]),
+            rest in proptest::collection::vec(proptest::num::u8::ANY, 0..70),
+        ) {
+            let mut bytes = vec![wire::VERSION, kind];
+            bytes.extend_from_slice(&rest);
+            if let Some(hello) = Hello::parse(&bytes) {
+                let mut buffer = [0u8; HELLO_LEN];
+                hello.emit(&mut buffer);
+                proptest::prop_assert_eq!(&buffer[4..12], &bytes[4..12]);
+            }
+            if let Some(cookie) = Cookie::parse(&bytes) {
+                let mut buffer = [0u8; COOKIE_LEN];
+                cookie.emit(&mut buffer);
+                proptest::prop_assert_eq!(&buffer[4..], &bytes[4..COOKIE_LEN]);
+            }
+            if let Some(end) = EndOfSession::parse(&bytes) {
+                let mut buffer = [0u8; END_LEN];
+                end.emit(&mut buffer);
+                proptest::prop_assert_eq!(&buffer[4..], &bytes[4..END_LEN]);
+            }
+            if let Some(acknowledgement) = EndAcknowledgement::parse(&bytes) {
+                let mut buffer = [0u8; END_ACK_LEN];
+                acknowledgement.emit(&mut buffer);
+                proptest::prop_assert_eq!(&buffer[4..], &bytes[4..END_ACK_LEN]);
+            }
+        }
+
         /// What is emitted parses back as it was (Veno values in thousandths).
         #[test]
         fn emitted_options_parse_back(
