@@ -12,12 +12,12 @@ fuzz_target!(|data: &[u8]| {
     if let Some(hello) = Hello::parse(data) {
         let mut buffer = [0u8; HELLO_LEN];
         hello.emit(&mut buffer);
-        assert_eq!(&buffer[..12], &data[..12]);
+        assert_eq!(&buffer[4..12], &data[4..12]);
     }
     if let Some(cookie) = Cookie::parse(data) {
         let mut buffer = [0u8; COOKIE_LEN];
         cookie.emit(&mut buffer);
-        assert_eq!(&buffer[..], &data[..COOKIE_LEN]);
+        assert_eq!(&buffer[4..], &data[4..COOKIE_LEN]);
     }
     if let Some(end) = EndOfSession::parse(data) {
         let mut buffer = [0u8; END_LEN];

@@ -132,6 +132,12 @@ fn a_lying_receiver_does_not_raise_tfrc_sends_rate() {
         if name == "no proof" {
             assert_eq!(output.status.code(), Some(1), "{stderr}");
             assert!(stderr.contains("was accepted"), "{stderr}");
+            assert!(
+                document["error"]
+                    .as_str()
+                    .is_some_and(|error| error.contains("unproven")),
+                "{document}"
+            );
             assert_eq!(counters["feedbacks"], 0);
             // The initial rate (one packet per second) halved by expiries: a handful in 4 s.
             assert!(received <= 8, "{received} packets");

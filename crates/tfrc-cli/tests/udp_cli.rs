@@ -396,6 +396,31 @@ fn send_without_a_receiver_fails_with_a_reason() {
         )),
         "{stderr}"
     );
+    // With -J the document still comes, with the reason in "error" (as iperf3 -J).
+    let child = tfrc()
+        .args([
+            "send",
+            "--to",
+            &format!("127.0.0.1:{port}"),
+            "-t",
+            "1",
+            "-J",
+        ])
+        .args(["--connect-timeout", "500ms"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let output = finish(child, Duration::from_secs(20));
+    assert_eq!(output.status.code(), Some(1));
+    let document: Value = serde_json::from_slice(&output.stdout).expect("a JSON document");
+    assert!(
+        document["error"]
+            .as_str()
+            .is_some_and(|error| error.contains("no TFRC receiver answered")),
+        "{document}"
+    );
+    assert_eq!(document["start"]["connecting_to"]["port"], port);
 }
 
 /// A reader that goes away (`tfrc send --json | head -c 1`) ends the sender quietly with the

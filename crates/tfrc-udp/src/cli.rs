@@ -363,11 +363,57 @@ pub fn run_send(args: &SendArgs) -> Result<()> {
                 optional_millis(interval.rtt_ms),
             );
         }
-    })?;
+    });
+    let report = match report {
+        Ok(report) => report,
+        Err(error) if args.json => {
+            // As iperf3 -J: the document still comes, with what went wrong in "error".
+            let document = json!({
+                "start": start,
+                "intervals": intervals,
+                "end": {},
+                "error": error.to_string(),
+            });
+            say!("{}", serde_json::to_string_pretty(&document)?);
+            return Err(error.into());
+        }
+        Err(error) => return Err(error.into()),
+    };
     let stats = report.stats;
     let state = report.final_state;
+    let refused = stats.malformed
+        + stats.foreign
+        + stats.invalid_echo
+        + stats.unproven
+        + stats.hidden_loss
+        + stats.unconfirmed
+        + stats.replayed;
+    let failure = if stats.feedbacks == 0 && refused > 0 {
+        // Something answered, but nothing it said could be used (a lying or foreign peer).
+        Some(format!(
+            "no feedback from {} was accepted in {:.1} s: {refused} refused ({} unproven, {} hiding loss, {} unconfirmed, {} replayed, {} foreign, {} invalid echo, {} malformed)",
+            to,
+            report.seconds,
+            stats.unproven,
+            stats.hidden_loss,
+            stats.unconfirmed,
+            stats.replayed,
+            stats.foreign,
+            stats.invalid_echo,
+            stats.malformed
+        ))
+    } else if stats.feedbacks == 0 {
+        // iperf3 fails when it cannot reach its server; a TFRC sender that never heard from its
+        // receiver has measured nothing either.
+        Some(format!(
+            "no feedback arrived from {} in {:.1} s: is `tfrc recv` listening there?",
+            to, report.seconds
+        ))
+    } else {
+        None
+    };
     if args.json {
-        let document = json!({
+        let mut document = json!({
             "start": start,
             "intervals": intervals,
             "end": {
@@ -421,6 +467,9 @@ pub fn run_send(args: &SendArgs) -> Result<()> {
                 "cpu_utilization_percent": report.cpu_utilization_percent,
             },
         });
+        if let Some(failure) = &failure {
+            document["error"] = json!(failure);
+        }
         say!("{}", serde_json::to_string_pretty(&document)?);
     } else {
         say!("- - - - - - - - - - - - - - - - - - - - - - - - -");
@@ -474,36 +523,8 @@ pub fn run_send(args: &SendArgs) -> Result<()> {
             }
         );
     }
-    let refused = stats.malformed
-        + stats.foreign
-        + stats.invalid_echo
-        + stats.unproven
-        + stats.hidden_loss
-        + stats.unconfirmed
-        + stats.replayed;
-    if stats.feedbacks == 0 && refused > 0 {
-        // Something answered, but nothing it said could be used (a lying or foreign peer).
-        bail!(
-            "no feedback from {} was accepted in {:.1} s: {refused} refused ({} unproven, {} hiding loss, {} unconfirmed, {} replayed, {} foreign, {} invalid echo, {} malformed)",
-            to,
-            report.seconds,
-            stats.unproven,
-            stats.hidden_loss,
-            stats.unconfirmed,
-            stats.replayed,
-            stats.foreign,
-            stats.invalid_echo,
-            stats.malformed
-        );
-    }
-    if stats.feedbacks == 0 {
-        // iperf3 fails when it cannot reach its server; a TFRC sender that never heard from its
-        // receiver has measured nothing either.
-        bail!(
-            "no feedback arrived from {} in {:.1} s: is `tfrc recv` listening there?",
-            to,
-            report.seconds
-        );
+    if let Some(failure) = failure {
+        bail!(failure);
     }
     Ok(())
 }
