@@ -31,6 +31,11 @@ pub struct SimArgs {
     /// No progress bar and no summary table.
     #[arg(long, short)]
     pub quiet: bool,
+    /// Also write every packet of each flow, as it reaches its destination, to DIR/<flow>.pcap
+    /// (IPv4 with synthetic UDP/TCP headers; TFRC on UDP port 5201, decoded by
+    /// tools/wireshark/tfrc.lua). With a sweep, one subdirectory per variant.
+    #[arg(long, value_name = "DIR")]
+    pub pcap: Option<PathBuf>,
 }
 
 /// Loads a scenario with its `--set` overrides and `--seed`, and returns its variants.
@@ -76,19 +81,16 @@ pub struct Finished {
     pub events: u64,
 }
 
-/// Runs one concrete scenario into `directory`, with a progress bar (after two seconds of
-/// wall time, on a terminal) and a timing line unless `quiet`.
-pub fn run_one(scenario: &Scenario, directory: &Path, quiet: bool) -> Result<Finished> {
-    run_scenario(scenario, Some(directory), false, quiet)
-}
-
-/// [`run_one`], writing the run's files only with a `directory`, and keeping its rows in
-/// memory with `keep_rows` (each row exactly as its file would read back).
+/// Runs one concrete scenario, with a progress bar (after two seconds of wall time, on a
+/// terminal) and a timing line unless `quiet`; writes the run's files only with a `directory`,
+/// keeps its rows in memory with `keep_rows` (each row exactly as its file would read back),
+/// and captures its packets into `pcap` ([`Simulation::capture_to`]).
 pub fn run_scenario(
     scenario: &Scenario,
     directory: Option<&Path>,
     keep_rows: bool,
     quiet: bool,
+    pcap: Option<&Path>,
 ) -> Result<Finished> {
     let started = WallInstant::now();
     let which = format!("{} ({})", scenario.file(), scenario.name);
@@ -96,6 +98,11 @@ pub fn run_scenario(
         .with_context(|| format!("{which}: cannot build the simulation"))?;
     if keep_rows {
         simulation.keep_rows();
+    }
+    if let Some(pcap) = pcap {
+        simulation
+            .capture_to(pcap)
+            .with_context(|| format!("{which}: cannot open the packet captures"))?;
     }
     let end = simulation.end();
     let bar = ProgressBar::with_draw_target(
@@ -204,7 +211,21 @@ pub fn run(args: &SimArgs) -> Result<()> {
         } else {
             args.out.clone()
         };
-        let summary = run_one(scenario, &directory, args.quiet)?.summary;
+        let pcap = args.pcap.as_ref().map(|pcap| {
+            if several {
+                pcap.join(variant_directory(scenario))
+            } else {
+                pcap.clone()
+            }
+        });
+        let summary = run_scenario(
+            scenario,
+            Some(&directory),
+            false,
+            args.quiet,
+            pcap.as_deref(),
+        )?
+        .summary;
         if !args.quiet {
             if several {
                 println!("== {} → {}", summary.scenario, directory.display());

@@ -194,3 +194,57 @@ fn plot_overlays_saved_runs() {
     assert!(!unknown.status.success());
     assert!(String::from_utf8_lossy(&unknown.stderr).contains("--flow zz"));
 }
+
+/// `tfrc sim --pcap DIR` writes one capture per flow, in the pcap format (nanosecond magic,
+/// link type IPv4), and a bad directory is named in the error.
+#[test]
+fn sim_pcap_writes_one_capture_per_flow() {
+    let scratch = tfrc_test_support::Scratch::new();
+    let scenario = scratch.write(
+        "p.toml",
+        &format!(
+            "name = \"p\"\nduration = \"2s\"\n{}{}",
+            tfrc_test_support::DUMBBELL_1MBPS_50MS,
+            tfrc_test_support::flow("a", "tfrc", &[])
+        ),
+    );
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_tfrc"))
+        .arg("sim")
+        .arg(&scenario)
+        .arg("--out")
+        .arg(scratch.join("out"))
+        .arg("--pcap")
+        .arg(scratch.join("pcap"))
+        .arg("-q")
+        .output()
+        .unwrap();
+    tfrc_test_support::succeeded(output);
+    let bytes = std::fs::read(scratch.join("pcap").join("a.pcap")).unwrap();
+    // Big-endian whatever the machine, so that a run's files are the same everywhere.
+    assert_eq!(
+        &bytes[..4],
+        &0xa1b2_3c4du32.to_be_bytes(),
+        "nanosecond pcap magic"
+    );
+    assert_eq!(
+        u32::from_be_bytes(bytes[20..24].try_into().unwrap()),
+        228,
+        "LINKTYPE_IPV4"
+    );
+    assert!(bytes.len() > 24 + 20 * (16 + 60), "{} bytes", bytes.len());
+    // A file where the directory should be.
+    let blocked = scratch.write("blocked", "");
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_tfrc"))
+        .arg("sim")
+        .arg(&scenario)
+        .arg("--out")
+        .arg(scratch.join("out2"))
+        .arg("--pcap")
+        .arg(&blocked)
+        .arg("-q")
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("blocked"), "{stderr}");
+}

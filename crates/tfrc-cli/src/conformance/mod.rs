@@ -267,9 +267,11 @@ fn run_one(
                     .map_err(|error| format!("{}: {error}", path.display()))?;
                 serde_json::from_str(&text).map_err(|error| format!("{}: {error}", path.display()))
             }
-            Simulator::Ours => crate::sim::run_scenario(&scenario, Some(directory), false, true)
-                .map(|done| done.summary)
-                .map_err(|error| format!("{error:#}")),
+            Simulator::Ours => {
+                crate::sim::run_scenario(&scenario, Some(directory), false, true, None)
+                    .map(|done| done.summary)
+                    .map_err(|error| format!("{error:#}"))
+            }
         }
     })();
     if !keep_runs {

@@ -114,7 +114,7 @@ pub fn run_all(jobs: Vec<Job>, threads: usize, bar: &ProgressBar) -> Vec<RunOutc
         let job = &jobs[index];
         let started = WallInstant::now();
         let directory = job.keep_files.then_some(job.directory.as_path());
-        let finished = run_scenario(&job.scenario, directory, true, true).and_then(|done| {
+        let finished = run_scenario(&job.scenario, directory, true, true, None).and_then(|done| {
             if !job.keep_files {
                 write_compact_summary(&job.directory, &done.summary)?;
             }
@@ -179,7 +179,7 @@ mod tests {
         let out = tempfile::tempdir().expect("temporary directory");
         for (index, variant) in variants.iter().enumerate() {
             let directory = out.path().join(index.to_string());
-            let done = run_scenario(variant, Some(&directory), true, true).expect("run");
+            let done = run_scenario(variant, Some(&directory), true, true, None).expect("run");
             let from_files = Run::load(&directory).expect("files load");
             let kept = Run::from_rows(&directory, done.summary, done.rows).expect("rows match");
             assert!(!kept.states.is_empty() && !kept.links.is_empty(), "{file}");

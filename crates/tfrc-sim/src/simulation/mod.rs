@@ -40,6 +40,8 @@
 //! ```
 
 mod build;
+mod capture;
+pub use capture::TFRC_PORT;
 mod record;
 
 use std::path::{Path, PathBuf};
@@ -251,6 +253,8 @@ pub struct Simulation {
     data_buffer: Vec<u8>,
     events: u64,
     failed: Option<SimulationError>,
+    /// Packet captures, when asked for ([`Simulation::capture_to`]).
+    capture: Option<capture::Capture>,
 }
 
 impl std::fmt::Debug for Simulation {
@@ -312,6 +316,7 @@ impl Simulation {
             data_buffer: vec![0; largest_packet.max(DATA_HEADER_LEN) + NS2_HEADER_ROOM],
             events: 0,
             failed: None,
+            capture: None,
         })
     }
 
@@ -338,6 +343,21 @@ impl Simulation {
     /// The seed of the run.
     pub fn seed(&self) -> u64 {
         self.seed
+    }
+
+    /// Captures every packet of each flow as it reaches its destination into
+    /// `directory/<flow>.pcap` (see the capture module: IPv4 with synthetic UDP/TCP headers,
+    /// TFRC on UDP port [`TFRC_PORT`]); the files are complete after [`Simulation::finish`].
+    pub fn capture_to(&mut self, directory: &Path) -> Result<(), SimulationError> {
+        let names: Vec<String> = self
+            .flows
+            .iter()
+            .map(|flow| flow.record.name.clone())
+            .collect();
+        let capture = capture::Capture::create(directory, &names)
+            .map_err(|(path, source)| SimulationError::Io { path, source })?;
+        self.capture = Some(capture);
+        Ok(())
     }
 
     /// The counters of each TFRC flow's sender that has started, by flow name: what its
@@ -388,6 +408,11 @@ impl Simulation {
     pub fn finish_with_rows(mut self) -> Result<(Summary, Rows), SimulationError> {
         self.run_until(self.end)?;
         self.settle_links();
+        if let Some(capture) = self.capture.take() {
+            capture
+                .finish()
+                .map_err(|(path, source)| SimulationError::Io { path, source })?;
+        }
         let summary = self.summary();
         let rows = std::mem::take(&mut self.recorder).finish()?;
         if let Some(directory) = &self.output_dir {
@@ -587,6 +612,49 @@ impl Simulation {
         };
         let now = self.now;
         let flow_index = state.flow as usize;
+        if let Some(capture) = &mut self.capture {
+            let flow = &self.flows[flow_index];
+            let endpoints = capture::Endpoints {
+                source_node: flow.source_node,
+                destination_node: flow.destination_node,
+                index: flow_index as u32,
+            };
+            let ecn = if meta.ce {
+                3
+            } else {
+                u8::from(meta.ecn_capable) * 2
+            };
+            let (reverse, layer, size) = match &state.body {
+                Body::TfrcData(header) => (
+                    false,
+                    capture::Layer::Udp { payload: header },
+                    meta.size_bytes,
+                ),
+                Body::TfrcFeedback(bytes) => (
+                    true,
+                    capture::Layer::Udp { payload: bytes },
+                    meta.size_bytes,
+                ),
+                Body::TcpData(segment) => (
+                    false,
+                    capture::Layer::Tcp {
+                        sequence: segment.sequence as u32,
+                        ack: None,
+                    },
+                    segment.payload_bytes,
+                ),
+                Body::TcpAck(ack) => (
+                    true,
+                    capture::Layer::Tcp {
+                        sequence: 0,
+                        ack: Some(ack.next_expected() as u32),
+                    },
+                    0,
+                ),
+                Body::Udp => (false, capture::Layer::Udp { payload: &[] }, meta.size_bytes),
+            };
+            capture.record(now, endpoints, reverse, layer, size, ecn);
+        }
         let flow = &mut self.flows[flow_index];
         match state.body {
             Body::TfrcData(header) => {
