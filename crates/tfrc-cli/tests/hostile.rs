@@ -3,7 +3,6 @@
 //! asks for unbounded output. Each run is bounded in time (the processes are killed past a
 //! generous deadline) and asserts that the attack does no harm, with the figures printed.
 
-use std::io::{BufRead, BufReader};
 use std::net::{SocketAddr, UdpSocket};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -149,24 +148,12 @@ fn a_lying_receiver_does_not_raise_tfrc_sends_rate() {
 
 /// Starts `tfrc recv --json --once` with `extra` flags; returns it and its address.
 fn start_receiver(extra: &[&str]) -> (Child, SocketAddr) {
-    let mut child = tfrc()
+    let mut command = tfrc();
+    command
         .args(["recv", "--listen", "127.0.0.1:0", "--json", "--once"])
-        .args(extra)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stderr.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let address = line
-        .split_whitespace()
-        .nth(3)
-        .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
-        .parse()
-        .unwrap();
-    (child, address)
+        .args(extra);
+    let (child, address) = tfrc_test_support::spawn_listening(command);
+    (child, address.parse().expect("an address"))
 }
 
 /// 200 data packets with distinct session ids and forged cookies used to be 64 too many:

@@ -4,7 +4,6 @@
 //! assertions are loose enough for a loaded two-core machine while still meaning something
 //! (data arrived, the end was acknowledged, files have the documented columns and rows).
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -40,22 +39,11 @@ fn tfrc() -> Command {
 /// Starts `tfrc recv … --json` on a free port and returns the child and its address (read from
 /// the "Server listening on ADDR" line the receiver prints on stderr in JSON mode).
 fn start_receiver(extra: &[&str]) -> (Child, String) {
-    let mut child = tfrc()
+    let mut command = tfrc();
+    command
         .args(["recv", "--listen", "127.0.0.1:0", "--json", "--once"])
-        .args(extra)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stderr = child.stderr.take().unwrap();
-    let mut line = String::new();
-    BufReader::new(stderr).read_line(&mut line).unwrap();
-    let address = line
-        .split_whitespace()
-        .nth(3)
-        .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
-        .to_string();
-    (child, address)
+        .args(extra);
+    tfrc_test_support::spawn_listening(command)
 }
 
 /// Waits for a child, killing it after `limit`.

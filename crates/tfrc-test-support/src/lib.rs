@@ -173,6 +173,29 @@ pub fn wait_bounded(mut child: std::process::Child, limit: std::time::Duration) 
     child.wait_with_output().expect("child's output")
 }
 
+/// Spawns `command` (`tfrc recv --listen 127.0.0.1:0 --json …`) with its output piped and
+/// returns it with the address it names in its first line on standard error ("Server listening
+/// on ADDR"): the port the system chose.
+pub fn spawn_listening(mut command: std::process::Command) -> (std::process::Child, String) {
+    use std::io::BufRead;
+    let mut child = command
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("the command starts");
+    let stderr = child.stderr.take().expect("piped standard error");
+    let mut line = String::new();
+    std::io::BufReader::new(stderr)
+        .read_line(&mut line)
+        .expect("a first line on standard error");
+    let address = line
+        .split_whitespace()
+        .nth(3)
+        .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
+        .to_string();
+    (child, address)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -18,6 +18,25 @@ fn loopback() -> SocketAddr {
     "127.0.0.1:0".parse().unwrap()
 }
 
+/// Binds a receiver with `options` and runs it on a thread until the returned flag is set;
+/// returns its address, the flag and the thread (whose result is the receiver's report).
+fn spawn_receiver(
+    options: ReceiverOptions,
+) -> (
+    SocketAddr,
+    Arc<AtomicBool>,
+    std::thread::JoinHandle<tfrc_udp::receiver::ReceiverReport>,
+) {
+    let receiver = UdpReceiver::bind(options).unwrap();
+    let address = receiver.local_addr().unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let thread = {
+        let stop = Arc::clone(&stop);
+        std::thread::spawn(move || receiver.run(&stop, &mut |_| {}).unwrap())
+    };
+    (address, stop, thread)
+}
+
 fn sender_snapshot(flow_id: &str) -> SenderSnapshot {
     let probe = registry::probes()
         .into_iter()
@@ -273,17 +292,10 @@ fn data_packet(session_id: u32, nonce: u32, sequence: u32, cookie: Option<u64>) 
 /// ends: both flows complete with their own summaries, the bad input is counted.
 #[test]
 fn receiver_demultiplexes_flows_and_counts_bad_input() {
-    let receiver = UdpReceiver::bind(ReceiverOptions {
+    let (address, stop, receiver_thread) = spawn_receiver(ReceiverOptions {
         report_interval: None,
         ..ReceiverOptions::new(loopback())
-    })
-    .unwrap();
-    let address = receiver.local_addr().unwrap();
-    let stop = Arc::new(AtomicBool::new(false));
-    let receiver_thread = {
-        let stop = Arc::clone(&stop);
-        std::thread::spawn(move || receiver.run(&stop, &mut |_| {}).unwrap())
-    };
+    });
 
     let mut senders = Vec::new();
     let mut sessions = Vec::new();
@@ -365,19 +377,12 @@ fn receiver_demultiplexes_flows_and_counts_bad_input() {
 /// At most `max_flows` sessions are held; idle ones expire.
 #[test]
 fn receiver_state_is_bounded() {
-    let receiver = UdpReceiver::bind(ReceiverOptions {
+    let (address, stop, thread) = spawn_receiver(ReceiverOptions {
         report_interval: None,
         max_flows: 2,
         idle_timeout: Duration::from_millis(300),
         ..ReceiverOptions::new(loopback())
-    })
-    .unwrap();
-    let address = receiver.local_addr().unwrap();
-    let stop = Arc::new(AtomicBool::new(false));
-    let thread = {
-        let stop = Arc::clone(&stop);
-        std::thread::spawn(move || receiver.run(&stop, &mut |_| {}).unwrap())
-    };
+    });
     let client = UdpSocket::bind(loopback()).unwrap();
     for session in 1..=5u32 {
         let cookie = cookie_for(&client, address, session, 7 << 16);
@@ -557,18 +562,11 @@ fn losses_reach_the_sender(config: Config) {
 /// sender runs as if they were not there.
 #[test]
 fn strangers_cannot_take_a_receivers_flow_slots() {
-    let receiver = UdpReceiver::bind(ReceiverOptions {
+    let (address, stop, receiver_thread) = spawn_receiver(ReceiverOptions {
         report_interval: None,
         max_flows: 64,
         ..ReceiverOptions::new(loopback())
-    })
-    .unwrap();
-    let address = receiver.local_addr().unwrap();
-    let stop = Arc::new(AtomicBool::new(false));
-    let receiver_thread = {
-        let stop = Arc::clone(&stop);
-        std::thread::spawn(move || receiver.run(&stop, &mut |_| {}).unwrap())
-    };
+    });
     let stranger = UdpSocket::bind(loopback()).unwrap();
     let elsewhere = UdpSocket::bind(loopback()).unwrap();
     let mut strangers = 0;
@@ -649,17 +647,10 @@ fn a_sender_without_a_receiver_fails_after_its_connect_timeout() {
 /// issue saw them taken at face value).
 #[test]
 fn an_end_with_impossible_totals_closes_the_flow_without_them() {
-    let receiver = UdpReceiver::bind(ReceiverOptions {
+    let (address, stop, thread) = spawn_receiver(ReceiverOptions {
         report_interval: None,
         ..ReceiverOptions::new(loopback())
-    })
-    .unwrap();
-    let address = receiver.local_addr().unwrap();
-    let stop = Arc::new(AtomicBool::new(false));
-    let thread = {
-        let stop = Arc::clone(&stop);
-        std::thread::spawn(move || receiver.run(&stop, &mut |_| {}).unwrap())
-    };
+    });
     let client = UdpSocket::bind(loopback()).unwrap();
     let (session, nonce) = (0x00c0_ffee, 0x7777_0000);
     let cookie = cookie_for(&client, address, session, nonce);
