@@ -323,3 +323,42 @@ fn unbounded_output_and_queues_are_refused_naming_the_key() {
         assert!(!scratch.path().join("out").join("flows.csv").exists());
     }
 }
+
+/// A flow the receiver refuses (its table is full: `--max-flows 1` with another flow running)
+/// ends `tfrc send` with status 1 and the reason, not 0: it got a cookie but no feedback.
+#[test]
+fn a_refused_flow_exits_non_zero() {
+    let mut command = tfrc();
+    command.args([
+        "recv",
+        "--listen",
+        "127.0.0.1:0",
+        "--json",
+        "--max-flows",
+        "1",
+    ]);
+    let (mut receiver, address) = tfrc_test_support::spawn_listening(command);
+    let first = tfrc()
+        .args(["send", "--to", &address, "-t", "4", "-b", "1M"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(700));
+    let refused = wait_bounded(
+        tfrc()
+            .args(["send", "--to", &address, "-t", "1"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+        Duration::from_secs(30),
+    );
+    let first = wait_bounded(first, Duration::from_secs(30));
+    let _ = receiver.kill();
+    let _ = receiver.wait();
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("no feedback arrived"), "{stderr}");
+    assert!(first.status.success(), "the first flow still ran");
+}
