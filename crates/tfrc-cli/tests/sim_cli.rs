@@ -228,8 +228,8 @@ fn sim_pcap_writes_one_capture_per_flow() {
     );
     assert_eq!(
         u32::from_be_bytes(bytes[20..24].try_into().unwrap()),
-        228,
-        "LINKTYPE_IPV4"
+        101,
+        "LINKTYPE_RAW"
     );
     assert!(bytes.len() > 24 + 20 * (16 + 60), "{} bytes", bytes.len());
     // A file where the directory should be.

@@ -17,15 +17,14 @@
 //! - [`testbed`]: testbed mode (root): network namespaces joined through TUN devices served by
 //!   the emulator, so that any traffic, kernel TCP included, crosses the emulated topology
 //!   (`tfrc testbed up|down|exec|run`).
-//! - [`linklog`] and [`pcap`]: per-direction `links.csv` rows (the simulator's schema) and a
-//!   Wireshark-readable capture of the bottleneck.
+//! - [`linklog`]: per-direction `links.csv` rows (the simulator's schema); captures of the
+//!   bottleneck go through the simulator's pcap writer (`tfrc_sim::pcap`).
 //!
 //! See `docs/emulator.md` for the syntax, the guarantees and the measured accuracy.
 
 pub mod cli;
 pub mod linklog;
 pub mod network;
-pub mod pcap;
 pub mod realtime;
 pub mod relay;
 pub mod scenario;

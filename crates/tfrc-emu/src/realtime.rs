@@ -168,6 +168,13 @@ fn ppoll(poll_fds: &mut [libc::pollfd], timeout: Duration) -> libc::c_int {
     }
 }
 
+/// Nanoseconds since the Unix epoch, now (the time stamps of real captures).
+pub fn unix_nanos_now() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |elapsed| elapsed.as_nanos())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

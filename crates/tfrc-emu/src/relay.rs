@@ -25,9 +25,10 @@ use tfrc_sim::{LinkCounters, LinkDirection};
 
 use crate::linklog::{LinkLog, LinkName};
 use crate::network::{Delivered, Network, SendOutcome};
-use crate::pcap::{ipv4_udp_packet, unix_nanos_now, PcapWriter};
+use crate::realtime::unix_nanos_now;
 use crate::realtime::{Clock, Waiter, Wake, DEFAULT_SPIN_MARGIN};
 use crate::spec::{Direction, LinkSpec};
+use tfrc_sim::pcap::{ipv4_udp_packet, PcapWriter};
 
 /// Largest datagram relayed.
 const MAX_DATAGRAM: usize = 65_536;
@@ -263,8 +264,8 @@ impl Relay {
         if let Some(log) = &mut link_log {
             log.flush()?;
         }
-        if let Some(writer) = &mut pcap {
-            writer.flush()?;
+        if let Some(writer) = pcap.take() {
+            writer.finish()?;
         }
         lateness.sort_unstable();
         report.wake_lateness_p50_us = percentile_us(&lateness, 0.5);

@@ -45,9 +45,10 @@ use tfrc_sim::{FlowId, LinkCounters, LinkDirection};
 
 use crate::linklog::{LinkLog, LinkName};
 use crate::network::{Delivered, Network};
-use crate::pcap::{unix_nanos_now, PcapWriter};
+use crate::realtime::unix_nanos_now;
 use crate::realtime::{Clock, Waiter, DEFAULT_SPIN_MARGIN};
 use crate::spec::{DirectionSpec, LinkSpec};
+use tfrc_sim::pcap::PcapWriter;
 
 /// Where state files live.
 pub const STATE_DIRECTORY: &str = "/run/tfrc-emu";
@@ -970,8 +971,8 @@ impl Emulator {
         if let Some(log) = &mut link_log {
             log.flush()?;
         }
-        if let Some(writer) = &mut pcap {
-            writer.flush()?;
+        if let Some(writer) = pcap.take() {
+            writer.finish()?;
         }
         report.seconds = clock.now().as_nanos() as f64 / 1e9;
         report.links = self
@@ -1017,13 +1018,13 @@ mod tests {
 
     #[test]
     fn packets_are_classified_by_destination_and_lower_port() {
-        let packet = crate::pcap::ipv4_udp_packet(
+        let packet = tfrc_sim::pcap::ipv4_udp_packet(
             "10.200.0.1:40000".parse().unwrap(),
             "10.200.0.3:5201".parse().unwrap(),
             b"x",
         );
         assert_eq!(classify(&packet), Some((2, 5201)));
-        let outside = crate::pcap::ipv4_udp_packet(
+        let outside = tfrc_sim::pcap::ipv4_udp_packet(
             "10.200.0.1:40000".parse().unwrap(),
             "192.0.2.1:5201".parse().unwrap(),
             b"x",

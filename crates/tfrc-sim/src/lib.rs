@@ -50,6 +50,7 @@ pub mod link;
 pub mod loss;
 pub mod marker;
 pub mod packet;
+pub mod pcap;
 pub mod queue;
 pub mod rng;
 pub mod scheduler;

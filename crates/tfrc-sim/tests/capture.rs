@@ -32,7 +32,7 @@ fn each_flow_gets_a_pcap_of_what_reached_its_ends() {
     // TFRC: UDP to and from port 5201, data headers then feedback, in time order.
     let mut reader =
         PcapReader::new(File::open(directory.path().join("video.pcap")).unwrap()).unwrap();
-    assert_eq!(reader.header().datalink, DataLink::IPV4);
+    assert_eq!(reader.header().datalink, DataLink::RAW);
     let (mut data, mut feedback, mut last) = (0u64, 0u64, core::time::Duration::ZERO);
     let mut last_sequence = None;
     while let Some(packet) = reader.next_packet() {

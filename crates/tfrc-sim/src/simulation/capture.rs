@@ -3,7 +3,8 @@
 //! ACKs at the sender), time-stamped with the simulated time, as a capture at both hosts would
 //! show them. Dropped packets never reach a host and are not in the files.
 //!
-//! Each packet is written as IPv4 (link type 228, `LINKTYPE_IPV4`) with a synthetic header:
+//! Each packet is written as raw IPv4 ([`crate::pcap`], the workspace's one pcap writer) with
+//! a synthetic header:
 //! node k of the topology is 10.0.x.y with x.y = k + 1; ECN bits are set when the packet is
 //! ECN-capable or CE-marked. TFRC travels over UDP between port 10000 + flow index and
 //! [`TFRC_PORT`] (5201, `tfrc send`'s default), so the Wireshark dissector shipped in
@@ -13,13 +14,11 @@
 //! length); the original length is the packet's size on the wire plus the IPv4 and UDP/TCP
 //! headers.
 
-use std::fs::File;
-use std::io::BufWriter;
 use std::path::{Path, PathBuf};
 
-use pcap_file::pcap::{PcapHeader, PcapPacket, PcapWriter};
-use pcap_file::{DataLink, TsResolution};
 use tfrc_proto::Instant;
+
+use crate::pcap::{push_ipv4_header, PcapWriter};
 
 /// UDP port of TFRC packets in the captures (the receiver's side).
 pub const TFRC_PORT: u16 = 5201;
@@ -52,7 +51,7 @@ pub(crate) struct Endpoints {
 
 /// The open capture files of a run.
 pub(crate) struct Capture {
-    files: Vec<(PathBuf, PcapWriter<BufWriter<File>>)>,
+    files: Vec<(PathBuf, PcapWriter)>,
     frame: Vec<u8>,
     failed: Option<(PathBuf, std::io::Error)>,
 }
@@ -64,14 +63,6 @@ impl Capture {
         flow_names: &[String],
     ) -> Result<Capture, (PathBuf, std::io::Error)> {
         std::fs::create_dir_all(directory).map_err(|error| (directory.to_path_buf(), error))?;
-        let header = PcapHeader {
-            datalink: DataLink::IPV4,
-            ts_resolution: TsResolution::NanoSecond,
-            snaplen: 65_535,
-            // Big-endian on every machine: the same run gives the same bytes everywhere.
-            endianness: pcap_file::Endianness::Big,
-            ..PcapHeader::default()
-        };
         let mut files = Vec::with_capacity(flow_names.len());
         for name in flow_names {
             let safe: String = name
@@ -85,9 +76,7 @@ impl Capture {
                 })
                 .collect();
             let path = directory.join(format!("{safe}.pcap"));
-            let file = File::create(&path).map_err(|error| (path.clone(), error))?;
-            let writer = PcapWriter::with_header(BufWriter::new(file), header)
-                .map_err(|error| (path.clone(), std::io::Error::other(error)))?;
+            let writer = PcapWriter::create(&path).map_err(|error| (path.clone(), error))?;
             files.push((path, writer));
         }
         Ok(Capture {
@@ -125,7 +114,7 @@ impl Capture {
             Layer::Tcp { .. } => (6u8, TCP_HEADER),
         };
         let total = (IPV4_HEADER + transport_header) as u32 + wire_size;
-        push_ipv4(frame, total, protocol, ecn, address(from), address(to));
+        push_ipv4_header(frame, total, protocol, ecn, address(from), address(to));
         match layer {
             Layer::Udp { payload } => {
                 let service = if payload.is_empty() {
@@ -161,11 +150,9 @@ impl Capture {
                 frame.extend_from_slice(&[0, 0, 0, 0]); // checksum, urgent pointer
             }
         }
-        let timestamp = core::time::Duration::from_nanos(now.as_nanos());
         let (path, writer) = &mut self.files[endpoints.index as usize];
-        let packet = PcapPacket::new(timestamp, total, frame);
-        if let Err(error) = writer.write_packet(&packet) {
-            self.failed = Some((path.clone(), std::io::Error::other(error)));
+        if let Err(error) = writer.write_headers(u128::from(now.as_nanos()), frame, total) {
+            self.failed = Some((path.clone(), error));
         }
     }
 
@@ -175,11 +162,7 @@ impl Capture {
             return Err(failed);
         }
         for (path, writer) in self.files {
-            use std::io::Write;
-            writer
-                .into_writer()
-                .flush()
-                .map_err(|error| (path.clone(), error))?;
+            writer.finish().map_err(|error| (path.clone(), error))?;
         }
         Ok(())
     }
@@ -189,50 +172,4 @@ impl Capture {
 fn address(node: u32) -> [u8; 4] {
     let host = node.wrapping_add(1);
     [10, (host >> 16) as u8, (host >> 8) as u8, host as u8]
-}
-
-/// An IPv4 header without options, with its checksum.
-fn push_ipv4(frame: &mut Vec<u8>, total: u32, protocol: u8, ecn: u8, from: [u8; 4], to: [u8; 4]) {
-    let start = frame.len();
-    frame.push(0x45);
-    frame.push(ecn & 0b11);
-    frame.extend_from_slice(&(total.min(u32::from(u16::MAX)) as u16).to_be_bytes());
-    frame.extend_from_slice(&[0, 0, 0x40, 0]); // id, don't fragment
-    frame.push(64); // TTL
-    frame.push(protocol);
-    frame.extend_from_slice(&[0, 0]);
-    frame.extend_from_slice(&from);
-    frame.extend_from_slice(&to);
-    let header = &frame[start..start + IPV4_HEADER];
-    let mut sum: u32 = header
-        .chunks(2)
-        .map(|pair| u32::from(u16::from_be_bytes([pair[0], pair[1]])))
-        .sum();
-    while sum > 0xffff {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    let checksum = !(sum as u16);
-    frame[start + 10..start + 12].copy_from_slice(&checksum.to_be_bytes());
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_ipv4_checksum_verifies() {
-        let mut frame = Vec::new();
-        push_ipv4(&mut frame, 1060, 17, 2, address(0), address(1));
-        let mut sum: u32 = frame
-            .chunks(2)
-            .map(|pair| u32::from(u16::from_be_bytes([pair[0], pair[1]])))
-            .sum();
-        while sum > 0xffff {
-            sum = (sum & 0xffff) + (sum >> 16);
-        }
-        assert_eq!(sum, 0xffff);
-        assert_eq!(&frame[12..16], &[10, 0, 0, 1]);
-        assert_eq!(&frame[16..20], &[10, 0, 0, 2]);
-        assert_eq!(frame[1], 2);
-    }
 }
