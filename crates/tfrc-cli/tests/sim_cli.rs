@@ -248,3 +248,64 @@ fn sim_pcap_writes_one_capture_per_flow() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("blocked"), "{stderr}");
 }
+
+/// The shipped Wireshark dissector (`tools/wireshark/tfrc.lua`) decodes a simulator capture:
+/// tshark names TFRC data and feedback and shows their fields.
+#[test]
+fn the_wireshark_dissector_decodes_a_simulator_capture() {
+    let tshark = std::process::Command::new("tshark")
+        .arg("--version")
+        .output();
+    let missing = tshark
+        .map_or(true, |output| !output.status.success())
+        .then(|| "tshark is not installed (apt-get install tshark)".to_owned());
+    if !tfrc_test_support::can_run(
+        "the_wireshark_dissector_decodes_a_simulator_capture",
+        missing,
+    ) {
+        return;
+    }
+    let scratch = tfrc_test_support::Scratch::new();
+    let scenario = scratch.write(
+        "p.toml",
+        &format!(
+            "name = \"p\"\nduration = \"3s\"\n{}{}",
+            tfrc_test_support::DUMBBELL_1MBPS_50MS,
+            tfrc_test_support::flow("a", "tfrc", &[])
+        ),
+    );
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_tfrc"))
+        .arg("sim")
+        .arg(&scenario)
+        .arg("--out")
+        .arg(scratch.join("out"))
+        .arg("--pcap")
+        .arg(scratch.join("pcap"))
+        .arg("-q")
+        .output()
+        .unwrap();
+    tfrc_test_support::succeeded(output);
+    let dissector =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tools/wireshark/tfrc.lua");
+    let output = std::process::Command::new("tshark")
+        .arg("-r")
+        .arg(scratch.join("pcap").join("a.pcap"))
+        .arg("-X")
+        .arg(format!("lua_script:{}", dissector.display()))
+        .arg("-V")
+        .output()
+        .unwrap();
+    let text = tfrc_test_support::succeeded(output);
+    for field in [
+        "TFRC data",
+        "Sequence number: 1",
+        "Send timestamp (ns)",
+        "Session token",
+        "TFRC feedback",
+        "X_recv (bytes/s)",
+        "Loss event rate p",
+        "Receipt proof: packets in the run",
+    ] {
+        assert!(text.contains(field), "tshark did not show {field:?}");
+    }
+}
