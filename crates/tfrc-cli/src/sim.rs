@@ -31,9 +31,10 @@ pub struct SimArgs {
     /// No progress bar and no summary table.
     #[arg(long, short)]
     pub quiet: bool,
-    /// Also write every packet of each flow, as it reaches its destination, to DIR/<flow>.pcap
-    /// (IPv4 with synthetic UDP/TCP headers; TFRC on UDP port 5201, decoded by
-    /// tools/wireshark/tfrc.lua). With a sweep, one subdirectory per variant.
+    /// Also capture packets: DIR/<flow>.pcap (every packet of the flow as it reaches its
+    /// destination) and DIR/link-<from>-<to>.pcap (every packet leaving that link direction);
+    /// IPv4 with synthetic UDP/TCP headers, TFRC on UDP port 5201, decoded by
+    /// tools/wireshark/tfrc.lua. With a sweep, one subdirectory per variant.
     #[arg(long, value_name = "DIR")]
     pub pcap: Option<PathBuf>,
 }

@@ -1,6 +1,7 @@
 //! `Simulation::capture_to` (`tfrc sim --pcap`): one pcap per flow holding every packet that
-//! reached its destination, as IPv4 with synthetic UDP/TCP headers; the TFRC headers inside
-//! parse with the core's own wire code and agree with the run's counters.
+//! reached its destination and one per link direction holding what left it, as IPv4 with
+//! synthetic UDP/TCP headers; the TFRC headers inside parse with the core's own wire code and
+//! agree with the run's counters.
 
 use std::fs::File;
 
@@ -78,6 +79,31 @@ fn each_flow_gets_a_pcap_of_what_reached_its_ends() {
         feedback, stats.feedbacks,
         "every feedback that reached the sender"
     );
+
+    // Link directions: what left the access link and what left the bottleneck; the
+    // difference is what the bottleneck dropped (TFRC data on UDP port 5201).
+    let tfrc_data_in = |name: &str| {
+        let mut reader = PcapReader::new(File::open(directory.path().join(name)).unwrap()).unwrap();
+        let mut count = 0u64;
+        while let Some(packet) = reader.next_packet() {
+            let bytes = packet.unwrap().data;
+            let to_tfrc = bytes[9] == 17 && u16::from_be_bytes([bytes[22], bytes[23]]) == TFRC_PORT;
+            count += u64::from(to_tfrc);
+        }
+        count
+    };
+    let access = tfrc_data_in("link-sender-router.pcap");
+    let bottleneck = tfrc_data_in("link-router-receiver.pcap");
+    println!("TFRC data leaving the access link {access}, the bottleneck {bottleneck}");
+    assert!(
+        (data..=data + 5).contains(&bottleneck),
+        "{bottleneck} vs {data} received"
+    );
+    assert!(
+        access > bottleneck,
+        "the bottleneck dropped some: {access} > {bottleneck}"
+    );
+    assert!(directory.path().join("link-receiver-router.pcap").exists());
 
     // TCP: segments and ACKs with TCP headers.
     let mut reader =

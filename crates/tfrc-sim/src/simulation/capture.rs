@@ -1,7 +1,9 @@
-//! Packet captures of a simulated run (`tfrc sim --pcap DIR`): one pcap file per flow, holding
-//! every packet of the flow as it reaches its destination (data at the receiver, feedback and
-//! ACKs at the sender), time-stamped with the simulated time, as a capture at both hosts would
-//! show them. Dropped packets never reach a host and are not in the files.
+//! Packet captures of a simulated run (`tfrc sim --pcap DIR`), time-stamped with the simulated
+//! time: one pcap file per flow (`<flow>.pcap`), holding every packet of the flow as it reaches
+//! its destination (data at the receiver, feedback and ACKs at the sender), as a capture at both
+//! hosts would show them; and one per link direction (`link-<from>-<to>.pcap`), holding every
+//! packet as it leaves that direction (after its queue, loss and serialization), as a capture on
+//! the wire would: comparing a bottleneck's arrivals and departures shows its drops.
 //!
 //! Each packet is written as raw IPv4 ([`crate::pcap`], the workspace's one pcap writer) with
 //! a synthetic header:
@@ -57,16 +59,16 @@ pub(crate) struct Capture {
 }
 
 impl Capture {
-    /// Creates `directory` and one `<flow name>.pcap` per flow in it.
+    /// Creates `directory` and in it one `<flow name>.pcap` per flow, then one
+    /// `link-<from>-<to>.pcap` per link direction (file index: flows first, then directions).
     pub(crate) fn create(
         directory: &Path,
         flow_names: &[String],
+        direction_names: &[(String, String)],
     ) -> Result<Capture, (PathBuf, std::io::Error)> {
         std::fs::create_dir_all(directory).map_err(|error| (directory.to_path_buf(), error))?;
-        let mut files = Vec::with_capacity(flow_names.len());
-        for name in flow_names {
-            let safe: String = name
-                .chars()
+        let safe = |name: &str| -> String {
+            name.chars()
                 .map(|c| {
                     if c.is_ascii_alphanumeric() || "._-".contains(c) {
                         c
@@ -74,8 +76,16 @@ impl Capture {
                         '_'
                     }
                 })
-                .collect();
-            let path = directory.join(format!("{safe}.pcap"));
+                .collect()
+        };
+        let names = flow_names.iter().map(|name| safe(name)).chain(
+            direction_names
+                .iter()
+                .map(|(from, to)| format!("link-{}-{}", safe(from), safe(to))),
+        );
+        let mut files = Vec::with_capacity(flow_names.len() + direction_names.len());
+        for name in names {
+            let path = directory.join(format!("{name}.pcap"));
             let writer = PcapWriter::create(&path).map_err(|error| (path.clone(), error))?;
             files.push((path, writer));
         }
@@ -86,11 +96,13 @@ impl Capture {
         })
     }
 
-    /// Records a packet of flow `endpoints.index` arriving at `now`: `reverse` when it goes
-    /// from the flow's destination back to its source (feedback, ACKs); `wire_size` is its
-    /// size above IPv4 headers (the TFRC packet, the TCP segment's payload and header, ...).
+    /// Records in file `file` a packet of flow `endpoints.index` seen at `now`: `reverse`
+    /// when it goes from the flow's destination back to its source (feedback, ACKs);
+    /// `wire_size` is its size above the IPv4 header and the UDP/TCP header.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn record(
         &mut self,
+        file: usize,
         now: Instant,
         endpoints: Endpoints,
         reverse: bool,
@@ -150,7 +162,9 @@ impl Capture {
                 frame.extend_from_slice(&[0, 0, 0, 0]); // checksum, urgent pointer
             }
         }
-        let (path, writer) = &mut self.files[endpoints.index as usize];
+        let Some((path, writer)) = self.files.get_mut(file) else {
+            return;
+        };
         if let Err(error) = writer.write_headers(u128::from(now.as_nanos()), frame, total) {
             self.failed = Some((path.clone(), error));
         }

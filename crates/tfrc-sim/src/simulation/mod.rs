@@ -354,7 +354,15 @@ impl Simulation {
             .iter()
             .map(|flow| flow.record.name.clone())
             .collect();
-        let capture = capture::Capture::create(directory, &names)
+        let directions: Vec<(String, String)> = self
+            .links
+            .iter()
+            .map(|link| {
+                let node = |index: u32| self.topology.nodes[index as usize].clone();
+                (node(link.from), node(link.to))
+            })
+            .collect();
+        let capture = capture::Capture::create(directory, &names, &directions)
             .map_err(|(path, source)| SimulationError::Io { path, source })?;
         self.capture = Some(capture);
         Ok(())
@@ -600,10 +608,76 @@ impl Simulation {
             delivered.push(meta);
         }
         self.schedule_link(index);
+        if self.capture.is_some() {
+            // Link direction files follow the flows' in the capture's file order.
+            let file = self.flows.len() + index;
+            for meta in &delivered {
+                if let Some(Some(state)) = self.packets.get(meta.id as usize) {
+                    let state = state.clone();
+                    self.capture_into(file, &state, *meta);
+                }
+            }
+        }
         for meta in delivered.drain(..) {
             self.forward(to, meta);
         }
         self.delivered = delivered;
+    }
+
+    /// Records `state` in the capture files, if any: in its flow's file (`file` = the flow's
+    /// index) when it reached its destination, or in a link direction's file.
+    fn capture_into(&mut self, file: usize, state: &PacketState, meta: PacketMeta) {
+        let Some(capture) = &mut self.capture else {
+            return;
+        };
+        let flow = &self.flows[state.flow as usize];
+        let endpoints = capture::Endpoints {
+            source_node: flow.source_node,
+            destination_node: flow.destination_node,
+            index: state.flow,
+        };
+        let ecn = if meta.ce {
+            3
+        } else {
+            u8::from(meta.ecn_capable) * 2
+        };
+        let (reverse, layer, size) = match &state.body {
+            Body::TfrcData(header) => (
+                false,
+                capture::Layer::Udp { payload: header },
+                meta.size_bytes,
+            ),
+            Body::TfrcFeedback(bytes) => (
+                true,
+                capture::Layer::Udp { payload: bytes },
+                meta.size_bytes,
+            ),
+            Body::TcpData(segment) => (
+                false,
+                capture::Layer::Tcp {
+                    sequence: segment.sequence as u32,
+                    ack: None,
+                },
+                segment.payload_bytes,
+            ),
+            Body::TcpAck(ack) => (
+                true,
+                capture::Layer::Tcp {
+                    sequence: 0,
+                    ack: Some(ack.next_expected() as u32),
+                },
+                0,
+            ),
+            Body::Udp => (false, capture::Layer::Udp { payload: &[] }, meta.size_bytes),
+        };
+        capture.record(file, self.now, endpoints, reverse, layer, size, ecn);
+    }
+
+    /// A packet of flow `flow_index` reached its destination: its flow's capture file.
+    fn capture_packet(&mut self, flow_index: usize, state: &PacketState, meta: PacketMeta) {
+        if self.capture.is_some() {
+            self.capture_into(flow_index, state, meta);
+        }
     }
 
     fn deliver(&mut self, meta: PacketMeta) {
@@ -612,49 +686,7 @@ impl Simulation {
         };
         let now = self.now;
         let flow_index = state.flow as usize;
-        if let Some(capture) = &mut self.capture {
-            let flow = &self.flows[flow_index];
-            let endpoints = capture::Endpoints {
-                source_node: flow.source_node,
-                destination_node: flow.destination_node,
-                index: flow_index as u32,
-            };
-            let ecn = if meta.ce {
-                3
-            } else {
-                u8::from(meta.ecn_capable) * 2
-            };
-            let (reverse, layer, size) = match &state.body {
-                Body::TfrcData(header) => (
-                    false,
-                    capture::Layer::Udp { payload: header },
-                    meta.size_bytes,
-                ),
-                Body::TfrcFeedback(bytes) => (
-                    true,
-                    capture::Layer::Udp { payload: bytes },
-                    meta.size_bytes,
-                ),
-                Body::TcpData(segment) => (
-                    false,
-                    capture::Layer::Tcp {
-                        sequence: segment.sequence as u32,
-                        ack: None,
-                    },
-                    segment.payload_bytes,
-                ),
-                Body::TcpAck(ack) => (
-                    true,
-                    capture::Layer::Tcp {
-                        sequence: 0,
-                        ack: Some(ack.next_expected() as u32),
-                    },
-                    0,
-                ),
-                Body::Udp => (false, capture::Layer::Udp { payload: &[] }, meta.size_bytes),
-            };
-            capture.record(now, endpoints, reverse, layer, size, ecn);
-        }
+        self.capture_packet(flow_index, &state, meta);
         let flow = &mut self.flows[flow_index];
         match state.body {
             Body::TfrcData(header) => {
