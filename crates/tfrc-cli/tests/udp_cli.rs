@@ -488,8 +488,9 @@ fn emulate_reads_durations_as_send_does() {
 }
 
 /// iperf3's habits: `tfrc recv -s -p PORT` and `tfrc send -c HOST -p PORT -t 2 -J` work, and the
-/// JSON `end` has iperf3's `sum_sent` and `sum_received` with `bits_per_second`, read with the
-/// same keys a script reads from `iperf3 -J`.
+/// JSON `end` has iperf3's `sum_sent` and `sum_received` with `bits_per_second`,
+/// `lost_percent` and `jitter_ms` (RFC 3550), read by the one parser that reads `iperf3 -u -J`
+/// (run beside it when iperf3 is installed; CI installs it).
 #[test]
 fn iperf3_flags_and_json_sums() {
     let probe = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
@@ -538,4 +539,82 @@ fn iperf3_flags_and_json_sums() {
     );
     assert_eq!(end["sum_received"]["lost_packets"], 0);
     assert!(end["sum_sent"]["seconds"].as_f64().unwrap() >= 1.9);
+    // The same parser reads iperf3's UDP document (`iperf3 -u -J`).
+    let ours = iperf3_udp_summary(&document);
+    assert_eq!(ours.lost_percent, 0.0);
+    assert!((0.0..50.0).contains(&ours.jitter_ms), "{ours:?}");
+    let missing = tfrc_test_support::on_path("iperf3")
+        .is_none()
+        .then(|| "iperf3 is not installed (apt-get install iperf3)".to_owned());
+    if !tfrc_test_support::can_run("iperf3_flags_and_json_sums (iperf3 part)", missing) {
+        return;
+    }
+    let probe = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let port = probe.local_addr().unwrap().port().to_string();
+    drop(probe);
+    let mut server = Command::new("iperf3")
+        .args(["-s", "-1", "-p", &port])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let client = Command::new("iperf3")
+        .args([
+            "-c",
+            "127.0.0.1",
+            "-p",
+            &port,
+            "-u",
+            "-b",
+            "2M",
+            "-t",
+            "2",
+            "-l",
+            "500",
+            "-J",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let output = finish(client, Duration::from_secs(30));
+    let _ = server.kill();
+    let _ = server.wait();
+    let theirs = iperf3_udp_summary(&serde_json::from_slice(&output.stdout).unwrap());
+    println!("tfrc send: {ours:?}\niperf3:    {theirs:?}");
+    // Both sent about 2 Mb/s by the same keys (iperf3 counts UDP payload, we count it with
+    // the TFRC header: 532 vs 500 bytes a datagram).
+    for summary in [&ours, &theirs] {
+        assert!(
+            (1.5e6..2.5e6).contains(&summary.sent_bits_per_second),
+            "{summary:?}"
+        );
+        assert!(summary.received_bits_per_second > 0.9 * summary.sent_bits_per_second);
+    }
+}
+
+/// What a script reads from an iperf3-style UDP JSON document's `end`.
+#[derive(Debug)]
+struct UdpSummary {
+    sent_bits_per_second: f64,
+    received_bits_per_second: f64,
+    lost_percent: f64,
+    jitter_ms: f64,
+}
+
+/// One parser for `iperf3 -u -J` and `tfrc send -J`: `end.sum_sent` and `end.sum_received`.
+fn iperf3_udp_summary(document: &Value) -> UdpSummary {
+    let end = &document["end"];
+    let number = |sum: &str, key: &str| {
+        end[sum][key]
+            .as_f64()
+            .unwrap_or_else(|| panic!("end.{sum}.{key} missing in {end}"))
+    };
+    UdpSummary {
+        sent_bits_per_second: number("sum_sent", "bits_per_second"),
+        received_bits_per_second: number("sum_received", "bits_per_second"),
+        lost_percent: number("sum_received", "lost_percent"),
+        jitter_ms: number("sum_received", "jitter_ms"),
+    }
 }

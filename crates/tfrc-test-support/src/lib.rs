@@ -33,9 +33,14 @@ pub fn ns2_binary() -> Option<PathBuf> {
     if debian.is_file() {
         return Some(debian.to_path_buf());
     }
+    on_path("ns")
+}
+
+/// The path of `program` if it is on the `PATH`.
+pub fn on_path(program: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
     std::env::split_paths(&path)
-        .map(|directory| directory.join("ns"))
+        .map(|directory| directory.join(program))
         .find(|candidate| candidate.is_file())
 }
 

@@ -421,12 +421,14 @@ pub fn run_send(args: &SendArgs) -> Result<()> {
                 "sum_sent": iperf3_sum(report.seconds, report.bytes, report.bits_per_second, None),
                 "sum_received": report.receiver.as_ref().map(|receiver| {
                     let lost = report.packets.saturating_sub(receiver.packets);
-                    iperf3_sum(
+                    let mut sum = iperf3_sum(
                         report.seconds,
                         receiver.bytes,
                         receiver.bits_per_second,
                         Some((lost, report.packets)),
-                    )
+                    );
+                    sum["jitter_ms"] = json!(receiver.jitter_ms);
+                    sum
                 }),
                 "reason": report.reason,
                 "sender": {

@@ -47,7 +47,7 @@
 //!   0 version (1) · 1 kind 0x11 · 2..4 flags (0) · 4..8 session id · 8..12 nonce
 //!   12..20 data packets received · 20..28 bytes received · 28..36 packets declared lost
 //!   36..44 loss events · 44..48 loss event rate p (fraction of 2^32, as in feedback)
-//!   48..56 duplicate packets
+//!   48..56 duplicate packets · 56..60 interarrival jitter in microseconds (RFC 3550 §6.4.1)
 //! ```
 
 use core::time::Duration;
@@ -86,7 +86,7 @@ const _: () = assert!(HELLO_LEN >= COOKIE_LEN);
 /// Length of an end-of-session datagram.
 pub const END_LEN: usize = 36;
 /// Length of an end acknowledgement.
-pub const END_ACK_LEN: usize = 56;
+pub const END_ACK_LEN: usize = 60;
 
 /// The receiver-side options a sender announces in its data payloads: every field of a
 /// [`Config`] that the receiver acts on, so the receiver runs the configuration the sender was
@@ -456,6 +456,8 @@ pub struct EndAcknowledgement {
     pub loss_event_rate_raw: u32,
     /// Duplicate packets.
     pub duplicates: u64,
+    /// Interarrival jitter (RFC 3550 §6.4.1) of the data packets, microseconds (saturating).
+    pub jitter_micros: u32,
 }
 
 impl EndAcknowledgement {
@@ -468,6 +470,7 @@ impl EndAcknowledgement {
         buffer[36..44].copy_from_slice(&self.loss_events.to_be_bytes());
         buffer[44..48].copy_from_slice(&self.loss_event_rate_raw.to_be_bytes());
         buffer[48..56].copy_from_slice(&self.duplicates.to_be_bytes());
+        buffer[56..60].copy_from_slice(&self.jitter_micros.to_be_bytes());
         END_ACK_LEN
     }
 
@@ -485,6 +488,7 @@ impl EndAcknowledgement {
             loss_events: read_u64(bytes, 36),
             loss_event_rate_raw: read_u32(bytes, 44),
             duplicates: read_u64(bytes, 48),
+            jitter_micros: read_u32(bytes, 56),
         })
     }
 
@@ -736,6 +740,7 @@ mod tests {
             loss_events: 3,
             loss_event_rate_raw: wire::encode_loss_event_rate(0.01),
             duplicates: 0,
+            jitter_micros: 1234,
         };
         let length = ack.emit(&mut buffer);
         assert_eq!(EndAcknowledgement::parse(&buffer[..length]), Some(ack));

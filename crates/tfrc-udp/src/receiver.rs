@@ -257,6 +257,8 @@ pub struct FlowSummary {
     pub refused: u64,
     /// Feedback packets produced.
     pub feedbacks: u64,
+    /// Interarrival jitter of the data packets (RFC 3550 §6.4.1, [`Jitter`]), ms.
+    pub jitter_ms: f64,
 }
 
 /// The result of a receiver run.
@@ -300,6 +302,36 @@ struct Flow {
     last_accounted: Instant,
     rtt: RttAccumulator,
     last_rtt: Option<Duration>,
+    jitter: Jitter,
+}
+
+/// Interarrival jitter as RFC 3550 §6.4.1 defines it for RTP: "the mean deviation (smoothed
+/// absolute value) of the difference D in packet spacing at the receiver compared to the sender
+/// for a pair of packets", J(i) = J(i-1) + (|D(i-1,i)| - J(i-1))/16, taken over the data
+/// packets in order of arrival; here in nanoseconds from each packet's send timestamp (the
+/// sender's clock) and arrival time (this receiver's): the clocks' offset cancels in D. It is
+/// iperf3's `jitter_ms` for UDP.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Jitter {
+    last_transit: Option<i128>,
+    jitter_nanos: f64,
+}
+
+impl Jitter {
+    /// Takes a packet sent at `sent_nanos` (sender's clock) that arrived at `arrival_nanos`.
+    pub fn record(&mut self, sent_nanos: u64, arrival_nanos: u64) {
+        let transit = i128::from(arrival_nanos) - i128::from(sent_nanos);
+        if let Some(last) = self.last_transit {
+            let difference = (transit - last).unsigned_abs() as f64;
+            self.jitter_nanos += (difference - self.jitter_nanos) / 16.0;
+        }
+        self.last_transit = Some(transit);
+    }
+
+    /// The jitter, milliseconds.
+    pub fn millis(&self) -> f64 {
+        self.jitter_nanos / 1e6
+    }
 }
 
 impl Flow {
@@ -564,6 +596,7 @@ impl UdpReceiver {
             let payload_before = flow.receiver.stats().payload_bytes;
             match flow.receiver.handle_packet(now, bytes) {
                 Ok(()) => {
+                    flow.jitter.record(packet.timestamp(), now.as_nanos());
                     if let Some(counter) = &self.options.delivered_payload {
                         let delivered = flow.receiver.stats().payload_bytes - payload_before;
                         counter.fetch_add(delivered, std::sync::atomic::Ordering::Relaxed);
@@ -640,7 +673,9 @@ impl UdpReceiver {
             last_accounted: now,
             rtt: RttAccumulator::default(),
             last_rtt: None,
+            jitter: Jitter::default(),
         };
+        flow.jitter.record(packet.timestamp(), now.as_nanos());
         if let Some(rtt) = flow.receiver.rtt() {
             flow.rtt.record(rtt);
             flow.last_rtt = Some(rtt);
@@ -792,6 +827,9 @@ impl UdpReceiver {
             loss_events: stats.loss_events,
             loss_event_rate_raw: wire::encode_loss_event_rate(p),
             duplicates: stats.duplicates,
+            jitter_micros: (flow.jitter.millis() * 1e3)
+                .round()
+                .clamp(0.0, f64::from(u32::MAX)) as u32,
         };
         let seconds = (flow.last_packet - flow.first_packet).as_secs_f64();
         let per_second = |bytes: u64| {
@@ -848,6 +886,7 @@ impl UdpReceiver {
             reordered: stats.reordered,
             refused: stats.malformed + stats.foreign,
             feedbacks: stats.feedbacks,
+            jitter_ms: flow.jitter.millis(),
         };
         // The last row of this flow, then the probe is finished (dropped with the flow).
         flow.probe.probe().publish(flow.snapshot());
@@ -966,5 +1005,30 @@ fn force_receive_buffer_size(socket: &Socket, bytes: usize) -> std::io::Result<(
         Ok(())
     } else {
         Err(std::io::Error::last_os_error())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn jitter_follows_rfc_3550() {
+        // Constant transit: no jitter. Then one packet 16 ms late: |D| = 16 ms and J = 0 +
+        // (16 - 0)/16 = 1 ms; the next on time again: |D| = 16 ms, J = 1 + (16 - 1)/16 =
+        // 1.9375 ms.
+        let mut jitter = Jitter::default();
+        for i in 0..10u64 {
+            jitter.record(i * 20_000_000, i * 20_000_000 + 5_000_000_000);
+        }
+        assert_eq!(jitter.millis(), 0.0);
+        jitter.record(200_000_000, 5_216_000_000);
+        assert!((jitter.millis() - 1.0).abs() < 1e-12);
+        jitter.record(220_000_000, 5_220_000_000);
+        assert!(
+            (jitter.millis() - 1.9375).abs() < 1e-12,
+            "{}",
+            jitter.millis()
+        );
     }
 }

@@ -251,6 +251,8 @@ pub struct ReceiverTotals {
     pub loss_ratio: f64,
     /// Bytes received over the sending time, bits/s.
     pub bits_per_second: f64,
+    /// Interarrival jitter the receiver measured (RFC 3550 §6.4.1), ms.
+    pub jitter_ms: f64,
 }
 
 /// The result of a sender run.
@@ -865,6 +867,7 @@ impl Run {
                 0.0
             },
             bits_per_second: per_second(ack.bytes_received),
+            jitter_ms: f64::from(ack.jitter_micros) / 1e3,
         });
         SenderReport {
             reason: self.reason,

@@ -175,6 +175,7 @@ fn garbage_and_spoofed_feedback_are_counted_and_do_not_change_the_rate() {
         loss_events: 0,
         loss_event_rate_raw: 0,
         duplicates: 0,
+        jitter_micros: 0,
     }
     .emit(&mut acknowledgement);
     send(&acknowledgement[..ack_length]);
