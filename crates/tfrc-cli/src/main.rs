@@ -48,6 +48,13 @@ enum Command {
     Emulate(tfrc_emu::cli::EmulateArgs),
     /// Network namespaces joined through an emulated topology (root): up, down, exec, list, run.
     Testbed(tfrc_emu::cli::TestbedArgs),
+    /// Print a shell completion script: `tfrc completions bash > /etc/bash_completion.d/tfrc`
+    /// (zsh, fish, elvish, powershell too).
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
 }
 
 #[derive(Debug, Args)]
@@ -104,6 +111,11 @@ fn main() -> Result<()> {
         Command::Stream(args) => etp::stream_app::run(&args),
         Command::Emulate(args) => tfrc_emu::cli::run_emulate(&args),
         Command::Testbed(args) => tfrc_emu::cli::run_testbed(&args),
+        Command::Completions { shell } => {
+            use clap::CommandFactory;
+            clap_complete::generate(shell, &mut Cli::command(), "tfrc", &mut std::io::stdout());
+            Ok(())
+        }
     }
 }
 

@@ -120,3 +120,41 @@ fn an_unattainable_rate_is_said() {
         .unwrap();
     assert!(output.status.success());
 }
+
+/// `tfrc completions SHELL` prints a completion script naming every subcommand; an unknown
+/// shell is refused with the list of known ones.
+#[test]
+fn completions_cover_every_subcommand() {
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_tfrc"))
+        .args(["completions", "bash"])
+        .output()
+        .unwrap();
+    let script = tfrc_test_support::succeeded(output);
+    assert!(script.contains("_tfrc()"), "a bash completion function");
+    for command in [
+        "equation",
+        "reproduce",
+        "send",
+        "recv",
+        "sim",
+        "ns2",
+        "conformance",
+        "plot",
+        "stream",
+        "emulate",
+        "testbed",
+    ] {
+        assert!(script.contains(command), "{command} missing");
+    }
+    assert!(script.contains("--pcap"), "flags are completed too");
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_tfrc"))
+        .args(["completions", "cmd"])
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("bash") && stderr.contains("zsh") && stderr.contains("fish"),
+        "{stderr}"
+    );
+}
