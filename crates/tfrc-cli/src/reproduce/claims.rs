@@ -14,6 +14,9 @@ use tfrc_analysis::run::{Direction, Run};
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ClaimsFile {
+    /// The citation of each paper, by number (`"000"`): title, authors, venue, as the report
+    /// names them.
+    pub papers: BTreeMap<String, String>,
     /// Metric names and definitions.
     pub metrics: BTreeMap<String, String>,
     /// Per experiment id.
@@ -144,6 +147,14 @@ pub const ACROSS: [&str; 6] = [
 /// Checks what serde cannot: known names, the numbers each relation needs, no tolerance where it
 /// would be ignored. Errors name the experiment and the claim.
 pub fn validate(file: &ClaimsFile) -> Result<()> {
+    for (id, experiment) in &file.experiment {
+        if !file.papers.contains_key(&experiment.paper) {
+            anyhow::bail!(
+                "experiment {id}: paper {:?} has no citation in [papers]",
+                experiment.paper
+            );
+        }
+    }
     for (id, experiment) in &file.experiment {
         for claim in &experiment.claim {
             let fail = |message: String| -> Result<()> {
@@ -1421,7 +1432,7 @@ mod tests {
     fn validation_names_the_bad_claim() {
         let text = |extra: &str| {
             format!(
-                "[metrics]\ngoodput = \"g\"\n[experiment.e1]\npaper = \"000\"\nwhere = \"x\"\nshow = \"x\"\nmetrics = []\nresult = \"r\"\n[[experiment.e1.claim]]\ntext = \"the claim\"\nquote = \"q\"\nsource = \"§1\"\nthreshold = \"paper\"\nreading = \"ok\"\nmetric = \"goodput\"\n{extra}\n"
+                "[papers]\n\"000\" = \"A. Author, \\\"A paper\\\", Venue 2000\"\n[metrics]\ngoodput = \"g\"\n[experiment.e1]\npaper = \"000\"\nwhere = \"x\"\nshow = \"x\"\nmetrics = []\nresult = \"r\"\n[[experiment.e1.claim]]\ntext = \"the claim\"\nquote = \"q\"\nsource = \"§1\"\nthreshold = \"paper\"\nreading = \"ok\"\nmetric = \"goodput\"\n{extra}\n"
             )
         };
         let check = |extra: &str| -> std::result::Result<(), String> {
@@ -1429,6 +1440,14 @@ mod tests {
             validate(&file).map_err(|e| e.to_string())
         };
         assert!(check("relation = \"approx\"\nvalue = 1.0").is_ok());
+        // Every experiment's paper is cited.
+        let uncited = text("relation = \"approx\"\nvalue = 1.0")
+            .replace("[papers]\n\"000\"", "[papers]\n\"001\"");
+        let file: ClaimsFile = toml::from_str(&uncited).unwrap();
+        assert!(validate(&file)
+            .unwrap_err()
+            .to_string()
+            .contains("paper \"000\" has no citation"));
         let error = check("relation = \"below\"\nvalue = 1.0\ntolerance = 0.1").unwrap_err();
         assert!(
             error.contains("the claim") && error.contains("no tolerance"),

@@ -654,12 +654,19 @@ fn run_ns2(
     Run::load(&directory).map_err(|error| error.to_string())
 }
 
-fn setup_text(experiment: &Experiment, paper: Option<&claims::ExperimentClaims>) -> String {
+fn setup_text(
+    experiment: &Experiment,
+    paper: Option<&claims::ExperimentClaims>,
+    citations: &std::collections::BTreeMap<String, String>,
+) -> String {
     let scenario = &experiment.scenario;
     let mut text = String::new();
     if let Some(paper) = paper {
+        let citation = citations
+            .get(&paper.paper)
+            .map_or(String::new(), |citation| format!(" ({citation})"));
         text += &format!(
-            "Paper {}, {}. Shown: {}. Metrics: {}.\n\n",
+            "Paper {}{citation}, {}. Shown: {}. Metrics: {}.\n\n",
             paper.paper,
             paper.location,
             paper.show,
@@ -903,7 +910,7 @@ fn build_report(
             None => experiment.id.clone(),
         };
         let mut section = Section::new(&experiment.id, title)
-            .setup(setup_text(experiment, paper))
+            .setup(setup_text(experiment, paper, &claims_file.papers))
             .paper_result(
                 paper
                     .map(|paper| paper.result.clone())
