@@ -124,10 +124,6 @@ fn a_lying_receiver_does_not_raise_tfrc_sends_rate() {
         let refused =
             counters["unproven"].as_u64().unwrap() + counters["unconfirmed"].as_u64().unwrap();
         assert!(refused + 1 >= received as u64, "{counters}");
-        // After 2 s the no-feedback timer has halved the rate a dozen times: tens of packets
-        // (about 0.2 Mb/s at most), where a liar taken at its word keeps W_init/R or more —
-        // tens of thousands of packets per second over loopback.
-        assert!(late <= 100, "{late} packets after 2 s");
         if name == "no proof" {
             assert_eq!(output.status.code(), Some(1), "{stderr}");
             assert!(stderr.contains("was accepted"), "{stderr}");
@@ -142,6 +138,14 @@ fn a_lying_receiver_does_not_raise_tfrc_sends_rate() {
             assert!(received <= 8, "{received} packets");
         } else {
             assert!(counters["feedbacks"].as_u64().unwrap() <= 1, "{counters}");
+            // After 2 s the no-feedback timer has halved the rate a dozen times: under 1 % of
+            // the packets come after it (34 to 117 of 30,000 to 56,000 in our runs, the spread
+            // from loopback's varying first RTT sample), where a liar taken at its word would
+            // keep W_init/R or more all along.
+            assert!(
+                late * 100 <= received,
+                "{late} of {received} packets after 2 s"
+            );
         }
     }
 }
