@@ -138,14 +138,11 @@ fn a_lying_receiver_does_not_raise_tfrc_sends_rate() {
             assert!(received <= 8, "{received} packets");
         } else {
             assert!(counters["feedbacks"].as_u64().unwrap() <= 1, "{counters}");
-            // After 2 s the no-feedback timer has halved the rate a dozen times: under 1 % of
-            // the packets come after it (34 to 117 of 30,000 to 56,000 in our runs, the spread
-            // from loopback's varying first RTT sample), where a liar taken at its word would
-            // keep W_init/R or more all along.
-            assert!(
-                late * 100 <= received,
-                "{late} of {received} packets after 2 s"
-            );
+            // After 2 s the no-feedback timer has halved the rate a dozen times: 34 to 117
+            // packets come in the last 2 s in our runs (of 30,000 to 56,000; the spread comes
+            // from loopback's varying first RTT sample). A liar taken at its word would keep
+            // W_init/R or more all along: with R up to 1 ms, at least 7,700 packets in 2 s.
+            assert!(late <= 1_000, "{late} of {received} packets after 2 s");
         }
     }
 }
