@@ -167,8 +167,25 @@ fn quick_reproduction_reports_every_experiment_with_numbers() {
     // Replication 0 keeps its raw files; the others keep their summary only.
     let runs = std::fs::read_to_string(out.join("runs.csv")).unwrap();
     let mut reader = csv::Reader::from_reader(runs.as_bytes());
+    // The grid's parameters are columns: a run named `id[label=value]` has `value` under
+    // `param_label`.
+    let header = reader.headers().unwrap().clone();
+    assert!(
+        header.iter().any(|name| name.starts_with("param_")),
+        "{header:?}"
+    );
     let mut seen = [false; 2];
     for record in reader.records().map(Result::unwrap) {
+        if let Some((_, labels)) = record[1].trim_end_matches(']').split_once('[') {
+            for pair in labels.split(',') {
+                let (label, value) = pair.split_once('=').unwrap();
+                let column = header
+                    .iter()
+                    .position(|name| name == format!("param_{label}"))
+                    .unwrap_or_else(|| panic!("no param_{label} in {header:?}"));
+                assert_eq!(&record[column], value, "{record:?}");
+            }
+        }
         let directory = out.join(&record[4]);
         let replication: usize = record[2].parse().unwrap();
         seen[replication] = true;

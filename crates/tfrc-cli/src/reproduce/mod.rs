@@ -570,35 +570,74 @@ pub fn run(args: &ReproduceArgs) -> Result<()> {
     Ok(())
 }
 
-/// `runs.csv`: every distinct run with its directory, wall time and events.
+/// `runs.csv`: every distinct run with its directory, wall time and events, then one
+/// `param_<label>` column per sweep label of any experiment (the grid's parameters, empty where
+/// a run's experiment has no such label), so that a table of runs can be grouped by them.
 fn write_runs_csv(out: &Path, outcomes: &[runner::RunOutcome]) -> Result<()> {
-    let mut text =
-        String::from("experiment,run,replication,seed,directory,status,wall_time_s,events\n");
+    let labels: std::collections::BTreeSet<&str> = outcomes
+        .iter()
+        .flat_map(|outcome| outcome.job.scenario.variant.iter())
+        .map(|(label, _)| label.as_str())
+        .collect();
+    let column = |label: &str| -> String {
+        let safe: String = label
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+            .collect();
+        format!("param_{safe}")
+    };
+    std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
+    let path = out.join("runs.csv");
+    let mut writer = csv::Writer::from_path(&path)
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    let mut header: Vec<String> = [
+        "experiment",
+        "run",
+        "replication",
+        "seed",
+        "directory",
+        "status",
+        "wall_time_s",
+        "events",
+    ]
+    .iter()
+    .map(|name| (*name).to_owned())
+    .collect();
+    header.extend(labels.iter().map(|label| column(label)));
+    writer.write_record(&header)?;
     for outcome in outcomes {
-        text += &format!(
-            "{},\"{}\",{},{},\"{}\",{},{:.3},{}\n",
-            outcome.job.experiment,
-            outcome.job.scenario.name,
-            outcome.job.replication,
-            outcome.job.scenario.seed,
-            outcome
-                .job
-                .directory
+        let job = &outcome.job;
+        let mut record = vec![
+            job.experiment.clone(),
+            job.scenario.name.clone(),
+            job.replication.to_string(),
+            job.scenario.seed.to_string(),
+            job.directory
                 .strip_prefix(out)
-                .unwrap_or(&outcome.job.directory)
-                .display(),
+                .unwrap_or(&job.directory)
+                .display()
+                .to_string(),
             if outcome.result.is_ok() {
                 "ok"
             } else {
                 "failed"
-            },
-            outcome.wall_time.as_secs_f64(),
-            outcome.events
-        );
+            }
+            .to_owned(),
+            format!("{:.3}", outcome.wall_time.as_secs_f64()),
+            outcome.events.to_string(),
+        ];
+        record.extend(labels.iter().map(|label| {
+            job.scenario
+                .variant
+                .iter()
+                .find(|(name, _)| name == label)
+                .map_or(String::new(), |(_, value)| value.clone())
+        }));
+        writer.write_record(&record)?;
     }
-    std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
-    std::fs::write(out.join("runs.csv"), text)
-        .with_context(|| format!("cannot write {}", out.join("runs.csv").display()))
+    writer
+        .flush()
+        .with_context(|| format!("cannot write {}", path.display()))
 }
 
 /// How many experiments got each verdict.
