@@ -195,15 +195,14 @@ fn plot_overlays_saved_runs() {
     assert!(String::from_utf8_lossy(&unknown.stderr).contains("--flow zz"));
 }
 
-/// `tfrc sim --pcap DIR` writes one capture per flow, in the pcap format (nanosecond magic,
-/// link type IPv4), and a bad directory is named in the error.
-#[test]
-fn sim_pcap_writes_one_capture_per_flow() {
+/// Runs `tfrc sim --pcap` on one TFRC flow `a` over the 50 ms dumbbell for `duration`, in a
+/// scratch directory (`out/`, `pcap/`); returns the directory and the scenario file.
+fn sim_with_pcap(duration: &str) -> (tfrc_test_support::Scratch, std::path::PathBuf) {
     let scratch = tfrc_test_support::Scratch::new();
     let scenario = scratch.write(
         "p.toml",
         &format!(
-            "name = \"p\"\nduration = \"2s\"\n{}{}",
+            "name = \"p\"\nduration = \"{duration}\"\n{}{}",
             tfrc_test_support::DUMBBELL_1MBPS_50MS,
             tfrc_test_support::flow("a", "tfrc", &[])
         ),
@@ -219,6 +218,14 @@ fn sim_pcap_writes_one_capture_per_flow() {
         .output()
         .unwrap();
     tfrc_test_support::succeeded(output);
+    (scratch, scenario)
+}
+
+/// `tfrc sim --pcap DIR` writes one capture per flow, in the pcap format (nanosecond magic,
+/// raw IP link type), and a bad directory is named in the error.
+#[test]
+fn sim_pcap_writes_one_capture_per_flow() {
+    let (scratch, scenario) = sim_with_pcap("2s");
     let bytes = std::fs::read(scratch.join("pcap").join("a.pcap")).unwrap();
     // Big-endian whatever the machine, so that a run's files are the same everywhere.
     assert_eq!(
@@ -265,26 +272,7 @@ fn the_wireshark_dissector_decodes_a_simulator_capture() {
     ) {
         return;
     }
-    let scratch = tfrc_test_support::Scratch::new();
-    let scenario = scratch.write(
-        "p.toml",
-        &format!(
-            "name = \"p\"\nduration = \"3s\"\n{}{}",
-            tfrc_test_support::DUMBBELL_1MBPS_50MS,
-            tfrc_test_support::flow("a", "tfrc", &[])
-        ),
-    );
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_tfrc"))
-        .arg("sim")
-        .arg(&scenario)
-        .arg("--out")
-        .arg(scratch.join("out"))
-        .arg("--pcap")
-        .arg(scratch.join("pcap"))
-        .arg("-q")
-        .output()
-        .unwrap();
-    tfrc_test_support::succeeded(output);
+    let (scratch, _) = sim_with_pcap("3s");
     let dissector =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tools/wireshark/tfrc.lua");
     let output = std::process::Command::new("tshark")
