@@ -169,8 +169,8 @@ impl RateControl for TfrcRate {
 #[derive(Debug, Clone, Copy)]
 struct HeaderWriter {
     session_id: u32,
-    /// The key of the packets' marks (as the TFRC sender's, [`tfrc_proto::wire::data_nonce`]).
-    key: u64,
+    /// The packets' marks, as the TFRC sender's ([`tfrc_proto::wire::PacketMarker`]).
+    marker: tfrc_proto::wire::PacketMarker,
     sequence: u32,
 }
 
@@ -178,7 +178,7 @@ impl HeaderWriter {
     fn new(session_id: u32, key: u64) -> HeaderWriter {
         HeaderWriter {
             session_id,
-            key,
+            marker: tfrc_proto::wire::PacketMarker::new(key),
             sequence: 0,
         }
     }
@@ -202,7 +202,7 @@ impl HeaderWriter {
             timestamp: now.as_nanos(),
             rtt_micros: 0,
             veno_backlog_millipackets: 0,
-            nonce: tfrc_proto::wire::data_nonce(self.key, self.sequence),
+            nonce: self.marker.nonce(self.sequence),
         }
         .emit(buffer)
         .map_err(|error| RateError::Size(error.to_string()))?;

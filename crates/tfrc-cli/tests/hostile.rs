@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use tfrc_proto::wire::{self, DataRepr, FeedbackRepr, Packet, PacketKind};
 use tfrc_test_support::wait_bounded;
-use tfrc_udp::control::{Cookie, FlowOptions, Hello, COOKIE_LEN};
+use tfrc_udp::control::{FlowOptions, Hello, COOKIE_LEN};
 
 fn tfrc() -> Command {
     Command::new(env!("CARGO_BIN_EXE_tfrc"))
@@ -43,12 +43,7 @@ fn liar(
             let bytes = &buffer[..length];
             if let Some(hello) = Hello::parse(bytes) {
                 let mut answer = [0u8; COOKIE_LEN];
-                let length = Cookie {
-                    session_id: hello.session_id,
-                    nonce: hello.nonce,
-                    cookie: 1,
-                }
-                .emit(&mut answer);
+                let length = hello.answer(1).emit(&mut answer);
                 let _ = socket.send_to(&answer[..length], from);
                 continue;
             }

@@ -172,10 +172,9 @@ struct SendRecord {
 pub struct Sender {
     config: Config,
     session_id: u32,
-    /// The key of the packets' marks and the session token (never sent).
-    key: u64,
-    /// The session token every nonce and feedback carries.
-    token: u16,
+    /// The key of the packets' marks (never sent) and the session token every nonce and
+    /// feedback carries.
+    marker: wire::PacketMarker,
     next_sequence: u32,
     /// X, bytes/s.
     x: f64,
@@ -281,8 +280,7 @@ impl Sender {
             ns2,
             config,
             session_id,
-            key,
-            token: wire::session_token(key),
+            marker: wire::PacketMarker::new(key),
             next_sequence: 0,
         })
     }
@@ -537,7 +535,7 @@ impl Sender {
             veno_backlog_millipackets: (self.veno_backlog() * 1000.0)
                 .round()
                 .clamp(0.0, u32::MAX as f64) as u32,
-            nonce: wire::data_nonce(self.key, self.next_sequence),
+            nonce: self.marker.nonce(self.next_sequence),
         };
         repr.emit(buffer).map_err(|_| SendError::BufferTooSmall {
             needed: length,
@@ -620,7 +618,7 @@ impl Sender {
             return Err(FeedbackError::Malformed);
         };
         if feedback.session_id != self.session_id
-            || (feedback.echo_nonce >> 16) as u16 != self.token
+            || (feedback.echo_nonce >> 16) as u16 != self.marker.token()
         {
             self.stats.foreign += 1;
             return Err(FeedbackError::ForeignSession);
@@ -679,9 +677,7 @@ impl Sender {
             && proof.length <= wire::PROOF_WINDOW
             && proof.offset <= wire::PROOF_MAX_OFFSET
             && u64::from(proof.length) <= sent_to_end
-            && (0..u32::from(proof.length)).fold(0u16, |sum, back| {
-                sum.wrapping_add(wire::packet_mark(self.key, end.wrapping_sub(back)))
-            }) == proof.sum;
+            && self.marker.run_sum(end, proof.length) == proof.sum;
         if !valid {
             self.stats.unproven += 1;
             return Err(FeedbackError::Unproven);

@@ -285,9 +285,40 @@ pub fn packet_mark(key: u64, sequence: u32) -> u16 {
     keyed_hash(key, u64::from(sequence)) as u16
 }
 
-/// The nonce field of data packet `sequence`: session token and mark.
-pub fn data_nonce(key: u64, sequence: u32) -> u32 {
-    u32::from(session_token(key)) << 16 | u32::from(packet_mark(key, sequence))
+/// A sender's marking: its key and the session token the key gives, computed once (every data
+/// packet carries the token and its own mark; every feedback's proof is checked against them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PacketMarker {
+    key: u64,
+    token: u16,
+}
+
+impl PacketMarker {
+    /// The marker of a sender with this key.
+    pub fn new(key: u64) -> PacketMarker {
+        PacketMarker {
+            key,
+            token: session_token(key),
+        }
+    }
+
+    /// The session token.
+    pub fn token(&self) -> u16 {
+        self.token
+    }
+
+    /// The nonce field of data packet `sequence`: session token and the packet's mark.
+    pub fn nonce(&self, sequence: u32) -> u32 {
+        u32::from(self.token) << 16 | u32::from(packet_mark(self.key, sequence))
+    }
+
+    /// The sum (mod 2^16) of the marks of the `length` packets ending at `end`: what a receipt
+    /// proof of that run must carry.
+    pub fn run_sum(&self, end: u32, length: u16) -> u16 {
+        (0..u32::from(length)).fold(0u16, |sum, back| {
+            sum.wrapping_add(packet_mark(self.key, end.wrapping_sub(back)))
+        })
+    }
 }
 
 /// SipHash-1-3 keyed with the sender's key (its second half a fixed constant) of `value`.
@@ -332,9 +363,7 @@ impl ReceiptProof {
         ReceiptProof {
             offset: 0,
             length,
-            sum: (0..u32::from(length)).fold(0u16, |sum, back| {
-                sum.wrapping_add(packet_mark(key, end.wrapping_sub(back)))
-            }),
+            sum: PacketMarker::new(key).run_sum(end, length),
         }
     }
 
@@ -407,7 +436,7 @@ pub struct DataRepr {
     pub rtt_micros: u32,
     /// Veno backlog N in thousandths of a packet.
     pub veno_backlog_millipackets: u32,
-    /// Session token and the packet's mark ([`data_nonce`]).
+    /// Session token and the packet's mark ([`PacketMarker::nonce`]).
     pub nonce: u32,
 }
 
@@ -613,7 +642,7 @@ mod tests {
         assert_ne!(packet_mark(key ^ 1, 5), packet_mark(key, 5));
         assert_ne!(session_token(key ^ 1), token);
         for sequence in [0, 1, u32::MAX] {
-            let nonce = data_nonce(key, sequence);
+            let nonce = PacketMarker::new(key).nonce(sequence);
             assert_eq!((nonce >> 16) as u16, token);
             assert_eq!(nonce as u16, packet_mark(key, sequence));
         }

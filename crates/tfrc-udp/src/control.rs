@@ -283,6 +283,15 @@ impl Hello {
         HELLO_LEN
     }
 
+    /// The answer to this hello: `cookie` for its session.
+    pub fn answer(&self, cookie: u64) -> Cookie {
+        Cookie {
+            session_id: self.session_id,
+            nonce: self.nonce,
+            cookie,
+        }
+    }
+
     /// Parses the datagram; `None` if it is not a well-formed hello (too short included: the
     /// answer must not be longer than the request).
     pub fn parse(bytes: &[u8]) -> Option<Hello> {

@@ -27,9 +27,7 @@ use tfrc_proto::wire::{self, Packet, PacketKind};
 use tfrc_proto::{Instant, ReceiveError, Receiver, ReceiverStats};
 
 use crate::clock::{unix_time_seconds, Clock, CpuMeter, CpuUtilization};
-use crate::control::{
-    self, Cookie, CookieJar, EndAcknowledgement, EndOfSession, FlowOptions, Hello,
-};
+use crate::control::{self, CookieJar, EndAcknowledgement, EndOfSession, FlowOptions, Hello};
 use crate::csvlog::FlowCsv;
 use crate::pacing::{lower_timer_slack, poll_readable};
 use crate::registry::{self, FlowKind, FlowSnapshot, ProbeGuard, ReceiverSnapshot};
@@ -730,13 +728,10 @@ impl UdpReceiver {
             return;
         };
         let elapsed = Duration::from_nanos(now.as_nanos());
-        let cookie = Cookie {
-            session_id: hello.session_id,
-            nonce: hello.nonce,
-            cookie: self
-                .cookies
+        let cookie = hello.answer(
+            self.cookies
                 .make(from, hello.session_id, hello.nonce, elapsed),
-        };
+        );
         let mut buffer = [0u8; control::COOKIE_LEN];
         let length = cookie.emit(&mut buffer);
         match self.socket.send_to(&buffer[..length], from) {

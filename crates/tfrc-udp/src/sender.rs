@@ -302,7 +302,7 @@ pub struct UdpSender {
     waiter: Waiter,
     calibration: TimerCalibration,
     session_id: u32,
-    /// The key of the data packets' marks ([`tfrc_proto::wire::data_nonce`]); never sent.
+    /// The key of the data packets' marks ([`tfrc_proto::wire::PacketMarker`]); never sent.
     key: u64,
     /// The nonce of the control datagrams (END): the session token in the upper half, as
     /// the receiver learns it from the data packets.

@@ -93,12 +93,7 @@ fn garbage_and_spoofed_feedback_are_counted_and_do_not_change_the_rate() {
     let (length, sender_address) = fake_receiver.recv_from(&mut buffer).unwrap();
     let hello = Hello::parse(&buffer[..length]).expect("a hello comes first");
     let mut answer = [0u8; COOKIE_LEN];
-    let answer_length = Cookie {
-        session_id: hello.session_id,
-        nonce: hello.nonce,
-        cookie: 7,
-    }
-    .emit(&mut answer);
+    let answer_length = hello.answer(7).emit(&mut answer);
     fake_receiver
         .send_to(&answer[..answer_length], sender_address)
         .unwrap();

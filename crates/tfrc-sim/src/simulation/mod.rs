@@ -673,20 +673,14 @@ impl Simulation {
         capture.record(file, self.now, endpoints, reverse, layer, size, ecn);
     }
 
-    /// A packet of flow `flow_index` reached its destination: its flow's capture file.
-    fn capture_packet(&mut self, flow_index: usize, state: &PacketState, meta: PacketMeta) {
-        if self.capture.is_some() {
-            self.capture_into(flow_index, state, meta);
-        }
-    }
-
     fn deliver(&mut self, meta: PacketMeta) {
         let Some(state) = self.release(meta.id) else {
             return;
         };
         let now = self.now;
         let flow_index = state.flow as usize;
-        self.capture_packet(flow_index, &state, meta);
+        // Reached its destination: the flow's own capture file.
+        self.capture_into(flow_index, &state, meta);
         let flow = &mut self.flows[flow_index];
         match state.body {
             Body::TfrcData(header) => {
