@@ -715,17 +715,25 @@ impl Sender {
         Ok(())
     }
 
-    /// Records the cumulative bytes sent at `now`: a new entry once R / [`SENT_LOG_SPACING`] has
-    /// passed since the last (or with no R yet), else the last entry moves up to `now`; entries
-    /// older than [`SENT_LOG_SPAN`] R go, and at most [`MAX_SENT_LOG`] are kept.
+    /// Records the cumulative bytes sent at `now`: the newest entry moves up to `now` while
+    /// less than R / [`SENT_LOG_SPACING`] has passed since the entry before it, else (or with no
+    /// R yet) a new entry starts; entries older than [`SENT_LOG_SPAN`] R go, and at most
+    /// [`MAX_SENT_LOG`] are kept.
+    ///
+    /// The spacing is measured from the entry before the newest, which stays put: measured from
+    /// the newest entry's own (moving) time, a stream of packets closer together than the
+    /// spacing kept moving one entry forever, the log then held nothing between the last
+    /// sparse packet and now, and [`Sender::x_recv_limit`] fell to 0 — above about 3,000
+    /// packets/s at R = 80 ms an honest flow was capped down to a few percent of its rate.
     fn log_sent(&mut self, now: Instant) {
         let spacing = self
             .rtt
             .map_or(Duration::ZERO, |rtt| rtt / SENT_LOG_SPACING);
+        let entries = self.sent_log.len();
+        let within_spacing =
+            entries >= 2 && !spacing.is_zero() && now - self.sent_log[entries - 2].0 < spacing;
         match self.sent_log.back_mut() {
-            Some(last) if !spacing.is_zero() && now - last.0 < spacing => {
-                *last = (now, self.stats.bytes);
-            }
+            Some(last) if within_spacing => *last = (now, self.stats.bytes),
             _ => self.sent_log.push_back((now, self.stats.bytes)),
         }
         let span = self.rtt.map(|rtt| rtt * SENT_LOG_SPAN);
