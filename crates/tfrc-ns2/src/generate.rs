@@ -20,8 +20,8 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use tfrc_scenario::{
-    Capacity, FlowKind, FlowSpec, LinkDirectionSpec, LossModel, QueueSpec, Scenario, TcpVariant,
-    TfrcProfile,
+    Capacity, FlowKind, FlowSpec, LinkDirectionSpec, LossModel, QueueSpec, Scenario, TcpProfile,
+    TcpVariant, TfrcProfile,
 };
 
 use crate::error::Ns2Error;
@@ -501,10 +501,18 @@ impl<'a> Generator<'a> {
                     ));
                 }
             }
-            FlowKind::Tcp(tcp) if tcp.window.is_none() => {
-                self.notes.push(format!(
-                    "flow.{name}.window: unlimited maps to window_ {UNLIMITED_TCP_WINDOW}"
-                ));
+            FlowKind::Tcp(tcp) => {
+                if tcp.window.is_none() {
+                    self.notes.push(format!(
+                        "flow.{name}.window: unlimited maps to window_ {UNLIMITED_TCP_WINDOW}"
+                    ));
+                }
+                if tcp.variant == TcpVariant::Sack {
+                    self.notes.push(format!(
+                        "flow.{name}.variant: \"sack\" (RFC 6675 recovery) maps to ns-2's \
+                         Agent/TCP/Sack1, whose recovery differs (see docs/ns2-profile.md)"
+                    ));
+                }
             }
             _ => {}
         }
@@ -912,6 +920,17 @@ impl<'a> Generator<'a> {
                          $src({index}) set window_ {window}",
                         size - NS2_TCP_HEADER_BYTES
                     );
+                    if tcp.profile == TcpProfile::Rfc {
+                        // The RFC reading of the three ns-2.35 defaults `SenderConfig::ns2`
+                        // follows: no SYN round trip, rounded halving, RFC 6298's 1 s initial
+                        // RTO. `reset` re-runs `TcpAgent::reset()` (`rtt_init`,
+                        // `set_initial_window`), which read them when the agent was created.
+                        let _ = writeln!(
+                            out,
+                            "$src({index}) set syn_ false; $src({index}) set precisionReduce_ false; \
+                             $src({index}) set rtxcur_init_ 1.0; $src({index}) reset"
+                        );
+                    }
                     let _ = write!(out, "set snk({index}) [new {sink}]");
                     if tcp.delayed_ack {
                         // The simulator's sink (tfrc-tcp) waits 100 ms, ns-2's default

@@ -63,7 +63,7 @@ pub use error::ScenarioError;
 pub use model::{
     Capacity, FlowKind, FlowSpec, Link, LinkDirectionSpec, LossModel, LossSpec, MarkerKind,
     MarkerSpec, OnOffSpec, Output, QueueSpec, RedSpec, RioSpec, SweepAxis, SweepChoice, SweepForm,
-    TcpSpec, TcpVariant, TfrcProfile, TfrcSpec, TraceOpportunity, VenoSpec,
+    TcpProfile, TcpSpec, TcpVariant, TfrcProfile, TfrcSpec, TraceOpportunity, VenoSpec,
 };
 pub use raw::table_keys;
 pub use replicate::replication_seed;

@@ -485,6 +485,21 @@ pub struct TcpSpec {
     /// Largest congestion window in packets (`None`: unlimited; ns-2's default is 20).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub window: Option<u32>,
+    /// Where the RFCs and ns-2.35's agents part, which one the sender follows (default the
+    /// RFCs).
+    pub profile: TcpProfile,
+}
+
+/// Which TCP the sender follows where the RFCs and ns-2.35 differ (`tfrc_tcp::SenderConfig::ns2`
+/// lists the differences: the SYN round trip, unrounded halving, the 3 s initial RTO).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TcpProfile {
+    /// RFC 5681, 6298, 6582 and 6675 as written, with ns-2's values (`"rfc"`, the default).
+    #[default]
+    Rfc,
+    /// ns-2.35's one-way `Agent/TCP` defaults (`"ns2"`), for side-by-side runs.
+    Ns2,
 }
 
 /// TCP loss recovery variants.

@@ -12,7 +12,7 @@ use serde::de::{self, IntoDeserializer, Visitor};
 use serde::{Deserialize, Deserializer};
 
 use crate::error::{closest, join_key, ScenarioError};
-use crate::model::{MarkerKind, TcpVariant, TfrcProfile};
+use crate::model::{MarkerKind, TcpProfile, TcpVariant, TfrcProfile};
 use crate::units::{DurationText, Rate};
 
 /// A value that may also be the string `"none"`, meaning "not set" (so that `--set` and sweeps
@@ -409,6 +409,7 @@ pub(crate) struct RawTcp {
     pub(crate) variant: Option<TcpVariant>,
     pub(crate) delayed_ack: Option<bool>,
     pub(crate) window: Option<NoneOr<u32>>,
+    pub(crate) profile: Option<TcpProfile>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -692,7 +693,7 @@ mod tests {
         assert_eq!(table_keys("flow", "tfrc"), None);
         assert_eq!(
             RawFlowKind::keys("tcp").unwrap(),
-            ["variant", "delayed_ack", "window"]
+            ["variant", "delayed_ack", "window", "profile"]
         );
         assert_eq!(shared_keys(KindSection::Queue), ["limit"]);
     }

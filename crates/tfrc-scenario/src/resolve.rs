@@ -734,6 +734,7 @@ fn resolve_flow(
                 variant: raw.variant.unwrap_or_default(),
                 delayed_ack: raw.delayed_ack.unwrap_or(false),
                 window,
+                profile: raw.profile.unwrap_or_default(),
             })
         }
         RawFlowKind::Cbr(raw) => {

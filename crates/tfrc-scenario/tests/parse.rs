@@ -5,8 +5,8 @@ use std::path::{Path, PathBuf};
 
 use tfrc_scenario::{
     Capacity, FlowKind, LossModel, LossSpec, MarkerKind, OnOffSpec, QueueSpec, Rate, RedSpec,
-    RioSpec, Scenario, ScenarioError, TcpSpec, TcpVariant, TfrcProfile, TfrcSpec, TraceOpportunity,
-    VenoSpec,
+    RioSpec, Scenario, ScenarioError, TcpProfile, TcpSpec, TcpVariant, TfrcProfile, TfrcSpec,
+    TraceOpportunity, VenoSpec,
 };
 
 const EXAMPLE_PATH: &str = "tests/data/example.toml";
@@ -151,6 +151,7 @@ fn the_shared_example_parses_to_the_expected_structs() {
             variant: TcpVariant::Sack,
             delayed_ack: false,
             window: None,
+            profile: TcpProfile::Rfc,
         })
     );
     assert_eq!((t1.start, t1.packet_size), (secs(0), 1000));
@@ -268,6 +269,7 @@ kind = "tcp"
 variant = "newreno"
 delayed_ack = true
 window = 20
+profile = "ns2"
 from = "s"
 to = "r"
 
@@ -357,6 +359,7 @@ state_interval = "10ms"
             variant: TcpVariant::NewReno,
             delayed_ack: true,
             window: Some(20),
+            profile: TcpProfile::Ns2,
         })
     );
     let FlowKind::Pareto(pareto) = &scenario.flow("p").unwrap().kind else {

@@ -121,12 +121,18 @@ pub enum ConfigError {
 /// | `initial_slow_start_threshold` | `max_window` | `ssthresh_ = window_` at reset |
 /// | `duplicate_ack_threshold` | 3 | `numdupacks_ 3` |
 /// | `limited_transmit` | on | `singledup_ 1` |
-/// | `initial_rto` | 1 s | `rtxcur_init_` (3 s in ns-2.35) |
+/// | `initial_rto` | 1 s (3 s with [`SenderConfig::ns2`]) | `rtxcur_init_ 3.0` |
 /// | `min_rto` | 200 ms | `minrto_ 0.2` |
 /// | `max_rto` | 60 s | `maxrto_ 60` (ns-2.35) |
 /// | `clock_granularity` | 10 ms | `tcpTick_ 0.01` |
 /// | `max_backoff` | 64 | `t_backoff_` capped at 64 |
 /// | `packet_limit` | none (bulk) | FTP source, `maxpkts_` |
+/// | `syn_handshake` | off | `syn_ true`, `delay_growth_ true` |
+/// | `precise_halving` | off | `precisionReduce_ true` |
+///
+/// [`SenderConfig::new`] gives the RFC behaviour with ns-2's values; [`SenderConfig::ns2`]
+/// turns on the three ns-2.35 defaults that differ from the RFCs (`syn_handshake`,
+/// `precise_halving`, a 3 s initial RTO).
 #[derive(Clone, Debug, PartialEq)]
 pub struct SenderConfig {
     /// Loss recovery algorithm.
@@ -166,8 +172,23 @@ pub struct SenderConfig {
     /// (ns-2 stops doubling `t_backoff_` at 64).
     pub max_backoff: u32,
     /// Packets the application has to send: `None` is an infinite backlog (bulk transfer, ns-2
-    /// FTP); `Some(n)` sends sequences `0..n` and finishes once all are acknowledged.
+    /// FTP); `Some(n)` sends `n` data packets (sequences `0..n`, or `1..=n` after a SYN) and
+    /// finishes once all are acknowledged.
     pub packet_limit: Option<u64>,
+    /// ns-2's one-way SYN exchange (`syn_ true` with `delay_growth_ true`, its defaults): sequence
+    /// 0 is a header-only SYN sent with a window of one packet, and the initial window opens when
+    /// it is acknowledged, one round trip after the start. tcp.cc: "in 1-way TCP, syn_ indicates
+    /// we are modeling a SYN exchange at the beginning. If this is true and we are delaying
+    /// growth, then use an initial window of one." A SYN lost before any ACK leaves an initial
+    /// window of one packet (RFC 5681 §3.1; ns-2 `bugfix_ss_`). Off: the first data packets leave
+    /// at the start, a round trip earlier.
+    pub syn_handshake: bool,
+    /// ns-2's `precisionReduce_ true` (its default since 2006) with `exit_recovery_fix_ 0`: a fast
+    /// retransmit sets the window to half the window unrounded (`cwnd_ = windowd() / 2`) and
+    /// ssthresh to its integer part, and the window stays as it is when the recovery ends. Off:
+    /// both become ⌊window⌋ / 2 in whole packets, and the window is set to ssthresh when the
+    /// recovery ends (RFC 5681 §3.2 step 6, RFC 6582 §3.2 step 3, RFC 6675 §5 (A)).
+    pub precise_halving: bool,
 }
 
 impl SenderConfig {
@@ -188,6 +209,22 @@ impl SenderConfig {
             clock_granularity: Duration::from_millis(10),
             max_backoff: 64,
             packet_limit: None,
+            syn_handshake: false,
+            precise_halving: false,
+        }
+    }
+
+    /// ns-2.35's defaults for `variant` where they differ from the RFCs: the SYN exchange
+    /// (`syn_ true`, `delay_growth_ true`), unrounded halving (`precisionReduce_ true`) and a
+    /// 3 s initial retransmission timeout (`rtxcur_init_ 3.0`, ns-default.tcl: "Default changed
+    /// on 2006/01/21"). What scenarios ask for with `profile = "ns2"` on a TCP flow.
+    #[must_use]
+    pub fn ns2(variant: Variant) -> Self {
+        Self {
+            initial_rto: Duration::from_secs(3),
+            syn_handshake: true,
+            precise_halving: true,
+            ..Self::new(variant)
         }
     }
 

@@ -15,8 +15,13 @@
 //!   for links (data: segment size + 40 bytes; ACK: 40 bytes + SACK option).
 //!
 //! Like ns-2's `Agent/TCP`, sequence numbers count packets, the window is in packets, every
-//! segment carries a full segment size, there is no handshake, no byte stream and no
-//! advertised-window dynamics (a fixed `max_window` stands for the receiver's window).
+//! segment carries a full segment size, there is no byte stream and no advertised-window
+//! dynamics (a fixed `max_window` stands for the receiver's window). The handshake is at most
+//! ns-2's: a header-only SYN as sequence 0 ([`SenderConfig::syn_handshake`]).
+//!
+//! [`SenderConfig::new`] follows the RFCs where they and ns-2.35 part; [`SenderConfig::ns2`]
+//! follows ns-2.35's defaults there (the SYN round trip, unrounded halving, a 3 s initial RTO),
+//! for side-by-side runs (a scenario's TCP `profile = "ns2"`).
 //!
 //! # Driving a sender and a sink by hand
 //! ```
@@ -63,16 +68,16 @@
 //! |---|---|---|---|
 //! | segment size | 1000 B | `Agent/TCP packetSize_ 1000` | |
 //! | header | 40 B | `tcpip_base_hdr_size_ 40` | ACKs 40 B + SACK option |
-//! | initial window | 2 | `windowInit_ 2` | ns-2 adds a SYN round trip (`syn_ true`); not modelled |
+//! | initial window | 2 | `windowInit_ 2` | ns-2 first spends a round trip on a SYN (`syn_ true`, `delay_growth_ true`): `syn_handshake` in [`SenderConfig::ns2`] |
 //! | maximum window | 10 000 | `window_ 20` | raised so bulk TCP fills the bottleneck |
 //! | initial ssthresh | maximum window | `ssthresh_` = `window_` | |
 //! | duplicate ACK threshold | 3 | `numdupacks_ 3` | |
 //! | limited transmit | on | `singledup_ 1` | RFC 3042 |
 //! | window increase | +1 per ACK (slow start), +1/cwnd per ACK | `windowOption_ 1` | per ACK, not per packet acked |
-//! | window decrease | ssthresh = ⌊min(cwnd, max window)⌋ / 2, at least 2 | `decrease_num_ 0.5`, `slowdown()` | ns-2 also halves with the window, not the flight size |
+//! | window decrease | ssthresh = ⌊min(cwnd, max window)⌋ / 2, at least 2; cwnd = ssthresh | `decrease_num_ 0.5`, `slowdown()` | ns-2 also halves with the window, not the flight size; its `precisionReduce_ true` keeps cwnd at the unrounded half through the recovery: `precise_halving` in [`SenderConfig::ns2`] |
 //! | fast recovery window | ssthresh + 3, +1 per further duplicate | `dupwnd_` | RFC 5681; ns-2's `exitFastRetrans_` starts the inflation at 0 instead |
 //! | NewReno timer | reset on the first partial ACK only | `newreno_changes1_ 1` | RFC 6582 "Impatient" |
-//! | initial RTO | 1 s | `rtxcur_init_` 3 s (ns-2.35) | RFC 6298 §2.1 |
+//! | initial RTO | 1 s | `rtxcur_init_` 3 s (ns-2.35) | RFC 6298 §2.1; 3 s in [`SenderConfig::ns2`] |
 //! | minimum RTO | 200 ms | `minrto_ 0.2` | applied before backoff, like ns-2 with `rfc2988_ true` |
 //! | maximum RTO | 60 s | `maxrto_ 60` (ns-2.35) | |
 //! | clock granularity | 10 ms | `tcpTick_ 0.01` | samples are not rounded to ticks here |

@@ -21,8 +21,12 @@ pub const MAX_SACK_BLOCKS: usize = 3;
 pub struct Segment {
     /// Packet sequence number, counted from 0 (ns-2 `seqno_`).
     pub sequence: u64,
-    /// Payload bytes (the sender's segment size).
+    /// Payload bytes: the sender's segment size, 0 for a SYN.
     pub payload_bytes: u32,
+    /// A header-only SYN opening the connection (sequence 0 with
+    /// [`SenderConfig::syn_handshake`](crate::SenderConfig::syn_handshake)); the sink
+    /// acknowledges it at once, delayed ACKs or not (ns-2 `SYN_immediate_ack_ true`).
+    pub syn: bool,
     /// Whether this sequence number was sent before. Real TCP does not carry this flag; it is
     /// here so the simulator can log and count retransmissions without keeping its own state.
     pub retransmission: bool,
@@ -146,6 +150,7 @@ mod tests {
             sequence: 7,
             payload_bytes: 1000,
             retransmission: false,
+            syn: false,
         };
         assert_eq!(segment.wire_size(), 1040);
         assert_eq!(Ack::new(3).wire_size(), 40);

@@ -62,7 +62,8 @@ struct Recovery {
 }
 
 /// A TCP sender modelled on ns-2's one-way `Agent/TCP/{Reno,Newreno,Sack1}`: packet sequence
-/// numbers, a congestion window in packets, no handshake, no byte stream.
+/// numbers, a congestion window in packets, no byte stream, and a handshake only as ns-2 models
+/// it (a SYN as sequence 0, [`SenderConfig::syn_handshake`]).
 ///
 /// It is sans-IO: it never reads a clock and owns no timer. The driver passes the time in.
 ///
@@ -127,6 +128,9 @@ pub struct TcpSender {
     /// (`rtt_seq_`, `rtt_ts_`); cleared by any retransmission (Karn's algorithm).
     timed_segment: Option<(u64, Instant)>,
 
+    /// The SYN timed out before it was acknowledged: the window opens at one packet.
+    syn_lost: bool,
+
     stats: SenderStats,
     stopped_at: Option<Instant>,
 }
@@ -147,8 +151,15 @@ impl TcpSender {
             next_sequence: 0,
             sent_up_to: 0,
             unacknowledged: 0,
-            data_limit: config.packet_limit.unwrap_or(u64::MAX),
-            congestion_window: f64::from(config.initial_window),
+            // With a SYN, sequence 0 is the SYN and the data follows it.
+            data_limit: config.packet_limit.map_or(u64::MAX, |packets| {
+                packets.saturating_add(u64::from(config.syn_handshake))
+            }),
+            congestion_window: if config.syn_handshake {
+                1.0
+            } else {
+                f64::from(config.initial_window)
+            },
             slow_start_threshold: config
                 .initial_slow_start_threshold
                 .unwrap_or(config.max_window),
@@ -163,6 +174,7 @@ impl TcpSender {
             retransmission_deadline: None,
             backoff: 1,
             timed_segment: None,
+            syn_lost: false,
             stats: SenderStats::default(),
             stopped_at: None,
             config,
@@ -205,6 +217,12 @@ impl TcpSender {
             return;
         }
         self.stats.timeouts += 1;
+        if self.config.syn_handshake && self.unacknowledged == 0 {
+            // The SYN was lost: RFC 5681 §3.1, "if the SYN or SYN/ACK is lost, the initial
+            // window used by a sender after a correctly transmitted SYN MUST be one segment"
+            // (ns-2 sets `wnd_init_ = 1` when the first packet is dropped, `bugfix_ss_`).
+            self.syn_lost = true;
+        }
         self.slow_start_threshold = self.half_window();
         self.congestion_window = 1.0;
         self.window_inflation = 0;
@@ -479,7 +497,9 @@ impl TcpSender {
     /// Builds the segment for `sequence` and updates counters, RTT timing and the timer.
     fn emit(&mut self, now: Instant, sequence: u64) -> Segment {
         let retransmission = sequence < self.sent_up_to;
-        let payload_bytes = self.config.segment_size;
+        let syn = self.config.syn_handshake && sequence == 0;
+        // ns-2 sends the SYN as a bare header (`databytes = 0`, size `tcpip_base_hdr_size_`).
+        let payload_bytes = if syn { 0 } else { self.config.segment_size };
         self.stats.segments_sent += 1;
         self.stats.bytes_sent += u64::from(payload_bytes);
         if retransmission {
@@ -512,6 +532,7 @@ impl TcpSender {
             sequence,
             payload_bytes,
             retransmission,
+            syn,
         }
     }
 
@@ -559,6 +580,15 @@ impl TcpSender {
     fn on_new_ack(&mut self, now: Instant, newly_acknowledged: u64) {
         let Some(mut recovery) = self.recovery else {
             self.open_window();
+            if self.config.syn_handshake && self.unacknowledged == 1 {
+                // The SYN is acknowledged: the initial window opens (ns-2 `recv`: "if
+                // (last_ack_ == 0 && delay_growth_) cwnd_ = initial_window();").
+                self.congestion_window = if self.syn_lost {
+                    1.0
+                } else {
+                    f64::from(self.config.initial_window)
+                };
+            }
             self.restart_timer(now);
             return;
         };
@@ -641,7 +671,17 @@ impl TcpSender {
             partial_acks: 0,
         });
         self.slow_start_threshold = self.half_window();
-        self.congestion_window = f64::from(self.slow_start_threshold);
+        self.congestion_window = if self.config.precise_halving {
+            // ns-2 `slowdown(CLOSE_SSTHRESH_HALF|CLOSE_CWND_HALF)` with `precisionReduce_`:
+            // "halfwin = windowd() / 2; ... cwnd_ = halfwin;", at least 1.
+            (self
+                .congestion_window
+                .min(f64::from(self.config.max_window))
+                / 2.0)
+                .max(1.0)
+        } else {
+            f64::from(self.slow_start_threshold)
+        };
         // Reno/NewReno: cwnd = ssthresh + 3 (RFC 5681), the three packets that left the
         // network; SACK counts them in `pipe` instead.
         self.window_inflation = if self.config.variant == Variant::Sack {
@@ -661,7 +701,11 @@ impl TcpSender {
     fn exit_recovery(&mut self) {
         self.recovery = None;
         self.window_inflation = 0;
-        self.congestion_window = f64::from(self.slow_start_threshold);
+        // ns-2 with `precisionReduce_` leaves the window where the fast retransmit (and
+        // NewReno's deflation, `exit_recovery_fix_ 0`) put it; the RFCs set it to ssthresh.
+        if !self.config.precise_halving {
+            self.congestion_window = f64::from(self.slow_start_threshold);
+        }
         self.retransmitted.clear();
         self.highest_retransmitted = None;
         self.retransmit_queue.clear();
@@ -687,7 +731,8 @@ impl TcpSender {
     }
 
     /// ssthresh after a loss: half the window in whole packets, at least 2 (ns-2 `slowdown`
-    /// with `CLOSE_SSTHRESH_HALF`: `int(window() / 2)`, with `window() = min(cwnd, window_)`).
+    /// with `CLOSE_SSTHRESH_HALF`: `int(window() / 2)`, with `window() = min(cwnd, window_)`;
+    /// with `precisionReduce_`, `int(windowd() / 2)`, the same integer).
     fn half_window(&self) -> u32 {
         let window = self
             .congestion_window

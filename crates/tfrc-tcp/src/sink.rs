@@ -140,7 +140,7 @@ impl TcpSink {
             self.recent_arrivals
                 .retain(|&arrival| arrival >= next_expected);
         }
-        if filled_hole || !self.config.delayed_ack {
+        if filled_hole || segment.syn || !self.config.delayed_ack {
             self.acknowledge_now();
         } else {
             self.unacknowledged_segments += 1;
@@ -257,6 +257,7 @@ mod tests {
             sequence,
             payload_bytes: 1000,
             retransmission: false,
+            syn: false,
         }
     }
 

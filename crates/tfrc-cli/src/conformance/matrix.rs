@@ -1,5 +1,5 @@
 //! The conformance matrix (`conformance/matrix.toml`): cells described by factors (flows,
-//! bottleneck, RTT, queue, loss, cross traffic, TFRC profile) or by a scenario file, and the
+//! bottleneck, RTT, queue, loss, cross traffic, TFRC and TCP profiles) or by a scenario file, and the
 //! scenario of each replication of a cell.
 //!
 //! A factor cell becomes a dumbbell written in the scenario format (docs/scenario-format.md),
@@ -40,6 +40,7 @@ struct RawFactors {
     tcp: Option<u32>,
     tcp_variant: Option<String>,
     profile: Option<String>,
+    tcp_profile: Option<String>,
     rate: Option<String>,
     rtt: Option<String>,
     queue: Option<String>,
@@ -100,8 +101,10 @@ pub struct Factors {
     pub tcp: u32,
     /// `reno`, `newreno` or `sack`.
     pub tcp_variant: String,
-    /// `ns2` or `rfc5348`.
+    /// The TFRC flows' profile: `ns2` or `rfc5348`.
     pub profile: String,
+    /// The TCP flows' profile: `ns2` or `rfc`.
+    pub tcp_profile: String,
     /// Bottleneck rate, bits/s.
     pub rate_bps: u64,
     /// Base round-trip time.
@@ -180,6 +183,7 @@ fn merge(defaults: &RawFactors, cell: &RawFactors) -> RawFactors {
         tcp,
         tcp_variant,
         profile,
+        tcp_profile,
         rate,
         rtt,
         queue,
@@ -253,6 +257,10 @@ fn factors(raw: &RawFactors) -> Result<Factors> {
     if !matches!(profile.as_str(), "ns2" | "rfc5348") {
         bail!("`profile` {profile:?}: one of ns2, rfc5348");
     }
+    let tcp_profile = raw.tcp_profile.clone().unwrap_or_else(|| "ns2".into());
+    if !matches!(tcp_profile.as_str(), "ns2" | "rfc") {
+        bail!("`tcp_profile` {tcp_profile:?}: one of ns2, rfc");
+    }
     let rate_text = raw.rate.as_deref().unwrap_or("10Mbps");
     let rate_bps = parse_rate(rate_text)
         .map_err(|error| anyhow::anyhow!("`rate` {rate_text:?}: {error}"))?
@@ -296,6 +304,7 @@ fn factors(raw: &RawFactors) -> Result<Factors> {
         tcp,
         tcp_variant,
         profile,
+        tcp_profile,
         rate_bps,
         rtt,
         queue,
@@ -381,7 +390,10 @@ impl Factors {
             if kind == "tfrc" {
                 text.push_str(&format!("profile = \"{}\"\n", self.profile));
             } else {
-                text.push_str(&format!("variant = \"{}\"\n", self.tcp_variant));
+                text.push_str(&format!(
+                    "variant = \"{}\"\nprofile = \"{}\"\n",
+                    self.tcp_variant, self.tcp_profile
+                ));
             }
         }
         if self.pareto_cross {

@@ -315,7 +315,10 @@ fn tcp_endpoints(spec: &TcpSpec, packet_size: u32, key: &str) -> Result<Protocol
         tfrc_scenario::TcpVariant::NewReno => tfrc_tcp::Variant::NewReno,
         tfrc_scenario::TcpVariant::Sack => tfrc_tcp::Variant::Sack,
     };
-    let mut config = tfrc_tcp::SenderConfig::new(variant);
+    let mut config = match spec.profile {
+        tfrc_scenario::TcpProfile::Rfc => tfrc_tcp::SenderConfig::new(variant),
+        tfrc_scenario::TcpProfile::Ns2 => tfrc_tcp::SenderConfig::ns2(variant),
+    };
     config.segment_size = packet_size
         .checked_sub(tfrc_tcp::HEADER_BYTES)
         .filter(|size| *size > 0)

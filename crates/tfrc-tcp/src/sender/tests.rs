@@ -559,3 +559,104 @@ fn random_input_never_panics() {
         assert!(sender.stats().segments_sent > 0);
     }
 }
+
+#[test]
+fn ns2_syn_handshake_opens_the_initial_window_one_round_trip_later() {
+    let mut config = SenderConfig::ns2(Variant::Sack);
+    config.packet_limit = Some(5);
+    let mut sender = sender_with(config);
+    // ns-2 `syn_ true`, `delay_growth_ true`: a window of one, and sequence 0 is a bare header.
+    let syn = drain(&mut sender, at(0));
+    assert_eq!(sequences(&syn), vec![0]);
+    assert!(syn[0].syn);
+    assert_eq!(syn[0].payload_bytes, 0);
+    assert_eq!(syn[0].wire_size(), crate::HEADER_BYTES);
+    // The sink acknowledges a SYN at once even with delayed ACKs (ns-2 `SYN_immediate_ack_`).
+    let mut sink_config = SinkConfig::for_variant(Variant::Sack);
+    sink_config.delayed_ack = true;
+    let mut sink = TcpSink::new(sink_config).unwrap();
+    let acks = deliver(&mut sink, at(50), &syn, &[]);
+    assert_eq!(acks, vec![Ack::new(1)]);
+    // Its ACK opens the initial window of 2 (not 1 + 1 of slow start on top of it) and gives the
+    // first RTT sample.
+    sender.handle_ack(at(100), &acks[0]).unwrap();
+    assert_eq!(sender.congestion_window(), 2.0);
+    assert_eq!(sender.smoothed_rtt(), Some(Duration::from_millis(100)));
+    let data = drain(&mut sender, at(100));
+    assert_eq!(sequences(&data), vec![1, 2]);
+    assert!(data
+        .iter()
+        .all(|segment| !segment.syn && segment.payload_bytes == 1000));
+    // `packet_limit` counts data packets: 5 of them follow the SYN.
+    let mut now = at(100);
+    let mut sent = data;
+    while !sender.is_finished() {
+        now += Duration::from_millis(50);
+        for ack in deliver(&mut sink, now, &sent, &[]) {
+            sender.handle_ack(now, &ack).unwrap();
+        }
+        sink.handle_timeout(now + Duration::from_millis(100));
+        while let Some(ack) = sink.poll_ack() {
+            sender.handle_ack(now, &ack).unwrap();
+        }
+        sent = drain(&mut sender, now);
+        assert!(sent
+            .iter()
+            .all(|segment| (1..=5).contains(&segment.sequence)));
+        assert!(now < at(10_000), "transfer stalled");
+    }
+    assert_eq!(sink.delivered_bytes(), 5000);
+}
+
+#[test]
+fn a_lost_syn_waits_for_the_initial_rto_and_leaves_a_window_of_one() {
+    let mut sender = sender_with(SenderConfig::ns2(Variant::Reno));
+    let _ = drain(&mut sender, at(0));
+    // ns-2.35 `rtxcur_init_ 3.0`.
+    assert_eq!(sender.poll_timeout(), Some(at(3000)));
+    sender.handle_timeout(at(3000));
+    let again = drain(&mut sender, at(3000));
+    assert_eq!(sequences(&again), vec![0]);
+    assert!(again[0].syn && again[0].retransmission);
+    sender.handle_ack(at(3100), &Ack::new(1)).unwrap();
+    // RFC 5681 §3.1 / ns-2 `bugfix_ss_`: after a lost SYN the initial window is one segment.
+    assert_eq!(sender.congestion_window(), 1.0);
+    assert_eq!(sequences(&drain(&mut sender, at(3100))), vec![1]);
+}
+
+#[test]
+fn precise_halving_keeps_the_unrounded_half_through_the_recovery() {
+    for variant in Variant::ALL {
+        let mut config = SenderConfig::new(variant);
+        config.initial_window = 11;
+        config.initial_slow_start_threshold = Some(11);
+        config.precise_halving = true;
+        let mut sender = sender_with(config);
+        let mut sink = TcpSink::new(SinkConfig::for_variant(variant)).unwrap();
+        let sent = drain(&mut sender, at(0));
+        assert_eq!(sent.len(), 11);
+        let mut acks = deliver(&mut sink, at(50), &sent, &[0]).into_iter();
+        // Ten duplicate ACKs; the third triggers the fast retransmit.
+        for ack in acks.by_ref().take(3) {
+            sender.handle_ack(at(100), &ack).unwrap();
+        }
+        assert!(sender.in_recovery(), "{variant}");
+        // ns-2 `precisionReduce_`: cwnd = windowd() / 2 = 5.5, ssthresh = int(5.5) = 5.
+        assert_eq!(sender.congestion_window(), 5.5, "{variant}");
+        assert_eq!(sender.slow_start_threshold(), 5, "{variant}");
+        for ack in acks {
+            sender.handle_ack(at(100), &ack).unwrap();
+        }
+        let resent = drain(&mut sender, at(100));
+        assert_eq!(resent[0].sequence, 0, "{variant}");
+        let full = deliver(&mut sink, at(150), &resent[..1], &[]);
+        sender.handle_ack(at(200), &full[0]).unwrap();
+        assert!(!sender.in_recovery(), "{variant}");
+        // The recovery ends without rounding the window down to ssthresh: 5.5 + 1/5.5.
+        assert!(
+            (sender.congestion_window() - (5.5 + 1.0 / 5.5)).abs() < 1e-12,
+            "{variant}: {}",
+            sender.congestion_window()
+        );
+    }
+}
