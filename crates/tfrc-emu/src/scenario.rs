@@ -20,8 +20,9 @@
 //!   what the receiving application got, counted by it and sampled by the emulator with the
 //!   rest: the payload of accepted TFRC packets, the bytes a TCP sink read, the UDP payloads a
 //!   CBR or on/off sink received.
-//! - TCP flows are the kernel's: `variant` reno/newreno/sack all run the kernel's `reno`
-//!   congestion control (with SACK as the kernel negotiates it), or `--tcp-congestion`.
+//! - TCP flows are the kernel's (their `profile` does not apply): `variant` reno/newreno/sack
+//!   all run the kernel's `reno` congestion control (with SACK as the kernel negotiates it), or
+//!   `--tcp-congestion`.
 
 use core::time::Duration;
 use std::collections::HashMap;

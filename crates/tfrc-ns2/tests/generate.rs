@@ -56,6 +56,7 @@ name = "newreno"
 kind = "tcp"
 variant = "newreno"
 delayed_ack = true
+profile = "ns2"
 from = "sender"
 to = "receiver"
 
@@ -132,6 +133,10 @@ fn every_mapped_feature_has_its_tcl_object() {
         "new Agent/TCP/Reno]; $src(1) set packetSize_ 960; $src(1) set window_ 20",
         "set snk(1) [new Agent/TCPSink]",
         "new Agent/TCP/Newreno]",
+        // TCP profile "rfc" (the default): no SYN, rounded halving, 1 s initial RTO, re-read by
+        // `reset`; the "ns2" profile keeps ns-2's defaults (checked below)
+        "$src(1) set syn_ false; $src(1) set precisionReduce_ false; $src(1) set rtxcur_init_ 1.0; $src(1) reset",
+        "$src(3) set syn_ false;",
         "new Agent/TCPSink/DelAck]; $snk(2) set interval_ 0.1",
         "new Agent/TCP/Sack1]",
         "new Agent/TCPSink/Sack1/DelAck]",
@@ -157,6 +162,7 @@ fn every_mapped_feature_has_its_tcl_object() {
     ] {
         assert!(tcl.contains(expected), "missing {expected:?} in:\n{tcl}");
     }
+    assert!(!tcl.contains("$src(2) set syn_"), "{tcl}");
     // Flows, in order, with their kinds and what the converter samples.
     let kinds: Vec<(&str, &str, SampleKind)> = generated
         .layout

@@ -631,6 +631,47 @@ fn the_ns2_profile_runs_in_the_simulator_with_ns2_packet_sizes() {
     );
 }
 
+/// A TCP flow with `profile = "ns2"` opens with ns-2's SYN: one 40-byte packet and a round
+/// trip (at least 50 ms here) before the initial window, then the same bulk transfer. Both
+/// profiles send full-size data packets, so sent bytes differ by the SYN's 40 alone over a
+/// 1-second run that is still in slow start.
+#[test]
+fn a_tcp_flow_in_the_ns2_profile_opens_with_a_syn_round_trip() {
+    let text = |profile: &str, duration: &str| {
+        format!(
+            r#"name = "tcp-profile"
+            duration = "{duration}"
+        {DUMBBELL_1MBPS_50MS}
+            [[flow]]
+            name = "t"
+            kind = "tcp"
+            profile = "{profile}"
+            from = "sender"
+            to = "receiver""#
+        )
+    };
+    // Within the first round trip the RFC profile's initial window (2 × 1000 bytes) is out; the
+    // ns2 profile's SYN (40 bytes) alone.
+    let rfc = run(&text("rfc", "40ms"));
+    let ns2 = run(&text("ns2", "40ms"));
+    assert_eq!(
+        (rfc.flows[0].sent_packets, rfc.flows[0].sent_bytes),
+        (2, 2000)
+    );
+    assert_eq!(
+        (ns2.flows[0].sent_packets, ns2.flows[0].sent_bytes),
+        (1, 40)
+    );
+    // Over a long run both fill the link; the SYN's packet carries no payload.
+    let rfc = run(&text("rfc", "60s"));
+    let ns2 = run(&text("ns2", "60s"));
+    for flow in [&rfc.flows[0], &ns2.flows[0]] {
+        assert!(flow.goodput_bps.unwrap() >= 900_000.0, "{flow:?}");
+    }
+    let ns2 = &ns2.flows[0];
+    assert_eq!(ns2.sent_bytes, (ns2.sent_packets - 1) * 1000 + 40);
+}
+
 /// gTFRC whose feedback is lost from 20 s to 50 s (paper 000's flow, g = 800 kb/s, on 2 Mb/s):
 /// the no-feedback timer brings G down as it brings TFRC's X down, far below g by 40-50 s, and
 /// once feedback is back the floor g holds again.
