@@ -99,6 +99,8 @@ struct EquationArgs {
 
 fn main() -> Result<()> {
     let cli = Cli::parse();
+    // Every summary.json this process writes names the binary's version and git commit.
+    tfrc_output::set_tool(format!("tfrc {}", env!("TFRC_LONG_VERSION")));
     match cli.command {
         Command::Equation(args) => run_equation(&args),
         Command::Send(args) => tfrc_udp::cli::run_send(&args),

@@ -49,6 +49,15 @@ fn sim_writes_the_four_files_and_prints_a_summary_table() {
     }
     let summary = read_json(&out.join("summary.json"));
     assert_eq!(summary["seed"], 3);
+    // The run names the binary that made it, version and git commit, as `tfrc --version` does.
+    let version = succeeded(
+        Command::new(env!("CARGO_BIN_EXE_tfrc"))
+            .arg("--version")
+            .output()
+            .unwrap(),
+    );
+    assert_eq!(summary["tool"].as_str(), Some(version.trim()));
+    assert!(version.contains("(git "), "{version}");
     // 10 s, both flows share the 1 Mb/s link.
     let total: f64 = (0..2)
         .map(|i| summary["flows"][i]["goodput_bps"].as_f64().unwrap())

@@ -932,7 +932,7 @@ fn write_outputs(
         }
     });
     let run = tfrc_output::RunIdentity {
-        tool: format!("tfrc {} (testbed)", env!("CARGO_PKG_VERSION")),
+        tool: format!("{} (testbed)", tfrc_output::tool()),
         scenario: scenario.name.clone(),
         seed: scenario.seed,
         duration_s: seconds,

@@ -345,7 +345,7 @@ fn summarize(
         })
         .collect();
     let run = RunIdentity {
-        tool: format!("ns-2.35 via tfrc {}", env!("CARGO_PKG_VERSION")),
+        tool: format!("ns-2.35 via {}", tfrc_output::tool()),
         scenario: layout.scenario.clone(),
         seed: layout.seed,
         duration_s: duration,

@@ -13,6 +13,7 @@
 //! therefore the same run as its files read back.
 
 use std::io::{self, Write};
+use std::sync::OnceLock;
 
 use serde::{Deserialize, Serialize};
 
@@ -371,12 +372,31 @@ pub struct Rows {
     pub links: Vec<LinkRow>,
 }
 
+/// The program writing run files, set once per process by [`set_tool`].
+static TOOL: OnceLock<String> = OnceLock::new();
+
+/// Names the program that writes this process's run files (`summary.json`'s `tool`), with its
+/// version and git commit, e.g. `tfrc 0.1.0 (git 1a2b3c4d5e6f)`, so a run records what made it.
+/// The first call wins; the `tfrc` binary makes it at start (its build script knows the commit,
+/// which a library crate does not).
+pub fn set_tool(name: impl Into<String>) {
+    let _ = TOOL.set(name.into());
+}
+
+/// The program writing run files: what [`set_tool`] set, else `tfrc` and this crate's version.
+#[must_use]
+pub fn tool() -> String {
+    TOOL.get()
+        .cloned()
+        .unwrap_or_else(|| format!("tfrc {}", env!("CARGO_PKG_VERSION")))
+}
+
 /// `summary.json`: one object per run. The simulator writes it, `tfrc-analysis` reads it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Summary {
     /// Output schema version ([`SCHEMA_VERSION`]).
     pub schema_version: u32,
-    /// The tool and its version, e.g. `tfrc 0.1.0`.
+    /// The tool, its version and git commit ([`tool`]), e.g. `tfrc 0.1.0 (git 1a2b3c4d5e6f)`.
     pub tool: String,
     /// Scenario (variant) name.
     pub scenario: String,

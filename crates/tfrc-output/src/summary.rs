@@ -182,7 +182,7 @@ pub fn bottleneck_direction(
 /// What names a run in its summary.
 #[derive(Debug, Clone)]
 pub struct RunIdentity {
-    /// The tool and its version, e.g. `tfrc 0.1.0`.
+    /// The tool, its version and git commit ([`crate::tool`]).
     pub tool: String,
     /// Scenario (variant) name.
     pub scenario: String,

@@ -467,7 +467,7 @@ impl Simulation {
         };
         let node = |index: u32| self.topology.nodes[index as usize].clone();
         let run = RunIdentity {
-            tool: format!("tfrc {}", env!("CARGO_PKG_VERSION")),
+            tool: tfrc_output::tool(),
             scenario: self.name.clone(),
             seed: self.seed,
             duration_s: duration,
