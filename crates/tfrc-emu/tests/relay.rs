@@ -3,13 +3,25 @@
 use core::time::Duration;
 use std::net::{SocketAddr, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use tfrc_emu::relay::{self, RelayConfig};
 use tfrc_emu::spec::{LinkFlags, LinkSpec};
 use tfrc_proto::Config;
 use tfrc_udp::receiver::{ReceiverEvent, ReceiverOptions, UdpReceiver};
 use tfrc_udp::sender::{SenderOptions, UdpSender};
+
+/// The tests here run relays on the wall clock, with spinning senders: run side by side (cargo's
+/// default) on a 2-core machine they delay each other's threads, and a probe's measured delay
+/// then includes another test's CPU time (CI saw a median error of 1.17 ms once). Each test holds
+/// this lock, so they run one at a time.
+static REAL_TIME: Mutex<()> = Mutex::new(());
+
+fn one_at_a_time() -> MutexGuard<'static, ()> {
+    REAL_TIME
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
 
 fn loopback() -> SocketAddr {
     "127.0.0.1:0".parse().unwrap()
@@ -36,6 +48,7 @@ fn link(rate: &str, delay: &str, extra_queue: Option<&str>, loss: Option<&str>) 
 /// measured from 6 s to 11 s.
 #[test]
 fn tfrc_through_a_1_mbps_50_ms_rtt_relay_fills_the_link() {
+    let _serial = one_at_a_time();
     let receiver = UdpReceiver::bind(ReceiverOptions {
         report_interval: Some(Duration::from_secs(1)),
         once: true,
@@ -126,6 +139,7 @@ fn tfrc_through_a_1_mbps_50_ms_rtt_relay_fills_the_link() {
 /// is the propagation delay plus its serialization time, and the emulator's error is small.
 #[test]
 fn probes_see_the_configured_delay() {
+    let _serial = one_at_a_time();
     let sink = UdpSocket::bind(loopback()).unwrap();
     sink.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
     let config = RelayConfig::new(
@@ -187,6 +201,7 @@ fn probes_see_the_configured_delay() {
 /// reverse direction.
 #[test]
 fn loss_model_drops_the_configured_fraction() {
+    let _serial = one_at_a_time();
     let sink = UdpSocket::bind(loopback()).unwrap();
     sink.set_read_timeout(Some(Duration::from_millis(500)))
         .unwrap();
@@ -280,6 +295,7 @@ fn trace_burst_spread(payload: usize, count: u32, opportunity: &str) -> f64 {
 /// packets/s. Loose bounds: a shared machine wakes the relay late, never early.
 #[test]
 fn trace_links_drain_1500_bytes_per_opportunity() {
+    let _serial = one_at_a_time();
     // 1500 packets of 200 bytes: 0.2 s under Mahimahi's rule, 1.5 s one packet each.
     let small = trace_burst_spread(172, 1500, "");
     assert!((0.17..0.5).contains(&small), "200-byte packets: {small} s");
@@ -300,6 +316,7 @@ fn trace_links_drain_1500_bytes_per_opportunity() {
 /// it refuses to start, naming both addresses.
 #[test]
 fn forwarding_to_the_own_listen_address_is_refused() {
+    let _serial = one_at_a_time();
     let free = UdpSocket::bind(loopback()).unwrap();
     let address = free.local_addr().unwrap();
     drop(free);
@@ -325,6 +342,7 @@ fn forwarding_to_the_own_listen_address_is_refused() {
 /// The sender that replaced it is served (its datagrams reach the receiver).
 #[test]
 fn client_slots_expire_and_are_reused_least_recently_used_first() {
+    let _serial = one_at_a_time();
     let receiver = UdpSocket::bind(loopback()).unwrap();
     receiver
         .set_read_timeout(Some(Duration::from_millis(200)))
@@ -382,6 +400,7 @@ fn client_slots_expire_and_are_reused_least_recently_used_first() {
 /// through a socket a newer client owns: 300 ms of delay against a 100 ms idle timeout.
 #[test]
 fn packets_of_a_forgotten_client_are_dropped() {
+    let _serial = one_at_a_time();
     let receiver = UdpSocket::bind(loopback()).unwrap();
     receiver
         .set_read_timeout(Some(Duration::from_millis(100)))
