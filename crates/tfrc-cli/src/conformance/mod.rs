@@ -169,8 +169,8 @@ pub fn run(args: &ConformanceArgs) -> Result<()> {
         results.push(collect(index, cell, &jobs, &outcomes));
     }
     let header = format!(
-        "tfrc {}, matrix {}, {} cells × {replications} replications × 2 simulators, {:.0} s on {threads} threads",
-        env!("TFRC_LONG_VERSION"),
+        "{}, matrix {}, {} cells × {replications} replications × 2 simulators, {:.0} s on {threads} threads",
+        tfrc_output::tool(),
         args.matrix.display(),
         cells.len(),
         started.elapsed().as_secs_f64()
