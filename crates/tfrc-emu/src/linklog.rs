@@ -9,7 +9,7 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::Path;
 
-use tfrc_output::{CsvRow, LinkRow};
+use tfrc_output::{CsvLine, CsvRow, LinkRow};
 use tfrc_proto::Instant;
 use tfrc_sim::simulation::link_interval_row;
 use tfrc_sim::{LinkCounters, LinkSample};
@@ -53,6 +53,8 @@ pub struct LinkLog {
     interval: Duration,
     next: Instant,
     intervals_written: u64,
+    /// The line being written, its buffer kept from row to row.
+    line: CsvLine,
 }
 
 impl LinkLog {
@@ -79,6 +81,7 @@ impl LinkLog {
             interval,
             next: Instant::ZERO + interval,
             intervals_written: 0,
+            line: CsvLine::default(),
         })
     }
 
@@ -97,7 +100,7 @@ impl LinkLog {
             for ((name, previous), sample) in self.names.iter().zip(&mut self.previous).zip(samples)
             {
                 interval_row(time_s, self.interval, name, previous, sample)
-                    .write_csv(&mut self.writer)?;
+                    .write_line(&mut self.writer, &mut self.line)?;
                 *previous = sample.counters;
             }
             self.next += self.interval;
@@ -148,7 +151,7 @@ mod tests {
         };
         let mut row = Vec::new();
         interval_row(2.0, Duration::from_secs(1), &name, &previous, &sample)
-            .write_csv(&mut row)
+            .write_line(&mut row, &mut CsvLine::default())
             .unwrap();
         let row = String::from_utf8(row).unwrap();
         assert_eq!(

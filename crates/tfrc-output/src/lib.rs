@@ -12,7 +12,6 @@
 //! bit for bit. A run kept in memory (`tfrc reproduce` keeps most replications that way) is
 //! therefore the same run as its files read back.
 
-use std::io::{self, Write};
 use std::sync::OnceLock;
 
 use serde::{Deserialize, Serialize};
@@ -22,9 +21,7 @@ pub mod stats;
 mod summary;
 mod writer;
 
-pub use cell::{
-    duration_seconds, format_seconds, format_time_nanos, round_decimals, Fixed, Seconds, Shortest,
-};
+pub use cell::{duration_seconds, format_seconds, format_time_nanos, round_decimals, CsvLine};
 pub use stats::{coefficient_of_variation, jain_index};
 pub use summary::{
     bottleneck_direction, is_protocol_kind, jain_over_flows, utilization, FlowIdentity, FlowTotals,
@@ -115,22 +112,18 @@ impl FlowRow {
 impl CsvRow for FlowRow {
     const FILE: RowFile = RowFile::Flows;
     /// Writes the row as one CSV line.
-    fn write_csv(&self, out: &mut impl Write) -> io::Result<()> {
-        writeln!(
-            out,
-            "{},{},{},{},{},{},{},{},{},{},{}",
-            Seconds(self.time_s),
-            self.flow,
-            self.kind,
-            self.sent_bytes,
-            self.recv_bytes,
-            self.sent_packets,
-            self.recv_packets,
-            Fixed(Some(self.send_kbps), KBPS_DECIMALS),
-            Fixed(Some(self.recv_kbps), KBPS_DECIMALS),
-            self.goodput_bytes,
-            Fixed(Some(self.goodput_kbps), KBPS_DECIMALS),
-        )
+    fn write_csv(&self, line: &mut CsvLine) {
+        line.seconds(self.time_s);
+        line.text(&self.flow);
+        line.text(&self.kind);
+        line.integer(self.sent_bytes);
+        line.integer(self.recv_bytes);
+        line.integer(self.sent_packets);
+        line.integer(self.recv_packets);
+        line.fixed(Some(self.send_kbps), KBPS_DECIMALS);
+        line.fixed(Some(self.recv_kbps), KBPS_DECIMALS);
+        line.integer(self.goodput_bytes);
+        line.fixed(Some(self.goodput_kbps), KBPS_DECIMALS);
     }
 
     /// The row a reader parses back from the text `write_csv` writes.
@@ -213,25 +206,21 @@ impl CsvRow for StateRow {
     const FILE: RowFile = RowFile::State;
     /// Writes the row as one CSV line (`p`, the feedback count and ssthresh in the shortest
     /// form that reads back exactly; the others with fixed decimals).
-    fn write_csv(&self, out: &mut impl Write) -> io::Result<()> {
-        writeln!(
-            out,
-            "{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
-            Seconds(self.time_s),
-            self.flow,
-            self.kind,
-            Fixed(self.x_bps, BPS_DECIMALS),
-            Fixed(self.x_recv_bps, BPS_DECIMALS),
-            Shortest(self.p),
-            Fixed(self.rtt_s, SECONDS_DECIMALS),
-            Fixed(self.rto_s, SECONDS_DECIMALS),
-            Fixed(self.target_bps, BPS_DECIMALS),
-            Shortest(self.feedbacks_per_rtt),
-            Fixed(self.veno_n, PACKETS_DECIMALS),
-            Fixed(self.cwnd, PACKETS_DECIMALS),
-            Shortest(self.ssthresh),
-            Fixed(self.srtt_s, SECONDS_DECIMALS),
-        )
+    fn write_csv(&self, line: &mut CsvLine) {
+        line.seconds(self.time_s);
+        line.text(&self.flow);
+        line.text(&self.kind);
+        line.fixed(self.x_bps, BPS_DECIMALS);
+        line.fixed(self.x_recv_bps, BPS_DECIMALS);
+        line.shortest(self.p);
+        line.fixed(self.rtt_s, SECONDS_DECIMALS);
+        line.fixed(self.rto_s, SECONDS_DECIMALS);
+        line.fixed(self.target_bps, BPS_DECIMALS);
+        line.shortest(self.feedbacks_per_rtt);
+        line.fixed(self.veno_n, PACKETS_DECIMALS);
+        line.fixed(self.cwnd, PACKETS_DECIMALS);
+        line.shortest(self.ssthresh);
+        line.fixed(self.srtt_s, SECONDS_DECIMALS);
     }
 
     /// The row a reader parses back from the text `write_csv` writes.
@@ -306,29 +295,28 @@ const UTILIZATION_DECIMALS: usize = 4;
 impl CsvRow for LinkRow {
     const FILE: RowFile = RowFile::Links;
     /// Writes the row as one CSV line.
-    fn write_csv(&self, out: &mut impl Write) -> io::Result<()> {
-        let count = |value: Option<u64>| Cell(value);
-        writeln!(
-            out,
-            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
-            Seconds(self.time_s),
-            self.from,
-            self.to,
-            self.queue_packets,
-            self.queue_bytes,
-            Fixed(self.average_queue, AVERAGE_QUEUE_DECIMALS),
-            self.arrivals,
-            self.departures,
-            self.departure_bytes,
-            Fixed(self.utilization, UTILIZATION_DECIMALS),
-            self.drops,
-            count(self.drops_unmarked),
-            count(self.drops_in),
-            count(self.drops_out),
-            count(self.drops_loss_model),
-            count(self.marked_in),
-            count(self.marked_out),
-        )
+    fn write_csv(&self, line: &mut CsvLine) {
+        line.seconds(self.time_s);
+        line.text(&self.from);
+        line.text(&self.to);
+        line.integer(self.queue_packets);
+        line.integer(self.queue_bytes);
+        line.fixed(self.average_queue, AVERAGE_QUEUE_DECIMALS);
+        line.integer(self.arrivals);
+        line.integer(self.departures);
+        line.integer(self.departure_bytes);
+        line.fixed(self.utilization, UTILIZATION_DECIMALS);
+        line.integer(self.drops);
+        for count in [
+            self.drops_unmarked,
+            self.drops_in,
+            self.drops_out,
+            self.drops_loss_model,
+            self.marked_in,
+            self.marked_out,
+        ] {
+            line.optional_integer(count);
+        }
     }
 
     /// The row a reader parses back from the text `write_csv` writes.
@@ -345,18 +333,6 @@ impl CsvRow for LinkRow {
 
     fn rows_of(rows: &mut Rows) -> &mut Vec<Self> {
         &mut rows.links
-    }
-}
-
-/// An optional integer cell: the value, or nothing.
-struct Cell(Option<u64>);
-
-impl std::fmt::Display for Cell {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self.0 {
-            Some(value) => value.fmt(f),
-            None => Ok(()),
-        }
     }
 }
 

@@ -22,10 +22,17 @@ fn read_back<T: DeserializeOwned>(header: &str, line: &[u8]) -> T {
         .expect("the written row parses")
 }
 
-fn written(write: impl FnOnce(&mut Vec<u8>) -> io::Result<()>) -> Vec<u8> {
-    let mut line = Vec::new();
-    write(&mut line).expect("writing to memory");
-    line
+fn written(row: &impl CsvRow) -> Vec<u8> {
+    let mut line = CsvLine::default();
+    row.write_csv(&mut line);
+    line.finish().to_vec()
+}
+
+/// One cell as [`CsvLine`] writes it.
+fn cell(write: impl FnOnce(&mut CsvLine)) -> String {
+    let mut line = CsvLine::default();
+    write(&mut line);
+    line.into_text()
 }
 
 fn flow_row() -> FlowRow {
@@ -82,7 +89,7 @@ fn headers_are_the_field_names() {
 
 #[test]
 fn cells_are_written_as_documented() {
-    let fixed = |value: f64, decimals: usize| Fixed(Some(value), decimals).to_string();
+    let fixed = |value: f64, decimals: usize| cell(|line| line.fixed(Some(value), decimals));
     assert_eq!(fixed(1234.56, 1), "1234.6");
     assert_eq!(fixed(0.0004, 3), "0.000");
     assert_eq!(fixed(-0.0004, 3), "-0.000");
@@ -91,12 +98,12 @@ fn cells_are_written_as_documented() {
     assert_eq!(fixed(0.000_001_5, 6), "0.000002");
     assert_eq!(fixed(12.0, 4), "12.0000");
     assert_eq!(fixed(1e300, 1), format!("{:.1}", 1e300));
-    assert_eq!(Fixed(None, 3).to_string(), "");
-    assert_eq!(Fixed(Some(f64::NAN), 3).to_string(), "");
-    assert_eq!(Fixed(Some(f64::INFINITY), 3).to_string(), "");
-    assert_eq!(Shortest(Some(4.0)).to_string(), "4");
-    assert_eq!(Shortest(Some(0.0123)).to_string(), "0.0123");
-    assert_eq!(Shortest(Some(f64::NAN)).to_string(), "");
+    assert_eq!(cell(|line| line.fixed(None, 3)), "");
+    assert_eq!(cell(|line| line.fixed(Some(f64::NAN), 3)), "");
+    assert_eq!(cell(|line| line.fixed(Some(f64::INFINITY), 3)), "");
+    assert_eq!(cell(|line| line.shortest(Some(4.0))), "4");
+    assert_eq!(cell(|line| line.shortest(Some(0.0123))), "0.0123");
+    assert_eq!(cell(|line| line.shortest(Some(f64::NAN))), "");
     assert_eq!(format_seconds(0.0), "0");
     assert_eq!(format_seconds(12.0), "12");
     assert_eq!(format_seconds(12.5), "12.5");
@@ -131,7 +138,7 @@ fn fixed_cells_are_the_standard_library_text() {
         };
         let value = if bits & 1 == 0 { value } else { -value };
         assert_eq!(
-            Fixed(Some(value), decimals).to_string(),
+            cell(|line| line.fixed(Some(value), decimals)),
             format!("{value:.decimals$}"),
             "{value} with {decimals} decimals"
         );
@@ -177,10 +184,10 @@ proptest! {
             goodput_bytes: u64::from(counts[1]),
             ..flow_row()
         };
-        let line = written(|out| flow.write_csv(out));
+        let line = written(&flow);
         let read: FlowRow = read_back(header(RowFile::Flows), &line);
         prop_assert_eq!(&read, &flow.clone().into_written());
-        prop_assert_eq!(written(|out| read.write_csv(out)), line);
+        prop_assert_eq!(written(&read), line);
 
         let state = StateRow {
             x_bps: value(0),
@@ -196,11 +203,11 @@ proptest! {
             srtt_s: value(10),
             ..StateRow::empty(time_s, "flow-1", "tcp")
         };
-        let line = written(|out| state.write_csv(out));
+        let line = written(&state);
         let read: StateRow = read_back(header(RowFile::State), &line);
         // NaN ≠ NaN: compare the texts of what was read and what memory keeps, then the rows.
         let kept = state.clone().into_written();
-        prop_assert_eq!(written(|out| kept.write_csv(out)), line.clone());
+        prop_assert_eq!(written(&kept), line.clone());
         prop_assert_eq!(format!("{read:?}"), format!("{kept:?}"));
 
         let link = LinkRow {
@@ -211,7 +218,7 @@ proptest! {
             drops_out: present[5].then_some(u64::from(counts[4])),
             ..link_row()
         };
-        let line = written(|out| link.write_csv(out));
+        let line = written(&link);
         let read: LinkRow = read_back(header(RowFile::Links), &line);
         prop_assert_eq!(format!("{read:?}"), format!("{:?}", link.clone().into_written()));
     }

@@ -5,7 +5,7 @@ use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use crate::{FlowRow, LinkRow, Rows, StateRow, FLOWS_FILE, LINKS_FILE, STATE_FILE};
+use crate::{CsvLine, FlowRow, LinkRow, Rows, StateRow, FLOWS_FILE, LINKS_FILE, STATE_FILE};
 
 /// Which of a run's CSV files a row type belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -73,8 +73,14 @@ fn field_names<R: CsvRow>() -> String {
 pub trait CsvRow: Sized + Default + serde::Serialize {
     /// The file it goes in.
     const FILE: RowFile;
-    /// Writes it as one CSV line.
-    fn write_csv(&self, out: &mut impl Write) -> io::Result<()>;
+    /// Appends its cells to `line` (empty when called; the caller ends the line).
+    fn write_csv(&self, line: &mut CsvLine);
+    /// Writes it to `out` as one CSV line, built in `line` (a buffer kept from row to row).
+    fn write_line(&self, out: &mut impl Write, line: &mut CsvLine) -> io::Result<()> {
+        line.clear();
+        self.write_csv(line);
+        out.write_all(line.finish())
+    }
     /// The row a reader parses back from [`CsvRow::write_csv`]'s text, bit for bit.
     fn into_written(self) -> Self;
     /// Its rows among a run's rows.
@@ -98,6 +104,8 @@ pub struct RunWriter {
     /// One writer per [`RowFile`] (by index; `None` for a file this writer does not write).
     files: Option<(Vec<Option<BufWriter<File>>>, PathBuf)>,
     memory: Option<Rows>,
+    /// The line being written, its buffer kept from row to row.
+    line: CsvLine,
 }
 
 impl RunWriter {
@@ -133,6 +141,7 @@ impl RunWriter {
         Ok(RunWriter {
             files: Some((writers, directory.to_path_buf())),
             memory: None,
+            line: CsvLine::default(),
         })
     }
 
@@ -156,10 +165,11 @@ impl RunWriter {
                     path: path(),
                     source: io::Error::other("this run writer does not write that file"),
                 })?;
-            row.write_csv(writer).map_err(|source| WriteError {
-                path: path(),
-                source,
-            })?;
+            row.write_line(writer, &mut self.line)
+                .map_err(|source| WriteError {
+                    path: path(),
+                    source,
+                })?;
         }
         if let Some(memory) = &mut self.memory {
             R::rows_of(memory).push(row.into_written());

