@@ -3,7 +3,7 @@
 #
 #   bench/udp/run.sh [SECONDS] [OUT_DIR]
 #
-# 1. Goodput and CPU of one unconstrained TFRC flow (`tfrc send` / `tfrc recv`), with 1000-byte
+# 1. Goodput and CPU of one unconstrained TFRC flow (`tfrc send` / `tfrc recv`), with 1400-byte
 #    and 8000-byte packets, and of `iperf3 -u -b 0` with the same datagram sizes, in the same run.
 # 2. Pacing accuracy of TFRC at 10 and 100 Mbit/s (`--max-rate`): the distribution of the error
 #    between scheduled and actual send times (p50 / p99 / p99.9 / max).
@@ -74,10 +74,10 @@ run_iperf() {
 
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores; kernel $(uname -r)" | tee "$OUT/summary.md"
 
-run_tfrc tfrc-1000 --packet-size 1000
+run_tfrc tfrc-1400 --packet-size 1400
 run_tfrc tfrc-8000 --packet-size 8000
 if command -v iperf3 >/dev/null; then
-    run_iperf iperf3-1000 1000
+    run_iperf iperf3-1400 1400
     run_iperf iperf3-8000 8000
 else
     echo "iperf3 not installed: its rows are skipped" | tee -a "$OUT/summary.md"
@@ -97,7 +97,7 @@ fi
     echo
     echo "| run | datagram bytes | sent (Mbit/s) | received (Mbit/s) | loss % | sender CPU % | receiver CPU % | sent packets/s |"
     echo "|---|---|---|---|---|---|---|---|"
-    for size in 1000 8000; do
+    for size in 1400 8000; do
         send="$OUT/tfrc-$size.send.json"
         recv="$OUT/tfrc-$size.recv.json"
         jq -r --slurpfile r "$recv" --arg size "$size" '

@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# Every performance benchmark of issue 18, side by side with its peer, into one dated table:
+#
+#   bench/run.sh [OUT_FILE]        default: bench/results.md
+#
+# 1. Simulator against ns-2.35 (bench/sim-speed/run.sh 64 1024 10000): CPU time, sampled and
+#    bare, peak memory, events/s.
+# 2. Protocol core per operation (cargo bench -p tfrc-proto --bench core): criterion's mean.
+# 3. Real UDP on loopback against iperf3 -u -b 0 (bench/udp/run.sh 5): goodput, CPU, pacing.
+# 4. Emulator relay with one core kept busy (bench/emu/run.sh, BUSY=1), normal priority and
+#    SCHED_FIFO when root: added-delay error and delivered rate.
+#
+# Needs ns-2 (Debian ns2), iperf3, jq, /usr/bin/time (Debian time); as root it installs the
+# missing ones. Takes about 10 minutes on 2 cores. The machine's load average is recorded at
+# the start of each part: other work slows every figure, the ratios less.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+OUT=${1:-bench/results.md}
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-target}
+
+if [ "$(id -u)" = 0 ]; then
+    missing=()
+    command -v ns >/dev/null || missing+=(ns2)
+    command -v iperf3 >/dev/null || missing+=(iperf3)
+    command -v jq >/dev/null || missing+=(jq)
+    [ -x /usr/bin/time ] || missing+=(time)
+    if [ ${#missing[@]} -gt 0 ]; then
+        apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >&2
+    fi
+fi
+
+load() { cut -d' ' -f1-3 /proc/loadavg; }
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+{
+    echo "# Benchmarks, $(date -u +%F) ($(date -u +%TZ))"
+    echo
+    echo "Machine: $(nproc) cores, kernel $(uname -r); commit $(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)$(git diff --quiet 2>/dev/null || echo ' (with uncommitted changes)'). Written by \`bench/run.sh\`."
+    echo
+    echo "## 1. Simulator against ns-2.35 (e003 topology, 300 s simulated)"
+    echo
+    echo "Load average at the start: $(load)."
+} >"$work/results.md"
+
+bench/sim-speed/run.sh 64 1024 10000 >"$work/sim.txt" 2>"$work/sim.err" || { cat "$work/sim.err" >&2; exit 1; }
+sed -n '/^| flows/,$p' "$work/sim.txt" >>"$work/results.md"
+
+{
+    echo
+    echo "## 2. Protocol core, per operation (criterion, mean and its 95 % interval)"
+    echo
+    echo "Load average at the start: $(load)."
+    echo
+    echo "| operation | time |"
+    echo "|---|---|"
+} >>"$work/results.md"
+cargo bench -p tfrc-proto --bench core -- --warm-up-time 1 --measurement-time 3 >"$work/core.txt" 2>&1 ||
+    { tail -20 "$work/core.txt" >&2; exit 1; }
+# The first "time:" line after each benchmark's name is its estimate; a second one, after
+# "change:", compares with the previous run's and is left out.
+awk '/^Benchmarking [a-z0-9]+\/.*per operation$/ { name = $0; sub(/^Benchmarking /, "", name); sub(/\/per operation$/, "", name); printed = 0 }
+     /^ +time: +\[/ && !printed { gsub(/[\[\]]/, ""); printf "| %s | %s %s (%s %s – %s %s) |\n", name, $4, $5, $2, $3, $6, $7; printed = 1 }' \
+    "$work/core.txt" >>"$work/results.md"
+
+{
+    echo
+    echo "## 3. Real UDP on loopback, against iperf3 in the same run"
+    echo
+} >>"$work/results.md"
+bench/udp/run.sh 5 "$work/udp" >/dev/null 2>"$work/udp.err" || { cat "$work/udp.err" >&2; exit 1; }
+sed -e 's/^## /### /' "$work/udp/summary.md" >>"$work/results.md"
+
+{
+    echo
+    echo "## 4. Emulator relay, one core kept busy by another process"
+    echo
+} >>"$work/results.md"
+BUSY=1 bench/emu/run.sh 3 10 100 >>"$work/results.md" 2>"$work/emu.err" || { cat "$work/emu.err" >&2; exit 1; }
+if [ "$(id -u)" = 0 ]; then
+    echo >>"$work/results.md"
+    REALTIME=1 BUSY=1 bench/emu/run.sh 3 10 100 >>"$work/results.md" 2>>"$work/emu.err" ||
+        { cat "$work/emu.err" >&2; exit 1; }
+fi
+
+cp "$work/results.md" "$OUT"
+cat "$OUT"
