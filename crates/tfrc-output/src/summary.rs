@@ -120,7 +120,21 @@ impl FlowSummary {
             feedbacks: None,
             retransmissions: None,
             timeouts: None,
+            delay_p50_s: None,
+            delay_p95_s: None,
+            delay_p99_s: None,
         }
+    }
+
+    /// The one-way delay percentiles (p50, p95, p99) of `delays` (nanoseconds), `None` each
+    /// when it is empty.
+    pub fn with_delays(mut self, delays: &crate::Histogram) -> FlowSummary {
+        let seconds =
+            |fraction: f64| (delays.count() > 0).then(|| delays.percentile(fraction) as f64 / 1e9);
+        self.delay_p50_s = seconds(0.50);
+        self.delay_p95_s = seconds(0.95);
+        self.delay_p99_s = seconds(0.99);
+        self
     }
 }
 

@@ -277,6 +277,9 @@ fn feedbacks_per_rtt_is_count_times_rtt_over_active_time() {
         feedbacks: Some(1200),
         retransmissions: None,
         timeouts: None,
+        delay_p50_s: Some(0.0412),
+        delay_p95_s: Some(0.0456),
+        delay_p99_s: Some(0.05),
     };
     assert_eq!(summary.feedbacks_per_rtt(), Some(3.0));
     let unknown = FlowSummary {
@@ -286,12 +289,23 @@ fn feedbacks_per_rtt_is_count_times_rtt_over_active_time() {
     assert_eq!(unknown.feedbacks_per_rtt(), None);
     // A file written before the field existed reads with `feedbacks` absent.
     let mut json: serde_json::Value = serde_json::to_value(&summary).unwrap();
-    for field in ["feedbacks", "retransmissions", "timeouts"] {
+    for field in [
+        "feedbacks",
+        "retransmissions",
+        "timeouts",
+        "delay_p50_s",
+        "delay_p95_s",
+        "delay_p99_s",
+    ] {
         json.as_object_mut().unwrap().remove(field);
     }
     let read: FlowSummary = serde_json::from_value(json).unwrap();
     assert_eq!(
         (read.feedbacks, read.retransmissions, read.timeouts),
+        (None, None, None)
+    );
+    assert_eq!(
+        (read.delay_p50_s, read.delay_p95_s, read.delay_p99_s),
         (None, None, None)
     );
 }

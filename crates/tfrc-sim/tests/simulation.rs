@@ -870,3 +870,62 @@ fn tcp_summaries_count_retransmissions_and_timeouts() {
     let tfrc = summary.flows.iter().find(|f| f.name == "tfrc").unwrap();
     assert_eq!((tfrc.retransmissions, tfrc.timeouts), (None, None));
 }
+
+/// One-way delay percentiles in summary.json: a CBR flow alone on a link has no queue, so every
+/// packet takes serialization plus propagation (8 ms + 10 ms for 1000 bytes at 1 Mb/s); a TFRC
+/// flow that fills a 50-packet DropTail queue sees its queueing delay in the upper percentiles.
+#[test]
+fn summaries_give_one_way_delay_percentiles() {
+    let summary = run(r#"name = "delay"
+        duration = "20s"
+        [[link]]
+        between = ["a", "b"]
+        rate = "1Mbps"
+        delay = "10ms"
+        [[flow]]
+        name = "cbr"
+        kind = "cbr"
+        rate = "400kbps"
+        packet_size = 1000
+        from = "a"
+        to = "b""#);
+    let flow = &summary.flows[0];
+    for (name, value) in [
+        ("p50", flow.delay_p50_s),
+        ("p95", flow.delay_p95_s),
+        ("p99", flow.delay_p99_s),
+    ] {
+        let value = value.expect("a delay percentile");
+        // The histogram's buckets are about 3 % wide.
+        assert!(
+            (value / 0.018 - 1.0).abs() < 0.03,
+            "{name} {value} s, expected 18 ms"
+        );
+    }
+
+    let summary = run(&format!(
+        r#"name = "queue"
+        duration = "60s"
+        {DUMBBELL_1MBPS_50MS}
+        [[flow]]
+        name = "a"
+        kind = "tfrc"
+        from = "sender"
+        to = "receiver""#
+    ));
+    let flow = &summary.flows[0];
+    let (p50, p95, p99) = (
+        flow.delay_p50_s.unwrap(),
+        flow.delay_p95_s.unwrap(),
+        flow.delay_p99_s.unwrap(),
+    );
+    println!("TFRC one-way delay p50 {p50} s, p95 {p95} s, p99 {p99} s");
+    // At least the 25 ms of propagation; at most that plus a full 50-packet queue (400 ms) and
+    // the serializations; the percentiles in order, the queue showing above the median.
+    assert!(p50 > 0.025 && p50 <= p95 && p95 <= p99, "{p50} {p95} {p99}");
+    assert!(p99 < 0.025 + 0.41 + 0.02, "p99 {p99}");
+    assert!(
+        p99 > p50 * 1.05,
+        "no queueing visible: p50 {p50}, p99 {p99}"
+    );
+}

@@ -21,6 +21,7 @@ use std::os::fd::RawFd;
 use tfrc_proto::Instant;
 
 use crate::clock::Clock;
+pub use tfrc_output::Histogram;
 
 /// Smallest spin margin: below this the sleep would often overshoot.
 const MIN_SPIN_MARGIN: Duration = Duration::from_micros(30);
@@ -205,119 +206,6 @@ impl Waiter {
     }
 }
 
-/// Sub-buckets per power of two: relative resolution 1/32 (about 3 %).
-const SUB_BUCKETS: u64 = 32;
-const SUB_BUCKET_BITS: u32 = 5;
-
-/// A histogram of non-negative durations (nanoseconds) with about 3 % relative resolution and
-/// constant memory, for pacing errors over millions of packets.
-#[derive(Debug, Clone)]
-pub struct Histogram {
-    counts: Vec<u64>,
-    total: u64,
-    max: u64,
-    sum: f64,
-}
-
-impl Default for Histogram {
-    fn default() -> Self {
-        Histogram::new()
-    }
-}
-
-impl Histogram {
-    /// An empty histogram.
-    pub fn new() -> Histogram {
-        Histogram {
-            counts: vec![0; (64 * SUB_BUCKETS) as usize],
-            total: 0,
-            max: 0,
-            sum: 0.0,
-        }
-    }
-
-    fn index(value: u64) -> usize {
-        if value < SUB_BUCKETS {
-            return value as usize;
-        }
-        let exponent = 63 - value.leading_zeros(); // >= SUB_BUCKET_BITS
-        let shift = exponent - SUB_BUCKET_BITS;
-        let mantissa = (value >> shift) - SUB_BUCKETS; // in [0, SUB_BUCKETS)
-        ((u64::from(shift) + 1) * SUB_BUCKETS + mantissa) as usize
-    }
-
-    /// The smallest value of a bucket.
-    fn bucket_low(index: usize) -> u64 {
-        let index = index as u64;
-        if index < SUB_BUCKETS {
-            return index;
-        }
-        let shift = index / SUB_BUCKETS - 1;
-        let mantissa = index % SUB_BUCKETS;
-        (SUB_BUCKETS + mantissa) << shift
-    }
-
-    /// Records one value in nanoseconds.
-    pub fn record(&mut self, nanos: u64) {
-        let index = Histogram::index(nanos).min(self.counts.len() - 1);
-        self.counts[index] += 1;
-        self.total += 1;
-        self.max = self.max.max(nanos);
-        self.sum += nanos as f64;
-    }
-
-    /// Number of values recorded.
-    pub fn count(&self) -> u64 {
-        self.total
-    }
-
-    /// The value below which a `fraction` of the recorded values lie (bucket midpoint), in ns.
-    pub fn percentile(&self, fraction: f64) -> u64 {
-        if self.total == 0 {
-            return 0;
-        }
-        let rank = ((self.total as f64 * fraction).ceil() as u64).clamp(1, self.total);
-        let mut seen = 0;
-        for (index, &count) in self.counts.iter().enumerate() {
-            seen += count;
-            if seen >= rank {
-                let low = Histogram::bucket_low(index);
-                let high = Histogram::bucket_low(index + 1);
-                return (low + (high - low) / 2).min(self.max);
-            }
-        }
-        self.max
-    }
-
-    /// Largest value recorded, ns.
-    pub fn max(&self) -> u64 {
-        self.max
-    }
-
-    /// Mean value, ns.
-    pub fn mean(&self) -> f64 {
-        if self.total == 0 {
-            0.0
-        } else {
-            self.sum / self.total as f64
-        }
-    }
-
-    /// The summary reported in the JSON `end.pacing` object.
-    pub fn summary(&self) -> PacingSummary {
-        let micros = |nanos: u64| nanos as f64 / 1000.0;
-        PacingSummary {
-            samples: self.total,
-            mean_us: self.mean() / 1000.0,
-            p50_us: micros(self.percentile(0.5)),
-            p90_us: micros(self.percentile(0.9)),
-            p99_us: micros(self.percentile(0.99)),
-            p999_us: micros(self.percentile(0.999)),
-            max_us: micros(self.max),
-        }
-    }
-}
-
 /// Distribution of the pacing error (actual minus scheduled send time), microseconds.
 #[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize)]
 pub struct PacingSummary {
@@ -337,49 +225,26 @@ pub struct PacingSummary {
     pub max_us: f64,
 }
 
+impl PacingSummary {
+    /// The summary of the errors in `histogram` (nanoseconds), reported in the JSON
+    /// `end.pacing` object.
+    pub fn of(histogram: &Histogram) -> PacingSummary {
+        let micros = |nanos: u64| nanos as f64 / 1000.0;
+        PacingSummary {
+            samples: histogram.count(),
+            mean_us: histogram.mean() / 1000.0,
+            p50_us: micros(histogram.percentile(0.5)),
+            p90_us: micros(histogram.percentile(0.9)),
+            p99_us: micros(histogram.percentile(0.99)),
+            p999_us: micros(histogram.percentile(0.999)),
+            max_us: micros(histogram.max()),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn histogram_buckets_are_monotonic_and_tight() {
-        let mut previous = 0;
-        for value in [
-            0u64,
-            1,
-            31,
-            32,
-            33,
-            63,
-            64,
-            100,
-            1000,
-            12_345,
-            1 << 40,
-            u64::MAX / 2,
-        ] {
-            let index = Histogram::index(value);
-            assert!(index >= previous);
-            previous = index;
-            let low = Histogram::bucket_low(index);
-            let high = Histogram::bucket_low(index + 1);
-            assert!(low <= value && value < high, "{value}: [{low}, {high})");
-        }
-    }
-
-    #[test]
-    fn histogram_percentiles() {
-        let mut histogram = Histogram::new();
-        for value in 1..=1000u64 {
-            histogram.record(value * 1000);
-        }
-        let p50 = histogram.percentile(0.5) as f64;
-        let p99 = histogram.percentile(0.99) as f64;
-        assert!((p50 - 500_000.0).abs() / 500_000.0 < 0.04, "{p50}");
-        assert!((p99 - 990_000.0).abs() / 990_000.0 < 0.04, "{p99}");
-        assert_eq!(histogram.max(), 1_000_000);
-        assert_eq!(histogram.count(), 1000);
-    }
 
     #[test]
     fn waits_never_return_early() {

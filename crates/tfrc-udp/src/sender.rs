@@ -886,7 +886,7 @@ impl Run {
                 self.sender.state().p
             },
             rtt: self.rtt.summary(),
-            pacing: self.pacing.summary(),
+            pacing: PacingSummary::of(&self.pacing),
             cpu_utilization_percent: self.cpu.utilization(),
             receiver,
         }

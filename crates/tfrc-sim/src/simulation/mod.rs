@@ -172,6 +172,8 @@ struct PacketState {
     flow: u32,
     destination: u32,
     body: Body,
+    /// When the packet left its sender (for its one-way delay).
+    sent_at: Instant,
 }
 
 /// What runs a flow's endpoints: a TFRC or TCP sender (created when the flow starts) and its
@@ -538,6 +540,7 @@ impl Simulation {
             flow: outgoing.flow,
             destination: outgoing.destination,
             body: outgoing.body,
+            sent_at: self.now,
         };
         let slot = match self.free_packets.pop() {
             Some(slot) => {
@@ -684,7 +687,8 @@ impl Simulation {
         let flow = &mut self.flows[flow_index];
         match state.body {
             Body::TfrcData(header) => {
-                flow.record.record_received(meta.size_bytes);
+                flow.record
+                    .record_received(meta.size_bytes, now - state.sent_at);
                 let size = meta.size_bytes as usize;
                 self.data_buffer[..DATA_HEADER_LEN].copy_from_slice(&header);
                 if let Protocol::Tfrc { receiver, .. } = &mut flow.protocol {
@@ -708,7 +712,8 @@ impl Simulation {
                 self.sender_event(flow_index);
             }
             Body::TcpData(segment) => {
-                flow.record.record_received(meta.size_bytes);
+                flow.record
+                    .record_received(meta.size_bytes, now - state.sent_at);
                 if let Protocol::Tcp { sink, .. } = &mut flow.protocol {
                     // Goodput: the payload the sink handed up in order (duplicates and
                     // out-of-order segments count when the hole before them fills).
@@ -732,7 +737,8 @@ impl Simulation {
             Body::Udp => {
                 // CBR and on/off packets carry no modelled header (as ns-2's Agent/UDP): the
                 // application gets the whole packet.
-                flow.record.record_received(meta.size_bytes);
+                flow.record
+                    .record_received(meta.size_bytes, now - state.sent_at);
                 flow.record.record_goodput(u64::from(meta.size_bytes));
             }
         }

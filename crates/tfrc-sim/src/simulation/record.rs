@@ -5,6 +5,7 @@ use core::time::Duration;
 use std::path::Path;
 
 use tfrc_output::stats::CountMoments;
+use tfrc_output::Histogram;
 use tfrc_output::{
     FlowIdentity, FlowSummary, FlowTotals, LinkRow, Rows, RunWriter, StateRow, WriteError,
 };
@@ -49,6 +50,8 @@ pub(crate) struct FlowRecord {
     pub p_samples: u64,
     pub rtt_sum: f64,
     pub rtt_samples: u64,
+    /// One-way delays of the data packets that reached the receiver (ns).
+    pub delays: Histogram,
 }
 
 impl FlowRecord {
@@ -77,6 +80,7 @@ impl FlowRecord {
             p_samples: 0,
             rtt_sum: 0.0,
             rtt_samples: 0,
+            delays: Histogram::new(),
         }
     }
 
@@ -113,7 +117,9 @@ impl FlowRecord {
         moments.coefficient_of_variation()
     }
 
-    pub fn record_received(&mut self, bytes: u32) {
+    pub fn record_received(&mut self, bytes: u32, delay: Duration) {
+        self.delays
+            .record(u64::try_from(delay.as_nanos()).unwrap_or(u64::MAX));
         self.interval.recv_bytes += u64::from(bytes);
         self.interval.recv_packets += 1;
         self.total.recv_bytes += u64::from(bytes);
@@ -277,6 +283,7 @@ impl FlowRecord {
                 ),
                 self.total,
             )
+            .with_delays(&self.delays)
         }
     }
 }
