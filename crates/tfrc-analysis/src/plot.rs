@@ -130,6 +130,9 @@ pub enum Dash {
     Dashed,
     /// Short dots.
     Dotted,
+    /// No line at all: the points are drawn as markers only (a scatter of points that are not
+    /// a series, such as one point per flow).
+    Hidden,
 }
 
 impl Dash {
@@ -144,6 +147,8 @@ impl Dash {
             Dash::Solid => None,
             Dash::Dashed => Some((10, 6)),
             Dash::Dotted => Some((3, 4)),
+            // Never stroked: see `LinePlot::draw`.
+            Dash::Hidden => None,
         }
     }
 }
@@ -298,8 +303,14 @@ impl LinePlot {
                 title: self.title.clone(),
             });
         }
+        // Lines run edge to edge; markers alone get a margin so that none sits on an axis.
+        let x_pad = if self.lines.iter().any(|l| l.style.dash == Dash::Hidden) {
+            0.05
+        } else {
+            0.0
+        };
         let x_range = match self.x_scale {
-            Scale::Linear => padded_range(points.iter().map(|p| p.0), false, 0.0),
+            Scale::Linear => padded_range(points.iter().map(|p| p.0), false, x_pad),
             Scale::Log => log_range(points.iter().map(|p| p.0)),
         };
         let mut lines = self.lines.clone();
@@ -407,6 +418,9 @@ impl LinePlot {
             let points: Vec<(f64, f64)> = self.drawable(line).collect();
             let style = color(line.style.color).stroke_width(2);
             let annotation = match line.style.dash.pattern() {
+                None if line.style.dash == Dash::Hidden => chart
+                    .draw_series(LineSeries::new(std::iter::empty(), style))
+                    .map_err(|e| e.to_string())?,
                 None => chart
                     .draw_series(LineSeries::new(points.iter().copied(), style))
                     .map_err(|e| e.to_string())?,
@@ -430,6 +444,11 @@ impl LinePlot {
                     None => [(0, 8), (8, 16), (16, 24)],
                     Some((_, gap)) if gap > 5 => [(0, 7), (12, 19), (24, 24)],
                     Some(_) => [(0, 3), (8, 11), (16, 19)],
+                };
+                let segments = if dash == Dash::Hidden {
+                    [(0, 0); 3]
+                } else {
+                    segments
                 };
                 let [a, b, c] =
                     segments.map(|(from, to)| PathElement::new(vec![(from, 0), (to, 0)], style));
@@ -691,6 +710,51 @@ fn flows_to_plot<'a>(run: &'a Run, flows: &'a [&'a str]) -> Vec<&'a str> {
     } else {
         flows.to_vec()
     }
+}
+
+/// Pantheon's view of saved runs: one point per flow at (95th percentile one-way delay in ms,
+/// goodput in Mb/s), one colour per run, no lines (the flows of a run are not a series).
+/// Flows without a delay percentile (ns-2 runs, the testbed) are left out; the error names the
+/// runs when none has one.
+pub fn delay_throughput(
+    title: &str,
+    sources: &[Source<'_>],
+    flows: &[&str],
+) -> Result<LinePlot, String> {
+    let mut plot = LinePlot::new(
+        title,
+        "one-way delay, 95th percentile (ms)",
+        "goodput (Mb/s)",
+    );
+    let mut any = false;
+    for (index, source) in sources.iter().enumerate() {
+        let wanted = flows_to_plot(source.run, flows);
+        let points: Vec<(f64, f64)> = source
+            .run
+            .summary
+            .flows
+            .iter()
+            .filter(|flow| wanted.contains(&flow.name.as_str()))
+            .filter_map(|flow| Some((flow.delay_p95_s? * 1e3, flow.goodput_bps? / 1e6)))
+            .collect();
+        any |= !points.is_empty();
+        plot = plot.line(
+            source.name.to_owned(),
+            points,
+            LineStyle {
+                color: index,
+                dash: Dash::Hidden,
+                markers: true,
+            },
+        );
+    }
+    if !any {
+        return Err(format!(
+            "no flow of {} has a one-way delay percentile (summary.json's delay_p95_s: only tfrc sim measures it)",
+            sources.iter().map(|s| s.name).collect::<Vec<_>>().join(", ")
+        ));
+    }
+    Ok(plot)
 }
 
 /// One line per group with a marker on every point: goodput vs loss rate per β (use

@@ -17,7 +17,8 @@ pub struct PlotArgs {
     #[arg(required = true, value_name = "RUN_DIR")]
     pub runs: Vec<PathBuf>,
     /// What to draw: the receiver's throughput, the sender's, the goodput, or the senders' RTT
-    /// estimate, per flow and 1 output interval.
+    /// estimate, per flow and 1 output interval; or each flow's goodput against its 95th
+    /// percentile one-way delay.
     #[arg(long, value_enum, default_value_t = PlotKind::Throughput)]
     pub kind: PlotKind,
     /// Only this flow (repeatable; default: every TFRC and TCP flow, or every flow when a run
@@ -43,6 +44,9 @@ pub enum PlotKind {
     Goodput,
     /// The senders' RTT estimate over time (TFRC and TCP flows).
     Rtt,
+    /// One point per flow at its 95th percentile one-way delay and its goodput, one colour
+    /// per run (Pantheon's throughput-against-delay view; simulator runs, which measure delay).
+    DelayThroughput,
 }
 
 /// Runs `tfrc plot`.
@@ -84,6 +88,7 @@ pub fn run(args: &PlotArgs) -> Result<()> {
         PlotKind::Sent => "sender throughput",
         PlotKind::Goodput => "goodput",
         PlotKind::Rtt => "RTT estimate",
+        PlotKind::DelayThroughput => "goodput against one-way delay",
     };
     let title = args
         .title
@@ -98,6 +103,9 @@ pub fn run(args: &PlotArgs) -> Result<()> {
             plot::throughput_over_time(&title, &sources, &flows, &[Direction::Goodput])
         }
         PlotKind::Rtt => plot::rtt_over_time(&title, &sources, &flows),
+        PlotKind::DelayThroughput => {
+            plot::delay_throughput(&title, &sources, &flows).map_err(anyhow::Error::msg)?
+        }
     };
     figure.draw(&args.out)?;
     println!("{}", args.out.display());

@@ -186,6 +186,55 @@ fn plot_overlays_saved_runs() {
         "both runs in the legend"
     );
 
+    // Pantheon's view: one point per flow and run, at its p95 delay and goodput; a run
+    // without delay percentiles (ns-2's, the testbed's) has nothing to draw.
+    let scatter = directory.join("delay.svg");
+    succeeded(
+        tfrc()
+            .arg("plot")
+            .args(&runs)
+            .args(["--kind", "delay-throughput", "--out"])
+            .arg(&scatter)
+            .output()
+            .unwrap(),
+    );
+    let svg = std::fs::read_to_string(&scatter).unwrap();
+    assert!(svg.contains("95th percentile") && svg.contains("goodput (Mb/s)"));
+    let texts: Vec<&str> = svg
+        .split("</text>")
+        .filter_map(|part| part.rsplit('>').next())
+        .map(str::trim)
+        .collect();
+    assert!(
+        texts.contains(&"one") && texts.contains(&"two"),
+        "one legend entry per run: {texts:?}"
+    );
+    assert!(
+        svg.matches("<circle").count() >= 4,
+        "a point per flow and run, and legend markers"
+    );
+    let summary_path = runs[0].join("summary.json");
+    let text = std::fs::read_to_string(&summary_path).unwrap();
+    let mut summary: serde_json::Value = serde_json::from_str(&text).unwrap();
+    for flow in summary["flows"].as_array_mut().unwrap() {
+        flow.as_object_mut().unwrap().remove("delay_p95_s");
+    }
+    std::fs::write(&summary_path, summary.to_string()).unwrap();
+    let none = tfrc()
+        .arg("plot")
+        .arg(&runs[0])
+        .args(["--kind", "delay-throughput", "--out"])
+        .arg(directory.join("none.png"))
+        .output()
+        .unwrap();
+    assert!(!none.status.success());
+    assert!(
+        String::from_utf8_lossy(&none.stderr).contains("one-way delay percentile"),
+        "{}",
+        String::from_utf8_lossy(&none.stderr)
+    );
+    std::fs::write(&summary_path, text).unwrap();
+
     let missing = tfrc()
         .args(["plot", directory.join("nowhere").to_str().unwrap(), "--out"])
         .arg(directory.join("x.png"))
