@@ -42,6 +42,19 @@ fn tfrc_fills_an_unloaded_1mbps_50ms_link() {
     // (50 ms propagation + at most 400 ms of queue at 1 Mb/s).
     let rtt = flow.mean_rtt_s.unwrap();
     assert!((0.05..0.46).contains(&rtt), "mean RTT {rtt}");
+    // Its one-way delay: at least the 25 ms of propagation, at most that plus a full 50-packet
+    // queue (about 410 ms) and the serializations; the queue shows above the median.
+    let (p50, p95, p99) = (
+        flow.delay_p50_s.unwrap(),
+        flow.delay_p95_s.unwrap(),
+        flow.delay_p99_s.unwrap(),
+    );
+    assert!(p50 > 0.025 && p50 <= p95 && p95 <= p99, "{p50} {p95} {p99}");
+    assert!(p99 < 0.025 + 0.41 + 0.02, "p99 {p99}");
+    assert!(
+        p99 > p50 * 1.05,
+        "no queueing visible: p50 {p50}, p99 {p99}"
+    );
 }
 
 #[test]
@@ -872,8 +885,8 @@ fn tcp_summaries_count_retransmissions_and_timeouts() {
 }
 
 /// One-way delay percentiles in summary.json: a CBR flow alone on a link has no queue, so every
-/// packet takes serialization plus propagation (8 ms + 10 ms for 1000 bytes at 1 Mb/s); a TFRC
-/// flow that fills a 50-packet DropTail queue sees its queueing delay in the upper percentiles.
+/// packet takes serialization plus propagation (8 ms + 10 ms for 1000 bytes at 1 Mb/s). (A TFRC
+/// flow that fills a queue: `tfrc_fills_an_unloaded_1mbps_50ms_link`.)
 #[test]
 fn summaries_give_one_way_delay_percentiles() {
     let summary = run(r#"name = "delay"
@@ -902,30 +915,4 @@ fn summaries_give_one_way_delay_percentiles() {
             "{name} {value} s, expected 18 ms"
         );
     }
-
-    let summary = run(&format!(
-        r#"name = "queue"
-        duration = "60s"
-        {DUMBBELL_1MBPS_50MS}
-        [[flow]]
-        name = "a"
-        kind = "tfrc"
-        from = "sender"
-        to = "receiver""#
-    ));
-    let flow = &summary.flows[0];
-    let (p50, p95, p99) = (
-        flow.delay_p50_s.unwrap(),
-        flow.delay_p95_s.unwrap(),
-        flow.delay_p99_s.unwrap(),
-    );
-    println!("TFRC one-way delay p50 {p50} s, p95 {p95} s, p99 {p99} s");
-    // At least the 25 ms of propagation; at most that plus a full 50-packet queue (400 ms) and
-    // the serializations; the percentiles in order, the queue showing above the median.
-    assert!(p50 > 0.025 && p50 <= p95 && p95 <= p99, "{p50} {p95} {p99}");
-    assert!(p99 < 0.025 + 0.41 + 0.02, "p99 {p99}");
-    assert!(
-        p99 > p50 * 1.05,
-        "no queueing visible: p50 {p50}, p99 {p99}"
-    );
 }
