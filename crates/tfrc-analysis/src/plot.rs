@@ -441,14 +441,10 @@ impl LinePlot {
             };
             annotation.label(&line.label).legend(move |(x, y)| {
                 let segments: [(i32, i32); 3] = match dash.pattern() {
+                    None if dash == Dash::Hidden => [(0, 0); 3],
                     None => [(0, 8), (8, 16), (16, 24)],
                     Some((_, gap)) if gap > 5 => [(0, 7), (12, 19), (24, 24)],
                     Some(_) => [(0, 3), (8, 11), (16, 19)],
-                };
-                let segments = if dash == Dash::Hidden {
-                    [(0, 0); 3]
-                } else {
-                    segments
                 };
                 let [a, b, c] =
                     segments.map(|(from, to)| PathElement::new(vec![(from, 0), (to, 0)], style));

@@ -9,7 +9,7 @@
 
 use std::io::Write;
 
-/// Most decimals [`Fixed`] writes.
+/// Most decimals [`CsvLine::fixed`] writes.
 pub const MAX_DECIMALS: usize = 9;
 
 const POWERS_OF_TEN: [u64; MAX_DECIMALS + 1] = [
@@ -99,8 +99,8 @@ pub fn format_seconds(seconds: f64) -> String {
 }
 
 /// One CSV line being built: cells appended in order, a comma before each but the first.
-/// Text cells are written as given (names are checked for commas and quotes where they are
-/// made).
+/// Text cells are written as given, unquoted: they are node, flow and link names, which the
+/// scenario reader limits to letters, digits, '_', '-' and '.', and fixed kind names.
 #[derive(Debug, Default, Clone)]
 pub struct CsvLine {
     bytes: Vec<u8>,
@@ -136,7 +136,7 @@ impl CsvLine {
         }
     }
 
-    /// A number with `decimals` decimals (at most [`MAX_DECIMALS`]), the same text as the
+    /// A number with `decimals` decimals (at most 9, `MAX_DECIMALS`), the same text as the
     /// standard library's `{:.N}`; an empty cell for `None`, NaN and infinities.
     pub fn fixed(&mut self, value: Option<f64>, decimals: usize) {
         self.separate();
@@ -215,10 +215,9 @@ impl CsvLine {
         self.bytes.extend_from_slice(&text[start..]);
     }
 
-    /// Ends the line (a newline) and gives its bytes; the line is then empty again.
+    /// Ends the line with a newline and gives its bytes ([`CsvLine::clear`] starts the next).
     pub fn finish(&mut self) -> &[u8] {
         self.bytes.push(b'\n');
-        self.cells = 0;
         &self.bytes
     }
 

@@ -6,8 +6,8 @@ const SUB_BUCKET_BITS: u32 = 5;
 
 /// A histogram of non-negative integers (durations in nanoseconds: pacing errors of `tfrc send`,
 /// one-way delays of simulated packets) with about 3 % relative resolution: 32 buckets per power
-/// of two, grown only up to the largest value recorded (about 740 buckets, 6 KB, for values up
-/// to a second in nanoseconds), so memory stays bounded over millions of values and small per
+/// of two, grown only up to the largest value recorded (827 buckets, 6.6 KB, for values up to a
+/// second in nanoseconds), so memory stays bounded over millions of values and small per
 /// flow.
 #[derive(Debug, Clone)]
 pub struct Histogram {

@@ -139,11 +139,13 @@ fn record(config: &Config) -> Recording {
             sender.handle_timeout(now);
             receiver.handle_timeout(now);
         }
-        let before_poll = receiver.clone();
+        // A copy only while copies are still wanted: most polls send nothing.
+        let wanted = recording.receiver_feedback.len() < KEPT && now >= Instant::ZERO + WARM_UP;
+        let before_poll = wanted.then(|| receiver.clone());
         if let Some(length) = receiver.poll_transmit(now, &mut buffer) {
-            if recording.receiver_feedback.len() < KEPT && now >= Instant::ZERO + WARM_UP {
+            if let Some(endpoint) = before_poll {
                 recording.receiver_feedback.push(Before {
-                    endpoint: before_poll,
+                    endpoint,
                     at: now,
                     input: Vec::new(),
                 });

@@ -5,9 +5,10 @@
 //! that is skipped when it reaches the front, which makes `cancel` O(1) amortized.
 //!
 //! The queue is a 4-ary min-heap of 16-byte keys: half the levels of a binary heap, and the
-//! four children of a node share a cache line. With 1024 flows (about 3,000 pending events),
-//! `std`'s `BinaryHeap` spent 12 % of a run in `pop`'s sift-down; this heap spends about half of
-//! that (bench/sim-speed). Keys are unique, so any correct heap pops the same order.
+//! four children of a node side by side in 64 bytes. `std`'s `BinaryHeap` spent 12 % of a
+//! 1024-flow e003 run in `pop`'s sift-down; with this heap the run went from 1.0–1.1 s to
+//! 0.78 s (bench/sim-speed, docs/performance.md). Keys are unique, so any correct heap pops
+//! the same order.
 
 use tfrc_proto::Instant;
 
