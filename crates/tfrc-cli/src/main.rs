@@ -4,15 +4,11 @@ use anyhow::{anyhow, bail, Result};
 use clap::{Args, Parser, Subcommand};
 use tfrc_proto::equation;
 
-mod conformance;
-mod ns2_compare;
-mod plot;
-mod reproduce;
-mod sim;
+use tfrc_cli::{conformance, ns2_compare, plot, reproduce, sim, sweep};
 
 /// TFRC (RFC 5348) toolkit: the throughput equation, the simulator and the papers' experiments.
 #[derive(Debug, Parser)]
-#[command(name = "tfrc", version = env!("TFRC_LONG_VERSION"), about, long_about = None)]
+#[command(name = "tfrc", version = tfrc_cli::LONG_VERSION, about, long_about = None)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -32,6 +28,9 @@ enum Command {
     /// Run a scenario file in the simulator and write flows.csv, state.csv, links.csv and
     /// summary.json.
     Sim(sim::SimArgs),
+    /// Run a scenario's [sweep] grid × seeds in parallel into one Parquet dataset (resumable;
+    /// locally or on a Dask cluster).
+    Sweep(sweep::SweepArgs),
     /// Run a scenario in ns-2.35 (output converted to our flows.csv/state.csv/links.csv), then
     /// in our simulator, and plot both on one figure.
     Ns2(ns2_compare::Ns2CompareArgs),
@@ -100,12 +99,13 @@ struct EquationArgs {
 fn main() -> Result<()> {
     let cli = Cli::parse();
     // Every summary.json this process writes names the binary's version and git commit.
-    tfrc_output::set_tool(format!("tfrc {}", env!("TFRC_LONG_VERSION")));
+    tfrc_cli::record_tool();
     match cli.command {
         Command::Equation(args) => run_equation(&args),
         Command::Send(args) => tfrc_udp::cli::run_send(&args),
         Command::Recv(args) => tfrc_udp::cli::run_recv(&args),
         Command::Sim(args) => sim::run(&args),
+        Command::Sweep(args) => sweep::run(&args),
         Command::Ns2(args) => ns2_compare::run(&args),
         Command::Conformance(args) => conformance::run(&args),
         Command::Plot(args) => plot::run(&args),

@@ -183,7 +183,7 @@ impl CsvLine {
     fn nanos_text(&mut self, nanos: u64) {
         let mut fraction = nanos % 1_000_000_000;
         let mut width = 9;
-        while fraction % 10 == 0 && width > 0 {
+        while fraction.is_multiple_of(10) && width > 0 {
             fraction /= 10;
             width -= 1;
         }

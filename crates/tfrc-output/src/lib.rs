@@ -16,6 +16,8 @@ use std::sync::OnceLock;
 
 use serde::{Deserialize, Serialize};
 
+#[cfg(feature = "arrow")]
+pub mod arrow;
 mod cell;
 mod histogram;
 pub mod stats;

@@ -134,7 +134,7 @@ impl fmt::Display for Rate {
             ("Mbps", 1_000_000),
             ("kbps", 1_000),
         ] {
-            if bits % scale == 0 {
+            if bits.is_multiple_of(scale) {
                 return write!(formatter, "{}{unit}", bits / scale);
             }
         }
@@ -276,7 +276,7 @@ fn scaled_decimal(number: &str, scale: u64) -> Result<u64, DecimalError> {
     let mut place: u128 = u128::from(scale);
     for digit in fraction.bytes() {
         let digit = u128::from(digit - b'0');
-        if place % 10 != 0 {
+        if !place.is_multiple_of(10) {
             return Err(DecimalError::TooFine);
         }
         place /= 10;

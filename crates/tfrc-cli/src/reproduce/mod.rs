@@ -4,7 +4,7 @@
 
 mod claims;
 mod figures;
-pub(crate) mod runner;
+pub mod runner;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};

@@ -1,0 +1,20 @@
+//! The `tfrc` command's subcommands as a library: the binary (`src/main.rs`) parses the command
+//! line into their argument types, and the Python package (`python/`) calls the same functions
+//! (a simulation, a sweep, the reproduction), so both front ends run one implementation.
+
+pub mod conformance;
+pub mod ns2_compare;
+pub mod plot;
+pub mod reproduce;
+pub mod sim;
+pub mod sweep;
+
+/// This build's version and git commit, e.g. `0.1.0 (git 1a2b3c4d5e6f)` (from `build.rs`;
+/// `-dirty` when tracked files had uncommitted changes at build time).
+pub const LONG_VERSION: &str = env!("TFRC_LONG_VERSION");
+
+/// Names this build as the program writing run files (`summary.json`'s `tool`, a sweep's
+/// `tool` column): `tfrc 0.1.0 (git 1a2b3c4d5e6f)`.
+pub fn record_tool() {
+    tfrc_output::set_tool(format!("tfrc {LONG_VERSION}"));
+}
