@@ -1,6 +1,6 @@
 //! `tfrc`: the command-line front end of the TFRC toolkit.
 
-use anyhow::{anyhow, bail, Result};
+use anyhow::{bail, Result};
 use clap::{Args, Parser, Subcommand};
 use tfrc_proto::equation;
 
@@ -109,7 +109,7 @@ fn main() -> Result<()> {
         Command::Ns2(args) => ns2_compare::run(&args),
         Command::Conformance(args) => conformance::run(&args),
         Command::Plot(args) => plot::run(&args),
-        Command::Reproduce(args) => reproduce::run(&args),
+        Command::Reproduce(args) => reproduce::run(&args).map(drop),
         Command::Stream(args) => etp::stream_app::run(&args),
         Command::Emulate(args) => tfrc_emu::cli::run_emulate(&args),
         Command::Testbed(args) => tfrc_emu::cli::run_testbed(&args),
@@ -145,12 +145,11 @@ fn run_equation(args: &EquationArgs) -> Result<()> {
             if !(bits_per_s.is_finite() && bits_per_s > 0.0) {
                 bail!("--rate must be a positive number of bits/s, got {bits_per_s}");
             }
-            let p = equation::loss_event_rate_for(args.packet_size, args.rtt, bits_per_s / 8.0)
-                .ok_or_else(|| anyhow!("no loss event rate gives {bits_per_s} bits/s"))?;
-            let rate = equation::throughput(args.packet_size, args.rtt, p);
             // The inverse clamps p to [1e-12, 1]: a rate outside what the equation gives there
             // has no loss event rate, which is said rather than answered with the clamp.
-            if (rate * 8.0 - bits_per_s).abs() > 0.01 * bits_per_s {
+            let Some(p) =
+                equation::attainable_loss_event_rate(args.packet_size, args.rtt, bits_per_s / 8.0)
+            else {
                 let bits = |p: f64| equation::throughput(args.packet_size, args.rtt, p) * 8.0;
                 bail!(
                     "--rate {bits_per_s} bits/s is not attainable for s = {} B, R = {} s: the \
@@ -160,7 +159,8 @@ fn run_equation(args: &EquationArgs) -> Result<()> {
                     bits(1.0),
                     bits(1e-12)
                 );
-            }
+            };
+            let rate = equation::throughput(args.packet_size, args.rtt, p);
             (p, rate)
         }
         (None, None) => bail!("give --loss-event-rate (or --rate for the inverse)"),

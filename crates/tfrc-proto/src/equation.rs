@@ -72,6 +72,15 @@ pub fn loss_event_rate_for(s: f64, rtt: f64, target_rate: f64) -> Option<f64> {
     Some((0.5 * (low + high)).exp())
 }
 
+/// The loss event rate at which [`throughput`]`(s, rtt, p)` is `target_rate` (bytes/s), or
+/// `None` when none is: invalid inputs, or a rate the equation does not reach for p in
+/// [1e-12, 1] (where [`loss_event_rate_for`] answers with the clamp). A p found by bisection is
+/// accepted when its rate is within 1 % of the target.
+pub fn attainable_loss_event_rate(s: f64, rtt: f64, target_rate: f64) -> Option<f64> {
+    let p = loss_event_rate_for(s, rtt, target_rate)?;
+    ((throughput(s, rtt, p) - target_rate).abs() <= 0.01 * target_rate).then_some(p)
+}
+
 /// Largest rate ns-2's `p_to_b` returns (`MAXRATE` in ns-2.35 `tcp/formula.h`), bytes/s.
 pub const NS2_MAX_RATE: f64 = 25_000_000.0;
 

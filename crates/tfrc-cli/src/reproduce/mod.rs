@@ -343,8 +343,8 @@ fn sample_claims(
     })
 }
 
-/// `tfrc reproduce`.
-pub fn run(args: &ReproduceArgs) -> Result<()> {
+/// `tfrc reproduce`: runs, judges and writes the report; returns the claims table.
+pub fn run(args: &ReproduceArgs) -> Result<Vec<ClaimRow>> {
     let started = WallInstant::now();
     let dir = scenarios_dir(args);
     let known = experiment_ids(&dir)?;
@@ -545,7 +545,7 @@ pub fn run(args: &ReproduceArgs) -> Result<()> {
         })
         .collect();
 
-    let report = build_report(&experiments, &claims, &outcomes, replications, args)?;
+    let (report, claim_rows) = build_report(&experiments, &claims, &outcomes, replications, args)?;
     let counts = count_verdicts(&report);
     let files = report
         .images(if args.embed_images {
@@ -567,7 +567,7 @@ pub fn run(args: &ReproduceArgs) -> Result<()> {
         );
         println!("{}", files.html.display());
     }
-    Ok(())
+    Ok(claim_rows)
 }
 
 /// `runs.csv`: every distinct run with its directory, wall time and events, then one
@@ -899,9 +899,43 @@ fn claims_table(outcomes: &[Outcome], replications: u32) -> Table {
     table
 }
 
-/// One `claims.csv` field, quoted.
-fn csv_field(text: &str) -> String {
-    format!("\"{}\"", text.replace('"', "\"\""))
+/// `claims.csv`: every claim with the paper's figure, ours and the verdict.
+pub const CLAIMS_FILE: &str = "claims.csv";
+
+/// One claim judged: a row of `claims.csv` and of the Python package's `tfrc.reproduce()`
+/// table.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct ClaimRow {
+    /// Experiment id (`e000-loss`).
+    pub experiment: String,
+    /// The claim, in our words.
+    pub claim: String,
+    /// The metric measured (`scenarios/claims.toml`).
+    pub metric: String,
+    /// How ours is compared with the threshold (`>=`, `within`, …).
+    pub relation: String,
+    /// The paper's figure, as the report writes it.
+    pub paper: String,
+    /// Ours: the mean with its 95 % interval, as the report writes it.
+    pub ours: String,
+    /// `holds`, `differs`, `inconclusive` or `not run`, with the reason.
+    pub status: String,
+    /// Replications the figure is the mean of (empty when not run).
+    pub replications: Option<usize>,
+    /// Mean over the replications.
+    pub mean: Option<f64>,
+    /// Lower end of the 95 % Student-t confidence interval.
+    pub ci_low: Option<f64>,
+    /// Upper end of the interval.
+    pub ci_high: Option<f64>,
+    /// The threshold (the paper's or ours, as `source` says).
+    pub threshold: String,
+    /// Where the claim is in its paper.
+    pub source: String,
+    /// The paper's sentence.
+    pub quote: String,
+    /// How we read it.
+    pub reading: String,
 }
 
 fn build_report(
@@ -910,7 +944,7 @@ fn build_report(
     outcomes: &[Vec<Outcome>],
     replications: u32,
     args: &ReproduceArgs,
-) -> Result<Report> {
+) -> Result<(Report, Vec<ClaimRow>)> {
     let mut report = Report::new("TFRC and its extensions: the papers' experiments, reproduced")
         .intro(format!(
             "Every experiment of the four papers (catalogue: docs/experiments.md in the toolkit's \
@@ -939,9 +973,7 @@ fn build_report(
                 .collect::<Vec<_>>()
                 .join("; ")
         ));
-    let mut csv = String::from(
-        "experiment,claim,metric,relation,paper,ours,status,replications,mean,ci_low,ci_high,threshold,source,quote,reading\n",
-    );
+    let mut claim_rows = Vec::new();
     for (experiment, outcomes) in experiments.iter().zip(outcomes) {
         let paper = claims_file.experiment.get(&experiment.id);
         let title = match paper {
@@ -977,28 +1009,23 @@ fn build_report(
         }
         for outcome in outcomes {
             let claim = &outcome.claim;
-            let number = |value: Option<f64>| value.map(|v| format!("{v}")).unwrap_or_default();
-            csv += &format!(
-                "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
-                experiment.id,
-                csv_field(&claim.text),
-                csv_field(&claim.metric),
-                claim.relation,
-                csv_field(&outcome.paper),
-                csv_field(&outcome.ours),
-                csv_field(&outcome.status.text()),
-                outcome
-                    .interval
-                    .map(|i| i.n.to_string())
-                    .unwrap_or_default(),
-                number(outcome.interval.map(|i| i.mean)),
-                number(outcome.interval.map(|i| i.low)),
-                number(outcome.interval.map(|i| i.high)),
-                claim.threshold.as_deref().unwrap_or(""),
-                csv_field(claim.source.as_deref().unwrap_or("")),
-                csv_field(claim.quote.as_deref().unwrap_or("")),
-                csv_field(claim.reading.as_deref().unwrap_or("")),
-            );
+            claim_rows.push(ClaimRow {
+                experiment: experiment.id.clone(),
+                claim: claim.text.clone(),
+                metric: claim.metric.clone(),
+                relation: claim.relation.clone(),
+                paper: outcome.paper.clone(),
+                ours: outcome.ours.clone(),
+                status: outcome.status.text(),
+                replications: outcome.interval.map(|i| i.n),
+                mean: outcome.interval.map(|i| i.mean),
+                ci_low: outcome.interval.map(|i| i.low),
+                ci_high: outcome.interval.map(|i| i.high),
+                threshold: claim.threshold.clone().unwrap_or_default(),
+                source: claim.source.clone().unwrap_or_default(),
+                quote: claim.quote.clone().unwrap_or_default(),
+                reading: claim.reading.clone().unwrap_or_default(),
+            });
         }
         for failure in &experiment.failures {
             section = section.measurement("run failed", "—", failure.clone());
@@ -1013,7 +1040,18 @@ fn build_report(
     }
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("cannot create {}", args.out.display()))?;
-    std::fs::write(args.out.join("claims.csv"), csv)
-        .with_context(|| format!("cannot write {}", args.out.join("claims.csv").display()))?;
-    Ok(report)
+    let path = args.out.join(CLAIMS_FILE);
+    let mut writer = csv::WriterBuilder::new()
+        .quote_style(csv::QuoteStyle::NonNumeric)
+        .from_path(&path)
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    for row in &claim_rows {
+        writer
+            .serialize(row)
+            .with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    writer
+        .flush()
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    Ok((report, claim_rows))
 }
