@@ -13,7 +13,7 @@ use numpy::{PyArray1, PyReadonlyArray1};
 use pyo3::create_exception;
 use pyo3::exceptions::{PyOSError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict};
+use pyo3::types::PyBytes;
 use tfrc_cli::sweep::{self, Dataset, Manifest, PlannedRun, RunFiles};
 use tfrc_proto::equation as rfc5348;
 
@@ -188,7 +188,10 @@ impl Scenario {
     /// The runs of its `[sweep]` grid, each a scenario without a grid (named
     /// `name[label=value,…]`); the scenario itself without a grid.
     fn variants(&self) -> PyResult<Vec<Scenario>> {
-        let variants = self.inner.expand().map_err(|error| scenario_error(&error))?;
+        let variants = self
+            .inner
+            .expand()
+            .map_err(|error| scenario_error(&error))?;
         Ok(variants
             .into_iter()
             .map(|inner| Scenario { inner })
@@ -247,35 +250,48 @@ fn batch_to_python(py: Python<'_>, batch: &RecordBatch) -> PyResult<Py<PyAny>> {
     Ok(batch.to_pyarrow(py)?.unbind())
 }
 
-/// A run's tables and summary as a dict: `flows`, `state`, `links` (pyarrow record batches),
-/// `summary` (summary.json's text), `wall_time_s` and `events` (the simulator's own figures).
-fn run_dict<'py>(
-    py: Python<'py>,
-    summary: &tfrc_output::Summary,
-    rows: &tfrc_output::Rows,
+/// A finished run held in Rust: its summary and rows. The Python `Result` asks for each table
+/// when it is first used, so a call that needs only the summary does not pay for the tables.
+#[pyclass(module = "tfrc._core", name = "Run", frozen)]
+struct PyRun {
+    summary: tfrc_output::Summary,
+    rows: tfrc_output::Rows,
+    /// The simulator's own wall time (build, run, rows), seconds; `None` for ns-2 runs.
+    #[pyo3(get)]
     wall_time_s: Option<f64>,
+    /// Events the simulator processed; `None` for ns-2 runs.
+    #[pyo3(get)]
     events: Option<u64>,
-) -> PyResult<Bound<'py, PyDict>> {
-    let [flows, state, links] = tfrc_output::arrow::run_tables(rows)
+}
+
+#[pymethods]
+impl PyRun {
+    /// One table as a pyarrow record batch: `flows`, `state` or `links`.
+    fn table(&self, py: Python<'_>, name: &str) -> PyResult<Py<PyAny>> {
+        let batch = match name {
+            "flows" => tfrc_output::arrow::table(&self.rows.flows),
+            "state" => tfrc_output::arrow::table(&self.rows.states),
+            "links" => tfrc_output::arrow::table(&self.rows.links),
+            other => {
+                return Err(PyValueError::new_err(format!(
+                    "no table {other:?} (flows, state, links)"
+                )))
+            }
+        }
         .map_err(|error| PyRuntimeError::new_err(error.to_string()))?;
-    let dict = PyDict::new(py);
-    dict.set_item("flows", batch_to_python(py, &flows)?)?;
-    dict.set_item("state", batch_to_python(py, &state)?)?;
-    dict.set_item("links", batch_to_python(py, &links)?)?;
-    dict.set_item("summary", to_json(summary)?)?;
-    dict.set_item("wall_time_s", wall_time_s)?;
-    dict.set_item("events", events)?;
-    Ok(dict)
+        batch_to_python(py, &batch)
+    }
+
+    /// `summary.json`'s text.
+    fn summary_json(&self) -> PyResult<String> {
+        to_json(&self.summary)
+    }
 }
 
 /// Runs a scenario (without a grid of several points) in the simulator, the GIL released.
 #[pyfunction]
 #[pyo3(signature = (scenario, seed=None))]
-fn simulate<'py>(
-    py: Python<'py>,
-    scenario: &Scenario,
-    seed: Option<u64>,
-) -> PyResult<Bound<'py, PyDict>> {
+fn simulate(py: Python<'_>, scenario: &Scenario, seed: Option<u64>) -> PyResult<PyRun> {
     let mut variant = single_variant(&scenario.inner)?;
     if let Some(seed) = seed {
         variant.seed = seed;
@@ -283,26 +299,25 @@ fn simulate<'py>(
     let finished = py
         .detach(|| tfrc_cli::sim::run_scenario(&variant, None, true, true, None))
         .map_err(to_python)?;
-    run_dict(
-        py,
-        &finished.summary,
-        &finished.rows,
-        Some(finished.wall_time.as_secs_f64()),
-        Some(finished.events),
-    )
+    Ok(PyRun {
+        summary: finished.summary,
+        rows: finished.rows,
+        wall_time_s: Some(finished.wall_time.as_secs_f64()),
+        events: Some(finished.events),
+    })
 }
 
 /// Runs a scenario in ns-2.35 (`ns` on the PATH, or `ns_path`) in `directory`, the GIL released;
 /// its output converted to the simulator's tables.
 #[pyfunction]
 #[pyo3(signature = (scenario, directory, seed=None, ns_path=None))]
-fn ns2<'py>(
-    py: Python<'py>,
+fn ns2(
+    py: Python<'_>,
     scenario: &Scenario,
     directory: PathBuf,
     seed: Option<u64>,
     ns_path: Option<PathBuf>,
-) -> PyResult<Bound<'py, PyDict>> {
+) -> PyResult<PyRun> {
     let mut variant = single_variant(&scenario.inner)?;
     if let Some(seed) = seed {
         variant.seed = seed;
@@ -326,12 +341,16 @@ fn ns2<'py>(
             )),
             _ => to_python(error),
         })?;
-    let rows = tfrc_output::Rows {
-        flows: run.flows,
-        states: run.states,
-        links: run.links,
-    };
-    run_dict(py, &run.summary, &rows, None, None)
+    Ok(PyRun {
+        summary: run.summary,
+        rows: tfrc_output::Rows {
+            flows: run.flows,
+            states: run.states,
+            links: run.links,
+        },
+        wall_time_s: None,
+        events: None,
+    })
 }
 
 /// Runs `tfrc reproduce` into `out` and returns the claims table as a pyarrow record batch.
@@ -381,7 +400,11 @@ fn parse_seeds(list: &str) -> PyResult<Vec<u64>> {
 #[pyfunction]
 fn plan(scenario: &Scenario, seeds: Vec<u64>) -> PyResult<(String, Vec<String>)> {
     let plan = sweep::plan(&scenario.inner, &seeds).map_err(to_python)?;
-    let runs = plan.runs.iter().map(to_json).collect::<PyResult<Vec<_>>>()?;
+    let runs = plan
+        .runs
+        .iter()
+        .map(to_json)
+        .collect::<PyResult<Vec<_>>>()?;
     Ok((to_json(&plan.manifest)?, runs))
 }
 
@@ -401,10 +424,24 @@ fn parse_run(run: &str) -> PyResult<PlannedRun> {
 }
 
 /// Runs one planned run (JSON text from [`plan`]), the GIL released, and returns its four
-/// Parquet files (flows, state, links, runs).
+/// Parquet files (flows, state, links, runs), or, given the `directory` of its dataset (a
+/// worker that sees it), stores them there and returns an empty list.
 #[pyfunction]
-fn execute<'py>(py: Python<'py>, run: &str) -> PyResult<Vec<Bound<'py, PyBytes>>> {
+#[pyo3(signature = (run, directory=None))]
+fn execute<'py>(
+    py: Python<'py>,
+    run: &str,
+    directory: Option<PathBuf>,
+) -> PyResult<Vec<Bound<'py, PyBytes>>> {
     let run = parse_run(run)?;
+    if let Some(directory) = directory {
+        py.detach(|| -> anyhow::Result<()> {
+            let dataset = Dataset::existing(&directory)?;
+            dataset.store(&sweep::execute(&run)?)
+        })
+        .map_err(to_python)?;
+        return Ok(Vec::new());
+    }
     let files = py.detach(|| sweep::execute(&run)).map_err(to_python)?;
     Ok(files
         .tables
@@ -449,6 +486,9 @@ impl PyDataset {
     }
 }
 
+/// (runs run now, runs already in the dataset, [(run id, error)] of the runs that failed).
+type SweepCounts = (usize, usize, Vec<(String, String)>);
+
 /// Runs a sweep on this machine's cores into `directory`, the GIL released; returns (runs run
 /// now, runs already there, [(run id, error)] of the runs that failed).
 #[pyfunction]
@@ -461,7 +501,7 @@ fn sweep_local(
     jobs: Option<usize>,
     allow_mixed_versions: bool,
     quiet: bool,
-) -> PyResult<(usize, usize, Vec<(String, String)>)> {
+) -> PyResult<SweepCounts> {
     let plan = sweep::plan(&scenario.inner, &seeds).map_err(to_python)?;
     let dataset = Dataset::open(&directory, &plan.manifest, allow_mixed_versions)
         .map_err(|error| SweepError::new_err(format!("{error:#}")))?;
@@ -489,6 +529,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("SweepError", m.py().get_type::<SweepError>())?;
     m.add_class::<Scenario>()?;
     m.add_class::<PyDataset>()?;
+    m.add_class::<PyRun>()?;
     for function in [
         wrap_pyfunction!(equation, m)?,
         wrap_pyfunction!(loss_event_rate, m)?,

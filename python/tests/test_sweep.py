@@ -94,6 +94,17 @@ def test_the_dask_sweep_equals_the_local_sweep_number_for_number(local_sweep, cl
         pd.testing.assert_frame_equal(local[name], remote[name], check_exact=True)
     again = tfrc.sweep(GRID, tmp_path / "dask", seeds=SEEDS, client=client, progress=False)
     assert (again.ran, again.skipped) == (0, 20)
+    # Workers that do not see the dataset send the files back to the client.
+    from tfrc._dask import sweep_on_dask
+
+    sent = sweep_on_dask(
+        tfrc.Scenario.from_toml(GRID), os.fspath(tmp_path / "sent"), SEEDS, client,
+        False, False, direct_writes=False,
+    )
+    assert (sent.ran, sent.failed) == (20, [])
+    remote = tables(tmp_path / "sent")
+    for name in ORDER:
+        pd.testing.assert_frame_equal(local[name], remote[name], check_exact=True)
 
 
 def test_a_sweep_resumes_after_an_interruption(tmp_path):
@@ -139,10 +150,10 @@ def test_a_failed_run_is_reported_and_the_others_kept(tmp_path, monkeypatch):
     doomed = tfrc._core.run_id(runs[4])
     real = tfrc._dask.run_task
 
-    def failing(run):
+    def failing(run, *rest):
         if tfrc._core.run_id(run) == doomed:
             raise RuntimeError("the machine caught fire")
-        return real(run)
+        return real(run, *rest)
 
     monkeypatch.setattr(tfrc._dask, "run_task", failing)
     out = tmp_path / "sweep"

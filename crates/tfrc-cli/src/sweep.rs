@@ -493,6 +493,24 @@ impl Dataset {
         })
     }
 
+    /// The dataset at `dir` as [`Dataset::open`] left it, for a process that stores runs
+    /// beside the one that opened it (a Dask worker on a shared file system): nothing is
+    /// checked but the manifest's presence, nothing removed.
+    ///
+    /// # Errors
+    /// When `dir` has no manifest.
+    pub fn existing(dir: &Path) -> Result<Dataset> {
+        if !dir.join(MANIFEST_FILE).is_file() {
+            bail!(
+                "{} is not a sweep dataset (no {MANIFEST_FILE})",
+                dir.display()
+            );
+        }
+        Ok(Dataset {
+            dir: dir.to_path_buf(),
+        })
+    }
+
     /// Its directory.
     pub fn dir(&self) -> &Path {
         &self.dir

@@ -46,7 +46,8 @@ __version__ = _core.version()
 
 
 def _frame(batch: pa.RecordBatch) -> pd.DataFrame:
-    return pa.Table.from_batches([batch]).to_pandas()
+    # Arrow's thread pool costs about a millisecond to start, more than it saves on small tables.
+    return batch.to_pandas(use_threads=batch.num_rows > 200_000)
 
 
 def _broadcast(*values):
@@ -87,36 +88,61 @@ def _scenario(scenario: Union[Scenario, str, os.PathLike]) -> Scenario:
     return Scenario.from_toml(scenario)
 
 
-@dataclass
 class Result:
-    """One run: its tables (``flows``, ``state``, ``links``, as in ``flows.csv`` …) and its
-    ``summary`` (``summary.json`` as a dict)."""
+    """One run: its tables ``flows``, ``state`` and ``links`` (pandas DataFrames with the columns
+    of ``flows.csv``, ``state.csv`` and ``links.csv``) and its ``summary`` (``summary.json`` as a
+    dict). The rows stay in Rust until a table is first used; each table is built once."""
 
-    flows: pd.DataFrame
-    state: pd.DataFrame
-    links: pd.DataFrame
-    summary: dict
-    #: Wall time of the simulation itself (s); None for ns-2 runs.
-    wall_time_s: Optional[float] = None
-    #: Events the simulator processed; None for ns-2 runs.
-    events: Optional[int] = None
+    def __init__(self, run):
+        self._run = run
+        self._tables = {}
+        self._summary = None
 
-    @classmethod
-    def _from_core(cls, parts: dict) -> "Result":
-        return cls(
-            flows=_frame(parts["flows"]),
-            state=_frame(parts["state"]),
-            links=_frame(parts["links"]),
-            summary=json.loads(parts["summary"]),
-            wall_time_s=parts["wall_time_s"],
-            events=parts["events"],
-        )
+    def _table(self, name: str) -> pd.DataFrame:
+        if name not in self._tables:
+            self._tables[name] = _frame(self._run.table(name))
+        return self._tables[name]
+
+    @property
+    def flows(self) -> pd.DataFrame:
+        """``flows.csv``: bytes, packets and rates per flow per interval."""
+        return self._table("flows")
+
+    @property
+    def state(self) -> pd.DataFrame:
+        """``state.csv``: sampled protocol state of the TFRC and TCP flows."""
+        return self._table("state")
+
+    @property
+    def links(self) -> pd.DataFrame:
+        """``links.csv``: queue, arrivals, departures and drops per link direction."""
+        return self._table("links")
+
+    @property
+    def summary(self) -> dict:
+        """``summary.json``: the run's and every flow's figures."""
+        if self._summary is None:
+            self._summary = json.loads(self._run.summary_json())
+        return self._summary
+
+    @property
+    def wall_time_s(self) -> Optional[float]:
+        """Wall time of the simulation itself (s); None for ns-2 runs."""
+        return self._run.wall_time_s
+
+    @property
+    def events(self) -> Optional[int]:
+        """Events the simulator processed; None for ns-2 runs."""
+        return self._run.events
+
+    def __repr__(self) -> str:
+        return f"Result(scenario={self.summary['scenario']!r}, seed={self.summary['seed']})"
 
 
 def simulate(scenario, seed: Optional[int] = None) -> Result:
     """Runs a scenario (a :class:`Scenario`, a path or TOML text) in the simulator, as
     ``tfrc sim`` does; ``seed`` overrides its seed. The GIL is released while it runs."""
-    return Result._from_core(_core.simulate(_scenario(scenario), seed))
+    return Result(_core.simulate(_scenario(scenario), seed))
 
 
 def ns2(scenario, seed: Optional[int] = None, ns_path=None, directory=None) -> Result:
@@ -125,9 +151,9 @@ def ns2(scenario, seed: Optional[int] = None, ns_path=None, directory=None) -> R
     a temporary directory, removed). Raises ``OSError`` when ns-2 is not installed."""
     scenario = _scenario(scenario)
     if directory is not None:
-        return Result._from_core(_core.ns2(scenario, os.fspath(directory), seed, ns_path))
+        return Result(_core.ns2(scenario, os.fspath(directory), seed, ns_path))
     with tempfile.TemporaryDirectory(prefix="tfrc-ns2-") as temporary:
-        return Result._from_core(_core.ns2(scenario, temporary, seed, ns_path))
+        return Result(_core.ns2(scenario, temporary, seed, ns_path))
 
 
 def reproduce(
