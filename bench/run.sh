@@ -9,9 +9,11 @@
 # 3. Real UDP on loopback against iperf3 -u -b 0 (bench/udp/run.sh 5): goodput, CPU, pacing.
 # 4. Emulator relay with one core kept busy (bench/emu/run.sh, BUSY=1), normal priority and
 #    SCHED_FIFO when root: added-delay error and delivered rate.
+# 5. The Python package against the CLI (bench/python/run.sh, issue 19): what `tfrc.simulate`
+#    adds to a simulation, a 200-run sweep from Python, on Dask and with `tfrc sweep`.
 #
 # Needs ns-2 (Debian ns2), iperf3, jq, /usr/bin/time (Debian time); as root it installs the
-# missing ones. Takes about 10 minutes on 2 cores. The machine's load average is recorded at
+# missing ones. Takes about 20 minutes on 2 cores (10 of them building the Python package). The machine's load average is recorded at
 # the start of each part: other work slows every figure, the ratios less.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -82,6 +84,15 @@ if [ "$(id -u)" = 0 ]; then
     REALTIME=1 BUSY=1 bench/emu/run.sh 3 10 100 >>"$work/results.md" 2>>"$work/emu.err" ||
         { cat "$work/emu.err" >&2; exit 1; }
 fi
+
+{
+    echo
+    echo "## 5. Python package against the CLI"
+    echo
+    echo "Load average at the start: $(load)."
+    echo
+} >>"$work/results.md"
+bench/python/run.sh >>"$work/results.md" 2>"$work/python.err" || { cat "$work/python.err" >&2; exit 1; }
 
 cp "$work/results.md" "$OUT"
 cat "$OUT"

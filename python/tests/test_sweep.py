@@ -226,3 +226,32 @@ def test_the_command_line_sweeps_on_dask_and_names_a_dead_scheduler(tmp_path, cl
         capture_output=True, text=True, timeout=120, cwd=tmp_path,
     )
     assert bad.returncode == 1 and "colour" in bad.stderr
+
+
+def test_tfrc_sweep_dask_runs_the_package_and_names_a_dead_scheduler(tmp_path, cluster):
+    """The Rust command's `--dask` hands over to `python -m tfrc sweep` (needs the `tfrc`
+    binary: target/debug/tfrc after `cargo test`, or TFRC=path)."""
+    from conftest import ROOT, in_ci
+
+    binary = os.environ.get("TFRC") or os.path.join(ROOT, "target", "debug", "tfrc")
+    if not os.path.exists(binary):
+        if in_ci():
+            pytest.fail(f"no tfrc binary at {binary} under CI=true")
+        pytest.skip(f"no tfrc binary at {binary} (cargo build -p tfrc-cli, or set TFRC)")
+    local, _ = cluster
+    grid_file = tmp_path / "grid.toml"
+    grid_file.write_text(GRID)
+    ran = subprocess.run(
+        [binary, "sweep", str(grid_file), "--out", str(tmp_path / "out"), "--seeds", "4",
+         "--dask", local.scheduler_address, "--python", sys.executable, "--quiet"],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert ran.returncode == 0, ran.stderr
+    assert len(list((tmp_path / "out" / "runs").glob("*.parquet"))) == 10
+    dead = subprocess.run(
+        [binary, "sweep", str(grid_file), "--out", str(tmp_path / "dead"),
+         "--dask", "tcp://127.0.0.1:9", "--dask-timeout", "2", "--python", sys.executable],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert dead.returncode != 0
+    assert "cannot reach the Dask scheduler at tcp://127.0.0.1:9" in dead.stderr

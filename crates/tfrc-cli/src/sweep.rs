@@ -71,6 +71,9 @@ pub struct SweepArgs {
     /// through the Python package (`pip install ./python`, with `dask[distributed]`).
     #[arg(long, value_name = "ADDRESS")]
     pub dask: Option<String>,
+    /// Seconds `--dask` waits to reach the scheduler.
+    #[arg(long, default_value_t = 20.0, value_name = "SECONDS")]
+    pub dask_timeout: f64,
     /// The Python interpreter `--dask` runs.
     #[arg(long, default_value = "python3", value_name = "PATH")]
     pub python: String,
@@ -419,8 +422,8 @@ impl Dataset {
     ///
     /// # Errors
     /// The directory holds another scenario's sweep, a grid with other parameters, another
-    /// schema, or runs of another build (unless `allow_mixed_versions`); or it cannot be read
-    /// or written.
+    /// schema, or runs of another build (unless `allow_mixed_versions`), or it holds files but
+    /// no sweep; or it cannot be read or written.
     pub fn open(dir: &Path, manifest: &Manifest, allow_mixed_versions: bool) -> Result<Dataset> {
         let path = dir.join(MANIFEST_FILE);
         if path.exists() {
@@ -470,6 +473,16 @@ impl Dataset {
                 );
             }
         } else {
+            let occupied = std::fs::read_dir(dir)
+                .map(|mut entries| entries.next().is_some())
+                .unwrap_or(false);
+            if occupied {
+                bail!(
+                    "{} is not empty and holds no sweep ({MANIFEST_FILE}): give a new or empty \
+                     --out directory",
+                    dir.display()
+                );
+            }
             std::fs::create_dir_all(dir)
                 .with_context(|| format!("cannot create {}", dir.display()))?;
             let text = serde_json::to_string_pretty(manifest)? + "\n";
@@ -697,7 +710,8 @@ fn run_on_dask(args: &SweepArgs, address: &str) -> Result<()> {
         .arg(&args.scenario)
         .arg("--out")
         .arg(&args.out)
-        .args(["--dask", address]);
+        .args(["--dask", address])
+        .args(["--timeout", &args.dask_timeout.to_string()]);
     if let Some(seeds) = &args.seeds {
         command.args(["--seeds", seeds]);
     }

@@ -257,3 +257,25 @@ fn bad_seeds_and_empty_grids_are_errors_that_name_them() {
     assert!(said.contains("limit"), "{said}");
     assert!(!out.exists(), "nothing written for a bad input");
 }
+
+#[test]
+fn dask_without_the_python_package_says_what_to_install() {
+    let scratch = Scratch::new();
+    let file = scratch.write("grid.toml", &grid_scenario());
+    let out = scratch.join("dataset");
+    let failed = sweep(&file, &out)
+        .args([
+            "--dask",
+            "tcp://127.0.0.1:9",
+            "--python",
+            "/nonexistent/python3",
+        ])
+        .assert()
+        .failure();
+    let said = String::from_utf8_lossy(&failed.get_output().stderr).into_owned();
+    assert!(
+        said.contains("--dask") && said.contains("/nonexistent/python3"),
+        "{said}"
+    );
+    assert!(!out.exists());
+}
