@@ -6,6 +6,7 @@
 //! batches (the Arrow C data interface, no copy through text); long runs release the GIL.
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use arrow_array::RecordBatch;
 use arrow_pyarrow::ToPyArrow;
@@ -511,7 +512,30 @@ fn sweep_local(
     if jobs == 0 {
         return Err(PyValueError::new_err("jobs=0: expected at least 1"));
     }
-    let outcome = py.detach(|| sweep::run_local(&plan, &dataset, jobs, quiet));
+    // The sweep runs on its own thread while this one, between naps without the GIL, lets
+    // Python handle signals: on Ctrl-C no further run starts, the runs under way are stored,
+    // and KeyboardInterrupt is raised (the sweep resumes from there when called again).
+    let stop = AtomicBool::new(false);
+    let mut interrupted: Option<PyErr> = None;
+    let outcome = py.detach(|| {
+        std::thread::scope(|scope| {
+            let sweep = scope.spawn(|| sweep::run_local(&plan, &dataset, jobs, quiet, &stop));
+            while !sweep.is_finished() {
+                std::thread::sleep(std::time::Duration::from_millis(50));
+                if interrupted.is_none() {
+                    if let Err(error) = Python::attach(|py| py.check_signals()) {
+                        stop.store(true, Ordering::Relaxed);
+                        interrupted = Some(error);
+                    }
+                }
+            }
+            sweep.join()
+        })
+    });
+    if let Some(error) = interrupted {
+        return Err(error);
+    }
+    let outcome = outcome.map_err(|_| SweepError::new_err("the sweep's thread panicked"))?;
     Ok((outcome.ran, outcome.skipped, outcome.failed))
 }
 

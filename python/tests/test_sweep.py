@@ -255,3 +255,37 @@ def test_tfrc_sweep_dask_runs_the_package_and_names_a_dead_scheduler(tmp_path, c
     )
     assert dead.returncode != 0
     assert "cannot reach the Dask scheduler at tcp://127.0.0.1:9" in dead.stderr
+
+
+def test_ctrl_c_stops_a_local_sweep_and_a_rerun_finishes_it(tmp_path):
+    from conftest import ROOT
+
+    speed = os.path.join(ROOT, "bench", "sim-speed", "e003-speed.toml")
+    out = tmp_path / "sweep"
+    script = (
+        "import sys, tfrc\n"
+        f"s = tfrc.Scenario.from_toml({speed!r}).set('duration', '100s')\n"
+        "try:\n"
+        f"    tfrc.sweep(s, {os.fspath(out)!r}, seeds='1-30', jobs=1, progress=False)\n"
+        "except KeyboardInterrupt:\n"
+        "    print('interrupted', flush=True)\n"
+        "    sys.exit(130)\n"
+    )
+    child = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and child.poll() is None:
+        if (out / "runs").is_dir() and any((out / "runs").glob("*.parquet")):
+            break
+        time.sleep(0.01)
+    interrupted_at = time.monotonic()
+    child.send_signal(signal.SIGINT)
+    stdout, _ = child.communicate(timeout=60)
+    stopped_after = time.monotonic() - interrupted_at
+    assert child.returncode == 130 and "interrupted" in stdout, (child.returncode, stdout)
+    stored = len(list((out / "runs").glob("*.parquet")))
+    assert 1 <= stored < 30
+    # The run under way finishes (about a tenth of a second), no further run starts.
+    assert stopped_after < 10, stopped_after
+    speed_scenario = tfrc.Scenario.from_toml(speed).set("duration", "100s")
+    done = tfrc.sweep(speed_scenario, out, seeds="1-30", progress=False)
+    assert (done.ran, done.skipped) == (30 - stored, stored)

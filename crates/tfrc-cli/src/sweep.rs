@@ -20,6 +20,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
 use anyhow::{bail, Context, Result};
@@ -29,7 +30,7 @@ use parquet::arrow::ArrowWriter;
 use parquet::basic::Compression;
 use parquet::file::properties::WriterProperties;
 use serde::{Deserialize, Serialize};
-use tfrc_output::arrow::{flow_summary_table, run_tables, with_leading_columns, Constant};
+use tfrc_output::arrow::{run_tables, table, with_leading_columns, Constant};
 use tfrc_scenario::Scenario;
 
 use crate::reproduce::runner::{parallel_map, progress_bar};
@@ -385,7 +386,7 @@ pub fn execute(run: &PlannedRun) -> Result<RunFiles> {
         ),
         ("events".into(), Constant::Unsigned(finished.events)),
     ]);
-    let runs = with_leading_columns(&flow_summary_table(&summary.flows)?, &run_columns)?;
+    let runs = with_leading_columns(&table(&summary.flows)?, &run_columns)?;
     let encode = |batch: &RecordBatch, columns: &[(String, Constant)]| -> Result<Vec<u8>> {
         parquet_bytes(&with_leading_columns(batch, columns)?)
     };
@@ -586,8 +587,15 @@ pub struct Outcome {
 }
 
 /// Runs the plan's runs missing from `dataset` on `jobs` threads (a progress bar on stderr
-/// unless `quiet`), storing each as it finishes.
-pub fn run_local(plan: &Plan, dataset: &Dataset, jobs: usize, quiet: bool) -> Outcome {
+/// unless `quiet`), storing each as it finishes. Once `stop` is set no further run starts (the
+/// Python package sets it on Ctrl-C); the runs under way finish and are stored.
+pub fn run_local(
+    plan: &Plan,
+    dataset: &Dataset,
+    jobs: usize,
+    quiet: bool,
+    stop: &AtomicBool,
+) -> Outcome {
     let missing: Vec<&PlannedRun> = plan
         .runs
         .iter()
@@ -602,6 +610,9 @@ pub fn run_local(plan: &Plan, dataset: &Dataset, jobs: usize, quiet: bool) -> Ou
     let failed = Mutex::new(Vec::new());
     let order: Vec<usize> = (0..missing.len()).collect();
     let stored = parallel_map(&order, jobs, |index| {
+        if stop.load(Ordering::Relaxed) {
+            return false;
+        }
         let run = missing[index];
         let result = execute(run).and_then(|files| dataset.store(&files));
         bar.inc(1);
@@ -652,7 +663,7 @@ pub fn run(args: &SweepArgs) -> Result<()> {
         bail!("--jobs 0: expected at least 1");
     }
     let started = std::time::Instant::now();
-    let outcome = run_local(&plan, &dataset, jobs, args.quiet);
+    let outcome = run_local(&plan, &dataset, jobs, args.quiet, &AtomicBool::new(false));
     if !args.quiet {
         eprintln!(
             "{} runs: {} run now in {:.1} s, {} already in {}, {} failed",

@@ -1,10 +1,11 @@
 //! Arrow record batches of a run (feature `arrow`): the tables the Python package hands to
 //! pandas and `tfrc sweep` writes as Parquet.
 //!
-//! The columns are traced from the row types' serde fields ([`FlowRow`], [`StateRow`],
-//! [`LinkRow`], [`FlowSummary`]), so a table has its CSV file's (or `summary.json`'s) columns, in
-//! the same order, with the same names: the schema stays defined once. Integers are `uint64`,
-//! numbers `float64`, names `utf8`, and an empty CSV cell is a null. Rows kept in memory hold
+//! The columns are traced from the row types' serde fields ([`crate::FlowRow`],
+//! [`crate::StateRow`], [`crate::LinkRow`], [`crate::FlowSummary`]), so a table has its CSV
+//! file's (or `summary.json`'s) columns, in the same order, with the same names: the schema
+//! stays defined once. Integers are `uint64`, numbers `float64`, names `utf8`, and an empty
+//! CSV cell is a null. Rows kept in memory hold
 //! exactly what their files read back ([`crate::CsvRow::into_written`]), so a table holds the
 //! numbers of its CSV file.
 //!
@@ -20,7 +21,7 @@ use arrow_schema::{ArrowError, DataType, Field, FieldRef, Schema};
 use serde::{Deserialize, Serialize};
 use serde_arrow::schema::{SchemaLike, TracingOptions};
 
-use crate::{FlowSummary, Rows};
+use crate::Rows;
 
 /// A table of rows of type `T`: one column per serde field, in declaration order.
 ///
@@ -58,14 +59,6 @@ pub fn run_tables(rows: &Rows) -> Result<[RecordBatch; 3], ArrowError> {
         table(&rows.states)?,
         table(&rows.links)?,
     ])
-}
-
-/// The per-flow part of a run's `summary.json` as a table: one row per flow.
-///
-/// # Errors
-/// As [`table`].
-pub fn flow_summary_table(flows: &[FlowSummary]) -> Result<RecordBatch, ArrowError> {
-    table(flows)
 }
 
 /// A value repeated down a column ([`with_leading_columns`]).
@@ -151,7 +144,7 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{header, CsvRow, FlowRow, LinkRow, RowFile, StateRow};
+    use crate::{header, CsvRow, FlowRow, FlowSummary, LinkRow, RowFile, StateRow};
     use arrow_array::Array;
 
     fn sample_rows() -> Rows {
