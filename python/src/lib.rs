@@ -506,9 +506,7 @@ fn sweep_local(
     let plan = sweep::plan(&scenario.inner, &seeds).map_err(to_python)?;
     let dataset = Dataset::open(&directory, &plan.manifest, allow_mixed_versions)
         .map_err(|error| SweepError::new_err(format!("{error:#}")))?;
-    let jobs = jobs
-        .or_else(|| std::thread::available_parallelism().ok().map(|n| n.get()))
-        .unwrap_or(1);
+    let jobs = tfrc_cli::reproduce::runner::jobs_or_cores(jobs);
     if jobs == 0 {
         return Err(PyValueError::new_err("jobs=0: expected at least 1"));
     }

@@ -33,7 +33,7 @@ use serde::{Deserialize, Serialize};
 use tfrc_output::arrow::{run_tables, table, with_leading_columns, Constant};
 use tfrc_scenario::Scenario;
 
-use crate::reproduce::runner::{parallel_map, progress_bar};
+use crate::reproduce::runner::{jobs_or_cores, parallel_map, progress_bar};
 use crate::sim::run_scenario;
 
 /// Most runs one sweep plans (grid × seeds).
@@ -41,6 +41,20 @@ pub const MAX_RUNS: usize = 100_000;
 
 /// The manifest's file name.
 pub const MANIFEST_FILE: &str = "sweep.json";
+
+/// The columns every row of every table starts with, before the grid's parameters.
+const ID_COLUMNS: [&str; 3] = ["run_id", "scenario_hash", "seed"];
+
+/// The run's own columns in `runs/`, after the parameters and before the flow's summary.
+const RUN_COLUMNS: [&str; 7] = [
+    "scenario",
+    "tool",
+    "duration_s",
+    "interval_s",
+    "jain_index",
+    "bottleneck_utilization",
+    "events",
+];
 
 /// The dataset's tables, in the order a run's files are written (`runs` last).
 pub const TABLES: [&str; 4] = ["flows", "state", "links", "runs"];
@@ -223,11 +237,8 @@ fn typed(value: &str, kind: ParameterType) -> Constant {
 /// A grid that does not expand, a parameter named like a column of the tables, or more than
 /// [`MAX_RUNS`] runs.
 pub fn plan(scenario: &Scenario, seeds: &[u64]) -> Result<Plan> {
+    let name = &scenario.name;
     let variants = scenario.expand().map_err(anyhow::Error::new)?;
-    plan_variants(&scenario.name, &variants, seeds)
-}
-
-fn plan_variants(name: &str, variants: &[Scenario], seeds: &[u64]) -> Result<Plan> {
     let seeds: Vec<Option<u64>> = if seeds.is_empty() {
         vec![None]
     } else {
@@ -242,7 +253,7 @@ fn plan_variants(name: &str, variants: &[Scenario], seeds: &[u64]) -> Result<Pla
     }
     let mut values: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
     let mut order: Vec<&str> = Vec::new();
-    for variant in variants {
+    for variant in &variants {
         for (label, value) in &variant.variant {
             if !values.contains_key(label.as_str()) {
                 order.push(label);
@@ -265,7 +276,7 @@ fn plan_variants(name: &str, variants: &[Scenario], seeds: &[u64]) -> Result<Pla
         });
     }
     let mut runs = Vec::with_capacity(variants.len() * seeds.len());
-    for variant in variants {
+    for variant in &variants {
         let hash = scenario_hash(variant);
         let point: Vec<(String, Constant)> = parameters
             .iter()
@@ -302,7 +313,7 @@ fn plan_variants(name: &str, variants: &[Scenario], seeds: &[u64]) -> Result<Pla
         manifest: Manifest {
             schema_version: tfrc_output::SCHEMA_VERSION,
             tool: tfrc_output::tool(),
-            scenario: name.to_owned(),
+            scenario: name.clone(),
             parameters,
         },
         runs,
@@ -312,20 +323,11 @@ fn plan_variants(name: &str, variants: &[Scenario], seeds: &[u64]) -> Result<Pla
 /// Columns of the tables that a parameter may not be named like.
 fn reserved_columns() -> Result<Vec<String>> {
     use tfrc_output::arrow::column_names;
-    let mut names: Vec<String> = [
-        "run_id",
-        "scenario_hash",
-        "seed",
-        "scenario",
-        "tool",
-        "duration_s",
-        "interval_s",
-        "jain_index",
-        "bottleneck_utilization",
-        "events",
-    ]
-    .map(String::from)
-    .to_vec();
+    let mut names: Vec<String> = ID_COLUMNS
+        .iter()
+        .chain(&RUN_COLUMNS)
+        .map(|name| name.to_string())
+        .collect();
     names.extend(column_names::<tfrc_output::FlowRow>()?);
     names.extend(column_names::<tfrc_output::StateRow>()?);
     names.extend(column_names::<tfrc_output::LinkRow>()?);
@@ -352,40 +354,33 @@ pub fn execute(run: &PlannedRun) -> Result<RunFiles> {
         .map_err(anyhow::Error::new)?;
     let finished = run_scenario(&scenario, None, true, true, None)?;
     let summary = &finished.summary;
-    let mut leading: Vec<(String, Constant)> = vec![
-        ("run_id".into(), Constant::Text(run.run_id.clone())),
-        (
-            "scenario_hash".into(),
+    let mut leading = named(
+        ID_COLUMNS,
+        [
+            Constant::Text(run.run_id.clone()),
             Constant::Text(run.scenario_hash.clone()),
-        ),
-        ("seed".into(), Constant::Unsigned(run.seed)),
-    ];
+            Constant::Unsigned(run.seed),
+        ],
+    );
     leading.extend(run.parameters.iter().cloned());
     let [flows, state, links] = run_tables(&finished.rows)?;
+    let bottleneck_utilization = summary
+        .bottleneck
+        .as_ref()
+        .and_then(|bottleneck| bottleneck.utilization);
     let mut run_columns = leading.clone();
-    run_columns.extend([
-        ("scenario".into(), Constant::Text(summary.scenario.clone())),
-        ("tool".into(), Constant::Text(summary.tool.clone())),
-        (
-            "duration_s".into(),
+    run_columns.extend(named(
+        RUN_COLUMNS,
+        [
+            Constant::Text(summary.scenario.clone()),
+            Constant::Text(summary.tool.clone()),
             Constant::Number(Some(summary.duration_s)),
-        ),
-        (
-            "interval_s".into(),
             Constant::Number(Some(summary.interval_s)),
-        ),
-        ("jain_index".into(), Constant::Number(summary.jain_index)),
-        (
-            "bottleneck_utilization".into(),
-            Constant::Number(
-                summary
-                    .bottleneck
-                    .as_ref()
-                    .and_then(|bottleneck| bottleneck.utilization),
-            ),
-        ),
-        ("events".into(), Constant::Unsigned(finished.events)),
-    ]);
+            Constant::Number(summary.jain_index),
+            Constant::Number(bottleneck_utilization),
+            Constant::Unsigned(finished.events),
+        ],
+    ));
     let runs = with_leading_columns(&table(&summary.flows)?, &run_columns)?;
     let encode = |batch: &RecordBatch, columns: &[(String, Constant)]| -> Result<Vec<u8>> {
         parquet_bytes(&with_leading_columns(batch, columns)?)
@@ -399,6 +394,11 @@ pub fn execute(run: &PlannedRun) -> Result<RunFiles> {
             parquet_bytes(&runs)?,
         ],
     })
+}
+
+/// Columns of constant `values` under `names`, as many of each.
+fn named<const N: usize>(names: [&str; N], values: [Constant; N]) -> Vec<(String, Constant)> {
+    names.map(String::from).into_iter().zip(values).collect()
 }
 
 /// One table as a Parquet file (Snappy-compressed).
@@ -654,11 +654,7 @@ pub fn run(args: &SweepArgs) -> Result<()> {
     }
     let plan = plan_from_args(args)?;
     let dataset = Dataset::open(&args.out, &plan.manifest, args.allow_mixed_versions)?;
-    let jobs = args.jobs.unwrap_or_else(|| {
-        std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(1)
-    });
+    let jobs = jobs_or_cores(args.jobs);
     if jobs == 0 {
         bail!("--jobs 0: expected at least 1");
     }

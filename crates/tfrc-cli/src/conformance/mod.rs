@@ -134,10 +134,7 @@ pub fn run(args: &ConformanceArgs) -> Result<()> {
             }
         }
     }
-    let threads = args.jobs.map_or_else(
-        || std::thread::available_parallelism().map_or(1, |n| n.get()),
-        usize::from,
-    );
+    let threads = crate::reproduce::runner::jobs_or_cores(args.jobs.map(usize::from));
     let bar = progress_bar(jobs.len() as u64, args.quiet);
     bar.set_prefix("ns-2 and ours");
     let started = std::time::Instant::now();

@@ -386,11 +386,7 @@ pub fn run(args: &ReproduceArgs) -> Result<Vec<ClaimRow>> {
             variants,
         });
     }
-    let threads = args.jobs.unwrap_or_else(|| {
-        std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(1)
-    });
+    let threads = runner::jobs_or_cores(args.jobs);
     let distinct = replication_jobs(&plans, 0, &args.out, true).0.len();
     if !args.quiet {
         eprintln!(

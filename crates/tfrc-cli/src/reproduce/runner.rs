@@ -49,6 +49,12 @@ pub struct RunOutcome {
     pub events: u64,
 }
 
+/// The number of threads to run simulations on: `requested`, else one per core (1 when the
+/// machine does not say).
+pub fn jobs_or_cores(requested: Option<usize>) -> usize {
+    requested.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
 /// A progress bar for `total` runs on stderr (hidden when `quiet`).
 pub fn progress_bar(total: u64, quiet: bool) -> ProgressBar {
     let bar = ProgressBar::with_draw_target(
