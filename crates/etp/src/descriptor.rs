@@ -84,7 +84,7 @@ pub enum SchedulerKind {
 pub enum RateValue {
     /// Bits per second.
     BitsPerSecond(f64),
-    /// A text with a unit, read by `tfrc_udp::units::parse_rate_bits_per_second`.
+    /// A text with a unit (`"2Mbps"`, `"800k"`), read by the toolkit's units grammar.
     Text(String),
 }
 
@@ -96,9 +96,9 @@ impl RateValue {
             RateValue::BitsPerSecond(value) => {
                 Err(format!("{value} is not a positive number of bits/s"))
             }
-            RateValue::Text(text) => {
-                tfrc_udp::units::parse_rate_bits_per_second(text).map_err(|error| error.to_string())
-            }
+            RateValue::Text(text) => tfrc_units::positive_rate(text)
+                .map(|rate| rate.bits_per_second() as f64)
+                .map_err(|error| error.to_string()),
         }
     }
 }
@@ -109,7 +109,8 @@ impl RateValue {
 pub enum DurationValue {
     /// Seconds.
     Seconds(f64),
-    /// A text with a unit, read by `tfrc_udp::units::parse_duration`.
+    /// A text with a unit (`"150ms"`), read by the toolkit's units grammar as a flag is (a bare
+    /// number in the text is seconds).
     Text(String),
 }
 
@@ -124,7 +125,7 @@ impl DurationValue {
                 Err(format!("{value} is not a positive number of seconds"))
             }
             DurationValue::Text(text) => {
-                tfrc_udp::units::parse_duration(text).map_err(|error| error.to_string())
+                tfrc_units::parse_duration_flag(text).map_err(|error| error.to_string())
             }
         }
     }

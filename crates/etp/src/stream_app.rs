@@ -20,7 +20,7 @@ use std::path::PathBuf;
 use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
 use tfrc_proto::Instant;
-use tfrc_udp::units::{parse_duration, parse_rate_bits_per_second};
+use tfrc_units::{parse_duration_flag as parse_duration, positive_rate};
 
 use crate::connection::{ConnectionStats, MessageOptions, Policy};
 use crate::descriptor::{
@@ -245,7 +245,11 @@ fn settings(args: &StreamArgs) -> Result<Settings> {
             None => Duration::ZERO,
         };
         let rate = match &args.emulate_rate {
-            Some(text) => Some(parse_rate_bits_per_second(text).context("--emulate-rate")?),
+            Some(text) => Some(
+                positive_rate(text)
+                    .context("--emulate-rate")?
+                    .bits_per_second() as f64,
+            ),
             None => None,
         };
         let config = LinkConfig {

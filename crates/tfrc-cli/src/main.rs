@@ -73,8 +73,8 @@ struct EquationArgs {
         allow_negative_numbers = true
     )]
     packet_size: f64,
-    /// Round-trip time R in seconds (e.g. 0.1).
-    #[arg(long, short = 'r', allow_negative_numbers = true)]
+    /// Round-trip time R: `100ms`, `0.1s`, or a plain number of seconds (`0.1`).
+    #[arg(long, short = 'r', allow_negative_numbers = true, value_parser = seconds_argument)]
     rtt: f64,
     /// Loss event rate p, in (0, 1].
     #[arg(
@@ -84,16 +84,40 @@ struct EquationArgs {
         allow_negative_numbers = true
     )]
     loss_event_rate: Option<f64>,
-    /// Inverse mode: the loss event rate that allows this rate, in bits/s.
+    /// Inverse mode: the loss event rate that allows this rate: `2Mbps`, `800k`, or a plain
+    /// number of bits/s (fractions and exponents allowed: `898657.87`, `1e6`).
     #[arg(
         long,
         conflicts_with = "loss_event_rate",
-        allow_negative_numbers = true
+        allow_negative_numbers = true,
+        value_parser = bits_per_second_argument
     )]
     rate: Option<f64>,
     /// Print one JSON object instead of text.
     #[arg(long)]
     json: bool,
+}
+
+/// A duration in seconds as a real number: a plain number (`0.1`, `1e-3`) as it is, else the
+/// toolkit's units grammar (`100ms`). The equation works in reals, so a plain number is not
+/// rounded to the grammar's nanoseconds.
+fn seconds_argument(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(seconds) => Ok(seconds),
+        Err(_) => tfrc_units::parse_duration(text)
+            .map(|duration| duration.as_secs_f64())
+            .map_err(|error| error.to_string()),
+    }
+}
+
+/// A rate in bits/s as a real number: a plain number as it is, else the units grammar (`2Mbps`).
+fn bits_per_second_argument(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(bits) => Ok(bits),
+        Err(_) => tfrc_units::parse_rate(text)
+            .map(|rate| rate.bits_per_second() as f64)
+            .map_err(|error| error.to_string()),
+    }
 }
 
 fn main() -> Result<()> {

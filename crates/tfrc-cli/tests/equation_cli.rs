@@ -41,6 +41,41 @@ fn prints_text_by_default() {
     assert!(text.contains("112332.2 bytes/s"), "{text}");
 }
 
+/// `--rtt` and `--rate` take the toolkit's units as every other flag does; a plain number is
+/// seconds and bits/s.
+#[test]
+fn rtt_and_rate_take_units() {
+    let run = |args: &[&str]| {
+        let output = tfrc()
+            .arg("equation")
+            .args(args)
+            .arg("--json")
+            .output()
+            .unwrap();
+        let stdout = tfrc_test_support::succeeded(output);
+        serde_json::from_str::<serde_json::Value>(&stdout).unwrap()
+    };
+    let plain = run(&["--rtt", "0.1", "--loss-event-rate", "0.01"]);
+    let with_unit = run(&["--rtt", "100ms", "--loss-event-rate", "0.01"]);
+    assert_eq!(plain, with_unit);
+    let inverse = run(&["--rtt", "100ms", "--rate", "1Mbps"]);
+    assert_eq!(inverse, run(&["--rtt", "0.1", "--rate", "1e6"]));
+    assert_eq!(inverse["x_bits_per_s"].as_f64().unwrap().round(), 1e6);
+    let output = tfrc()
+        .args([
+            "equation",
+            "--rtt",
+            "100 parsecs",
+            "--loss-event-rate",
+            "0.01",
+        ])
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert!(stderr.contains("expected a duration like"), "{stderr}");
+}
+
 #[test]
 fn inverse_mode_finds_p() {
     let output = tfrc()

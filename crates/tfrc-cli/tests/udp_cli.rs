@@ -487,6 +487,44 @@ fn emulate_reads_durations_as_send_does() {
     );
 }
 
+/// One units grammar (`tfrc_units`) behind every input: the same bad rate gets the same message
+/// from `tfrc send -b`, `tfrc emulate --rate`, a scenario file's `rate` and `tfrc equation
+/// --rate`, and iperf3's `1M` is a rate for the emulator as it is for `send`.
+#[test]
+fn one_units_grammar_for_flags_and_files() {
+    let message = "expected a rate like \"800kbps\", got \"fast\" (no number before the unit)";
+    let scenario = tempfile::tempdir().unwrap();
+    let file = scenario.path().join("bad.toml");
+    std::fs::write(
+        &file,
+        "name = \"bad\"\nduration = \"1s\"\n[[link]]\nbetween = [\"a\", \"b\"]\nrate = \"fast\"\n\
+         delay = \"10ms\"\n[[flow]]\nname = \"f\"\nkind = \"tfrc\"\nfrom = \"a\"\nto = \"b\"\n",
+    )
+    .unwrap();
+    let file = file.to_str().unwrap();
+    for args in [
+        vec!["send", "--to", "127.0.0.1:9", "-b", "fast"],
+        vec![
+            "emulate",
+            "--listen",
+            "127.0.0.1:0",
+            "--forward",
+            "127.0.0.1:9",
+            "--rate",
+            "fast",
+        ],
+        vec!["sim", file],
+        vec!["equation", "--rtt", "0.1", "--rate", "fast"],
+    ] {
+        let output = tfrc().args(&args).output().unwrap();
+        assert!(!output.status.success(), "{args:?}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains(message), "{args:?}: {stderr}");
+    }
+    let output = emulate_for("1").args(["--rate", "1M"]).output().unwrap();
+    assert!(output.status.success(), "{output:?}");
+}
+
 /// iperf3's habits: `tfrc recv -s -p PORT` and `tfrc send -c HOST -p PORT -t 2 -J` work, and the
 /// JSON `end` has iperf3's `sum_sent` and `sum_received` with `bits_per_second`,
 /// `lost_percent` and `jitter_ms` (RFC 3550), read by the one parser that reads `iperf3 -u -J`

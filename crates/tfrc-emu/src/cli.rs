@@ -15,14 +15,15 @@ use crate::spec::{LinkFlags, LinkSpec};
 /// The per-direction link flags shared by `tfrc emulate` and `tfrc testbed up`.
 #[derive(Debug, Clone, Args, Default)]
 pub struct LinkArgs {
-    /// Link rate (`1Mbps`, `800kbps`); prefix `forward=` or `reverse=` for one direction.
+    /// Link rate (`1Mbps`, `1M`, `800kbps`); prefix `forward=` or `reverse=` for one direction.
     /// Repeatable. Default 10Mbps.
     #[arg(long, value_name = "[DIR=]RATE")]
     pub rate: Vec<String>,
     /// One-way propagation delay (`25ms`); `forward=`/`reverse=` prefix for one direction.
     #[arg(long, value_name = "[DIR=]DURATION")]
     pub delay: Vec<String>,
-    /// Loss model: `bernoulli:P`, `exponential:GAP`, `gilbert-elliott:P_GB:P_BG[:LG:LB]`,
+    /// Loss model: `bernoulli:P`, `exponential:GAP`,
+    /// `gilbert-elliott:P_GB:P_BG[:loss_bad=L][:loss_good=L]`, netem's `gemodel:P%[:R%[:1-H%[:1-K%]]]`,
     /// `none`, optionally `:start=D:stop=D`.
     #[arg(long, value_name = "[DIR=]MODEL")]
     pub loss: Vec<String>,
@@ -101,7 +102,7 @@ pub struct EmulateArgs {
 /// --time`, the same grammar as iperf3's `-t`): `10s`, `250ms`, `2m`, or a plain number of
 /// seconds (`--time 2`). Scenario files keep their stricter grammar (a unit is required).
 pub fn parse_duration_flag(text: &str) -> Result<Duration, String> {
-    tfrc_udp::units::parse_duration(text).map_err(|error| error.to_string())
+    tfrc_units::parse_duration_flag(text).map_err(|error| error.to_string())
 }
 
 /// Runs `tfrc emulate`.

@@ -27,12 +27,12 @@ use core::time::Duration;
 use std::path::PathBuf;
 
 use tfrc_proto::Instant;
-use tfrc_scenario::units::parse_rate;
 use tfrc_scenario::{Capacity, LinkDirectionSpec};
 use tfrc_sim::{
     FlowId, FlowSelector, LinkDirectionConfig, LossConfig, OpportunityUse, QueueConfig, TimeWindow,
     TokenBucketConfig, Transmitter,
 };
+use tfrc_units::{parse_rate, parse_size};
 
 /// A command-line value that could not be understood: names the flag and the value.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -414,18 +414,31 @@ fn kind_table(section: &str, text: &str) -> Result<toml::Value, String> {
         Some((kind, rest)) => (kind.trim(), rest),
         None => (text.trim(), ""),
     };
+    let items = rest
+        .split([',', ':'])
+        .map(str::trim)
+        .filter(|item| !item.is_empty());
+    if section == "loss" && kind == "gemodel" {
+        return netem_gemodel(items);
+    }
     let mut table = toml::Table::new();
     table.insert("kind".into(), kind.into());
     // An unknown kind is left to the scenario's resolution, which names the known ones.
-    let Some(positional) = tfrc_scenario::table_keys(section, kind) else {
+    let Some(mut positional) = tfrc_scenario::table_keys(section, kind) else {
         return Ok(toml::Value::Table(table));
     };
+    // Gilbert–Elliott's state losses are named, never positional: netem's `gemodel P R 1-H 1-K`
+    // puts the bad state's loss third, the scenario's key order the good state's, and a netem
+    // user would read one as the other.
+    let hint = if kind == "gilbert-elliott" {
+        positional.truncate(2);
+        "; name the state losses (loss_bad=…, loss_good=…), or write netem's form \
+         gemodel:P%:R%:1-H%:1-K%"
+    } else {
+        ""
+    };
     let mut next = positional.iter();
-    for item in rest
-        .split([',', ':'])
-        .map(str::trim)
-        .filter(|item| !item.is_empty())
-    {
+    for item in items {
         match item.split_once('=') {
             Some((key, value)) => {
                 table.insert(key.trim().to_owned(), scalar(value));
@@ -433,7 +446,7 @@ fn kind_table(section: &str, text: &str) -> Result<toml::Value, String> {
             None => {
                 let key = next.next().ok_or_else(|| {
                     format!(
-                        "{item:?}: a {kind} {section} takes {} bare value(s) ({}); give KEY=VALUE",
+                        "{item:?}: a {kind} {section} takes {} bare value(s) ({}); give KEY=VALUE{hint}",
                         positional.len(),
                         positional.join(", ")
                     )
@@ -441,6 +454,62 @@ fn kind_table(section: &str, text: &str) -> Result<toml::Value, String> {
                 table.insert((*key).to_owned(), scalar(item));
             }
         }
+    }
+    Ok(toml::Value::Table(table))
+}
+
+/// netem's Gilbert–Elliott form, as netem means it (tc-netem(8): `loss gemodel p [ r [ 1-h [
+/// 1-k ]]]`): bare values in percent (a `%` sign optional) in that order — p the chance to go
+/// from the good state to the bad, r back, 1-h the loss in the bad state, 1-k the loss in the
+/// good state — then `start=`/`stop=` items. Defaults as iproute2's `q_netem.c` sets them when a
+/// value is left out: r = 1 - p, 1-h = 100 %, 1-k = 0 %. The result is the scenario's
+/// `gilbert-elliott` table with probabilities.
+fn netem_gemodel<'a>(items: impl Iterator<Item = &'a str>) -> Result<toml::Value, String> {
+    const ORDER: [&str; 4] = ["p", "r", "1-h", "1-k"];
+    let mut percents = Vec::new();
+    let mut table = toml::Table::new();
+    table.insert("kind".into(), "gilbert-elliott".into());
+    for item in items {
+        if let Some((key, value)) = item.split_once('=') {
+            match key.trim() {
+                key @ ("start" | "stop") => {
+                    table.insert(key.to_owned(), scalar(value));
+                }
+                key => {
+                    return Err(format!(
+                        "gemodel takes netem's bare percentages (p, r, 1-h, 1-k) and start=, \
+                         stop=; not `{key}`"
+                    ))
+                }
+            }
+            continue;
+        }
+        let name = ORDER.get(percents.len()).ok_or_else(|| {
+            format!("{item:?}: netem's gemodel takes at most 4 values (p, r, 1-h, 1-k)")
+        })?;
+        let number = item.strip_suffix('%').unwrap_or(item).trim();
+        match number.parse::<f64>() {
+            Ok(percent) if (0.0..=100.0).contains(&percent) => percents.push(percent / 100.0),
+            _ => {
+                return Err(format!(
+                    "gemodel {name}: expected a percentage from 0 to 100, got {item:?}"
+                ))
+            }
+        }
+    }
+    let Some(&p) = percents.first() else {
+        return Err("gemodel needs at least p, in percent (gemodel:1%)".to_owned());
+    };
+    let r = percents.get(1).copied().unwrap_or(1.0 - p);
+    let loss_bad = percents.get(2).copied().unwrap_or(1.0);
+    let loss_good = percents.get(3).copied().unwrap_or(0.0);
+    for (key, value) in [
+        ("p_good_to_bad", p),
+        ("p_bad_to_good", r),
+        ("loss_bad", loss_bad),
+        ("loss_good", loss_good),
+    ] {
+        table.insert(key.into(), toml::Value::Float(value));
     }
     Ok(toml::Value::Table(table))
 }
@@ -503,9 +572,9 @@ pub fn parse_marker(text: &str) -> Result<MarkerSpec, String> {
                     Some(parse_rate(value).map_err(|error| format!("rate: {}", error.message()))?)
             }
             "bucket" => {
-                bucket = Some(value.parse::<u64>().map_err(|_| {
-                    format!("bucket: expected a whole number of bytes, got {value:?}")
-                })?)
+                bucket = Some(
+                    parse_size(value).map_err(|error| format!("bucket: {}", error.message()))?,
+                )
             }
             _ => {
                 return Err(format!(
@@ -743,6 +812,11 @@ mod tests {
             ("--loss", "bernoulli:0.1:start=90s:stop=30s"),
             ("--loss", "uniform:0.1"),
             ("--loss", "gilbert-elliott:0.01"),
+            ("--loss", "gilbert-elliott:0.01:0.3:0:0.5"),
+            ("--loss", "gemodel"),
+            ("--loss", "gemodel:150%"),
+            ("--loss", "gemodel:1:2:3:4:5"),
+            ("--loss", "gemodel:1:loss_bad=0.5"),
             ("--marker", "token-bucket:fast:1000"),
             ("--marker", "token-bucket:800kbps:0"),
             ("--marker", "leaky:800kbps:10"),
@@ -778,6 +852,46 @@ mod tests {
         assert_eq!(
             loss("gilbert-elliott:0.01:0.25").unwrap().kind,
             LossKind::GilbertElliott(GilbertElliottParams::gilbert(0.01, 0.25))
+        );
+        // A netem user's `loss gemodel 1% 10% 70% 0.1%`: p, r, then the bad state's loss, then the
+        // good state's, in percent.
+        let netem = GilbertElliottParams {
+            good_to_bad: 0.01,
+            bad_to_good: 0.1,
+            loss_in_bad: 0.7,
+            loss_in_good: 0.001,
+        };
+        for text in ["gemodel:1%:10%:70%:0.1%", "gemodel:1,10,70,0.1"] {
+            let LossKind::GilbertElliott(params) = loss(text).unwrap().kind else {
+                panic!("{text}: not Gilbert-Elliott");
+            };
+            for (got, want) in [
+                (params.good_to_bad, netem.good_to_bad),
+                (params.bad_to_good, netem.bad_to_good),
+                (params.loss_in_bad, netem.loss_in_bad),
+                (params.loss_in_good, netem.loss_in_good),
+            ] {
+                assert!((got - want).abs() < 1e-12, "{text}: {params:?}");
+            }
+        }
+        // The same chain named in the scenario's keys.
+        let named = loss("gilbert-elliott:0.01:0.1:loss_bad=0.7,loss_good=0.001").unwrap();
+        let LossKind::GilbertElliott(params) = named.kind else {
+            panic!("not Gilbert-Elliott");
+        };
+        assert_eq!((params.loss_in_bad, params.loss_in_good), (0.7, 0.001));
+        // iproute2's defaults for what netem's form leaves out: r = 1 - p, 1-h = 100 %, 1-k = 0.
+        let LossKind::GilbertElliott(params) = loss("gemodel:5%:start=1s").unwrap().kind else {
+            panic!("not Gilbert-Elliott");
+        };
+        assert!((params.bad_to_good - 0.95).abs() < 1e-12, "{params:?}");
+        assert_eq!((params.loss_in_bad, params.loss_in_good), (1.0, 0.0));
+        let message = link("--loss", &["gilbert-elliott:0.01:0.3:0.5"])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            message.contains("loss_bad=") && message.contains("gemodel"),
+            "{message}"
         );
         assert_eq!(
             loss("exponential:mean_gap=2s").unwrap().kind,

@@ -57,7 +57,9 @@ mod replicate;
 mod resolve;
 mod scenario;
 mod sweep;
-pub mod units;
+/// Rates and durations: the toolkit's one units grammar, which scenario files share with every
+/// command-line flag.
+pub use tfrc_units as units;
 
 pub use error::ScenarioError;
 pub use model::{

@@ -570,7 +570,7 @@ fn wrong_values_name_the_key_and_what_was_expected() {
         (minimal("").replace("\"1Mbps\"", "\"0kbps\""), "link[0].rate", "above zero"),
         (minimal("").replace("\"1Mbps\"", "true"), "link[0].rate", "expected a rate like \"800kbps\", got boolean `true`"),
         (minimal("").replace("\"10ms\"", "10"), "link[0].delay", "a duration needs a unit"),
-        (minimal("").replace("\"10ms\"", "\"10 min\""), "link[0].delay", "expected a duration like \"180s\""),
+        (minimal("").replace("\"10ms\"", "\"10 parsecs\""), "link[0].delay", "expected a duration like \"180s\""),
         (minimal("").replace("\"10s\"", "\"0s\""), "duration", "above zero"),
         (minimal("").replace("name = \"t\"", "name = 5"), "name", "expected a string, got integer `5`"),
         (minimal("").replace("name = \"t\"", "name = \"a/b\""), "name", "without '/'"),

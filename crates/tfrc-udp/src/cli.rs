@@ -45,16 +45,29 @@ use crate::clock::unix_time_seconds;
 use crate::receiver::{ReceiverEvent, ReceiverOptions, UdpReceiver};
 use crate::sender::{SenderOptions, UdpSender};
 use crate::tcp::{TcpReceiver, TcpReceiverEvent, TcpReceiverOptions, TcpSender, TcpSenderOptions};
-use crate::units::{
-    format_bits_per_second, format_bytes, parse_duration, parse_rate_bits_per_second,
-};
+use tfrc_units::{format_bits_per_second, format_bytes};
 
+/// A duration flag (`-t 10`, `-i 500ms`): the toolkit's units grammar, a bare number in seconds.
 fn duration_argument(text: &str) -> Result<Duration, String> {
-    parse_duration(text).map_err(|error| error.to_string())
+    tfrc_units::parse_duration_flag(text).map_err(|error| error.to_string())
 }
 
+/// A rate flag in bits/s (`-b 2M`, `--target-rate 800kbps`), above zero.
 fn rate_argument(text: &str) -> Result<f64, String> {
-    parse_rate_bits_per_second(text).map_err(|error| error.to_string())
+    tfrc_units::positive_rate(text)
+        .map(|rate| rate.bits_per_second() as f64)
+        .map_err(|error| error.to_string())
+}
+
+/// `-l`: a TFRC segment size (`1400`, `1.4kB`), within what one UDP datagram carries.
+fn packet_size_argument(text: &str) -> Result<u32, String> {
+    let bytes = tfrc_units::parse_size(text).map_err(|error| error.to_string())?;
+    match u32::try_from(bytes) {
+        Ok(bytes) if (28..=65475).contains(&bytes) => Ok(bytes),
+        _ => Err(format!(
+            "{bytes} bytes is not a TFRC segment size: it must be 28 to 65475 bytes"
+        )),
+    }
 }
 
 fn address_argument(text: &str) -> Result<SocketAddr, String> {
@@ -104,7 +117,7 @@ pub struct SendArgs {
         requires = "client"
     )]
     pub port: u16,
-    /// How long to send: 30 (seconds), 10s, 500ms, 2m.
+    /// How long to send: 30 (seconds), 10s, 500ms, 2min.
     #[arg(long, short = 't', value_name = "DURATION", default_value = "10s", value_parser = duration_argument)]
     pub time: Duration,
     /// How long to wait for the receiver's answer (its cookie) before the first data packet:
@@ -114,8 +127,8 @@ pub struct SendArgs {
     /// TFRC segment size s in bytes: the payload of each packet (RFC 5348 §3.1, s excludes
     /// transport headers); the 32-byte TFRC header travels on top (UDP payload = s + 32).
     /// `-l` as iperf3's buffer length; `-s` is iperf3's server mode, `tfrc recv`.
-    #[arg(long, short = 'l', default_value_t = 1000, conflicts_with = "tcp",
-          value_parser = clap::value_parser!(u32).range(28..=65475))]
+    #[arg(long, short = 'l', default_value = "1000", conflicts_with = "tcp",
+          value_parser = packet_size_argument)]
     pub packet_size: u32,
     /// gTFRC target rate g in bits/s (800k, 2M, 1.5Mbps): the sender uses max(g, X).
     #[arg(long, value_name = "RATE", value_parser = rate_argument, conflicts_with = "tcp")]

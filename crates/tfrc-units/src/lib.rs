@@ -1,13 +1,19 @@
-//! Rates and durations written with units: `"800kbps"`, `"1.5Mbps"`, `"180s"`, `"250ms"`.
+//! The one grammar of rates, sizes and durations: every command's flags (`tfrc send -b 2M -t 10`,
+//! `tfrc emulate --rate 1M --time 2`), every scenario file (`rate = "1.5Mbps"`, `delay = "25ms"`)
+//! and every ETP descriptor read their units here, so a value that one of them accepts the others
+//! accept too, and a bad value gets the same message everywhere:
+//! `expected a rate like "800kbps", got "fast" (no number before the unit)`.
 //!
-//! Both are parsed exactly from their decimal text (no floating point): a rate is a whole number
-//! of bits per second, a duration a whole number of nanoseconds. Units are case-sensitive, with
-//! `K` accepted beside `k` for kilo; prefixes are decimal (`k` = 1000).
+//! Values are parsed exactly from their decimal text (no floating point): a rate is a whole number
+//! of bits per second, a size a whole number of bytes, a duration a whole number of nanoseconds.
+//! Prefixes are decimal SI (`k` = 1000), as iperf3's `-b` and netem's `rate`; binary ones are
+//! written `Ki`, `Mi`, `Gi` (sizes only).
 //!
-//! | quantity | units |
-//! |---|---|
-//! | rate | `bps` `kbps` `Kbps` `Mbps` `Gbps`, also `b/s` `kb/s` `Kb/s` `Mb/s` `Gb/s` and `bit/s` `kbit/s` `Mbit/s` `Gbit/s`; a bare number is bits/s |
-//! | duration | `s` `ms` `us` (or `µs`) `ns`; a bare number is rejected |
+//! | quantity | written | a bare number is |
+//! |---|---|---|
+//! | rate | prefix `k`/`K`, `M`/`m` (mega, as iperf3: there are no millibits), `G`/`g`, then `bps`, `b/s`, `bit/s` or nothing: `800k`, `800kbps`, `1.5Mbps`, `2M`, `1Gbit/s` | bits/s |
+//! | size | `B`, `kB`/`KB`/`k`, `MB`/`M`, `GB`/`G`, `KiB`, `MiB`, `GiB`: `1400`, `64kB`, `1MiB` | bytes |
+//! | duration | `ns`, `us`/`µs`, `ms`, `s`/`sec`, `m`/`min`, `h`: `250ms`, `1.5s`, `2min` | seconds on the command line (`-t 10`, as iperf3); rejected in files, where `delay = 10` is ambiguous |
 
 use core::fmt;
 use core::str::FromStr;
@@ -17,57 +23,77 @@ use serde::de::{self, Visitor};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// What a rate is expected to look like, used in error messages.
-pub(crate) const RATE_EXPECTED: &str = "a rate like \"800kbps\"";
+pub const RATE_EXPECTED: &str = "a rate like \"800kbps\"";
 /// What a duration is expected to look like, used in error messages.
-pub(crate) const DURATION_EXPECTED: &str = "a duration like \"180s\" or \"250ms\"";
+pub const DURATION_EXPECTED: &str = "a duration like \"180s\" or \"250ms\"";
+/// What a size is expected to look like, used in error messages.
+pub const SIZE_EXPECTED: &str = "a size in bytes like \"1400\" or \"64kB\"";
 
-const RATE_UNITS: &[(&str, u64)] = &[
-    ("bps", 1),
-    ("b/s", 1),
-    ("bit/s", 1),
-    ("kbps", 1_000),
-    ("Kbps", 1_000),
-    ("kb/s", 1_000),
-    ("Kb/s", 1_000),
-    ("kbit/s", 1_000),
-    ("Kbit/s", 1_000),
-    ("Mbps", 1_000_000),
-    ("Mb/s", 1_000_000),
-    ("Mbit/s", 1_000_000),
-    ("Gbps", 1_000_000_000),
-    ("Gb/s", 1_000_000_000),
-    ("Gbit/s", 1_000_000_000),
+/// Decimal prefixes of rates; `m` is mega, as in iperf3's `-b 1m`.
+const RATE_PREFIXES: &[(&str, u64)] = &[
+    ("", 1),
+    ("k", 1_000),
+    ("K", 1_000),
+    ("M", 1_000_000),
+    ("m", 1_000_000),
+    ("G", 1_000_000_000),
+    ("g", 1_000_000_000),
+];
+
+/// What may follow a rate's prefix: bits per second in one of its spellings, or nothing.
+const RATE_SUFFIXES: &[&str] = &["bps", "b/s", "bit/s", ""];
+
+const SIZE_UNITS: &[(&str, u64)] = &[
+    ("B", 1),
+    ("k", 1_000),
+    ("K", 1_000),
+    ("kB", 1_000),
+    ("KB", 1_000),
+    ("M", 1_000_000),
+    ("MB", 1_000_000),
+    ("G", 1_000_000_000),
+    ("GB", 1_000_000_000),
+    ("KiB", 1 << 10),
+    ("MiB", 1 << 20),
+    ("GiB", 1 << 30),
 ];
 
 const DURATION_UNITS: &[(&str, u64)] = &[
     ("s", 1_000_000_000),
+    ("sec", 1_000_000_000),
     ("ms", 1_000_000),
     ("us", 1_000),
     ("µs", 1_000),
     ("ns", 1),
+    ("m", 60_000_000_000),
+    ("min", 60_000_000_000),
+    ("h", 3_600_000_000_000),
 ];
 
-/// Why a rate or duration text was rejected (the message says what was expected).
+/// Why a rate, size or duration text was rejected (the message says what was expected).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
 pub struct UnitError(String);
 
 impl UnitError {
-    /// The explanation, e.g. `expected a rate like "800kbps", got "fast"`.
+    /// The explanation, e.g. `expected a rate like "800kbps", got "fast" (no number before the unit)`.
     pub fn message(&self) -> &str {
         &self.0
+    }
+
+    fn new(expected: &str, text: &str, reason: &str) -> UnitError {
+        UnitError(format!("expected {expected}, got {text:?} ({reason})"))
     }
 }
 
 /// A data rate in whole bits per second.
 ///
-/// Written `"800kbps"`, `"1.5Mbps"`, `"100Mbps"`, `"1Gbps"` or as a bare number of bits/s
+/// Written `"800kbps"`, `"1.5Mbps"`, `"2M"`, `"1Gbps"` or as a bare number of bits/s
 /// (`1000000`). `k`, `M`, `G` are powers of 1000.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub struct Rate {
     bits_per_second: u64,
 }
-
 impl Rate {
     /// No rate at all.
     pub const ZERO: Rate = Rate { bits_per_second: 0 };
@@ -150,29 +176,25 @@ impl FromStr for Rate {
     }
 }
 
-/// Parses a rate such as `"800kbps"`, `"1.5 Mbps"` or `"1000000"` (bits/s).
+/// Parses a rate such as `"800kbps"`, `"1.5 Mbps"`, `"2M"` or `"1000000"` (bits/s). Zero is a
+/// rate (`"0bps"`); callers that need a positive one say so with [`positive_rate`].
 pub fn parse_rate(text: &str) -> Result<Rate, UnitError> {
-    let fail = |reason: &str| {
-        Err(UnitError(format!(
-            "expected {RATE_EXPECTED}, got {text:?} ({reason})"
-        )))
-    };
+    let fail = |reason: &str| Err(UnitError::new(RATE_EXPECTED, text, reason));
     let trimmed = text.trim();
     let (number, unit) = split_number(trimmed);
     if number.is_empty() {
         return fail("no number before the unit");
     }
     let unit = unit.trim_start();
-    let scale = if unit.is_empty() {
-        1
-    } else if let Some((_, scale)) = RATE_UNITS.iter().find(|(name, _)| *name == unit) {
-        *scale
-    } else if unit.contains('B') {
-        return fail("rates are in bits per second: write \"Mbps\" (megabits), not \"MBps\"");
-    } else {
-        return fail(
-            "unknown unit; units are case-sensitive: bps, kbps, Mbps, Gbps (or b/s, kb/s, Mb/s, Gb/s)",
-        );
+    let scale = RATE_PREFIXES.iter().find_map(|&(prefix, scale)| {
+        let suffix = unit.strip_prefix(prefix)?;
+        RATE_SUFFIXES.contains(&suffix).then_some(scale)
+    });
+    let Some(scale) = scale else {
+        if unit.contains('B') {
+            return fail("rates are in bits per second: write \"Mbps\" (megabits), not \"MBps\"");
+        }
+        return fail("unknown unit; a rate is k, M or G followed by bps, b/s, bit/s or nothing");
     };
     match scaled_decimal(number, scale) {
         Ok(bits) => Ok(Rate::from_bits_per_second(bits)),
@@ -182,15 +204,64 @@ pub fn parse_rate(text: &str) -> Result<Rate, UnitError> {
     }
 }
 
-/// Parses a duration such as `"180s"`, `"1.5s"`, `"250ms"`, `"100us"` or `"10ns"`.
-///
-/// A bare number is rejected: the unit is mandatory.
-pub fn parse_duration(text: &str) -> Result<Duration, UnitError> {
-    let fail = |reason: &str| {
-        Err(UnitError(format!(
-            "expected {DURATION_EXPECTED}, got {text:?} ({reason})"
-        )))
+/// Parses a rate that must be above zero (a flag such as `-b` or `--target-rate`).
+pub fn positive_rate(text: &str) -> Result<Rate, UnitError> {
+    let rate = parse_rate(text)?;
+    if rate.is_zero() {
+        return Err(UnitError::new(RATE_EXPECTED, text, "must be above zero"));
+    }
+    Ok(rate)
+}
+
+/// Parses a size in bytes: `"1400"`, `"1400B"`, `"64kB"` (64 000), `"1MiB"` (1 048 576).
+pub fn parse_size(text: &str) -> Result<u64, UnitError> {
+    let fail = |reason: &str| Err(UnitError::new(SIZE_EXPECTED, text, reason));
+    let trimmed = text.trim();
+    let (number, unit) = split_number(trimmed);
+    if number.is_empty() {
+        return fail("no number before the unit");
+    }
+    let unit = unit.trim_start();
+    let scale = if unit.is_empty() {
+        1
+    } else if let Some((_, scale)) = SIZE_UNITS.iter().find(|(name, _)| *name == unit) {
+        *scale
+    } else {
+        return fail("unknown unit; a size is bytes: B, kB, MB, GB, KiB, MiB, GiB or nothing");
     };
+    match scaled_decimal(number, scale) {
+        Ok(bytes) => Ok(bytes),
+        Err(DecimalError::Syntax) => fail("not a number"),
+        Err(DecimalError::TooFine) => fail("sizes are whole bytes"),
+        Err(DecimalError::TooLarge) => fail("too large"),
+    }
+}
+
+/// Parses a duration such as `"180s"`, `"1.5s"`, `"250ms"`, `"100us"`, `"2min"` or `"10ns"`,
+/// as scenario files and descriptors write them: a bare number is rejected, the unit is
+/// mandatory (is `delay = 10` seconds or milliseconds?).
+pub fn parse_duration(text: &str) -> Result<Duration, UnitError> {
+    parse_duration_with(text, None)
+}
+
+/// Parses a duration given on the command line: the grammar of [`parse_duration`], and a bare
+/// number is seconds, as iperf3's `-t 10` and `-i 1`. Zero is refused (no flag means "for no
+/// time").
+pub fn parse_duration_flag(text: &str) -> Result<Duration, UnitError> {
+    let duration = parse_duration_with(text, Some(1_000_000_000))?;
+    if duration.is_zero() {
+        return Err(UnitError::new(
+            DURATION_EXPECTED,
+            text,
+            "must be above zero",
+        ));
+    }
+    Ok(duration)
+}
+
+/// A duration, a bare number taking `bare_scale` nanoseconds per unit (or refused if `None`).
+fn parse_duration_with(text: &str, bare_scale: Option<u64>) -> Result<Duration, UnitError> {
+    let fail = |reason: &str| Err(UnitError::new(DURATION_EXPECTED, text, reason));
     let trimmed = text.trim();
     if trimmed.starts_with('-') {
         return fail("durations cannot be negative");
@@ -200,13 +271,17 @@ pub fn parse_duration(text: &str) -> Result<Duration, UnitError> {
         return fail("no number before the unit");
     }
     let unit = unit.trim_start();
-    if unit.is_empty() {
-        return fail("a duration needs a unit: s, ms, us or ns");
-    }
-    let Some((_, scale)) = DURATION_UNITS.iter().find(|(name, _)| *name == unit) else {
-        return fail("unknown unit; units are s, ms, us (or µs) and ns, case-sensitive");
+    let scale = if unit.is_empty() {
+        match bare_scale {
+            Some(scale) => scale,
+            None => return fail("a duration needs a unit: s, ms, us or ns"),
+        }
+    } else if let Some((_, scale)) = DURATION_UNITS.iter().find(|(name, _)| *name == unit) {
+        *scale
+    } else {
+        return fail("unknown unit; units are ns, us (or µs), ms, s, min and h, case-sensitive");
     };
-    match scaled_decimal(number, *scale) {
+    match scaled_decimal(number, scale) {
         Ok(nanos) => Ok(Duration::from_nanos(nanos)),
         Err(DecimalError::Syntax) => fail("not a number"),
         Err(DecimalError::TooFine) => fail("finer than one nanosecond"),
@@ -358,9 +433,10 @@ impl Visitor<'_> for DurationVisitor {
     }
 }
 
-/// A duration written with a unit, as a serde-friendly newtype (used for optional durations).
+/// A duration written with a unit, as a serde-friendly newtype (for optional durations: a
+/// scenario file's `stop = "90s"`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct DurationText(pub(crate) Duration);
+pub struct DurationText(pub Duration);
 
 impl Serialize for DurationText {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
@@ -369,7 +445,7 @@ impl Serialize for DurationText {
 }
 
 /// Writes a [`Duration`] as a scenario file does (`"250ms"`), for `#[serde(serialize_with)]`.
-pub(crate) fn serialize_duration<S: Serializer>(
+pub fn serialize_duration<S: Serializer>(
     duration: &Duration,
     serializer: S,
 ) -> Result<S::Ok, S::Error> {
@@ -377,7 +453,7 @@ pub(crate) fn serialize_duration<S: Serializer>(
 }
 
 /// Writes an optional [`Duration`] (present values only; pair with `skip_serializing_if`).
-pub(crate) fn serialize_optional_duration<S: Serializer>(
+pub fn serialize_optional_duration<S: Serializer>(
     duration: &Option<Duration>,
     serializer: S,
 ) -> Result<S::Ok, S::Error> {
@@ -392,6 +468,48 @@ impl<'de> Deserialize<'de> for DurationText {
         deserializer
             .deserialize_any(DurationVisitor)
             .map(DurationText)
+    }
+}
+
+/// Formats a rate in bits/s for people, as iperf3 does: `1.23 Gbit/s`, `456 Mbit/s`,
+/// `800 kbit/s`.
+pub fn format_bits_per_second(bits_per_second: f64) -> String {
+    let (value, unit) = scale(
+        bits_per_second,
+        1000.0,
+        ["bit/s", "kbit/s", "Mbit/s", "Gbit/s"],
+    );
+    format!("{} {unit}", significant(value))
+}
+
+/// Formats a byte count for people with binary prefixes, as iperf3 does: `1.19 MBytes`,
+/// `512 KBytes`.
+pub fn format_bytes(bytes: f64) -> String {
+    let (value, unit) = scale(bytes, 1024.0, ["Bytes", "KBytes", "MBytes", "GBytes"]);
+    format!("{} {unit}", significant(value))
+}
+
+fn scale(mut value: f64, base: f64, units: [&'static str; 4]) -> (f64, &'static str) {
+    let mut index = 0;
+    while value.abs() >= base && index + 1 < units.len() {
+        value /= base;
+        index += 1;
+    }
+    (value, units[index])
+}
+
+/// Three significant digits (at least the integer part).
+fn significant(value: f64) -> String {
+    if !value.is_finite() {
+        return "inf".to_string();
+    }
+    let magnitude = value.abs();
+    if magnitude >= 100.0 {
+        format!("{value:.0}")
+    } else if magnitude >= 10.0 {
+        format!("{value:.1}")
+    } else {
+        format!("{value:.2}")
     }
 }
 
@@ -416,6 +534,13 @@ mod tests {
             ("10Mbit/s", 10_000_000),
             ("1_000kbps", 1_000_000),
             ("0.001Mbps", 1_000),
+            // iperf3's `-b` forms: a bare prefix, either case.
+            ("800k", 800_000),
+            ("2M", 2_000_000),
+            ("1m", 1_000_000),
+            ("1.5g", 1_500_000_000),
+            ("10 Gbit/s", 10_000_000_000),
+            ("0", 0),
         ];
         for (text, bits) in cases {
             assert_eq!(parse_rate(text).unwrap().bits_per_second(), bits, "{text}");
@@ -427,8 +552,10 @@ mod tests {
         for (text, reason) in [
             ("fast", "no number"),
             ("800kbs", "unknown unit"),
-            ("800mbps", "case-sensitive"),
+            ("800Tbps", "unknown unit"),
+            ("800 kbit", "unknown unit"),
             ("1MBps", "bits per second"),
+            ("1MB", "bits per second"),
             ("0.5bps", "whole bits"),
             ("1.2.3Mbps", "not a number"),
             ("99999999999999999999Gbps", "too large"),
@@ -456,6 +583,10 @@ mod tests {
             ("7ns", 7),
             ("0s", 0),
             ("0.000000001s", 1),
+            ("2min", 120_000_000_000),
+            ("2m", 120_000_000_000),
+            ("1.5h", 5_400_000_000_000),
+            ("3sec", 3_000_000_000),
         ];
         for (text, nanos) in cases {
             assert_eq!(
@@ -470,7 +601,7 @@ mod tests {
     fn bad_durations_say_what_is_expected() {
         for (text, reason) in [
             ("180", "needs a unit"),
-            ("3min", "unknown unit"),
+            ("3 parsecs", "unknown unit"),
             ("1MS", "unknown unit"),
             ("0.5ns", "finer than one nanosecond"),
             ("-1s", "negative"),
@@ -485,6 +616,74 @@ mod tests {
             );
             assert!(error.contains(reason), "{text}: {error}");
         }
+    }
+
+    #[test]
+    fn flags_read_a_bare_number_as_seconds_and_refuse_zero() {
+        assert_eq!(parse_duration_flag("10").unwrap(), Duration::from_secs(10));
+        assert_eq!(
+            parse_duration_flag("2.5").unwrap(),
+            Duration::from_millis(2500)
+        );
+        assert_eq!(
+            parse_duration_flag("100ms").unwrap(),
+            Duration::from_millis(100)
+        );
+        for (text, reason) in [
+            ("0", "above zero"),
+            ("0ms", "above zero"),
+            ("soon", "no number"),
+        ] {
+            let error = parse_duration_flag(text).unwrap_err().to_string();
+            assert!(
+                error.contains("expected a duration like \"180s\""),
+                "{error}"
+            );
+            assert!(error.contains(reason), "{text}: {error}");
+        }
+        // The same bad value gets the same message from a file and from a flag.
+        assert_eq!(
+            parse_duration("5 parsecs").unwrap_err(),
+            parse_duration_flag("5 parsecs").unwrap_err()
+        );
+        assert!(positive_rate("0")
+            .unwrap_err()
+            .to_string()
+            .contains("above zero"));
+        assert_eq!(positive_rate("1M").unwrap(), Rate::from_mbps(1));
+    }
+
+    #[test]
+    fn sizes_in_bytes() {
+        for (text, bytes) in [
+            ("1400", 1400),
+            ("1400B", 1400),
+            ("64kB", 64_000),
+            ("64K", 64_000),
+            ("1.5MB", 1_500_000),
+            ("1KiB", 1024),
+            ("2MiB", 2 << 20),
+            ("1GiB", 1 << 30),
+        ] {
+            assert_eq!(parse_size(text).unwrap(), bytes, "{text}");
+        }
+        for (text, reason) in [
+            ("", "no number"),
+            ("1.5B", "whole bytes"),
+            ("1kbps", "unknown unit"),
+            ("-3", "no number"),
+        ] {
+            let error = parse_size(text).unwrap_err().to_string();
+            assert!(error.contains(SIZE_EXPECTED), "{error}");
+            assert!(error.contains(reason), "{text}: {error}");
+        }
+    }
+
+    #[test]
+    fn human_formats() {
+        assert_eq!(format_bits_per_second(1.234e9), "1.23 Gbit/s");
+        assert_eq!(format_bits_per_second(800_000.0), "800 kbit/s");
+        assert_eq!(format_bytes(1_250_000.0), "1.19 MBytes");
     }
 
     #[test]
