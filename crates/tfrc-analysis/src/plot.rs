@@ -695,6 +695,80 @@ pub fn rtt_over_time(title: &str, sources: &[Source<'_>], flows: &[&str]) -> Lin
     plot
 }
 
+/// One `state.csv` column (see [`Run::state_columns`]) over time, one line per source × flow:
+/// flent's plot of a saved series, for any protocol state the runs sampled (`x_bps`, `p`,
+/// `cwnd`, …). Flows that never filled the column draw nothing.
+pub fn state_over_time(
+    title: &str,
+    sources: &[Source<'_>],
+    flows: &[&str],
+    column: &str,
+) -> LinePlot {
+    let mut plot = LinePlot::new(title, "time (s)", column);
+    let mut colour = 0;
+    for (source_index, source) in sources.iter().enumerate() {
+        for flow in flows_to_plot(source.run, flows) {
+            plot = plot.line(
+                series_label(sources, source, flow),
+                source.run.state_column_series(flow, column),
+                LineStyle {
+                    color: colour,
+                    dash: Dash::nth(source_index),
+                    markers: false,
+                },
+            );
+            colour += 1;
+        }
+    }
+    plot
+}
+
+/// flent's CDF plot: for each source × flow, the empirical distribution of `values` (a
+/// flow's samples, e.g. its receiver throughput per output interval): the share of samples at
+/// or below x, a step at each sorted sample. NaN samples are left out.
+pub fn cdf(
+    title: &str,
+    x_label: &str,
+    sources: &[Source<'_>],
+    flows: &[&str],
+    values: impl Fn(&Run, &str) -> Vec<f64>,
+) -> LinePlot {
+    let mut plot = LinePlot::new(title, x_label, "fraction of samples ≤ x");
+    let mut colour = 0;
+    for (source_index, source) in sources.iter().enumerate() {
+        for flow in flows_to_plot(source.run, flows) {
+            let mut samples: Vec<f64> = values(source.run, flow)
+                .into_iter()
+                .filter(|value| !value.is_nan())
+                .collect();
+            samples.sort_by(f64::total_cmp);
+            plot = plot.line(
+                series_label(sources, source, flow),
+                empirical_cdf(&samples),
+                LineStyle {
+                    color: colour,
+                    dash: Dash::nth(source_index),
+                    markers: false,
+                },
+            );
+            colour += 1;
+        }
+    }
+    plot
+}
+
+/// The steps of the empirical CDF of sorted `samples`: at each sample, the share below it, then
+/// the share at or below it.
+fn empirical_cdf(samples: &[f64]) -> Vec<(f64, f64)> {
+    let count = samples.len() as f64;
+    let mut points = Vec::with_capacity(2 * samples.len());
+    for (index, &value) in samples.iter().enumerate() {
+        points.push((value, index as f64 / count));
+        points.push((value, (index + 1) as f64 / count));
+    }
+    points
+}
+
 fn flows_to_plot<'a>(run: &'a Run, flows: &'a [&'a str]) -> Vec<&'a str> {
     if flows.is_empty() {
         run.summary
@@ -960,6 +1034,24 @@ impl BarChart {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_empirical_cdf_steps_at_each_sample() {
+        assert_eq!(
+            empirical_cdf(&[1.0, 2.0, 2.0, 4.0]),
+            vec![
+                (1.0, 0.0),
+                (1.0, 0.25),
+                (2.0, 0.25),
+                (2.0, 0.5),
+                (2.0, 0.5),
+                (2.0, 0.75),
+                (4.0, 0.75),
+                (4.0, 1.0)
+            ]
+        );
+        assert!(empirical_cdf(&[]).is_empty());
+    }
 
     #[test]
     fn tick_labels_are_short() {

@@ -214,6 +214,27 @@ impl Run {
             .collect()
     }
 
+    /// The numeric columns of `state.csv` a figure can draw: its header (the row type's serde
+    /// field names) without `time_s`, `flow` and `kind`.
+    pub fn state_columns() -> Vec<&'static str> {
+        tfrc_output::header(tfrc_output::RowFile::State)
+            .split(',')
+            .filter(|name| !matches!(*name, "time_s" | "flow" | "kind"))
+            .collect()
+    }
+
+    /// The `state.csv` column named `column` (one of [`Run::state_columns`]) of one flow over
+    /// time, skipping empty cells. The column is found by its serde name, so the names are those
+    /// of the file's header with no second list.
+    pub fn state_column_series(&self, flow: &str, column: &str) -> Vec<(f64, f64)> {
+        self.state_series(flow, |row| {
+            serde_json::to_value(row)
+                .ok()?
+                .get(column)
+                .and_then(serde_json::Value::as_f64)
+        })
+    }
+
     /// The sender's RTT estimate over time `(time_s, s)`.
     pub fn rtt_series(&self, flow: &str) -> Vec<(f64, f64)> {
         self.state_series(flow, |r| r.rtt_s)

@@ -17,10 +17,15 @@ pub struct PlotArgs {
     #[arg(required = true, value_name = "RUN_DIR")]
     pub runs: Vec<PathBuf>,
     /// What to draw: the receiver's throughput, the sender's, the goodput, or the senders' RTT
-    /// estimate, per flow and 1 output interval; or each flow's goodput against its 95th
-    /// percentile one-way delay.
+    /// estimate, per flow and 1 output interval; a state.csv column over time; the CDF of a
+    /// flow's samples; or each flow's goodput against its 95th percentile one-way delay.
     #[arg(long, value_enum, default_value_t = PlotKind::Throughput)]
     pub kind: PlotKind,
+    /// The state.csv column of `--kind state` (default x_bps) and `--kind cdf` (default: the
+    /// receiver throughput per interval, flows.csv's recv_kbps): x_bps, x_recv_bps, p, rtt_s,
+    /// rto_s, cwnd, …
+    #[arg(long, value_name = "COLUMN")]
+    pub column: Option<String>,
     /// Only this flow (repeatable; default: every TFRC and TCP flow, or every flow when a run
     /// has no TFRC or TCP flow).
     #[arg(long = "flow", value_name = "NAME")]
@@ -44,6 +49,11 @@ pub enum PlotKind {
     Goodput,
     /// The senders' RTT estimate over time (TFRC and TCP flows).
     Rtt,
+    /// A state.csv column over time (`--column`, default x_bps: TFRC's allowed rate).
+    State,
+    /// The distribution of a flow's samples, one CDF per run and flow (`--column`, default the
+    /// receiver throughput per output interval).
+    Cdf,
     /// One point per flow at its 95th percentile one-way delay and its goodput, one colour
     /// per run (Pantheon's throughput-against-delay view; simulator runs, which measure delay).
     DelayThroughput,
@@ -83,12 +93,30 @@ pub fn run(args: &PlotArgs) -> Result<()> {
             scenarios.push(&run.summary.scenario);
         }
     }
-    let what = match args.kind {
-        PlotKind::Throughput => "receiver throughput",
-        PlotKind::Sent => "sender throughput",
-        PlotKind::Goodput => "goodput",
-        PlotKind::Rtt => "RTT estimate",
-        PlotKind::DelayThroughput => "goodput against one-way delay",
+    let column = match (&args.column, args.kind) {
+        (None, PlotKind::State) => Some("x_bps"),
+        (None, _) => None,
+        (Some(column), PlotKind::State | PlotKind::Cdf) => {
+            let known = Run::state_columns();
+            if !known.contains(&column.as_str()) {
+                bail!(
+                    "--column {column}: not a state.csv column; the columns are {}",
+                    known.join(", ")
+                );
+            }
+            Some(column.as_str())
+        }
+        (Some(_), _) => bail!("--column applies to --kind state and --kind cdf"),
+    };
+    let what = match (args.kind, column) {
+        (PlotKind::Throughput, _) => "receiver throughput".to_owned(),
+        (PlotKind::Sent, _) => "sender throughput".to_owned(),
+        (PlotKind::Goodput, _) => "goodput".to_owned(),
+        (PlotKind::Rtt, _) => "RTT estimate".to_owned(),
+        (PlotKind::State, Some(column)) => column.to_owned(),
+        (PlotKind::Cdf, Some(column)) => format!("CDF of {column}"),
+        (PlotKind::Cdf | PlotKind::State, None) => "CDF of receiver throughput".to_owned(),
+        (PlotKind::DelayThroughput, _) => "goodput against one-way delay".to_owned(),
     };
     let title = args
         .title
@@ -103,6 +131,25 @@ pub fn run(args: &PlotArgs) -> Result<()> {
             plot::throughput_over_time(&title, &sources, &flows, &[Direction::Goodput])
         }
         PlotKind::Rtt => plot::rtt_over_time(&title, &sources, &flows),
+        PlotKind::State => {
+            plot::state_over_time(&title, &sources, &flows, column.unwrap_or("x_bps"))
+        }
+        PlotKind::Cdf => match column {
+            Some(column) => plot::cdf(&title, column, &sources, &flows, |run, flow| {
+                let series = run.state_column_series(flow, column);
+                series.into_iter().map(|(_, value)| value).collect()
+            }),
+            None => plot::cdf(
+                &title,
+                "receiver throughput per interval (kb/s)",
+                &sources,
+                &flows,
+                |run, flow| {
+                    let series = run.throughput_series(flow, Direction::Received);
+                    series.into_iter().map(|(_, kbps)| kbps).collect()
+                },
+            ),
+        },
         PlotKind::DelayThroughput => {
             plot::delay_throughput(&title, &sources, &flows).map_err(anyhow::Error::msg)?
         }

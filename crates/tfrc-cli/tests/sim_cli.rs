@@ -186,6 +186,82 @@ fn plot_overlays_saved_runs() {
         "both runs in the legend"
     );
 
+    // flent's kinds: a state.csv column over time, and the CDF of a flow's samples. The CDF of
+    // flow a's receiver throughput has a step (two points) per flows.csv row of that flow.
+    let rows_of_a = std::fs::read_to_string(runs[0].join("flows.csv"))
+        .unwrap()
+        .lines()
+        .filter(|line| line.split(',').nth(1) == Some("a"))
+        .count();
+    assert!(rows_of_a >= 10, "{rows_of_a} rows");
+    for (image, args, label) in [
+        ("state.svg", vec!["--kind", "state"], "x_bps"),
+        ("p.svg", vec!["--kind", "state", "--column", "p"], "p"),
+        ("cdf.svg", vec!["--kind", "cdf"], "fraction of samples ≤ x"),
+        (
+            "cdf-rtt.svg",
+            vec!["--kind", "cdf", "--column", "rtt_s"],
+            "rtt_s",
+        ),
+    ] {
+        let out = directory.join(image);
+        succeeded(
+            tfrc()
+                .arg("plot")
+                .args(&runs)
+                .args(&args)
+                .arg("--out")
+                .arg(&out)
+                .output()
+                .unwrap(),
+        );
+        let svg = std::fs::read_to_string(&out).unwrap();
+        let texts: Vec<&str> = svg
+            .split("</text>")
+            .filter_map(|part| part.rsplit('>').next())
+            .map(str::trim)
+            .collect();
+        assert!(
+            texts.contains(&label),
+            "{image}: no axis {label}: {texts:?}"
+        );
+        assert!(
+            texts.contains(&"one: a") && texts.contains(&"two: a"),
+            "{image}"
+        );
+        if image == "cdf.svg" {
+            let longest = svg
+                .split("<polyline")
+                .skip(1)
+                .filter_map(|line| line.split("points=\"").nth(1)?.split('"').next())
+                .map(|points| points.split_whitespace().count())
+                .max();
+            assert_eq!(longest, Some(2 * rows_of_a), "a step per sample");
+        }
+    }
+    for (args, needle) in [
+        (
+            vec!["--kind", "state", "--column", "bogus"],
+            "the columns are",
+        ),
+        (
+            vec!["--kind", "throughput", "--column", "p"],
+            "--column applies to",
+        ),
+    ] {
+        let output = tfrc()
+            .arg("plot")
+            .args(&runs)
+            .args(&args)
+            .arg("--out")
+            .arg(directory.join("bad.svg"))
+            .output()
+            .unwrap();
+        assert!(!output.status.success(), "{args:?}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains(needle), "{args:?}: {stderr}");
+    }
+
     // Pantheon's view: one point per flow and run, at its p95 delay and goodput; a run
     // without delay percentiles (ns-2's, the testbed's) has nothing to draw.
     let scatter = directory.join("delay.svg");
