@@ -1,10 +1,12 @@
--- Wireshark dissector for the TFRC packets of this toolkit (crates/tfrc-proto/src/wire.rs) and
--- the UDP driver's control datagrams (crates/tfrc-udp/src/control.rs).
+-- Wireshark dissector for the TFRC packets of this toolkit (crates/tfrc-proto/src/wire.rs),
+-- the UDP driver's control datagrams (crates/tfrc-udp/src/control.rs) and ETP, the
+-- compositional transport that carries TFRC packets inside its own (crates/etp/src/wire.rs).
 --
 -- Use:  wireshark -X lua_script:tools/wireshark/tfrc.lua capture.pcap
 --       tshark -r capture.pcap -X lua_script:tools/wireshark/tfrc.lua -V
 -- or copy it to ~/.local/lib/wireshark/plugins/. It decodes UDP port 5201 (`tfrc send`'s
--- default and the port of `tfrc sim --pcap` captures); use "Decode As… TFRC" for others.
+-- default and the port of `tfrc sim --pcap` captures) and, on any UDP port, datagrams whose
+-- first bytes are a TFRC or ETP header (a heuristic: version 1 or 0xE1 and a known kind).
 --
 -- Layout (big-endian): common header 0 version (1), 1 kind, 2..4 flags, 4..8 session id.
 -- Data (kind 1, 32-byte header): 8 sequence, 12 send timestamp (ns), 20 sender RTT (µs),
@@ -46,15 +48,17 @@ f.nonce = ProtoField.uint32("tfrc.nonce", "Nonce", base.HEX)
 f.cookie = ProtoField.uint64("tfrc.cookie", "Cookie", base.HEX)
 f.count = ProtoField.uint64("tfrc.count", "Count")
 
+-- Whether `buffer` starts with a TFRC header this dissector knows.
+local function is_tfrc(buffer)
+    return buffer:len() >= 8 and buffer(0, 1):uint() == 1 and kinds[buffer(1, 1):uint()] ~= nil
+end
+
 function tfrc.dissector(buffer, pinfo, tree)
     local length = buffer:len()
-    if length < 8 or buffer(0, 1):uint() ~= 1 then
+    if not is_tfrc(buffer) then
         return 0
     end
     local kind = buffer(1, 1):uint()
-    if kinds[kind] == nil then
-        return 0
-    end
     pinfo.cols.protocol = "TFRC"
     local subtree = tree:add(tfrc, buffer(), "TFRC " .. kinds[kind])
     subtree:add(f.version, buffer(0, 1))
@@ -106,3 +110,197 @@ function tfrc.dissector(buffer, pinfo, tree)
 end
 
 DissectorTable.get("udp.port"):add(5201, tfrc)
+tfrc:register_heuristic("udp", function(buffer, pinfo, tree)
+    if not is_tfrc(buffer) then
+        return false
+    end
+    tfrc.dissector(buffer, pinfo, tree)
+    return true
+end)
+
+-- ETP (crates/etp/src/wire.rs), big-endian. Common header: 0 version 0xE1, 1 type, 2..4 flags,
+-- 4..8 connection id. DATA: 8 packet number (u64), 16 rate epoch (u16), 18 sender's minimum
+-- RTT (µs, u32), then a whole TFRC data packet (32-byte header) whose payload is frames:
+-- 0 PADDING (the rest); 1 FRAGMENT stream u16, domain u16, flags u8 (bit 0 ordered), message
+-- u32, message length u32, offset u32, deadline u64 (ns, 0 = none), length u16, bytes;
+-- 2 FORWARD domain u16, flags u8, forward u32. ACK: 8 rate epoch u16, 10 ack delay µs u32,
+-- 14 has-feedback u8, [40-byte TFRC feedback], range count u8, ranges (first u64, last u64).
+local etp = Proto("etp", "ETP, compositional transport over TFRC (tfrc toolkit)")
+
+local etp_types = {
+    [1] = "INIT", [2] = "INIT_ACK", [3] = "COOKIE_ECHO", [4] = "COOKIE_ACK", [5] = "DATA",
+    [6] = "ACK", [7] = "CLOSE", [8] = "CLOSE_ACK", [9] = "ERROR", [10] = "PING",
+    [11] = "RECONFIGURE", [12] = "RECONFIGURE_ACK",
+}
+local frame_types = { [0] = "PADDING", [1] = "FRAGMENT", [2] = "FORWARD" }
+
+local e = etp.fields
+e.version = ProtoField.uint8("etp.version", "Version", base.HEX)
+e.type = ProtoField.uint8("etp.type", "Type", base.DEC, etp_types)
+e.flags = ProtoField.uint16("etp.flags", "Flags", base.HEX)
+e.connection = ProtoField.uint32("etp.connection", "Connection id", base.HEX)
+e.packet_number = ProtoField.uint64("etp.packet_number", "Packet number")
+e.epoch = ProtoField.uint16("etp.epoch", "Rate epoch")
+e.min_rtt = ProtoField.uint32("etp.min_rtt_us", "Sender's minimum RTT (us)")
+e.frame = ProtoField.uint8("etp.frame", "Frame", base.DEC, frame_types)
+e.stream = ProtoField.uint16("etp.stream", "Stream")
+e.domain = ProtoField.uint16("etp.domain", "Ordering domain")
+e.ordered = ProtoField.bool("etp.ordered", "Ordered")
+e.message = ProtoField.uint32("etp.message", "Message number")
+e.message_length = ProtoField.uint32("etp.message_length", "Message length")
+e.offset = ProtoField.uint32("etp.offset", "Fragment offset")
+e.deadline = ProtoField.uint64("etp.deadline_ns", "Deadline (ns on the sender's clock, 0 = none)")
+e.fragment_length = ProtoField.uint16("etp.fragment_length", "Fragment length")
+e.forward = ProtoField.uint32("etp.forward", "Forward: every message below is done")
+e.padding = ProtoField.bytes("etp.padding", "Padding")
+e.ack_delay = ProtoField.uint32("etp.ack_delay_us", "ACK delay (us)")
+e.has_feedback = ProtoField.bool("etp.has_feedback", "Carries a TFRC feedback")
+e.range_count = ProtoField.uint8("etp.range_count", "Acknowledged ranges")
+e.range_first = ProtoField.uint64("etp.range_first", "Range first packet")
+e.range_last = ProtoField.uint64("etp.range_last", "Range last packet")
+e.client_tag = ProtoField.uint32("etp.client_tag", "Client tag", base.HEX)
+e.cookie = ProtoField.bytes("etp.cookie", "Cookie")
+e.descriptor = ProtoField.string("etp.descriptor", "QoS descriptor (JSON)")
+e.code = ProtoField.uint16("etp.code", "Code")
+e.reason = ProtoField.string("etp.reason", "Reason")
+e.change_id = ProtoField.uint32("etp.change_id", "Change id")
+e.accepted = ProtoField.bool("etp.accepted", "Accepted")
+
+-- A u16 length then that many bytes, at `offset`, as field `field`; returns the offset after.
+local function length_prefixed(buffer, tree, offset, field)
+    if offset + 2 > buffer:len() then
+        return buffer:len()
+    end
+    local length = buffer(offset, 2):uint()
+    if offset + 2 + length > buffer:len() then
+        return buffer:len()
+    end
+    if length > 0 then
+        tree:add(field, buffer(offset + 2, length))
+    end
+    return offset + 2 + length
+end
+
+-- The frames of a DATA packet's TFRC payload; returns a short summary for the info column.
+local function dissect_frames(buffer, tree)
+    local offset, length, summary = 0, buffer:len(), {}
+    while offset < length do
+        local frame = buffer(offset, 1):uint()
+        if frame == 0 then
+            local item = tree:add(e.frame, buffer(offset, 1))
+            item:add(e.padding, buffer(offset, length - offset))
+            break
+        elseif frame == 1 and offset + 28 <= length then
+            local data_length = buffer(offset + 26, 2):uint()
+            local whole = math.min(28 + data_length, length - offset)
+            local item = tree:add(e.frame, buffer(offset, whole), frame)
+            item:add(e.stream, buffer(offset + 1, 2))
+            item:add(e.domain, buffer(offset + 3, 2))
+            item:add(e.ordered, buffer(offset + 5, 1))
+            item:add(e.message, buffer(offset + 6, 4))
+            item:add(e.message_length, buffer(offset + 10, 4))
+            item:add(e.offset, buffer(offset + 14, 4))
+            item:add(e.deadline, buffer(offset + 18, 8))
+            item:add(e.fragment_length, buffer(offset + 26, 2))
+            table.insert(summary, string.format("msg %u@%u+%u", buffer(offset + 6, 4):uint(),
+                buffer(offset + 14, 4):uint(), data_length))
+            offset = offset + whole
+        elseif frame == 2 and offset + 8 <= length then
+            local item = tree:add(e.frame, buffer(offset, 8), frame)
+            item:add(e.domain, buffer(offset + 1, 2))
+            item:add(e.ordered, buffer(offset + 3, 1))
+            item:add(e.forward, buffer(offset + 4, 4))
+            table.insert(summary, string.format("forward %u", buffer(offset + 4, 4):uint()))
+            offset = offset + 8
+        else
+            tree:add_expert_info(PI_MALFORMED, PI_ERROR, "truncated or unknown frame")
+            break
+        end
+    end
+    return table.concat(summary, ", ")
+end
+
+local function is_etp(buffer)
+    return buffer:len() >= 8 and buffer(0, 1):uint() == 0xE1
+        and etp_types[buffer(1, 1):uint()] ~= nil
+end
+
+function etp.dissector(buffer, pinfo, tree)
+    if not is_etp(buffer) then
+        return 0
+    end
+    local length = buffer:len()
+    local kind = buffer(1, 1):uint()
+    local connection = buffer(4, 4):uint()
+    pinfo.cols.protocol = "ETP"
+    local subtree = tree:add(etp, buffer(), "ETP " .. etp_types[kind])
+    subtree:add(e.version, buffer(0, 1))
+    subtree:add(e.type, buffer(1, 1))
+    subtree:add(e.flags, buffer(2, 2))
+    subtree:add(e.connection, buffer(4, 4))
+    local info = string.format("ETP %s conn=%08x", etp_types[kind], connection)
+    if kind == 5 and length >= 22 + 32 then
+        subtree:add(e.packet_number, buffer(8, 8))
+        subtree:add(e.epoch, buffer(16, 2))
+        subtree:add(e.min_rtt, buffer(18, 4))
+        tfrc.dissector(buffer(22):tvb(), pinfo, subtree)
+        local frames = dissect_frames(buffer(54):tvb(), subtree)
+        info = string.format("%s pn=%s %s", info, tostring(buffer(8, 8):uint64()), frames)
+    elseif kind == 6 and length >= 15 then
+        subtree:add(e.epoch, buffer(8, 2))
+        subtree:add(e.ack_delay, buffer(10, 4))
+        subtree:add(e.has_feedback, buffer(14, 1))
+        local offset = 15
+        if buffer(14, 1):uint() == 1 and length >= offset + 40 then
+            tfrc.dissector(buffer(offset, 40):tvb(), pinfo, subtree)
+            offset = offset + 40
+        end
+        if offset < length then
+            local count = buffer(offset, 1):uint()
+            subtree:add(e.range_count, buffer(offset, 1))
+            offset = offset + 1
+            for _ = 1, count do
+                if offset + 16 > length then
+                    break
+                end
+                subtree:add(e.range_first, buffer(offset, 8))
+                subtree:add(e.range_last, buffer(offset + 8, 8))
+                offset = offset + 16
+            end
+            info = string.format("%s ranges=%u", info, count)
+        end
+    elseif (kind == 1 or kind == 2) and length >= 12 then
+        subtree:add(e.client_tag, buffer(8, 4))
+        if kind == 1 then
+            length_prefixed(buffer, subtree, 12, e.descriptor)
+        elseif length >= 36 then
+            subtree:add(e.cookie, buffer(12, 24))
+        end
+    elseif kind == 3 and length >= 36 then
+        subtree:add(e.cookie, buffer(8, 24))
+        subtree:add(e.client_tag, buffer(32, 4))
+        length_prefixed(buffer, subtree, 36, e.descriptor)
+    elseif (kind == 7 or kind == 9) and length >= 10 then
+        subtree:add(e.code, buffer(8, 2))
+        length_prefixed(buffer, subtree, 10, e.reason)
+    elseif (kind == 11 or kind == 12) and length >= 12 then
+        subtree:add(e.change_id, buffer(8, 4))
+        if kind == 11 then
+            length_prefixed(buffer, subtree, 12, e.descriptor)
+        elseif length >= 13 then
+            subtree:add(e.accepted, buffer(12, 1))
+            length_prefixed(buffer, subtree, 13, e.reason)
+        end
+    end
+    pinfo.cols.protocol = "ETP"
+    pinfo.cols.info = info
+    return length
+end
+
+etp:register_heuristic("udp", function(buffer, pinfo, tree)
+    if not is_etp(buffer) then
+        return false
+    end
+    etp.dissector(buffer, pinfo, tree)
+    return true
+end)

@@ -96,6 +96,13 @@ fn ensure_font() -> Result<(), PlotError> {
     }
 }
 
+/// The greys of shaded spans, by label.
+const SHADES: [RGBColor; 3] = [
+    RGBColor(150, 150, 150),
+    RGBColor(200, 170, 120),
+    RGBColor(120, 160, 200),
+];
+
 /// The colour index of reference lines (black in the Okabe–Ito palette).
 const REFERENCE_COLOR: usize = 6;
 
@@ -203,9 +210,15 @@ pub struct LinePlot {
     pub y_from_zero: bool,
     /// The lines.
     pub lines: Vec<Line>,
-    /// Horizontal reference lines `(label, y)` across the whole x range, drawn dotted in
-    /// black (e.g. the paper's value: T2/T1 ≈ 0.85, a 97 % utilization).
-    pub references: Vec<(String, f64)>,
+    /// Horizontal reference lines `(label, y, style)` across the whole x range (e.g. the
+    /// paper's value: T2/T1 ≈ 0.85, a flow's target rate).
+    pub references: Vec<(String, f64, LineStyle)>,
+    /// Spans of x shaded in grey behind the lines, each with its legend label (a loss period, the
+    /// time a perturbing flow is on).
+    pub shaded: Vec<(String, Range<f64>)>,
+    /// The top of the y axis, if the data should not set it: values above run off the top
+    /// (a start-up peak many times the steady rate would otherwise flatten everything else).
+    pub y_max: Option<f64>,
     /// Image size in pixels (width, height).
     pub size: (u32, u32),
 }
@@ -225,13 +238,41 @@ impl LinePlot {
             y_from_zero: true,
             lines: Vec::new(),
             references: Vec::new(),
+            shaded: Vec::new(),
+            y_max: None,
             size: (1000, 600),
         }
     }
 
-    /// Adds a horizontal reference line at `y` (ignored if `y` is not finite).
-    pub fn reference(mut self, label: impl Into<String>, y: f64) -> LinePlot {
-        self.references.push((label.into(), y));
+    /// Adds a horizontal reference line at `y` (ignored if `y` is not finite), in black, each
+    /// reference of the plot with its own dash (dotted, then dashed, then solid) so that two
+    /// paper values are told apart in the legend.
+    pub fn reference(self, label: impl Into<String>, y: f64) -> LinePlot {
+        let dash = [Dash::Dotted, Dash::Dashed, Dash::Solid][self.references.len() % 3];
+        let style = LineStyle {
+            color: REFERENCE_COLOR,
+            dash,
+            markers: false,
+        };
+        self.reference_styled(label, y, style)
+    }
+
+    /// Adds a horizontal reference line at `y` in `style`: e.g. a flow's target rate, dotted in
+    /// that flow's colour.
+    pub fn reference_styled(
+        mut self,
+        label: impl Into<String>,
+        y: f64,
+        style: LineStyle,
+    ) -> LinePlot {
+        self.references.push((label.into(), y, style));
+        self
+    }
+
+    /// Shades the x span `span` (ignored unless finite and non-empty), with `label` in the
+    /// legend; spans with the same label share one legend entry.
+    pub fn shade(mut self, label: impl Into<String>, span: Range<f64>) -> LinePlot {
+        self.shaded.push((label.into(), span));
         self
     }
 
@@ -274,6 +315,17 @@ impl LinePlot {
         self
     }
 
+    /// The distinct labels of the shaded spans, in order.
+    fn shade_labels(&self) -> Vec<&str> {
+        let mut labels: Vec<&str> = Vec::new();
+        for (label, span) in &self.shaded {
+            if drawable_span(span) && !labels.contains(&label.as_str()) {
+                labels.push(label);
+            }
+        }
+        labels
+    }
+
     /// The points that will be drawn for `line`: finite, and x > 0 on a log axis.
     fn drawable<'a>(&self, line: &'a Line) -> impl Iterator<Item = (f64, f64)> + 'a {
         let log = self.x_scale == Scale::Log;
@@ -314,16 +366,12 @@ impl LinePlot {
             Scale::Log => log_range(points.iter().map(|p| p.0)),
         };
         let mut lines = self.lines.clone();
-        for (label, y) in self.references.iter().filter(|(_, y)| y.is_finite()) {
+        for (label, y, style) in self.references.iter().filter(|(_, y, _)| y.is_finite()) {
             lines.push(Line {
                 label: label.clone(),
                 points: vec![(x_range.start, *y), (x_range.end, *y)],
                 band: Vec::new(),
-                style: LineStyle {
-                    color: REFERENCE_COLOR,
-                    dash: Dash::Dotted,
-                    markers: false,
-                },
+                style: *style,
             });
         }
         let band_y: Vec<f64> = lines
@@ -331,13 +379,22 @@ impl LinePlot {
             .flat_map(|l| self.drawable_band(l))
             .flat_map(|(_, low, high)| [low, high])
             .collect();
+        let y_max = self.y_max.unwrap_or(f64::INFINITY);
         let all_y = lines
             .iter()
             .flat_map(|l| self.drawable(l))
             .map(|p| p.1)
-            .chain(band_y);
-        let y_range = padded_range(all_y, self.y_from_zero, 0.05);
-        let y_range = with_legend_room(y_range, lines.len(), self.size.1);
+            .chain(band_y)
+            .filter(|y| *y <= y_max);
+        let mut y_range = padded_range(all_y, self.y_from_zero, 0.05);
+        if self.y_max.is_some() {
+            y_range.end = y_range.end.min(y_max);
+        }
+        let y_range = with_legend_room(
+            y_range,
+            lines.len() + self.shade_labels().len(),
+            self.size.1,
+        );
         let figure = LineFigure {
             plot: self,
             lines: &lines,
@@ -397,6 +454,23 @@ impl LinePlot {
             .light_line_style(RGBColor(235, 235, 235))
             .draw()
             .map_err(|e| e.to_string())?;
+        let (y_low, y_high) = (chart.y_range().start, chart.y_range().end);
+        for (index, label) in self.shade_labels().into_iter().enumerate() {
+            let fill = SHADES[index % SHADES.len()].mix(0.35).filled();
+            let spans = self.shaded.iter().filter(|(l, span)| {
+                l == label
+                    && span.start.is_finite()
+                    && span.end.is_finite()
+                    && span.start < span.end
+            });
+            chart
+                .draw_series(spans.map(|(_, span)| {
+                    Rectangle::new([(span.start, y_low), (span.end, y_high)], fill)
+                }))
+                .map_err(|e| e.to_string())?
+                .label(label)
+                .legend(move |(x, y)| Rectangle::new([(x, y - 6), (x + 24, y + 6)], fill));
+        }
         for line in lines {
             let mut band: Vec<(f64, f64, f64)> = self.drawable_band(line).collect();
             band.sort_by(|a, b| a.0.total_cmp(&b.0));
@@ -557,6 +631,11 @@ fn padded_range(values: impl Iterator<Item = f64>, from_zero: bool, pad: f64) ->
         low -= margin;
     }
     low..high
+}
+
+/// A shaded span worth drawing: finite and not empty.
+fn drawable_span(span: &Range<f64>) -> bool {
+    span.start.is_finite() && span.end.is_finite() && span.start < span.end
 }
 
 /// Raises the top of `range` so that a legend of `entries` rows in the upper right corner of
@@ -767,6 +846,15 @@ fn empirical_cdf(samples: &[f64]) -> Vec<(f64, f64)> {
         points.push((value, (index + 1) as f64 / count));
     }
     points
+}
+
+/// The colour [`throughput_over_time`] and [`state_over_time`] give `flow` when they draw one
+/// source: its place among the flows drawn. For lines that belong to that flow (its target
+/// rate as a reference line).
+pub fn flow_color(run: &Run, flows: &[&str], flow: &str) -> Option<usize> {
+    flows_to_plot(run, flows)
+        .iter()
+        .position(|drawn| *drawn == flow)
 }
 
 fn flows_to_plot<'a>(run: &'a Run, flows: &'a [&'a str]) -> Vec<&'a str> {

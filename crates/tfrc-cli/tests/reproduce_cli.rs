@@ -203,6 +203,19 @@ fn quick_reproduction_reports_every_experiment_with_numbers() {
         }
     }
     assert_eq!(seen, [true, true]);
+    // Figures show what their captions say: the periods the experiment switches something on
+    // are shaded (the quick runs' loss and UDP periods are 20–50 s; the UDP flow's start is
+    // jittered by up to one RTT, 0.1 s), and a start-up peak does not set the y axis
+    // (e002-arrivals' senders overshoot a 1 Mb/s link).
+    for (id, needle) in [
+        ("e000-loss", "shaded: loss period 20–50 s"),
+        ("e000-udp", "–50 s"),
+        ("e000-udp", "shaded: udp on 20"),
+        ("e002-arrivals", "y axis cut at"),
+    ] {
+        let text = section(&report, id);
+        assert!(text.contains(needle), "{id}: no {needle:?}:\n{text}");
+    }
     // The ns-2 conformance runs are beside ours when ns-2 is installed (always in CI).
     if tfrc_test_support::ns2_available("the ns-2 part of the report") {
         for id in ["e000-const-bw", "e000-loss", "e000-udp"] {

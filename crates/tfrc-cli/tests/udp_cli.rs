@@ -656,3 +656,92 @@ fn iperf3_udp_summary(document: &Value) -> UdpSummary {
         jitter_ms: number("sum_received", "jitter_ms"),
     }
 }
+
+/// A free UDP port on loopback (bound, read, released).
+fn free_udp_port() -> u16 {
+    let probe = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    probe.local_addr().unwrap().port()
+}
+
+/// The shipped Wireshark dissector decodes ETP as well as TFRC: an ETP video stream (`tfrc
+/// stream`) through the emulator's relay, captured with `--pcap`, shows in tshark its handshake,
+/// DATA packets with the TFRC data header inside and their FRAGMENT frames, and ACKs carrying a
+/// TFRC feedback — on ports that are not 5201 (the heuristic finds them).
+#[test]
+fn the_wireshark_dissector_decodes_etp_through_the_relay() {
+    let missing = std::process::Command::new("tshark")
+        .arg("--version")
+        .output()
+        .map_or(true, |output| !output.status.success())
+        .then(|| "tshark is not installed (apt-get install tshark)".to_owned());
+    if !tfrc_test_support::can_run(
+        "the_wireshark_dissector_decodes_etp_through_the_relay",
+        missing,
+    ) {
+        return;
+    }
+    let scratch = tempfile::tempdir().unwrap();
+    let capture = scratch.path().join("etp.pcap");
+    let (relay_port, receiver_port) = (free_udp_port(), free_udp_port());
+    let relay = format!("127.0.0.1:{relay_port}");
+    let receiver_address = format!("127.0.0.1:{receiver_port}");
+    let emulator = tfrc()
+        .args([
+            "emulate",
+            "--listen",
+            &relay,
+            "--forward",
+            &receiver_address,
+        ])
+        .args(["--delay", "5ms", "--time", "6", "--pcap"])
+        .arg(&capture)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let receiver = tfrc()
+        .args(["stream", "--listen", &receiver_address, "--duration", "2s"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let sender = tfrc()
+        .args(["stream", "--connect", &relay, "--duration", "2s"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let sent = finish(sender, Duration::from_secs(20));
+    let _ = finish(receiver, Duration::from_secs(20));
+    let relayed = finish(emulator, Duration::from_secs(20));
+    assert!(sent.status.success(), "{sent:?}");
+    assert!(relayed.status.success(), "{relayed:?}");
+    let dissector = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tools/wireshark/tfrc.lua");
+    let output = std::process::Command::new("tshark")
+        .arg("-r")
+        .arg(&capture)
+        .arg("-X")
+        .arg(format!("lua_script:{}", dissector.display()))
+        .arg("-V")
+        .output()
+        .unwrap();
+    let text = tfrc_test_support::succeeded(output);
+    for field in [
+        "ETP INIT",
+        "QoS descriptor (JSON)",
+        "ETP COOKIE_ECHO",
+        "ETP DATA",
+        "Packet number: 1",
+        "TFRC data",
+        "Frame: FRAGMENT (1)",
+        "Message length: ",
+        "ETP ACK",
+        "TFRC feedback",
+        "X_recv (bytes/s)",
+        "Acknowledged ranges: ",
+    ] {
+        assert!(text.contains(field), "tshark did not show {field:?}");
+    }
+    assert!(!text.contains("Malformed"), "a packet did not decode");
+}

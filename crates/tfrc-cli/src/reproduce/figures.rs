@@ -174,48 +174,156 @@ fn band_note(experiment: &Experiment) -> String {
     )
 }
 
-fn target_rates_kbps(run: &LoadedRun) -> Vec<(String, f64)> {
+/// Each TFRC flow's target rate (kb/s) with the flow's name.
+fn target_rates_kbps(run: &LoadedRun) -> Vec<(&str, f64)> {
     run.scenario
         .flows
         .iter()
         .filter_map(|flow| match &flow.kind {
             FlowKind::Tfrc(tfrc) => tfrc
                 .target_rate
-                .map(|rate| (format!("target of {}", flow.name), rate.kbps())),
+                .map(|rate| (flow.name.as_str(), rate.kbps())),
             _ => None,
         })
         .collect()
 }
 
-/// The default figure: throughput over time per flow, sender and receiver, one per run.
+/// What the experiment switches on and off during a run, as spans of time to shade: each link
+/// direction's loss period (a loss model with a start or a stop) and each background flow that
+/// starts late or stops early (the perturbation the papers' figures mark, e.g. paper 000's
+/// loss and UDP periods from 30 s to 90 s). Spans are clipped to the run.
+fn perturbations(run: &LoadedRun) -> Vec<(String, std::ops::Range<f64>)> {
+    let end = run.scenario.duration.as_secs_f64();
+    let mut spans: Vec<(String, std::ops::Range<f64>)> = Vec::new();
+    let mut add = |label: String, start: f64, stop: f64| {
+        let span = start.min(end)..stop.min(end);
+        if span.start < span.end && !spans.iter().any(|(l, s)| *l == label && *s == span) {
+            spans.push((label, span));
+        }
+    };
+    for link in &run.scenario.links {
+        for direction in [&link.forward, &link.reverse] {
+            if let Some(loss) = &direction.loss {
+                if !loss.start.is_zero() || loss.stop.is_some() {
+                    let stop = loss.stop.map_or(end, |stop| stop.as_secs_f64());
+                    add("loss period".to_owned(), loss.start.as_secs_f64(), stop);
+                }
+            }
+        }
+    }
+    for flow in perturbing_flows(run) {
+        add(
+            format!("{} on", flow.name),
+            flow.start.as_secs_f64(),
+            flow.stop_time(run.scenario.duration).as_secs_f64(),
+        );
+    }
+    spans
+}
+
+/// Background flows (neither TFRC nor TCP) that start after 0 or stop before the end: the
+/// experiment's perturbation, drawn beside the flows under test.
+fn perturbing_flows(run: &LoadedRun) -> impl Iterator<Item = &tfrc_scenario::FlowSpec> {
+    run.scenario.flows.iter().filter(|flow| {
+        !matches!(flow.kind, FlowKind::Tfrc(_) | FlowKind::Tcp(_))
+            && (!flow.start.is_zero() || flow.stop.is_some())
+    })
+}
+
+/// The top of a throughput figure's y axis: 1.3 × the 99th percentile of what the receivers
+/// got (a receiver cannot get more than its path carries), so that a sender's start-up peak —
+/// many times the link rate while TFRC's slow start overshoots — does not flatten the steady
+/// state; never below a reference line. `None` when every value fits under it anyway.
+fn throughput_axis_top(plot: &LinePlot, received: &[f64]) -> Option<f64> {
+    let top = metrics::quantile(received, 0.99)? * 1.3;
+    let top = plot
+        .references
+        .iter()
+        .map(|(_, y, _)| y * 1.1)
+        .fold(top, f64::max);
+    let highest = plot
+        .lines
+        .iter()
+        .flat_map(|line| line.points.iter().map(|(_, y)| *y))
+        .fold(f64::NEG_INFINITY, f64::max);
+    (top > 0.0 && highest > top).then_some(top)
+}
+
+/// The default figure: throughput over time per flow, sender and receiver, one per run; loss
+/// periods and background flows that come and go are shaded (and those flows drawn), each TFRC
+/// flow's target rate is a dotted line in the flow's colour.
 fn time_series(experiment: &Experiment, out: &Path) -> Result<Vec<(PathBuf, String)>> {
     let mut figures = Vec::new();
     for run in experiment.runs.iter().take(MAX_TIME_FIGURES) {
         let name = run_name(run);
+        let source = Source {
+            name: "ours",
+            run: &run.run,
+        };
+        let mut flows: Vec<&str> = run
+            .run
+            .summary
+            .flows
+            .iter()
+            .filter(|flow| flow.kind == "tfrc" || flow.kind == "tcp")
+            .map(|flow| flow.name.as_str())
+            .collect();
+        flows.extend(perturbing_flows(run).map(|flow| flow.name.as_str()));
         let mut plot = plot::throughput_over_time(
             &format!("{}: {name}", experiment.id),
-            &[Source {
-                name: "ours",
-                run: &run.run,
-            }],
-            &[],
+            &[source],
+            &flows,
             &[Direction::Sent, Direction::Received],
         );
-        for (label, rate) in target_rates_kbps(run) {
-            plot = plot.reference(label, rate);
+        for (flow, rate) in target_rates_kbps(run) {
+            let style = plot::LineStyle {
+                color: plot::flow_color(&run.run, &flows, flow).unwrap_or_default(),
+                dash: plot::Dash::Dotted,
+                markers: false,
+            };
+            plot = plot.reference_styled(format!("target of {flow}"), rate, style);
         }
+        let spans = perturbations(run);
+        for (label, span) in &spans {
+            plot = plot.shade(label.clone(), span.clone());
+        }
+        let received: Vec<f64> = flows
+            .iter()
+            .flat_map(|flow| run.run.throughput_series(flow, Direction::Received))
+            .map(|(_, kbps)| kbps)
+            .collect();
+        plot.y_max = throughput_axis_top(&plot, &received);
         let path = save_line(
             &plot,
             out,
             &experiment.id,
             &format!("throughput-{}", file_stem(&name)),
         )?;
-        figures.push((
-            path,
-            format!(
-                "{name}: throughput per flow per interval, sender (dashed) and receiver (solid)"
-            ),
-        ));
+        let mut caption = format!(
+            "{name}: throughput per flow per interval, sender (dashed) and receiver (solid)"
+        );
+        for (label, span) in &spans {
+            // To 0.1 s: a replication's start jitter would otherwise print as 20.0944 s.
+            let tenths = |seconds: f64| plot::tick_label((seconds * 10.0).round() / 10.0);
+            caption.push_str(&format!(
+                "; shaded: {label} {}–{} s",
+                tenths(span.start),
+                tenths(span.end)
+            ));
+        }
+        if let Some(top) = plot.y_max {
+            let peak = plot
+                .lines
+                .iter()
+                .flat_map(|line| line.points.iter().map(|(_, y)| *y))
+                .fold(f64::NEG_INFINITY, f64::max);
+            caption.push_str(&format!(
+                "; y axis cut at {} kb/s (1.3 × the receivers' 99th percentile): the peak, {} kb/s, runs off the top",
+                plot::tick_label(top.round()),
+                plot::tick_label(peak.round())
+            ));
+        }
+        figures.push((path, caption));
     }
     if experiment.runs.len() > MAX_TIME_FIGURES {
         figures.push((
