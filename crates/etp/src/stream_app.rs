@@ -165,7 +165,7 @@ pub struct StreamReport {
     /// 95th percentile delivery delay, ms.
     pub p95_delay_ms: f64,
     /// Offered video rate, bits/s.
-    pub video_rate_bits_per_second: f64,
+    pub video_rate_bps: f64,
     /// Sender's counters.
     pub sender: ConnectionStats,
 }
@@ -437,7 +437,7 @@ fn finish(
         iframes,
         mean_delay_ms: mean,
         p95_delay_ms: p95,
-        video_rate_bits_per_second: per_cycle / f64::from(args.iframe_every) * args.fps * 8.0,
+        video_rate_bps: per_cycle / f64::from(args.iframe_every) * args.fps * 8.0,
         sender,
     }
 }
@@ -667,7 +667,7 @@ fn print(report: &StreamReport, json: bool) {
     println!(
         "video:       {} frames, {:.2} Mb/s offered",
         report.frames,
-        report.video_rate_bits_per_second * 1e-6
+        report.video_rate_bps * 1e-6
     );
     println!(
         "frames:      on time {} ({:.1} %), late {} ({:.1} %), lost {} ({:.1} %)",

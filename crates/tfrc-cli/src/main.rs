@@ -195,7 +195,7 @@ fn run_equation(args: &EquationArgs) -> Result<()> {
             "rtt_s": args.rtt,
             "loss_event_rate": p,
             "x_bytes_per_s": x,
-            "x_bits_per_s": x * 8.0,
+            "x_bps": x * 8.0,
             "x_packets_per_s": x / args.packet_size,
         });
         println!("{object}");

@@ -24,7 +24,7 @@ fn prints_the_allowed_rate_as_json() {
     assert!(output.status.success());
     let value: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     let bytes = value["x_bytes_per_s"].as_f64().unwrap();
-    let bits = value["x_bits_per_s"].as_f64().unwrap();
+    let bits = value["x_bps"].as_f64().unwrap();
     // Independent value (Python): 112332.23436299298 bytes/s.
     assert!((bytes - 112_332.234_362_992_98).abs() < 1e-6);
     assert!((bits - 8.0 * bytes).abs() < 1e-6);
@@ -60,7 +60,7 @@ fn rtt_and_rate_take_units() {
     assert_eq!(plain, with_unit);
     let inverse = run(&["--rtt", "100ms", "--rate", "1Mbps"]);
     assert_eq!(inverse, run(&["--rtt", "0.1", "--rate", "1e6"]));
-    assert_eq!(inverse["x_bits_per_s"].as_f64().unwrap().round(), 1e6);
+    assert_eq!(inverse["x_bps"].as_f64().unwrap().round(), 1e6);
     let output = tfrc()
         .args([
             "equation",

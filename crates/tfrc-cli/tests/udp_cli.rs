@@ -66,6 +66,20 @@ fn json_of(output: &Output) -> Value {
     })
 }
 
+/// Every object key of a JSON document, nested ones included.
+fn collect_keys(value: &Value, names: &mut Vec<String>) {
+    match value {
+        Value::Object(map) => {
+            for (key, inner) in map {
+                names.push(key.clone());
+                collect_keys(inner, names);
+            }
+        }
+        Value::Array(items) => items.iter().for_each(|item| collect_keys(item, names)),
+        _ => {}
+    }
+}
+
 /// Header and rows of a CSV file.
 fn read_csv(path: &Path) -> (Vec<String>, Vec<Vec<String>>) {
     let text = std::fs::read_to_string(path).unwrap();
@@ -122,6 +136,23 @@ fn a_tfrc_run_delivers_data_and_writes_json_and_csv() {
     let sent = json_of(&finish(sender, Duration::from_secs(30)));
     let received = json_of(&finish(receiver, Duration::from_secs(30)));
 
+    // One naming convention (docs/output-format.md, "Names and units"): bits/s is `_bps`,
+    // times are seconds (`_s`) or, for timer and pacing errors, `_us`; iperf3's own keys are
+    // spelt as iperf3 does. Every key of both documents and every CSV column keeps to it.
+    let mut names = Vec::new();
+    collect_keys(&sent, &mut names);
+    collect_keys(&received, &mut names);
+    for log in [&sender_log, &receiver_log] {
+        names.extend(read_csv(log).0);
+    }
+    for name in &names {
+        let iperf3 = ["bits_per_second", "jitter_ms"].contains(&name.as_str());
+        assert!(
+            iperf3 || !(name.contains("bits_per") || name.ends_with("_ms")),
+            "{name} breaks the naming convention"
+        );
+    }
+
     // The sender's document: start / intervals / end.
     let session = sent["start"]["session_id"].as_str().unwrap().to_string();
     assert_eq!(session.len(), 8);
@@ -162,7 +193,7 @@ fn a_tfrc_run_delivers_data_and_writes_json_and_csv() {
     assert!(end["counters"]["feedbacks"].as_u64().unwrap() > 10);
     assert_eq!(end["counters"]["malformed"], 0);
     assert_eq!(end["counters"]["foreign"], 0);
-    assert!(end["rtt"]["mean_ms"].as_f64().unwrap() > 0.0);
+    assert!(end["rtt"]["mean_s"].as_f64().unwrap() > 0.0);
     assert!(end["pacing"]["samples"].as_u64().unwrap() == packets);
     assert!(end["pacing"]["p50_us"].as_f64().is_some());
     assert!(end["cpu_utilization_percent"]["host_total"]
@@ -178,7 +209,7 @@ fn a_tfrc_run_delivers_data_and_writes_json_and_csv() {
     assert_eq!(flow["reason"], "completed");
     assert_eq!(flow["packets"].as_u64().unwrap(), receiver_packets);
     assert_eq!(flow["sender_packets"].as_u64().unwrap(), packets);
-    assert!(flow["goodput_bits_per_second"].as_f64().unwrap() > 1e6);
+    assert!(flow["goodput_bps"].as_f64().unwrap() > 1e6);
     assert!(flow["loss_ratio"].as_f64().unwrap() < 0.1);
     assert!(!received["intervals"].as_array().unwrap().is_empty());
     assert_eq!(received["end"]["counters"]["malformed"], 0);
@@ -193,7 +224,7 @@ fn a_tfrc_run_delivers_data_and_writes_json_and_csv() {
         cell(&header, last, "packets_sent").parse::<u64>().unwrap(),
         packets
     );
-    assert!(cell(&header, last, "rtt_ms").parse::<f64>().unwrap() > 0.0);
+    assert!(cell(&header, last, "rtt_s").parse::<f64>().unwrap() > 0.0);
     let (header, rows) = read_csv(&receiver_log);
     assert!(rows.len() >= 15, "{} receiver rows", rows.len());
     let last = rows.last().unwrap();
@@ -348,12 +379,12 @@ fn tcp_runs_log_tcp_info_for_each_congestion_control() {
         assert!(rows.len() >= 10, "{name}: {} rows", rows.len());
         for row in &rows {
             assert!(cell(&header, row, "cwnd_segments").parse::<u32>().unwrap() >= 1);
-            assert!(cell(&header, row, "rtt_ms").parse::<f64>().is_ok());
+            assert!(cell(&header, row, "rtt_s").parse::<f64>().is_ok());
             assert!(cell(&header, row, "total_retrans").parse::<u32>().is_ok());
         }
         assert!(rows
             .iter()
-            .any(|row| !cell(&header, row, "delivery_rate_bits_per_s").is_empty()));
+            .any(|row| !cell(&header, row, "delivery_rate_bps").is_empty()));
     }
 }
 

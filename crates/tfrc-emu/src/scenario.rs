@@ -587,13 +587,13 @@ fn tfrc_state_row(
     time_s: f64,
     (flow_name, flow_kind): (&str, &'static str),
 ) -> StateRow {
-    let rtt = report.rtt_ms.map(|ms| ms / 1000.0);
+    let rtt = report.rtt_s;
     // The receiver's own rule, at the sender's RTT.
     let feedbacks =
         config.feedbacks_per_rtt_at(rtt.and_then(|rtt| Duration::try_from_secs_f64(rtt).ok()));
     StateRow {
-        x_bps: Some(report.sending_rate_bits_per_second),
-        x_recv_bps: Some(report.x_recv_bits_per_second),
+        x_bps: Some(report.sending_rate_bps),
+        x_recv_bps: Some(report.x_recv_bps),
         p: Some(report.p),
         rtt_s: rtt,
         target_bps: config.target_rate.map(|bytes| bytes * 8.0),

@@ -257,8 +257,12 @@ fn stop_on_signals() -> Result<Arc<AtomicBool>> {
     Ok(stop)
 }
 
-fn optional_millis(value: Option<f64>) -> String {
-    value.map_or_else(|| "-".to_string(), |millis| format!("{millis:.3} ms"))
+/// A time in seconds as people read an RTT: `12.345 ms`, or `-` when unknown.
+fn optional_millis(seconds: Option<f64>) -> String {
+    seconds.map_or_else(
+        || "-".to_string(),
+        |seconds| format!("{:.3} ms", seconds * 1e3),
+    )
 }
 
 fn version() -> String {
@@ -316,9 +320,9 @@ pub fn run_send(args: &SendArgs) -> Result<()> {
         "test_start": {
             "duration_s": args.time.as_secs_f64(),
             "packet_size": args.packet_size,
-            "target_rate_bits_per_second": args.target_rate,
-            "max_rate_bits_per_second": args.max_rate,
-            "rtt_ref_ms": args.rtt_ref.map(|rtt| rtt.as_secs_f64() * 1e3),
+            "target_rate_bps": args.target_rate,
+            "max_rate_bps": args.max_rate,
+            "rtt_ref_s": args.rtt_ref.map(|rtt| rtt.as_secs_f64()),
             "veno": config.veno.map(|veno| json!({"beta": veno.beta, "alpha": veno.alpha})),
             "history_discounting": config.history_discounting,
             "oscillation_damping": config.oscillation_damping,
@@ -371,9 +375,9 @@ pub fn run_send(args: &SendArgs) -> Result<()> {
                 interval.end,
                 format_bytes(interval.bytes as f64),
                 format_bits_per_second(interval.bits_per_second),
-                format_bits_per_second(interval.sending_rate_bits_per_second),
+                format_bits_per_second(interval.sending_rate_bps),
                 interval.p,
-                optional_millis(interval.rtt_ms),
+                optional_millis(interval.rtt_s),
             );
         }
     });
@@ -470,13 +474,13 @@ pub fn run_send(args: &SendArgs) -> Result<()> {
                     "icmp_errors": report.icmp_errors,
                 },
                 "final_state": {
-                    "x_bits_per_second": finite(state.x * 8.0),
-                    "sending_rate_bits_per_second": finite(state.sending_rate * 8.0),
-                    "x_calc_bits_per_second": finite(state.x_calc * 8.0),
-                    "x_recv_bits_per_second": finite(state.x_recv * 8.0),
+                    "x_bps": finite(state.x * 8.0),
+                    "sending_rate_bps": finite(state.sending_rate * 8.0),
+                    "x_calc_bps": finite(state.x_calc * 8.0),
+                    "x_recv_bps": finite(state.x_recv * 8.0),
                     "p": state.p,
-                    "rtt_ms": state.rtt.map(|rtt| rtt.as_secs_f64() * 1e3),
-                    "rto_ms": state.rto.as_secs_f64() * 1e3,
+                    "rtt_s": state.rtt.map(|rtt| rtt.as_secs_f64()),
+                    "rto_s": state.rto.as_secs_f64(),
                     "slow_start": state.slow_start,
                 },
                 "cpu_utilization_percent": report.cpu_utilization_percent,
@@ -513,9 +517,9 @@ pub fn run_send(args: &SendArgs) -> Result<()> {
         say!(
             "mean p {:.6}; RTT mean {} (min {}, max {}); pacing error p50 {:.1} µs, p99 {:.1} µs; CPU {:.1}%",
             report.mean_p,
-            optional_millis(report.rtt.mean_ms),
-            optional_millis(report.rtt.min_ms),
-            optional_millis(report.rtt.max_ms),
+            optional_millis(report.rtt.mean_s),
+            optional_millis(report.rtt.min_s),
+            optional_millis(report.rtt.max_s),
             report.pacing.p50_us,
             report.pacing.p99_us,
             report.cpu_utilization_percent.host_total,
@@ -653,7 +657,7 @@ fn run_send_tcp(args: &SendArgs, to: SocketAddr, stop: &AtomicBool) -> Result<()
                 format_bits_per_second(stream.bits_per_second),
                 stream.cwnd,
                 ssthresh_text(stream.ssthresh),
-                stream.rtt_ms,
+                stream.rtt_s * 1e3,
                 stream.retransmits,
             );
         }
@@ -686,7 +690,7 @@ fn run_send_tcp(args: &SendArgs, to: SocketAddr, stop: &AtomicBool) -> Result<()
             format_bytes(summary.bytes as f64),
             format_bits_per_second(summary.bits_per_second),
             summary.total_retrans,
-            optional_millis(summary.rtt.mean_ms),
+            optional_millis(summary.rtt.mean_s),
             summary.cpu_utilization_percent.host_total,
         );
     }
@@ -765,7 +769,7 @@ pub fn run_recv(args: &RecvArgs) -> Result<()> {
                         format_bits_per_second(stream.bits_per_second),
                         stream.lost,
                         stream.p,
-                        optional_millis(stream.rtt_ms),
+                        optional_millis(stream.rtt_s),
                     );
                 }
                 if interval.streams.len() > 1 {
@@ -791,7 +795,7 @@ pub fn run_recv(args: &RecvArgs) -> Result<()> {
                     format_bytes(summary.bytes as f64),
                     format_bits_per_second(summary.bits_per_second),
                     summary.reason,
-                    format_bits_per_second(summary.goodput_bits_per_second),
+                    format_bits_per_second(summary.goodput_bps),
                 );
                 say!(
                     "[{}] received {} packets, lost {} ({:.3}%), {} loss events; mean p {:.6}, final p {:.6}; R_m mean {}",
@@ -804,7 +808,7 @@ pub fn run_recv(args: &RecvArgs) -> Result<()> {
                     summary.loss_events,
                     summary.mean_p,
                     summary.final_p,
-                    optional_millis(summary.rtt.mean_ms),
+                    optional_millis(summary.rtt.mean_s),
                 );
             }
         }

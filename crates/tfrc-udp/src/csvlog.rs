@@ -1,4 +1,6 @@
 //! CSV rows of flow state, one schema per kind of flow (documented in `docs/udp-tools.md`).
+//! Column names follow the toolkit's one convention (docs/output-format.md, "Names and units"):
+//! the unit is the suffix, times in seconds (`rtt_s`), rates in bits/s (`x_bps`).
 //!
 //! Every row is written with a single `write` call on an unbuffered file, so a run that is killed
 //! leaves every row written before the kill. Empty cells mean "not known" (no RTT yet, an
@@ -17,22 +19,22 @@ pub const SENDER_COLUMNS: &[&str] = &[
     "time_s",
     "unix_time_s",
     "flow_id",
-    "x_bits_per_s",
-    "sending_rate_bits_per_s",
-    "x_calc_bits_per_s",
-    "x_recv_bits_per_s",
-    "recv_limit_bits_per_s",
-    "target_rate_bits_per_s",
-    "max_rate_bits_per_s",
+    "x_bps",
+    "sending_rate_bps",
+    "x_calc_bps",
+    "x_recv_bps",
+    "recv_limit_bps",
+    "target_rate_bps",
+    "max_rate_bps",
     "p",
-    "rtt_ms",
-    "base_rtt_ms",
-    "rto_ms",
+    "rtt_s",
+    "base_rtt_s",
+    "rto_s",
     "veno_backlog_packets",
     "slow_start",
     "packets_sent",
     "bytes_sent",
-    "throughput_bits_per_s",
+    "throughput_bps",
     "feedbacks",
     "malformed",
     "foreign",
@@ -53,12 +55,12 @@ pub const RECEIVER_COLUMNS: &[&str] = &[
     "flow_id",
     "packets",
     "bytes",
-    "goodput_bits_per_s",
+    "goodput_bps",
     "lost",
     "loss_events",
     "p",
-    "x_recv_bits_per_s",
-    "rtt_ms",
+    "x_recv_bps",
+    "rtt_s",
     "veno_backlog_packets",
     "duplicates",
     "reordered",
@@ -78,23 +80,23 @@ pub const TCP_COLUMNS: &[&str] = &[
     "cwnd_segments",
     "ssthresh_segments",
     "mss_bytes",
-    "rtt_ms",
-    "rttvar_ms",
-    "min_rtt_ms",
-    "rto_ms",
+    "rtt_s",
+    "rttvar_s",
+    "min_rtt_s",
+    "rto_s",
     "unacked_segments",
     "lost_segments",
     "retransmits",
     "retrans_segments",
     "total_retrans",
-    "pacing_rate_bits_per_s",
-    "delivery_rate_bits_per_s",
+    "pacing_rate_bps",
+    "delivery_rate_bps",
     "delivery_rate_app_limited",
     "bytes_acked",
     "bytes_received",
     "bytes_sent",
     "bytes_retrans",
-    "throughput_bits_per_s",
+    "throughput_bps",
 ];
 
 /// The columns of a kind of flow.
@@ -115,10 +117,9 @@ fn rate_cell(bytes_per_second: f64) -> String {
     }
 }
 
-fn millis_cell(duration: Option<core::time::Duration>) -> String {
-    duration.map_or_else(String::new, |value| {
-        format!("{:.6}", value.as_secs_f64() * 1e3)
-    })
+/// A time cell in seconds, to the nanosecond; empty when unknown.
+fn seconds_cell(duration: Option<core::time::Duration>) -> String {
+    duration.map_or_else(String::new, |value| format!("{:.9}", value.as_secs_f64()))
 }
 
 fn optional<T: ToString>(value: Option<T>) -> String {
@@ -224,9 +225,9 @@ fn sender_cells(sender: &SenderSnapshot, throughput: String) -> Vec<String> {
         state.target_rate.map_or_else(String::new, rate_cell),
         sender.max_rate.map_or_else(String::new, rate_cell),
         format!("{:.9}", state.p),
-        millis_cell(state.rtt),
-        millis_cell(state.base_rtt),
-        millis_cell(Some(state.rto)),
+        seconds_cell(state.rtt),
+        seconds_cell(state.base_rtt),
+        seconds_cell(Some(state.rto)),
         format!("{:.3}", state.veno_backlog),
         u8::from(state.slow_start).to_string(),
         stats.packets.to_string(),
@@ -256,7 +257,7 @@ fn receiver_cells(receiver: &ReceiverSnapshot, goodput: String) -> Vec<String> {
         stats.loss_events.to_string(),
         format!("{:.9}", receiver.loss_event_rate),
         rate_cell(receiver.x_recv),
-        millis_cell(receiver.rtt),
+        seconds_cell(receiver.rtt),
         format!("{:.3}", receiver.veno_backlog),
         stats.duplicates.to_string(),
         stats.reordered.to_string(),
@@ -268,17 +269,17 @@ fn receiver_cells(receiver: &ReceiverSnapshot, goodput: String) -> Vec<String> {
 }
 
 fn tcp_cells(info: &TcpInfo, throughput: String) -> Vec<String> {
-    let micros_to_millis = |micros: u32| format!("{:.3}", f64::from(micros) / 1e3);
+    let micros_to_seconds = |micros: u32| format!("{:.6}", f64::from(micros) / 1e6);
     vec![
         state_name(info.state).to_string(),
         info.ca_state.to_string(),
         info.snd_cwnd.to_string(),
         info.snd_ssthresh.to_string(),
         info.snd_mss.to_string(),
-        micros_to_millis(info.rtt_us),
-        micros_to_millis(info.rttvar_us),
-        info.min_rtt_us.map_or_else(String::new, micros_to_millis),
-        micros_to_millis(info.rto_us),
+        micros_to_seconds(info.rtt_us),
+        micros_to_seconds(info.rttvar_us),
+        info.min_rtt_us.map_or_else(String::new, micros_to_seconds),
+        micros_to_seconds(info.rto_us),
         info.unacked.to_string(),
         info.lost.to_string(),
         info.retransmits.to_string(),

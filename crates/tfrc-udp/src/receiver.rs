@@ -176,8 +176,8 @@ pub struct FlowInterval {
     pub lost: u64,
     /// Loss event rate p at the end of the interval.
     pub p: f64,
-    /// R_m from the sender's packets, ms.
-    pub rtt_ms: Option<f64>,
+    /// R_m from the sender's packets, seconds.
+    pub rtt_s: Option<f64>,
 }
 
 /// An interval report: every active flow and their sum.
@@ -232,7 +232,7 @@ pub struct FlowSummary {
     /// bytes over seconds, bits/s.
     pub bits_per_second: f64,
     /// payload bytes over seconds, bits/s.
-    pub goodput_bits_per_second: f64,
+    pub goodput_bps: f64,
     /// Packets declared lost by the loss detection.
     pub lost: u64,
     /// Packets the sender says it sent (from its end of session).
@@ -862,7 +862,7 @@ impl UdpReceiver {
             bytes: stats.bytes,
             payload_bytes: stats.payload_bytes,
             bits_per_second: per_second(stats.bytes),
-            goodput_bits_per_second: per_second(stats.payload_bytes),
+            goodput_bps: per_second(stats.payload_bytes),
             lost: stats.lost,
             sender_packets,
             loss_ratio,
@@ -937,7 +937,7 @@ impl UdpReceiver {
                 bits_per_second,
                 lost,
                 p: flow.receiver.loss_event_rate(),
-                rtt_ms: flow.receiver.rtt().map(|rtt| rtt.as_secs_f64() * 1e3),
+                rtt_s: flow.receiver.rtt().map(|rtt| rtt.as_secs_f64()),
             });
         }
         if streams.is_empty() {

@@ -163,13 +163,13 @@ pub struct SenderInterval {
     /// Bytes over seconds, in bits/s.
     pub bits_per_second: f64,
     /// The core's sending rate at the end of the interval, bits/s.
-    pub sending_rate_bits_per_second: f64,
+    pub sending_rate_bps: f64,
     /// X_recv of the latest feedback, bits/s.
-    pub x_recv_bits_per_second: f64,
+    pub x_recv_bps: f64,
     /// Loss event rate p at the end of the interval.
     pub p: f64,
-    /// Smoothed RTT at the end of the interval, ms (None before the first feedback).
-    pub rtt_ms: Option<f64>,
+    /// Smoothed RTT at the end of the interval, seconds (None before the first feedback).
+    pub rtt_s: Option<f64>,
     /// Feedback packets accepted in the interval.
     pub feedbacks: u64,
 }
@@ -184,17 +184,17 @@ pub enum EndReason {
     Interrupted,
 }
 
-/// Summary statistics of RTT values, milliseconds.
+/// Summary statistics of RTT values, seconds.
 #[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize)]
 pub struct RttSummary {
     /// Number of values.
     pub samples: u64,
     /// Mean.
-    pub mean_ms: Option<f64>,
+    pub mean_s: Option<f64>,
     /// Smallest.
-    pub min_ms: Option<f64>,
+    pub min_s: Option<f64>,
     /// Largest.
-    pub max_ms: Option<f64>,
+    pub max_s: Option<f64>,
 }
 
 /// Accumulates RTT values.
@@ -208,15 +208,15 @@ pub(crate) struct RttAccumulator {
 
 impl RttAccumulator {
     pub(crate) fn record(&mut self, rtt: Duration) {
-        let millis = rtt.as_secs_f64() * 1e3;
+        let seconds = rtt.as_secs_f64();
         if self.samples == 0 {
-            self.min = millis;
-            self.max = millis;
+            self.min = seconds;
+            self.max = seconds;
         }
         self.samples += 1;
-        self.sum += millis;
-        self.min = self.min.min(millis);
-        self.max = self.max.max(millis);
+        self.sum += seconds;
+        self.min = self.min.min(seconds);
+        self.max = self.max.max(seconds);
     }
 
     pub(crate) fn summary(&self) -> RttSummary {
@@ -225,9 +225,9 @@ impl RttAccumulator {
         }
         RttSummary {
             samples: self.samples,
-            mean_ms: Some(self.sum / self.samples as f64),
-            min_ms: Some(self.min),
-            max_ms: Some(self.max),
+            mean_s: Some(self.sum / self.samples as f64),
+            min_s: Some(self.min),
+            max_s: Some(self.max),
         }
     }
 }
@@ -778,10 +778,10 @@ impl Run {
             } else {
                 0.0
             },
-            sending_rate_bits_per_second: state.sending_rate * 8.0,
-            x_recv_bits_per_second: state.x_recv * 8.0,
+            sending_rate_bps: state.sending_rate * 8.0,
+            x_recv_bps: state.x_recv * 8.0,
             p: state.p,
-            rtt_ms: state.rtt.map(|rtt| rtt.as_secs_f64() * 1e3),
+            rtt_s: state.rtt.map(|rtt| rtt.as_secs_f64()),
             feedbacks: stats.feedbacks - self.interval_stats.feedbacks,
         };
         self.interval_start = end;

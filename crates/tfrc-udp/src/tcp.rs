@@ -84,14 +84,14 @@ pub struct TcpStreamInterval {
     pub cwnd: u32,
     /// Slow-start threshold, segments.
     pub ssthresh: u32,
-    /// Smoothed RTT, ms.
-    pub rtt_ms: f64,
-    /// RTT variation, ms.
-    pub rttvar_ms: f64,
+    /// Smoothed RTT, seconds.
+    pub rtt_s: f64,
+    /// RTT variation, seconds.
+    pub rttvar_s: f64,
     /// Retransmissions in the interval (`tcpi_total_retrans` difference).
     pub retransmits: u32,
     /// The kernel's delivery rate estimate, bits/s.
-    pub delivery_rate_bits_per_second: Option<u64>,
+    pub delivery_rate_bps: Option<u64>,
 }
 
 /// An interval report of TCP flows.
@@ -484,10 +484,10 @@ impl Sampler {
             bits_per_second,
             cwnd: info.snd_cwnd,
             ssthresh: info.snd_ssthresh,
-            rtt_ms: f64::from(info.rtt_us) / 1e3,
-            rttvar_ms: f64::from(info.rttvar_us) / 1e3,
+            rtt_s: f64::from(info.rtt_us) / 1e6,
+            rttvar_s: f64::from(info.rttvar_us) / 1e6,
             retransmits: info.total_retrans.saturating_sub(self.interval_retrans),
-            delivery_rate_bits_per_second: info.delivery_rate.map(|rate| rate.saturating_mul(8)),
+            delivery_rate_bps: info.delivery_rate.map(|rate| rate.saturating_mul(8)),
         };
         let interval = TcpInterval {
             start: (self.interval_start - self.start).as_secs_f64(),
@@ -776,12 +776,12 @@ fn report_connections(
             bits_per_second: rate(delta),
             cwnd: info.snd_cwnd,
             ssthresh: info.snd_ssthresh,
-            rtt_ms: f64::from(info.rtt_us) / 1e3,
-            rttvar_ms: f64::from(info.rttvar_us) / 1e3,
+            rtt_s: f64::from(info.rtt_us) / 1e6,
+            rttvar_s: f64::from(info.rttvar_us) / 1e6,
             retransmits: info
                 .total_retrans
                 .saturating_sub(connection.interval_retrans),
-            delivery_rate_bits_per_second: info.delivery_rate.map(|rate| rate.saturating_mul(8)),
+            delivery_rate_bps: info.delivery_rate.map(|rate| rate.saturating_mul(8)),
         });
         connection.interval_retrans = info.total_retrans;
     }
