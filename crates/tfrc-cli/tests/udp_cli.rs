@@ -776,3 +776,58 @@ fn the_wireshark_dissector_decodes_etp_through_the_relay() {
     }
     assert!(!text.contains("Malformed"), "a packet did not decode");
 }
+
+/// iperf3's `-P N`: N TFRC flows at once, each its own session, reported per flow and summed —
+/// every interval's `sum` is its streams' total, `end.sum_sent`/`sum_received` the flows'
+/// totals; the receiver serves N flows; `--log FILE` gives one file per flow.
+#[test]
+fn parallel_flows_are_reported_per_flow_and_summed() {
+    let scratch = tempfile::tempdir().unwrap();
+    let log = scratch.path().join("send.csv");
+    let (receiver, address) = start_receiver(&["--idle-timeout", "5s"]);
+    let output = tfrc()
+        .args([
+            "send", "--to", &address, "-t", "2", "-P", "3", "-b", "2M", "-J",
+        ])
+        .arg("--log")
+        .arg(&log)
+        .output()
+        .unwrap();
+    let _ = finish(receiver, Duration::from_secs(20));
+    let document = json_of(&output);
+    let connected = document["start"]["connected"].as_array().unwrap();
+    assert_eq!(connected.len(), 3);
+    let sessions: std::collections::BTreeSet<&str> = connected
+        .iter()
+        .map(|flow| flow["session_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(sessions.len(), 3, "three sessions");
+    let intervals = document["intervals"].as_array().unwrap();
+    assert!(intervals.len() >= 2, "{} intervals", intervals.len());
+    for interval in intervals {
+        let streams = interval["streams"].as_array().unwrap();
+        assert_eq!(streams.len(), 3);
+        let bytes: u64 = streams.iter().map(|s| s["bytes"].as_u64().unwrap()).sum();
+        assert_eq!(interval["sum"]["bytes"].as_u64().unwrap(), bytes);
+    }
+    let end = &document["end"];
+    let streams = end["streams"].as_array().unwrap();
+    assert_eq!(streams.len(), 3);
+    let sent: u64 = streams
+        .iter()
+        .map(|s| s["sender"]["bytes"].as_u64().unwrap())
+        .sum();
+    assert_eq!(end["sum_sent"]["bytes"].as_u64().unwrap(), sent);
+    let received: u64 = streams
+        .iter()
+        .map(|s| s["receiver"]["bytes"].as_u64().unwrap())
+        .sum();
+    assert_eq!(end["sum_received"]["bytes"].as_u64().unwrap(), received);
+    // Each flow is held to 2 Mb/s by -b: the sum is about three times that.
+    let total = end["sum_sent"]["bits_per_second"].as_f64().unwrap();
+    assert!((5.0e6..6.5e6).contains(&total), "{total} bits/s");
+    for k in 1..=3 {
+        let path = scratch.path().join(format!("send-{k}.csv"));
+        assert!(read_csv(&path).1.len() > 5, "{}", path.display());
+    }
+}
