@@ -14,14 +14,15 @@
 -- Feedback (kind 2, 40 bytes): 8 echoed sequence, 12 echoed timestamp (ns), 20 t_delay (µs),
 -- 24 X_recv (bytes/s, 64 bits), 32 p (fraction of 2^32), 36 session token and receipt-proof sum;
 -- the flags carry the proof's run (bits 13..16 offset, bits 0..13 length).
--- Control: 0x10 END, 0x11 END-ACK, 0x12 HELLO, 0x13 COOKIE.
+-- Control: 0x10 END, 0x11 END-ACK, 0x12 HELLO, 0x13 COOKIE, 0x14 REVERSE (`tfrc send -R`: 4 request
+-- id, 8 segment size, 12 duration ns, 20 rate cap and 28 target rate in bytes/s, 0 = none).
 
 local tfrc = Proto("tfrc", "TCP-Friendly Rate Control (RFC 5348, tfrc toolkit)")
 
 local kinds = {
     [1] = "data", [2] = "feedback",
     [0x10] = "end of session", [0x11] = "end acknowledgement",
-    [0x12] = "hello", [0x13] = "cookie",
+    [0x12] = "hello", [0x13] = "cookie", [0x14] = "reverse request",
 }
 
 local f = tfrc.fields
@@ -47,6 +48,10 @@ f.proof_sum = ProtoField.uint16("tfrc.proof.sum", "Receipt proof: sum of their m
 f.nonce = ProtoField.uint32("tfrc.nonce", "Nonce", base.HEX)
 f.cookie = ProtoField.uint64("tfrc.cookie", "Cookie", base.HEX)
 f.count = ProtoField.uint64("tfrc.count", "Count")
+f.request_size = ProtoField.uint32("tfrc.reverse.packet_size", "Requested segment size (bytes)")
+f.request_duration = ProtoField.uint64("tfrc.reverse.duration_ns", "Requested duration (ns)")
+f.request_cap = ProtoField.uint64("tfrc.reverse.max_rate", "Requested rate cap (bytes/s, 0 = none)")
+f.request_target = ProtoField.uint64("tfrc.reverse.target_rate", "Requested target rate (bytes/s, 0 = none)")
 
 -- Whether `buffer` starts with a TFRC header this dissector knows.
 local function is_tfrc(buffer)
@@ -93,6 +98,13 @@ function tfrc.dissector(buffer, pinfo, tree)
         subtree:add(f.proof_sum, buffer(38, 2))
         pinfo.cols.info = string.format("TFRC feedback session=%08x echo=%u X_recv=%s B/s p=%.6f",
             session, buffer(8, 4):uint(), tostring(buffer(24, 8):uint64()), p)
+    elseif kind == 0x14 and length >= 36 then
+        subtree:add(f.request_size, buffer(8, 4))
+        subtree:add(f.request_duration, buffer(12, 8))
+        subtree:add(f.request_cap, buffer(20, 8))
+        subtree:add(f.request_target, buffer(28, 8))
+        pinfo.cols.info = string.format("TFRC reverse request %08x: %u bytes for %s ns", session,
+            buffer(8, 4):uint(), tostring(buffer(12, 8):uint64()))
     elseif kind == 0x13 and length >= 20 then
         subtree:add(f.nonce, buffer(8, 4))
         subtree:add(f.cookie, buffer(12, 8))

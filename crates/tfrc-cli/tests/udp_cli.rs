@@ -831,3 +831,112 @@ fn parallel_flows_are_reported_per_flow_and_summed() {
         assert!(read_csv(&path).1.len() > 5, "{}", path.display());
     }
 }
+
+/// iperf3's `-R`: `tfrc send -R` asks the `tfrc recv` it names to send the flow, receives it and
+/// reports iperf3's `sum_sent` (from the sender's end of session) and `sum_received`; the
+/// server reports the flow it sent, from its listening port, so that the flow also comes back
+/// through a relay. A server started with `--no-reverse` sends nothing, and
+/// the client fails within its connect timeout, saying so.
+#[test]
+fn reverse_mode_receives_a_flow_from_the_server() {
+    let mut command = tfrc();
+    command.args(["recv", "--listen", "127.0.0.1:0", "--json"]);
+    let (server, address) = tfrc_test_support::spawn_listening(command);
+    let output = tfrc()
+        .args([
+            "send", "--to", &address, "-R", "-t", "2", "-b", "2M", "-l", "1200", "-J",
+        ])
+        .output()
+        .unwrap();
+    let status = Command::new("kill")
+        .args(["-INT", &server.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let served = json_of(&finish(server, Duration::from_secs(20)));
+    let received = json_of(&output);
+    assert_eq!(received["start"]["role"], "receiver");
+    assert_eq!(received["start"]["test_start"]["reverse"], 1);
+    let end = &received["end"];
+    let got = end["sum_received"]["bytes"].as_u64().unwrap();
+    let sent = end["sum_sent"]["bytes"].as_u64().unwrap();
+    assert!(got > 0 && got <= sent, "received {got} of {sent} bytes");
+    let rate = end["sum_received"]["bits_per_second"].as_f64().unwrap();
+    assert!(
+        (1.5e6..2.5e6).contains(&rate),
+        "{rate} bits/s (asked for 2M)"
+    );
+    assert!(end["sum_received"]["lost_percent"].as_f64().unwrap() < 10.0);
+    assert_eq!(end["streams"][0]["reason"], "completed");
+    // The server sent exactly what the client's end of session says it sent, in 1200-byte
+    // segments (+ the 32-byte TFRC header).
+    let flows = served["end"]["reverse_flows"].as_array().unwrap();
+    assert_eq!(flows.len(), 1, "{flows:?}");
+    assert_eq!(flows[0]["sender"]["bytes"].as_u64().unwrap(), sent);
+    let packets = flows[0]["sender"]["packets"].as_u64().unwrap();
+    assert_eq!(sent, packets * 1232);
+
+    // Through a relay (which passes back only what comes from the address it forwards to):
+    // the flow leaves from the port the request came to, so it comes back.
+    let mut command = tfrc();
+    command.args(["recv", "--listen", "127.0.0.1:0", "--json"]);
+    let (server, address) = tfrc_test_support::spawn_listening(command);
+    let relay = format!("127.0.0.1:{}", free_udp_port());
+    let emulator = tfrc()
+        .args(["emulate", "--listen", &relay, "--forward", &address])
+        .args(["--delay", "10ms", "--time", "4"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let through = tfrc()
+        .args(["send", "--to", &relay, "-R", "-t", "1", "-b", "1M", "-J"])
+        .output()
+        .unwrap();
+    let _ = finish(emulator, Duration::from_secs(20));
+    let _ = Command::new("kill")
+        .args(["-INT", &server.id().to_string()])
+        .status();
+    let _ = finish(server, Duration::from_secs(20));
+    let through = json_of(&through);
+    let stream = &through["end"]["streams"][0];
+    assert_eq!(stream["reason"], "completed", "{through}");
+    let rtt = stream["rtt"]["mean_s"].as_f64().unwrap();
+    assert!(
+        rtt >= 0.019,
+        "R_m {rtt} s: the flow crossed the 2 × 10 ms relay"
+    );
+
+    let mut command = tfrc();
+    command.args(["recv", "--listen", "127.0.0.1:0", "--json", "--no-reverse"]);
+    let (server, address) = tfrc_test_support::spawn_listening(command);
+    let started = Instant::now();
+    let refused = tfrc()
+        .args([
+            "send",
+            "--to",
+            &address,
+            "-R",
+            "-t",
+            "1",
+            "--connect-timeout",
+            "1",
+        ])
+        .output()
+        .unwrap();
+    let _ = Command::new("kill")
+        .args(["-INT", &server.id().to_string()])
+        .status();
+    let served = json_of(&finish(server, Duration::from_secs(20)));
+    assert!(!refused.status.success());
+    assert!(started.elapsed() < Duration::from_secs(10));
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(stderr.contains("no flow came from"), "{stderr}");
+    assert!(
+        served["end"]["counters"]["reverse_refused"]
+            .as_u64()
+            .unwrap()
+            >= 1
+    );
+}

@@ -33,7 +33,7 @@ pub(crate) fn write_stdout(line: std::fmt::Arguments<'_>) {
 }
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
@@ -42,7 +42,8 @@ use serde_json::{json, Value};
 use tfrc_proto::{Config, Veno};
 
 use crate::clock::unix_time_seconds;
-use crate::receiver::{ReceiverEvent, ReceiverOptions, UdpReceiver};
+use crate::control::ReverseRequest;
+use crate::receiver::{Announce, ReceiverEvent, ReceiverOptions, UdpReceiver};
 use crate::sender::{SenderInterval, SenderOptions, SenderReport, UdpSender};
 use crate::tcp::{TcpReceiver, TcpReceiverEvent, TcpReceiverOptions, TcpSender, TcpSenderOptions};
 use tfrc_units::{format_bits_per_second, format_bytes};
@@ -176,6 +177,10 @@ pub struct SendArgs {
     #[arg(long, short = 'P', default_value_t = 1, conflicts_with = "tcp",
           value_parser = clap::value_parser!(u32).range(1..=128))]
     pub parallel: u32,
+    /// Reverse mode, as iperf3's `-R`: the `tfrc recv` at the address sends the flow (with
+    /// this command's -t, -l, -b, --target-rate) and this command receives and reports it.
+    #[arg(long, short = 'R', conflicts_with_all = ["tcp", "parallel"])]
+    pub reverse: bool,
     /// Send a kernel TCP bulk flow instead of TFRC.
     #[arg(long)]
     pub tcp: bool,
@@ -240,6 +245,10 @@ pub struct RecvArgs {
     /// Exit after the first flow ends (like iperf3 -1).
     #[arg(long, short = '1')]
     pub once: bool,
+    /// Refuse `tfrc send -R`'s requests to send a flow back (by default each is served, at most
+    /// --max-flows at once).
+    #[arg(long)]
+    pub no_reverse: bool,
     /// Receive kernel TCP connections instead of TFRC.
     #[arg(long)]
     pub tcp: bool,
@@ -305,6 +314,9 @@ pub fn run_send(args: &SendArgs) -> Result<()> {
     let to = args.destination()?;
     if args.tcp {
         return run_send_tcp(args, to, &stop);
+    }
+    if args.reverse {
+        return run_send_reverse(args, to, &stop);
     }
     if args.parallel > 1 && args.bind.is_some_and(|bind| bind.port() != 0) {
         bail!(
@@ -974,7 +986,8 @@ fn announce_listening(json: bool, protocol: &str, address: SocketAddr) {
     }
 }
 
-/// Runs `tfrc recv`.
+/// Runs `tfrc recv`: serves TFRC flows, and sends a flow to each `tfrc send -R` that asks
+/// (unless `--no-reverse`).
 pub fn run_recv(args: &RecvArgs) -> Result<()> {
     let stop = stop_on_signals()?;
     if args.tcp {
@@ -986,6 +999,7 @@ pub fn run_recv(args: &RecvArgs) -> Result<()> {
     options.report_interval = Some(args.interval);
     options.log = args.log.clone().map(|path| (path, args.log_interval));
     options.once = args.once;
+    options.accept_reverse = !args.no_reverse;
     let receiver = UdpReceiver::bind(options.clone()).context("cannot start the TFRC receiver")?;
     let local = receiver
         .local_addr()
@@ -1003,15 +1017,113 @@ pub fn run_recv(args: &RecvArgs) -> Result<()> {
             "linger_s": options.linger.as_secs_f64(),
         },
         "log": args.log.as_ref().map(|path| path.display().to_string()),
+        "reverse": !args.no_reverse,
     });
+    // Reverse flows run on their own threads, joined before the report is printed.
+    let reverse_ends = std::sync::Mutex::new(Vec::new());
+    let active = std::sync::atomic::AtomicUsize::new(0);
     let json_mode = args.json;
+    std::thread::scope(|scope| {
+        let mut on_reverse = |peer: SocketAddr, request: ReverseRequest| {
+            if active.load(Ordering::Relaxed) >= options.max_flows {
+                if !json_mode {
+                    say!(
+                        "[reverse] {peer}: refused, {} flows already",
+                        options.max_flows
+                    );
+                }
+                return;
+            }
+            active.fetch_add(1, Ordering::Relaxed);
+            let (stop, reverse_ends, active) = (&stop, &reverse_ends, &active);
+            scope.spawn(move || {
+                let end = send_reverse_flow((local, peer), request, stop, json_mode);
+                if let Ok(mut ends) = reverse_ends.lock() {
+                    ends.push(end);
+                }
+                active.fetch_sub(1, Ordering::Relaxed);
+            });
+        };
+        let report = serve(receiver, &stop, json_mode, &mut on_reverse)?;
+        // Let the reverse flows finish (the stop flag ends them early on Ctrl-C).
+        while active.load(Ordering::Relaxed) > 0 {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let reverse = reverse_ends
+            .lock()
+            .map(|ends| ends.clone())
+            .unwrap_or_default();
+        print_receiver_end(json_mode, start, report, reverse)
+    })
+}
+
+/// Sends the flow a `tfrc send -R` asked for, from the listening port `local` (a second socket
+/// sharing it) to `peer`; its HELLO must be answered from there before any data leaves. Returns its end report (as in `tfrc send -J`'s
+/// `end`), with `peer` and `error` when it failed.
+fn send_reverse_flow(
+    (local, peer): (SocketAddr, SocketAddr),
+    request: ReverseRequest,
+    stop: &AtomicBool,
+    json_mode: bool,
+) -> Value {
+    let mut options = SenderOptions::new(peer);
+    // From the port the request came to: a relay or NAT on the way lets the flow back.
+    options.bind = Some(local);
+    options.share_port = true;
+    options.duration = request.duration;
+    options.config = Config {
+        packet_size: request.packet_size,
+        target_rate: request.target_rate,
+        ..Config::default()
+    };
+    options.max_rate = request.max_rate;
+    options.report_interval = None;
+    let result = UdpSender::new(options)
+        .map_err(anyhow::Error::from)
+        .and_then(|sender| {
+            let session = format!("{:08x}", sender.session_id());
+            if !json_mode {
+                say!("[{session}] reverse flow to {peer}: {:?}", request.duration);
+            }
+            let report = sender.run(stop, &mut |_| {})?;
+            Ok((session, report))
+        });
+    match result {
+        Ok((session, report)) => {
+            if !json_mode {
+                print_flow_end(&session, &report);
+            }
+            let mut end = flow_end(&report);
+            end["session_id"] = json!(session);
+            end["peer"] = json!(peer.to_string());
+            end
+        }
+        Err(error) => {
+            if !json_mode {
+                say!("[reverse] flow to {peer} failed: {error:#}");
+            }
+            json!({"peer": peer.to_string(), "error": format!("{error:#}")})
+        }
+    }
+}
+
+/// Serves TFRC flows until `stop` (or, with `once`, the first flow's end): a text line per
+/// flow and interval, or iperf3's `intervals[]` in JSON mode (returned with the report).
+/// Reverse requests go to `on_reverse`.
+fn serve(
+    receiver: UdpReceiver,
+    stop: &AtomicBool,
+    json_mode: bool,
+    on_reverse: &mut dyn FnMut(SocketAddr, ReverseRequest),
+) -> Result<(Vec<Value>, crate::receiver::ReceiverReport)> {
     let mut intervals = Vec::new();
-    let report = receiver.run(&stop, &mut |event| match event {
+    let report = receiver.run(stop, &mut |event| match event {
         ReceiverEvent::FlowStarted { flow_id, peer } => {
             if !json_mode {
                 say!("[{flow_id}] flow from {peer}");
             }
         }
+        ReceiverEvent::ReverseRequested { peer, request } => on_reverse(peer, request),
         ReceiverEvent::Interval(interval) => {
             if json_mode {
                 intervals.push(serde_json::to_value(interval).unwrap_or(Value::Null));
@@ -1070,17 +1182,57 @@ pub fn run_recv(args: &RecvArgs) -> Result<()> {
             }
         }
     })?;
+    Ok((intervals, report))
+}
+
+/// The receiver's end: the JSON document (`start`, `intervals`, `end` with iperf3's
+/// `sum_sent` — from the senders' ends of session — and `sum_received`, the flows, the
+/// counters, and the reverse flows sent) or a text line of counters.
+fn print_receiver_end(
+    json_mode: bool,
+    start: Value,
+    (intervals, report): (Vec<Value>, crate::receiver::ReceiverReport),
+    reverse: Vec<Value>,
+) -> Result<()> {
     let counters = report.counters;
-    if args.json {
-        let packets: u64 = report.streams.iter().map(|stream| stream.packets).sum();
-        let bytes: u64 = report.streams.iter().map(|stream| stream.bytes).sum();
-        let lost: u64 = report.streams.iter().map(|stream| stream.lost).sum();
+    if json_mode {
+        let streams = &report.streams;
+        let seconds = streams
+            .iter()
+            .map(|s| s.start + s.seconds)
+            .fold(0.0, f64::max);
+        let packets: u64 = streams.iter().map(|stream| stream.packets).sum();
+        let bytes: u64 = streams.iter().map(|stream| stream.bytes).sum();
+        let lost: u64 = streams.iter().map(|stream| stream.lost).sum();
+        let sent_packets: Option<u64> = streams.iter().map(|s| s.sender_packets).sum();
+        let sent_bytes: Option<u64> = streams.iter().map(|s| s.sender_bytes).sum();
+        let rate = |bytes: u64| {
+            if seconds > 0.0 {
+                bytes as f64 * 8.0 / seconds
+            } else {
+                0.0
+            }
+        };
+        let sum_sent = sent_bytes.map(|sent| iperf3_sum(seconds, sent, rate(sent), None));
+        let mut sum_received = iperf3_sum(
+            seconds,
+            bytes,
+            rate(bytes),
+            sent_packets.map(|sent| (sent.saturating_sub(packets), sent)),
+        );
+        if !streams.is_empty() {
+            sum_received["jitter_ms"] =
+                json!(streams.iter().map(|s| s.jitter_ms).sum::<f64>() / streams.len() as f64);
+        }
         let document = json!({
             "start": start,
             "intervals": intervals,
             "end": {
                 "streams": report.streams,
                 "sum": {"packets": packets, "bytes": bytes, "lost": lost},
+                "sum_sent": sum_sent,
+                "sum_received": sum_received,
+                "reverse_flows": reverse,
                 "counters": counters,
                 "cpu_utilization_percent": report.cpu_utilization_percent,
             },
@@ -1088,7 +1240,7 @@ pub fn run_recv(args: &RecvArgs) -> Result<()> {
         say!("{}", json_text(&document)?);
     } else {
         say!(
-            "receiver: {} flows ({} completed, {} idle), {} datagrams, {} malformed, {} spoofed, {} stray, {} rejected, {} unverified; CPU {:.1}%",
+            "receiver: {} flows ({} completed, {} idle), {} datagrams, {} malformed, {} spoofed, {} stray, {} rejected, {} unverified, {} reverse flows sent; CPU {:.1}%",
             counters.flows_opened,
             counters.flows_completed,
             counters.flows_expired,
@@ -1098,10 +1250,84 @@ pub fn run_recv(args: &RecvArgs) -> Result<()> {
             counters.stray,
             counters.rejected_flows,
             counters.unverified,
+            reverse.len(),
             report.cpu_utilization_percent.host_total,
         );
     }
     Ok(())
+}
+
+/// `tfrc send -R` (iperf3's reverse mode): asks the `tfrc recv` at `to` to send a TFRC flow
+/// with this command's parameters to this socket, receives it, and reports as the receiver
+/// does (JSON: iperf3's `sum_sent` from the sender's end of session and `sum_received`). Fails
+/// when no flow comes within the connect timeout.
+fn run_send_reverse(args: &SendArgs, to: SocketAddr, stop: &AtomicBool) -> Result<()> {
+    let listen = args.bind.unwrap_or_else(|| {
+        let any: std::net::IpAddr = if to.is_ipv4() {
+            std::net::Ipv4Addr::UNSPECIFIED.into()
+        } else {
+            std::net::Ipv6Addr::UNSPECIFIED.into()
+        };
+        SocketAddr::new(any, 0)
+    });
+    let request = ReverseRequest {
+        request_id: rand::random(),
+        packet_size: args.packet_size,
+        duration: args.time,
+        max_rate: args.max_rate.map(|bits| bits / 8.0),
+        target_rate: args.target_rate.map(|bits| bits / 8.0),
+    };
+    let mut datagram = vec![0; crate::control::REVERSE_LEN];
+    request.emit(&mut datagram);
+    let mut options = ReceiverOptions::new(listen);
+    options.max_flows = 1;
+    options.once = true;
+    options.report_interval = Some(args.interval);
+    options.log = args.log.clone().map(|path| (path, args.log_interval));
+    options.announce = Some(Announce {
+        to,
+        datagram,
+        every: Duration::from_millis(250),
+        give_up_after: args.connect_timeout,
+    });
+    let receiver = UdpReceiver::bind(options).context("cannot start the TFRC receiver")?;
+    let local = receiver
+        .local_addr()
+        .context("cannot read the local address")?;
+    let start = json!({
+        "version": version(),
+        "protocol": "tfrc",
+        "role": "receiver",
+        "reverse": true,
+        "timestamp": {"unix_s": unix_time_seconds()},
+        "connecting_to": {"host": to.ip().to_string(), "port": to.port()},
+        "local": local.to_string(),
+        "test_start": {
+            "duration_s": args.time.as_secs_f64(),
+            "packet_size": args.packet_size,
+            "reverse": 1,
+            "target_rate_bps": args.target_rate,
+            "max_rate_bps": args.max_rate,
+        },
+    });
+    if !args.json {
+        say!(
+            "Asking {to} to send a TFRC flow to {local} (reverse mode), {} s",
+            args.time.as_secs_f64()
+        );
+    }
+    let served = serve(receiver, stop, args.json, &mut |_, _| {});
+    let served = match served {
+        Ok(served) => served,
+        Err(error) if args.json => {
+            let document =
+                json!({"start": start, "intervals": [], "end": {}, "error": format!("{error:#}")});
+            say!("{}", json_text(&document)?);
+            return Err(error);
+        }
+        Err(error) => return Err(error),
+    };
+    print_receiver_end(args.json, start, served, Vec::new())
 }
 
 fn run_recv_tcp(args: &RecvArgs, stop: &AtomicBool) -> Result<()> {

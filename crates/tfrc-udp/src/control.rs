@@ -43,6 +43,10 @@
 //! end of session (36 bytes)
 //!   0 version (1) · 1 kind 0x10 · 2..4 flags (0) · 4..8 session id · 8..12 nonce
 //!   12..20 data packets sent · 20..28 bytes sent (headers included) · 28..36 duration in ns
+//! reverse request (36 bytes; `tfrc send -R`, iperf3's reverse mode: "send to me")
+//!   0 version (1) · 1 kind 0x14 · 2..4 flags (0) · 4..8 request id · 8..12 packet size s
+//!   12..20 duration in ns · 20..28 rate cap in bytes/s (0: none) · 28..36 gTFRC target rate
+//!   in bytes/s (0: none)
 //! end acknowledgement (56 bytes)
 //!   0 version (1) · 1 kind 0x11 · 2..4 flags (0) · 4..8 session id · 8..12 nonce
 //!   12..20 data packets received · 20..28 bytes received · 28..36 packets declared lost
@@ -78,6 +82,8 @@ pub const KIND_END_ACK: u8 = 0x11;
 pub const KIND_HELLO: u8 = 0x12;
 /// Kind byte of the receiver's cookie.
 pub const KIND_COOKIE: u8 = 0x13;
+/// Kind byte of a reverse request (a client asking a receiver to send it a flow).
+pub const KIND_REVERSE: u8 = 0x14;
 /// Length of a hello (padded to at least the cookie's length).
 pub const HELLO_LEN: usize = 28;
 /// Length of a cookie datagram.
@@ -258,11 +264,70 @@ pub fn control_kind(bytes: &[u8]) -> Option<u8> {
     match bytes {
         [version, kind, ..]
             if *version == wire::VERSION
-                && matches!(*kind, KIND_END | KIND_END_ACK | KIND_HELLO | KIND_COOKIE) =>
+                && matches!(
+                    *kind,
+                    KIND_END | KIND_END_ACK | KIND_HELLO | KIND_COOKIE | KIND_REVERSE
+                ) =>
         {
             Some(*kind)
         }
         _ => None,
+    }
+}
+
+/// Length of a reverse request.
+pub const REVERSE_LEN: usize = 36;
+
+/// `tfrc send -R`'s request to a `tfrc recv`: send me a TFRC flow with these parameters. The
+/// flow that answers is an ordinary one — its sender's HELLO must be answered from the
+/// requesting address before any data leaves — so a request with a spoofed source address
+/// draws a few HELLOs to that address (no longer than the request), never data.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ReverseRequest {
+    /// Chosen by the client; the receiver starts one flow per (address, request id).
+    pub request_id: u32,
+    /// Segment size s in bytes (the TFRC payload).
+    pub packet_size: u32,
+    /// How long to send.
+    pub duration: Duration,
+    /// Application rate cap in bytes/s, if any.
+    pub max_rate: Option<f64>,
+    /// gTFRC target rate in bytes/s, if any.
+    pub target_rate: Option<f64>,
+}
+
+impl ReverseRequest {
+    /// Writes the datagram; `buffer` must hold [`REVERSE_LEN`] bytes. Returns the length.
+    pub fn emit(&self, buffer: &mut [u8]) -> usize {
+        let rate = |rate: Option<f64>| rate.map_or(0, |bytes| bytes.round() as u64);
+        put_common(buffer, KIND_REVERSE, self.request_id, self.packet_size);
+        let nanos = u64::try_from(self.duration.as_nanos()).unwrap_or(u64::MAX);
+        buffer[12..20].copy_from_slice(&nanos.to_be_bytes());
+        buffer[20..28].copy_from_slice(&rate(self.max_rate).to_be_bytes());
+        buffer[28..36].copy_from_slice(&rate(self.target_rate).to_be_bytes());
+        REVERSE_LEN
+    }
+
+    /// Parses the datagram; `None` unless it is a well-formed request for a flow of a valid
+    /// segment size (28 to 65475 bytes) lasting from 1 ms to one hour.
+    pub fn parse(bytes: &[u8]) -> Option<ReverseRequest> {
+        if bytes.len() < REVERSE_LEN || control_kind(bytes) != Some(KIND_REVERSE) {
+            return None;
+        }
+        let rate = |at: usize| match read_u64(bytes, at) {
+            0 => None,
+            bytes_per_second => Some(bytes_per_second as f64),
+        };
+        let request = ReverseRequest {
+            request_id: read_u32(bytes, 4),
+            packet_size: read_u32(bytes, 8),
+            duration: Duration::from_nanos(read_u64(bytes, 12)),
+            max_rate: rate(20),
+            target_rate: rate(28),
+        };
+        let sane = (28..=65_475).contains(&request.packet_size)
+            && (Duration::from_millis(1)..=Duration::from_secs(3600)).contains(&request.duration);
+        sane.then_some(request)
     }
 }
 
@@ -510,6 +575,34 @@ impl EndAcknowledgement {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reverse_requests_round_trip_and_refuse_nonsense() {
+        let request = ReverseRequest {
+            request_id: 0xdead_beef,
+            packet_size: 1200,
+            duration: Duration::from_millis(2500),
+            max_rate: Some(250_000.0),
+            target_rate: None,
+        };
+        let mut buffer = [0u8; REVERSE_LEN];
+        assert_eq!(request.emit(&mut buffer), REVERSE_LEN);
+        assert_eq!(ReverseRequest::parse(&buffer), Some(request));
+        assert_eq!(ReverseRequest::parse(&buffer[..REVERSE_LEN - 1]), None);
+        for (size, duration) in [(27, 1.0), (65_476, 1.0), (1000, 0.0), (1000, 7200.0)] {
+            let request = ReverseRequest {
+                packet_size: size,
+                duration: Duration::from_secs_f64(duration),
+                ..request
+            };
+            request.emit(&mut buffer);
+            assert_eq!(
+                ReverseRequest::parse(&buffer),
+                None,
+                "{size} B, {duration} s"
+            );
+        }
+    }
 
     #[test]
     fn cookies_depend_on_address_session_token_and_period() {

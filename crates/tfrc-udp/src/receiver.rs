@@ -59,6 +59,27 @@ pub struct ReceiverOptions {
     /// If given, the payload bytes of every data packet accepted (duplicates excluded, all
     /// flows) are added to it as they arrive: the goodput a testbed samples on its own clock.
     pub delivered_payload: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
+    /// Pass reverse requests ([`control::ReverseRequest`], `tfrc send -R`) on as
+    /// [`ReceiverEvent::ReverseRequested`] (once per address and request id); when false they
+    /// are counted and dropped.
+    pub accept_reverse: bool,
+    /// A datagram to send from this receiver's socket until its first flow starts (`tfrc send
+    /// -R`'s reverse request, so that the flow comes back to this socket).
+    pub announce: Option<Announce>,
+}
+
+/// What [`ReceiverOptions::announce`] sends, how often, and for how long at most.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Announce {
+    /// Where to.
+    pub to: SocketAddr,
+    /// The datagram.
+    pub datagram: Vec<u8>,
+    /// Sent again this often while no flow has started.
+    pub every: Duration,
+    /// With no flow started this long after the run began, the run fails
+    /// ([`ReceiverError::NoAnswer`]).
+    pub give_up_after: Duration,
 }
 
 impl ReceiverOptions {
@@ -73,6 +94,8 @@ impl ReceiverOptions {
             log: None,
             once: false,
             delivered_payload: None,
+            accept_reverse: false,
+            announce: None,
         }
     }
 }
@@ -91,6 +114,14 @@ pub enum ReceiverError {
     /// `max_flows` was zero.
     #[error("max flows must be at least 1")]
     MaxFlows,
+    /// An announce went unanswered: no flow started.
+    #[error("no flow came from {to} within {after:?}: is `tfrc recv` listening there?")]
+    NoAnswer {
+        /// Where the announce went.
+        to: SocketAddr,
+        /// How long the receiver waited.
+        after: Duration,
+    },
 }
 
 /// Fastest packet rate an END may claim: 100 million packets per second, beyond any link.
@@ -147,6 +178,10 @@ pub struct ReceiverCounters {
     pub feedbacks_sent: u64,
     /// Feedback or acknowledgements the socket refused to send.
     pub send_errors: u64,
+    /// Reverse requests passed on (repeats of one request are counted once).
+    pub reverse_requests: u64,
+    /// Reverse requests dropped: not accepted by this receiver, or malformed.
+    pub reverse_refused: u64,
 }
 
 /// Why a flow ended.
@@ -237,6 +272,8 @@ pub struct FlowSummary {
     pub lost: u64,
     /// Packets the sender says it sent (from its end of session).
     pub sender_packets: Option<u64>,
+    /// Bytes (headers included) the sender says it sent (from its end of session).
+    pub sender_bytes: Option<u64>,
     /// 1 − received/sent when the sender said how many it sent, else lost/(received + lost).
     pub loss_ratio: f64,
     /// Loss events.
@@ -284,6 +321,13 @@ pub enum ReceiverEvent<'a> {
     Interval(&'a ReceiverInterval),
     /// A flow ended.
     FlowEnded(&'a FlowSummary),
+    /// A client asks for a flow to be sent to it (with [`ReceiverOptions::accept_reverse`]).
+    ReverseRequested {
+        /// The client's address: where the flow goes.
+        peer: SocketAddr,
+        /// What it asks for.
+        request: control::ReverseRequest,
+    },
 }
 
 /// One open flow.
@@ -377,6 +421,9 @@ pub struct UdpReceiver {
     feedback: [u8; 64],
     /// Makes and checks the cookies of new senders ([`control::Cookie`]).
     cookies: CookieJar,
+    /// The latest reverse requests passed on, (address, request id), most recent last: a
+    /// client repeats its request until the flow's first packet, each repeat is not a new flow.
+    reverse_seen: std::collections::VecDeque<(SocketAddr, u32)>,
 }
 
 impl core::fmt::Debug for UdpReceiver {
@@ -403,6 +450,16 @@ impl UdpReceiver {
         )
         .map_err(io_error("cannot create a UDP socket"))?;
         set_large_receive_buffer(&socket);
+        if options.accept_reverse {
+            // Reverse flows leave from this port ([`crate::SenderOptions::share_port`]), which
+            // takes SO_REUSEPORT on both sockets. A plain bind first, so that a port another
+            // socket holds is still an error here rather than silently shared.
+            std::net::UdpSocket::bind(listen)
+                .map_err(io_error(format!("cannot listen on {listen}")))?;
+            socket
+                .set_reuse_port(true)
+                .map_err(io_error("cannot share the port (SO_REUSEPORT)"))?;
+        }
         socket
             .bind(&listen.into())
             .map_err(io_error(format!("cannot listen on {listen}")))?;
@@ -432,6 +489,7 @@ impl UdpReceiver {
                 let mut random = rand::rngs::OsRng;
                 CookieJar::new((random.next_u64(), random.next_u64()))
             },
+            reverse_seen: std::collections::VecDeque::new(),
         })
     }
 
@@ -459,9 +517,31 @@ impl UdpReceiver {
         let mut next_report: Option<Instant> = None;
         let mut interval_start: Option<Instant> = None;
         let mut next_log: Option<Instant> = None;
+        let started = self.clock.now();
+        let mut next_announce = self.options.announce.as_ref().map(|_| started);
         loop {
             if stop.load(Ordering::Relaxed) {
                 break;
+            }
+            if let (Some(due), Some(announce)) = (next_announce, &self.options.announce) {
+                let now = self.clock.now();
+                if self.timeline_start.is_some() || !self.summaries.is_empty() {
+                    next_announce = None;
+                } else if now - started >= announce.give_up_after {
+                    return Err(ReceiverError::NoAnswer {
+                        to: announce.to,
+                        after: announce.give_up_after,
+                    });
+                } else if now >= due {
+                    if self
+                        .socket
+                        .send_to(&announce.datagram, announce.to)
+                        .is_err()
+                    {
+                        self.counters.send_errors += 1;
+                    }
+                    next_announce = Some(now + announce.every);
+                }
             }
             self.read_datagrams(on_event);
             let now = self.clock.now();
@@ -507,7 +587,7 @@ impl UdpReceiver {
             }
 
             let mut deadline = self.next_deadline(now);
-            for due in [next_report, next_log].into_iter().flatten() {
+            for due in [next_report, next_log, next_announce].into_iter().flatten() {
                 deadline = deadline.min(due);
             }
             let timeout = if deadline == Instant::MAX {
@@ -528,6 +608,37 @@ impl UdpReceiver {
             counters: self.counters,
             cpu_utilization_percent: cpu.utilization(),
         })
+    }
+
+    /// Passes a reverse request on once per (address, request id), if this receiver accepts
+    /// them.
+    fn handle_reverse(
+        &mut self,
+        bytes: &[u8],
+        from: SocketAddr,
+        on_event: &mut dyn FnMut(ReceiverEvent<'_>),
+    ) {
+        /// Requests remembered to recognise repeats.
+        const REMEMBERED: usize = 64;
+        let request = match control::ReverseRequest::parse(bytes) {
+            Some(request) if self.options.accept_reverse => request,
+            _ => {
+                self.counters.reverse_refused += 1;
+                return;
+            }
+        };
+        if self.reverse_seen.contains(&(from, request.request_id)) {
+            return;
+        }
+        if self.reverse_seen.len() == REMEMBERED {
+            self.reverse_seen.pop_front();
+        }
+        self.reverse_seen.push_back((from, request.request_id));
+        self.counters.reverse_requests += 1;
+        on_event(ReceiverEvent::ReverseRequested {
+            peer: from,
+            request,
+        });
     }
 
     fn next_deadline(&self, now: Instant) -> Instant {
@@ -572,6 +683,7 @@ impl UdpReceiver {
             match kind {
                 control::KIND_END => self.handle_end(now, bytes, from, on_event),
                 control::KIND_HELLO => self.answer_hello(now, bytes, from),
+                control::KIND_REVERSE => self.handle_reverse(bytes, from, on_event),
                 _ => self.counters.malformed += 1,
             }
             return;
@@ -843,6 +955,7 @@ impl UdpReceiver {
             end => end,
         };
         let sender_packets = end.map(|end| end.packets_sent);
+        let sender_bytes = end.map(|end| end.bytes_sent);
         let loss_ratio = match sender_packets {
             Some(sent) if sent > 0 => (1.0 - stats.packets as f64 / sent as f64).max(0.0),
             _ if stats.packets + stats.lost > 0 => {
@@ -865,6 +978,7 @@ impl UdpReceiver {
             goodput_bps: per_second(stats.payload_bytes),
             lost: stats.lost,
             sender_packets,
+            sender_bytes,
             loss_ratio,
             loss_events: stats.loss_events,
             mean_p: if seconds > 0.0 {

@@ -75,6 +75,12 @@ pub struct SenderOptions {
     /// Run the sending thread in the real-time `SCHED_FIFO` class at this priority, so that
     /// pacing holds on a busy machine (see [`crate::pacing::set_realtime_priority`]).
     pub realtime_priority: Option<i32>,
+    /// Bind `bind`'s port beside a receiver that listens there (`SO_REUSEPORT`; both sockets
+    /// set it): the flow then leaves from the port its client asked on, so that a relay or NAT
+    /// that saw the request lets it back (a reverse flow of `tfrc recv`). The sender's socket is
+    /// connected to the destination, and the kernel gives a connected socket every datagram
+    /// of its 4-tuple, the listening socket the rest.
+    pub share_port: bool,
 }
 
 impl SenderOptions {
@@ -92,6 +98,7 @@ impl SenderOptions {
             end_timeout: Duration::from_secs(1),
             connect_timeout: Duration::from_secs(5),
             realtime_priority: None,
+            share_port: false,
         }
     }
 }
@@ -345,6 +352,11 @@ impl UdpSender {
                 SocketAddr::from(([0u16; 8], 0))
             }
         });
+        if options.share_port {
+            socket
+                .set_reuse_port(true)
+                .map_err(io_error("cannot share the port (SO_REUSEPORT)"))?;
+        }
         socket
             .bind(&bind.into())
             .map_err(io_error(format!("cannot bind to {bind}")))?;
