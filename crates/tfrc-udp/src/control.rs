@@ -277,6 +277,9 @@ pub fn control_kind(bytes: &[u8]) -> Option<u8> {
 
 /// Length of a reverse request.
 pub const REVERSE_LEN: usize = 36;
+/// Highest rate a reverse request may ask for, bytes/s (8 Pb/s, far beyond any link; below
+/// 2^53, so that it is exact as the `f64` the sender takes).
+pub const MAX_REQUESTED_RATE: u64 = 1_000_000_000_000_000;
 
 /// `tfrc send -R`'s request to a `tfrc recv`: send me a TFRC flow with these parameters. The
 /// flow that answers is an ordinary one — its sender's HELLO must be answered from the
@@ -309,7 +312,8 @@ impl ReverseRequest {
     }
 
     /// Parses the datagram; `None` unless it is a well-formed request for a flow of a valid
-    /// segment size (28 to 65475 bytes) lasting from 1 ms to one hour.
+    /// segment size (28 to 65475 bytes) lasting from 1 ms to one hour, with rates up to
+    /// [`MAX_REQUESTED_RATE`].
     pub fn parse(bytes: &[u8]) -> Option<ReverseRequest> {
         if bytes.len() < REVERSE_LEN || control_kind(bytes) != Some(KIND_REVERSE) {
             return None;
@@ -325,7 +329,10 @@ impl ReverseRequest {
             max_rate: rate(20),
             target_rate: rate(28),
         };
-        let sane = (28..=65_475).contains(&request.packet_size)
+        let plausible = |rate: u64| rate <= MAX_REQUESTED_RATE;
+        let sane = plausible(read_u64(bytes, 20))
+            && plausible(read_u64(bytes, 28))
+            && (28..=65_475).contains(&request.packet_size)
             && (Duration::from_millis(1)..=Duration::from_secs(3600)).contains(&request.duration);
         sane.then_some(request)
     }
@@ -765,7 +772,7 @@ mod tests {
         /// kinds parse or are refused without a panic, and what parses re-emits to its bytes.
         #[test]
         fn arbitrary_control_datagrams_parse_without_panic(
-            kind in proptest::sample::select(vec![KIND_END, KIND_END_ACK, KIND_HELLO, KIND_COOKIE, 0x14]),
+            kind in proptest::sample::select(vec![KIND_END, KIND_END_ACK, KIND_HELLO, KIND_COOKIE, KIND_REVERSE, 0x15]),
             rest in proptest::collection::vec(proptest::num::u8::ANY, 0..70),
         ) {
             let mut bytes = vec![wire::VERSION, kind];
@@ -790,6 +797,33 @@ mod tests {
                 acknowledgement.emit(&mut buffer);
                 proptest::prop_assert_eq!(&buffer[4..], &bytes[4..END_ACK_LEN]);
             }
+            if let Some(request) = ReverseRequest::parse(&bytes) {
+                let mut buffer = [0u8; REVERSE_LEN];
+                request.emit(&mut buffer);
+                proptest::prop_assert_eq!(&buffer[4..], &bytes[4..REVERSE_LEN]);
+                proptest::prop_assert!(request.duration <= Duration::from_secs(3600));
+            }
+        }
+
+        /// A reverse request within the bounds parses back as it was emitted.
+        #[test]
+        fn reverse_requests_parse_back(
+            request_id in proptest::num::u32::ANY,
+            packet_size in 28u32..=65_475,
+            nanos in 1_000_000u64..=3_600_000_000_000,
+            max_rate in proptest::option::of(1u64..=MAX_REQUESTED_RATE),
+            target_rate in proptest::option::of(1u64..=MAX_REQUESTED_RATE),
+        ) {
+            let request = ReverseRequest {
+                request_id,
+                packet_size,
+                duration: Duration::from_nanos(nanos),
+                max_rate: max_rate.map(|rate| rate as f64),
+                target_rate: target_rate.map(|rate| rate as f64),
+            };
+            let mut buffer = [0u8; REVERSE_LEN];
+            request.emit(&mut buffer);
+            proptest::prop_assert_eq!(ReverseRequest::parse(&buffer), Some(request));
         }
 
         /// What is emitted parses back as it was (Veno values in thousandths).
