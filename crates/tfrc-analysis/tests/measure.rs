@@ -155,6 +155,7 @@ fn synthetic_run(a: &[f64], b: &[f64]) -> Run {
             jain_index: None,
             bottleneck: None,
             links: Vec::new(),
+            parameters: Default::default(),
         },
         flows,
         states: Vec::new(),

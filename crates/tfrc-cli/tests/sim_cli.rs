@@ -117,20 +117,28 @@ fn a_bad_key_is_an_error_naming_file_and_key() {
     assert!(!message.contains("panicked"), "{message}");
 }
 
+/// A sweep writes a directory per variant, and each variant's summary.json carries its grid
+/// parameters as values (a number where the grid gives one), so a table of summaries can be
+/// grouped by them without parsing directory names.
 #[test]
 fn a_sweep_writes_one_directory_per_variant() {
     let directory = Scratch::new();
     let text = format!(
-        "{}\n[sweep]\n\"link.1.delay\" = [\"24ms\", \"49ms\"]\n",
+        "{}\n[sweep]\n\"link.1.delay\" = [\"24ms\", \"49ms\"]\n\"flow.a.packet_size\" = [500]\n",
         scenario()
     );
     let file = directory.write("sweep.toml", &text);
     let out = directory.join("out");
     sim(&file, &out).arg("--quiet").assert().success();
-    for variant in ["delay=24ms", "delay=49ms"] {
-        assert!(
-            out.join(variant).join("summary.json").is_file(),
-            "{variant} missing"
+    for delay in ["24ms", "49ms"] {
+        let variant = format!("delay={delay},packet_size=500");
+        let path = out.join(&variant).join("summary.json");
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|_| panic!("{variant} missing"));
+        let summary: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(
+            summary["parameters"],
+            serde_json::json!({"delay": delay, "packet_size": 500}),
+            "{variant}"
         );
     }
 }

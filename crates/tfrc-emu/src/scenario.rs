@@ -937,6 +937,7 @@ fn write_outputs(
         seed: scenario.seed,
         duration_s: seconds,
         interval_s: interval.as_secs_f64(),
+        parameters: scenario.variant.clone(),
     };
     let summary = Summary::new(run, flow_summaries, bottleneck, links);
     std::fs::write(

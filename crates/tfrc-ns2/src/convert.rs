@@ -350,6 +350,7 @@ fn summarize(
         seed: layout.seed,
         duration_s: duration,
         interval_s: layout.interval.as_secs_f64(),
+        parameters: layout.parameters.clone(),
     };
     Summary::new(run, flows, bottleneck, links)
 }

@@ -75,6 +75,8 @@ pub struct Generated {
 pub struct Layout {
     /// Scenario (or sweep variant) name.
     pub scenario: String,
+    /// The sweep grid's `(label, value)` pairs of the variant (empty outside a sweep).
+    pub parameters: Vec<(String, String)>,
     /// The scenario seed.
     pub seed: u64,
     /// Run length.
@@ -539,6 +541,7 @@ impl<'a> Generator<'a> {
         let layout = Layout {
             loss_rate_flow,
             scenario: scenario.name.clone(),
+            parameters: scenario.variant.clone(),
             seed: scenario.seed,
             duration: scenario.duration,
             interval: scenario.output.interval,

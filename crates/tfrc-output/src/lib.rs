@@ -395,6 +395,36 @@ pub struct Summary {
     /// Every link direction over the whole run (absent in files written before it existed).
     #[serde(default)]
     pub links: Vec<LinkSummary>,
+    /// The sweep grid's parameters of this run, label → value as the scenario's `[sweep]` gives
+    /// it (a number when the text reads as one, else the text). Absent outside a sweep, and in
+    /// files written before it existed.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub parameters: std::collections::BTreeMap<String, ParameterValue>,
+}
+
+/// One sweep grid value in `summary.json`'s `parameters`: a number when its text reads as one.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum ParameterValue {
+    /// `4`.
+    Integer(i64),
+    /// `0.01`.
+    Number(f64),
+    /// `"1Mbps"`, `"rfc5348"`.
+    Text(String),
+}
+
+impl ParameterValue {
+    /// The value of a grid text: an integer, else a finite number, else the text.
+    pub fn from_text(text: &str) -> ParameterValue {
+        if let Ok(integer) = text.parse::<i64>() {
+            return ParameterValue::Integer(integer);
+        }
+        match text.parse::<f64>() {
+            Ok(number) if number.is_finite() => ParameterValue::Number(number),
+            _ => ParameterValue::Text(text.to_owned()),
+        }
+    }
 }
 
 /// Per-flow figures of a run.

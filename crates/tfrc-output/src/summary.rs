@@ -206,6 +206,8 @@ pub struct RunIdentity {
     pub duration_s: f64,
     /// `[output] interval`, seconds.
     pub interval_s: f64,
+    /// The sweep grid's `(label, value)` pairs of the run (the scenario's `variant`).
+    pub parameters: Vec<(String, String)>,
 }
 
 impl Summary {
@@ -228,6 +230,14 @@ impl Summary {
             flows,
             bottleneck,
             links,
+            parameters: run
+                .parameters
+                .into_iter()
+                .map(|(label, value)| {
+                    let typed = crate::ParameterValue::from_text(&value);
+                    (label, typed)
+                })
+                .collect(),
         }
     }
 }

@@ -233,6 +233,8 @@ struct Outgoing {
 /// [`Simulation::finish`], which writes `summary.json` and returns the [`Summary`].
 pub struct Simulation {
     name: String,
+    /// The sweep grid's `(label, value)` pairs of this variant, for the summary.
+    parameters: Vec<(String, String)>,
     seed: u64,
     scenario_toml: String,
     end: Instant,
@@ -296,6 +298,7 @@ impl Simulation {
         } = Runtime::build(scenario, output_dir)?;
         Ok(Simulation {
             name: scenario.name.clone(),
+            parameters: scenario.variant.clone(),
             seed: scenario.seed,
             scenario_toml: scenario.to_toml_string(),
             end,
@@ -474,6 +477,7 @@ impl Simulation {
             seed: self.seed,
             duration_s: duration,
             interval_s: self.interval.as_secs_f64(),
+            parameters: self.parameters.clone(),
         };
         let bottleneck = self.bottleneck.map(|index| {
             let link = &self.links[index];
