@@ -38,8 +38,8 @@ enum Command {
     /// (conformance/matrix.toml), with replications: conformance.csv, index.html and
     /// "N of M cells agree".
     Conformance(conformance::ConformanceArgs),
-    /// Overlay saved runs (of `sim`, `ns2`, `testbed run`) on one figure: throughput, goodput
-    /// or RTT per flow over time.
+    /// Overlay saved runs (of `sim`, `ns2`, `testbed run`) on one figure: throughput, RTT or any
+    /// state column over time, CDFs, goodput against delay.
     Plot(plot::PlotArgs),
     /// Stream synthetic video over ETP and report frames on time / late / lost.
     Stream(etp::stream_app::StreamArgs),
