@@ -122,13 +122,17 @@ function tfrc.dissector(buffer, pinfo, tree)
 end
 
 DissectorTable.get("udp.port"):add(5201, tfrc)
-tfrc:register_heuristic("udp", function(buffer, pinfo, tree)
-    if not is_tfrc(buffer) then
-        return false
-    end
-    tfrc.dissector(buffer, pinfo, tree)
-    return true
-end)
+-- Decodes `proto` on any UDP port whose datagrams `recognises` (a heuristic dissector).
+local function on_any_udp_port(proto, recognises)
+    proto:register_heuristic("udp", function(buffer, pinfo, tree)
+        if not recognises(buffer) then
+            return false
+        end
+        proto.dissector(buffer, pinfo, tree)
+        return true
+    end)
+end
+on_any_udp_port(tfrc, is_tfrc)
 
 -- ETP (crates/etp/src/wire.rs), big-endian. Common header: 0 version 0xE1, 1 type, 2..4 flags,
 -- 4..8 connection id. DATA: 8 packet number (u64), 16 rate epoch (u16), 18 sender's minimum
@@ -309,10 +313,4 @@ function etp.dissector(buffer, pinfo, tree)
     return length
 end
 
-etp:register_heuristic("udp", function(buffer, pinfo, tree)
-    if not is_etp(buffer) then
-        return false
-    end
-    etp.dissector(buffer, pinfo, tree)
-    return true
-end)
+on_any_udp_port(etp, is_etp)

@@ -756,12 +756,22 @@ pub fn rtt_over_time(title: &str, sources: &[Source<'_>], flows: &[&str]) -> Lin
     let mut plot = LinePlot::new(title, "time (s)", "RTT estimate (s)");
     // The papers' RTT plots zoom on the range the estimate moves in.
     plot.y_from_zero = false;
+    line_per_flow(plot, sources, flows, Run::rtt_series)
+}
+
+/// Adds one line per source × flow, `series(run, flow)`: a colour per line, a dash per source.
+fn line_per_flow(
+    mut plot: LinePlot,
+    sources: &[Source<'_>],
+    flows: &[&str],
+    series: impl Fn(&Run, &str) -> Vec<(f64, f64)>,
+) -> LinePlot {
     let mut colour = 0;
     for (source_index, source) in sources.iter().enumerate() {
         for flow in flows_to_plot(source.run, flows) {
             plot = plot.line(
                 series_label(sources, source, flow),
-                source.run.rtt_series(flow),
+                series(source.run, flow),
                 LineStyle {
                     color: colour,
                     dash: Dash::nth(source_index),
@@ -783,23 +793,10 @@ pub fn state_over_time(
     flows: &[&str],
     column: &str,
 ) -> LinePlot {
-    let mut plot = LinePlot::new(title, "time (s)", column);
-    let mut colour = 0;
-    for (source_index, source) in sources.iter().enumerate() {
-        for flow in flows_to_plot(source.run, flows) {
-            plot = plot.line(
-                series_label(sources, source, flow),
-                source.run.state_column_series(flow, column),
-                LineStyle {
-                    color: colour,
-                    dash: Dash::nth(source_index),
-                    markers: false,
-                },
-            );
-            colour += 1;
-        }
-    }
-    plot
+    let plot = LinePlot::new(title, "time (s)", column);
+    line_per_flow(plot, sources, flows, |run, flow| {
+        run.state_column_series(flow, column)
+    })
 }
 
 /// flent's CDF plot: for each source × flow, the empirical distribution of `values` (a
@@ -812,28 +809,15 @@ pub fn cdf(
     flows: &[&str],
     values: impl Fn(&Run, &str) -> Vec<f64>,
 ) -> LinePlot {
-    let mut plot = LinePlot::new(title, x_label, "fraction of samples ≤ x");
-    let mut colour = 0;
-    for (source_index, source) in sources.iter().enumerate() {
-        for flow in flows_to_plot(source.run, flows) {
-            let mut samples: Vec<f64> = values(source.run, flow)
-                .into_iter()
-                .filter(|value| !value.is_nan())
-                .collect();
-            samples.sort_by(f64::total_cmp);
-            plot = plot.line(
-                series_label(sources, source, flow),
-                empirical_cdf(&samples),
-                LineStyle {
-                    color: colour,
-                    dash: Dash::nth(source_index),
-                    markers: false,
-                },
-            );
-            colour += 1;
-        }
-    }
-    plot
+    let plot = LinePlot::new(title, x_label, "fraction of samples ≤ x");
+    line_per_flow(plot, sources, flows, |run, flow| {
+        let mut samples: Vec<f64> = values(run, flow)
+            .into_iter()
+            .filter(|value| !value.is_nan())
+            .collect();
+        samples.sort_by(f64::total_cmp);
+        empirical_cdf(&samples)
+    })
 }
 
 /// The steps of the empirical CDF of sorted `samples`: at each sample, the share below it, then

@@ -16,6 +16,14 @@ fn tfrc() -> Command {
     Command::cargo_bin("tfrc").unwrap()
 }
 
+/// The texts of an SVG figure (title, axis labels, ticks, legend), trimmed.
+fn svg_texts(svg: &str) -> Vec<&str> {
+    svg.split("</text>")
+        .filter_map(|part| part.rsplit('>').next())
+        .map(str::trim)
+        .collect()
+}
+
 /// `tfrc sim FILE --out OUT`.
 fn sim(file: &std::path::Path, out: &std::path::Path) -> Command {
     let mut command = tfrc();
@@ -224,11 +232,7 @@ fn plot_overlays_saved_runs() {
                 .unwrap(),
         );
         let svg = std::fs::read_to_string(&out).unwrap();
-        let texts: Vec<&str> = svg
-            .split("</text>")
-            .filter_map(|part| part.rsplit('>').next())
-            .map(str::trim)
-            .collect();
+        let texts = svg_texts(&svg);
         assert!(
             texts.contains(&label),
             "{image}: no axis {label}: {texts:?}"
@@ -284,11 +288,7 @@ fn plot_overlays_saved_runs() {
     );
     let svg = std::fs::read_to_string(&scatter).unwrap();
     assert!(svg.contains("95th percentile") && svg.contains("goodput (Mb/s)"));
-    let texts: Vec<&str> = svg
-        .split("</text>")
-        .filter_map(|part| part.rsplit('>').next())
-        .map(str::trim)
-        .collect();
+    let texts = svg_texts(&svg);
     assert!(
         texts.contains(&"one") && texts.contains(&"two"),
         "one legend entry per run: {texts:?}"
@@ -402,30 +402,11 @@ fn sim_pcap_writes_one_capture_per_flow() {
 /// tshark names TFRC data and feedback and shows their fields.
 #[test]
 fn the_wireshark_dissector_decodes_a_simulator_capture() {
-    let tshark = std::process::Command::new("tshark")
-        .arg("--version")
-        .output();
-    let missing = tshark
-        .map_or(true, |output| !output.status.success())
-        .then(|| "tshark is not installed (apt-get install tshark)".to_owned());
-    if !tfrc_test_support::can_run(
-        "the_wireshark_dissector_decodes_a_simulator_capture",
-        missing,
-    ) {
+    if !tfrc_test_support::tshark_available("the_wireshark_dissector_decodes_a_simulator_capture") {
         return;
     }
     let (scratch, _) = sim_with_pcap("3s");
-    let dissector =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tools/wireshark/tfrc.lua");
-    let output = std::process::Command::new("tshark")
-        .arg("-r")
-        .arg(scratch.join("pcap").join("a.pcap"))
-        .arg("-X")
-        .arg(format!("lua_script:{}", dissector.display()))
-        .arg("-V")
-        .output()
-        .unwrap();
-    let text = tfrc_test_support::succeeded(output);
+    let text = tfrc_test_support::dissect(&scratch.join("pcap").join("a.pcap"));
     for field in [
         "TFRC data",
         "Sequence number: 1",

@@ -700,15 +700,8 @@ fn free_udp_port() -> u16 {
 /// TFRC feedback — on ports that are not 5201 (the heuristic finds them).
 #[test]
 fn the_wireshark_dissector_decodes_etp_through_the_relay() {
-    let missing = std::process::Command::new("tshark")
-        .arg("--version")
-        .output()
-        .map_or(true, |output| !output.status.success())
-        .then(|| "tshark is not installed (apt-get install tshark)".to_owned());
-    if !tfrc_test_support::can_run(
-        "the_wireshark_dissector_decodes_etp_through_the_relay",
-        missing,
-    ) {
+    if !tfrc_test_support::tshark_available("the_wireshark_dissector_decodes_etp_through_the_relay")
+    {
         return;
     }
     let scratch = tempfile::tempdir().unwrap();
@@ -748,16 +741,7 @@ fn the_wireshark_dissector_decodes_etp_through_the_relay() {
     let relayed = finish(emulator, Duration::from_secs(20));
     assert!(sent.status.success(), "{sent:?}");
     assert!(relayed.status.success(), "{relayed:?}");
-    let dissector = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tools/wireshark/tfrc.lua");
-    let output = std::process::Command::new("tshark")
-        .arg("-r")
-        .arg(&capture)
-        .arg("-X")
-        .arg(format!("lua_script:{}", dissector.display()))
-        .arg("-V")
-        .output()
-        .unwrap();
-    let text = tfrc_test_support::succeeded(output);
+    let text = tfrc_test_support::dissect(&capture);
     for field in [
         "ETP INIT",
         "QoS descriptor (JSON)",

@@ -52,6 +52,31 @@ pub fn ns2_available(test: &str) -> bool {
     can_run(test, missing)
 }
 
+/// [`can_run`] for a test that runs tshark.
+pub fn tshark_available(test: &str) -> bool {
+    let missing = std::process::Command::new("tshark")
+        .arg("--version")
+        .output()
+        .map_or(true, |output| !output.status.success())
+        .then(|| "tshark is not installed (apt-get install tshark)".to_owned());
+    can_run(test, missing)
+}
+
+/// tshark's full decode (`-V`) of `capture` with the shipped Wireshark dissector
+/// (`tools/wireshark/tfrc.lua`); panics with tshark's error if it fails.
+pub fn dissect(capture: &Path) -> String {
+    let dissector = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tools/wireshark/tfrc.lua");
+    let output = std::process::Command::new("tshark")
+        .arg("-r")
+        .arg(capture)
+        .arg("-X")
+        .arg(format!("lua_script:{}", dissector.display()))
+        .arg("-V")
+        .output()
+        .expect("tshark runs");
+    succeeded(output)
+}
+
 /// The links of the dumbbell most tests use: `sender` —100 Mb/s, 1 ms— `router` —1 Mb/s,
 /// 24 ms— `receiver` (base RTT 50 ms, DropTail 50 packets). Append it after `name` and
 /// `duration`, then add flows.
