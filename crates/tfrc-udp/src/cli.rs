@@ -172,8 +172,8 @@ pub struct SendArgs {
     #[arg(long, short = 'J')]
     pub json: bool,
     /// Parallel TFRC flows to the receiver (iperf3's `-P`): each its own socket, session and
-    /// rate control; reported per flow and summed. With `--log FILE`, flow K logs to
-    /// `FILE-K.csv`.
+    /// rate control; reported per flow and summed. With `--log send.csv`, flow K logs to
+    /// `send-K.csv`.
     #[arg(long, short = 'P', default_value_t = 1, conflicts_with = "tcp",
           value_parser = clap::value_parser!(u32).range(1..=128))]
     pub parallel: u32,
@@ -1058,8 +1058,9 @@ pub fn run_recv(args: &RecvArgs) -> Result<()> {
 }
 
 /// Sends the flow a `tfrc send -R` asked for, from the listening port `local` (a second socket
-/// sharing it) to `peer`; its HELLO must be answered from there before any data leaves. Returns its end report (as in `tfrc send -J`'s
-/// `end`), with `peer` and `error` when it failed.
+/// sharing it) to `peer`; its HELLO must be answered from there before any data leaves.
+/// Returns its end report (as in `tfrc send -J`'s `end`), with `peer`, or `error` when it
+/// failed.
 fn send_reverse_flow(
     (local, peer): (SocketAddr, SocketAddr),
     request: ReverseRequest,
