@@ -457,12 +457,10 @@ impl LinePlot {
         let (y_low, y_high) = (chart.y_range().start, chart.y_range().end);
         for (index, label) in self.shade_labels().into_iter().enumerate() {
             let fill = SHADES[index % SHADES.len()].mix(0.35).filled();
-            let spans = self.shaded.iter().filter(|(l, span)| {
-                l == label
-                    && span.start.is_finite()
-                    && span.end.is_finite()
-                    && span.start < span.end
-            });
+            let spans = self
+                .shaded
+                .iter()
+                .filter(|(l, span)| l == label && drawable_span(span));
             chart
                 .draw_series(spans.map(|(_, span)| {
                     Rectangle::new([(span.start, y_low), (span.end, y_high)], fill)

@@ -433,14 +433,7 @@ pub fn run_send(args: &SendArgs) -> Result<()> {
             Ok(report) => reports.push(report),
             Err(error) => {
                 if args.json {
-                    // As iperf3 -J: the document still comes, with what went wrong in "error".
-                    let document = json!({
-                        "start": start,
-                        "intervals": intervals,
-                        "end": {},
-                        "error": error.to_string(),
-                    });
-                    say!("{}", json_text(&document)?);
+                    print_failed_document(start, intervals, &error)?;
                 }
                 return Err(error);
             }
@@ -460,26 +453,22 @@ pub fn run_send(args: &SendArgs) -> Result<()> {
         .collect();
     let failure = (!failures.is_empty()).then(|| failures.join("; "));
     if args.json {
+        // One flow: its end at the top, as before -P; several: each in `streams`.
         let mut end = if reports.len() == 1 {
             flow_end(&reports[0])
         } else {
-            let mut end = json!({
-                "sum_sent": sum_sent(&reports),
-                "sum_received": sum_received(&reports),
+            json!({
                 "streams": reports.iter().zip(&names).map(|(report, name)| {
                     let mut stream = flow_end(report);
                     stream["session_id"] = json!(name.session);
                     stream["flow_id"] = json!(name.flow_id);
                     stream
                 }).collect::<Vec<_>>(),
-            });
-            end["cpu_utilization_percent"] = json!(reports[0].cpu_utilization_percent);
-            end
+                "cpu_utilization_percent": reports[0].cpu_utilization_percent,
+            })
         };
-        if reports.len() == 1 {
-            end["sum_sent"] = sum_sent(&reports);
-            end["sum_received"] = sum_received(&reports);
-        }
+        end["sum_sent"] = sum_sent(&reports);
+        end["sum_received"] = sum_received(&reports);
         let mut document = json!({
             "start": start,
             "intervals": intervals,
@@ -523,6 +512,19 @@ pub fn run_send(args: &SendArgs) -> Result<()> {
     if let Some(failure) = failure {
         bail!(failure);
     }
+    Ok(())
+}
+
+/// As iperf3 -J: a run that fails still prints its document, with an empty `end` and what
+/// went wrong in `error`.
+fn print_failed_document(start: Value, intervals: Vec<Value>, error: &anyhow::Error) -> Result<()> {
+    let document = json!({
+        "start": start,
+        "intervals": intervals,
+        "end": {},
+        "error": format!("{error:#}"),
+    });
+    say!("{}", json_text(&document)?);
     Ok(())
 }
 
@@ -1019,11 +1021,11 @@ pub fn run_recv(args: &RecvArgs) -> Result<()> {
         "log": args.log.as_ref().map(|path| path.display().to_string()),
         "reverse": !args.no_reverse,
     });
-    // Reverse flows run on their own threads, joined before the report is printed.
+    // Reverse flows run on their own threads, which the scope joins before the report.
     let reverse_ends = std::sync::Mutex::new(Vec::new());
     let active = std::sync::atomic::AtomicUsize::new(0);
     let json_mode = args.json;
-    std::thread::scope(|scope| {
+    let report = std::thread::scope(|scope| {
         let mut on_reverse = |peer: SocketAddr, request: ReverseRequest| {
             if active.load(Ordering::Relaxed) >= options.max_flows {
                 if !json_mode {
@@ -1044,17 +1046,11 @@ pub fn run_recv(args: &RecvArgs) -> Result<()> {
                 active.fetch_sub(1, Ordering::Relaxed);
             });
         };
-        let report = serve(receiver, &stop, json_mode, &mut on_reverse)?;
-        // Let the reverse flows finish (the stop flag ends them early on Ctrl-C).
-        while active.load(Ordering::Relaxed) > 0 {
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let reverse = reverse_ends
-            .lock()
-            .map(|ends| ends.clone())
-            .unwrap_or_default();
-        print_receiver_end(json_mode, start, report, reverse)
-    })
+        serve(receiver, &stop, json_mode, &mut on_reverse)
+    })?;
+    // The scope has joined the reverse flows (the stop flag ends them early on Ctrl-C).
+    let reverse = reverse_ends.into_inner().unwrap_or_default();
+    print_receiver_end(json_mode, start, report, reverse)
 }
 
 /// Sends the flow a `tfrc send -R` asked for, from the listening port `local` (a second socket
@@ -1321,9 +1317,7 @@ fn run_send_reverse(args: &SendArgs, to: SocketAddr, stop: &AtomicBool) -> Resul
     let served = match served {
         Ok(served) => served,
         Err(error) if args.json => {
-            let document =
-                json!({"start": start, "intervals": [], "end": {}, "error": format!("{error:#}")});
-            say!("{}", json_text(&document)?);
+            print_failed_document(start, Vec::new(), &error)?;
             return Err(error);
         }
         Err(error) => return Err(error),

@@ -233,8 +233,9 @@ fn perturbing_flows(run: &LoadedRun) -> impl Iterator<Item = &tfrc_scenario::Flo
 /// The top of a throughput figure's y axis: 1.3 × the 99th percentile of what the receivers
 /// got (a receiver cannot get more than its path carries), so that a sender's start-up peak —
 /// many times the link rate while TFRC's slow start overshoots — does not flatten the steady
-/// state; never below a reference line. `None` when every value fits under it anyway.
-fn throughput_axis_top(plot: &LinePlot, received: &[f64]) -> Option<f64> {
+/// state; never below a reference line. Returns that top and the highest value drawn, or
+/// `None` when every value fits under it anyway.
+fn throughput_axis_top(plot: &LinePlot, received: &[f64]) -> Option<(f64, f64)> {
     let top = metrics::quantile(received, 0.99)? * 1.3;
     let top = plot
         .references
@@ -246,7 +247,7 @@ fn throughput_axis_top(plot: &LinePlot, received: &[f64]) -> Option<f64> {
         .iter()
         .flat_map(|line| line.points.iter().map(|(_, y)| *y))
         .fold(f64::NEG_INFINITY, f64::max);
-    (top > 0.0 && highest > top).then_some(top)
+    (top > 0.0 && highest > top).then_some((top, highest))
 }
 
 /// The default figure: throughput over time per flow, sender and receiver, one per run; loss
@@ -292,7 +293,8 @@ fn time_series(experiment: &Experiment, out: &Path) -> Result<Vec<(PathBuf, Stri
             .flat_map(|flow| run.run.throughput_series(flow, Direction::Received))
             .map(|(_, kbps)| kbps)
             .collect();
-        plot.y_max = throughput_axis_top(&plot, &received);
+        let cut = throughput_axis_top(&plot, &received);
+        plot.y_max = cut.map(|(top, _)| top);
         let path = save_line(
             &plot,
             out,
@@ -311,12 +313,7 @@ fn time_series(experiment: &Experiment, out: &Path) -> Result<Vec<(PathBuf, Stri
                 tenths(span.end)
             ));
         }
-        if let Some(top) = plot.y_max {
-            let peak = plot
-                .lines
-                .iter()
-                .flat_map(|line| line.points.iter().map(|(_, y)| *y))
-                .fold(f64::NEG_INFINITY, f64::max);
+        if let Some((top, peak)) = cut {
             caption.push_str(&format!(
                 "; y axis cut at {} kb/s (1.3 × the receivers' 99th percentile): the peak, {} kb/s, runs off the top",
                 plot::tick_label(top.round()),
