@@ -115,7 +115,9 @@ pub struct Config {
     /// Oscillation prevention by √RTT spacing (RFC 5348 §4.5, optional). Default off.
     pub oscillation_damping: bool,
     /// Timer granularity t_gran of the driver (RFC 5348 §4.6): packets may leave up to
-    /// t_delta = min(t_ipi/2, t_gran/2) early. Default 1 ms; zero sends exactly on schedule.
+    /// t_delta = min(t_ipi/2, t_gran/2) early, and a sender scheduled late may catch up at most
+    /// max(t_ipi, t_gran) of its schedule in one burst. Default 1 ms; zero sends exactly on
+    /// schedule and catches up at most one t_ipi.
     pub timer_granularity: Duration,
     /// Maximum back-off interval t_mbi (RFC 5348 §4.3): the rate never falls below s/t_mbi.
     /// Default 64 s.

@@ -564,11 +564,18 @@ impl Sender {
             self.send_records.pop_front();
         }
 
-        // RFC 5348 §4.6: t_nom advances by t_ipi per packet. After an idle or data-limited
-        // period, or when the schedule fell more than one interval behind, it restarts from now
-        // so that no catch-up burst is sent.
+        // RFC 5348 §4.6: t_nom advances by t_ipi per packet, so a sender that the operating
+        // system scheduled late sends the packets it owes at once and keeps its average rate,
+        // within a bound on the credit it may hold. The bound is that of the RFC's authors'
+        // text for §4.6 (S. Floyd, ietf-dccp list, on RFC 3448bis): "the TFRC sender is not
+        // allowed to accumulate `credits' of more than max(t_ipi, t_gran) time units in packet
+        // scheduling, so the sender is not allowed to send arbitrary bursts of packets after
+        // idle periods". So t_nom restarts from now after an idle or data-limited period, and
+        // when the schedule is more than max(t_ipi, t_gran) behind (t_gran = 0 in the
+        // simulator: one t_ipi).
         let interval = self.next_interval();
-        let nominal = if self.data_limited || self.next_send + interval < now {
+        let credit = interval.max(self.config.timer_granularity);
+        let nominal = if self.data_limited || self.next_send + credit < now {
             now
         } else {
             self.next_send

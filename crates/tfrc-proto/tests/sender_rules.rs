@@ -388,6 +388,69 @@ fn pacing_uses_inter_packet_interval_with_allowance() {
     assert_eq!(sender.next_send_time(), t0 + Duration::from_millis(23));
 }
 
+/// Sends every packet the schedule allows at `now`, as a driver woken at `now` does; returns how
+/// many.
+fn send_due(sender: &mut Sender, now: Instant) -> usize {
+    let mut sent = 0;
+    while sender.can_send(now) && sent < 10_000 {
+        send(sender, now);
+        sent += 1;
+    }
+    sent
+}
+
+/// A sender with a 40 000 B/s rate (t_ipi = 25 ms) and the given t_gran, its schedule started at
+/// 5 s.
+fn sender_at_25ms_interval(timer_granularity: Duration) -> (Sender, Instant) {
+    let mut sender = sender(Config {
+        timer_granularity,
+        ..Config::default()
+    });
+    round_trip(
+        &mut sender,
+        Instant::ZERO,
+        Duration::from_millis(100),
+        0.0,
+        0.0,
+    );
+    assert_eq!(sender.inter_packet_interval(), Duration::from_millis(25));
+    let t0 = Instant::from_secs(5);
+    send_forced(&mut sender, t0);
+    (sender, t0)
+}
+
+// RFC 5348 §4.6 with the credit bound of its authors' text: "the TFRC sender is not allowed to
+// accumulate `credits' of more than max(t_ipi, t_gran) time units". A sender woken 80 ms late
+// with t_gran = 100 ms sends the 3 packets it owes (t_nom = 25, 50, 75 ms) at once and keeps its
+// schedule; with t_gran = 0 (an exact timer) it sends one and restarts its schedule from now.
+#[test]
+fn a_late_sender_catches_up_at_most_max_t_ipi_t_gran() {
+    let late = Duration::from_millis(80);
+    let (mut sender, t0) = sender_at_25ms_interval(Duration::from_millis(100));
+    assert_eq!(send_due(&mut sender, t0 + late), 3);
+    assert_eq!(
+        sender.next_send_time(),
+        t0 + Duration::from_millis(100) - Duration::from_micros(12_500)
+    );
+
+    let (mut sender, t0) = sender_at_25ms_interval(Duration::ZERO);
+    assert_eq!(send_due(&mut sender, t0 + late), 1);
+    assert_eq!(
+        sender.next_send_time(),
+        t0 + late + Duration::from_millis(25)
+    );
+
+    // Further behind than the credit (300 ms > max(25, 100) ms): one packet, then the schedule
+    // restarts from now: no burst of the 12 packets missed.
+    let (mut sender, t0) = sender_at_25ms_interval(Duration::from_millis(100));
+    let woken = t0 + Duration::from_millis(300);
+    assert_eq!(send_due(&mut sender, woken), 1);
+    assert_eq!(
+        sender.next_send_time(),
+        woken + Duration::from_millis(25) - Duration::from_micros(12_500)
+    );
+}
+
 // RFC 5348 §4.5: with oscillation prevention, an RTT sample above the √RTT average slows the
 // instantaneous rate.
 #[test]

@@ -12,11 +12,13 @@
 //!   `TCP_INFO` ([`tcp_info`]).
 //! - [`logger`]: the one-call logger: local ports and an interval in, one CSV file per flow out
 //!   (TFRC flows of this process and TCP connections of any process via [`diag`]).
+//! - [`batch`]: many datagrams per system call (UDP GSO and GRO).
 //! - [`cli`]: `tfrc send` and `tfrc recv`.
 //!
 //! Linux only: pacing uses `ppoll` and `PR_SET_TIMERSLACK`, TCP sampling `TCP_INFO` and
 //! sock_diag.
 
+pub mod batch;
 pub mod cli;
 pub mod clock;
 pub mod control;
@@ -27,6 +29,7 @@ pub mod pacing;
 pub mod receiver;
 pub mod registry;
 pub mod sender;
+pub mod sockopt;
 pub mod tcp;
 pub mod tcp_info;
 pub mod units;

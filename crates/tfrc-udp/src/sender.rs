@@ -6,7 +6,10 @@
 //!    report that has arrived is never overtaken by the no-feedback timer.
 //! 2. Fire the core's no-feedback timer when due.
 //! 3. Send every packet the schedule allows now (the core's `next_send_time`, and with
-//!    `max_rate` the application's own schedule), reading the socket every 4 packets.
+//!    `max_rate` the application's own schedule) in one batch: one system call with UDP GSO
+//!    ([`crate::batch`]). A sender the kernel scheduled late catches up at most
+//!    max(t_ipi, t_gran) of its schedule (RFC 5348 §4.6; t_gran is at least 1 ms here, see
+//!    [`SenderOptions::config`]).
 //! 4. Publish the state for loggers; write interval reports and CSV rows when due.
 //! 5. Wait for the earliest deadline with the [`Waiter`] (sleep, then spin), waking early on
 //!    feedback.
@@ -29,6 +32,7 @@ use rand::RngCore;
 use socket2::{Domain, Protocol, Socket, Type};
 use tfrc_proto::{wire, Config, Instant, Sender, SenderState, SenderStats};
 
+use crate::batch::Offload;
 use crate::clock::{unix_time_seconds, Clock, CpuMeter, CpuUtilization};
 use crate::control::{
     Cookie, EndAcknowledgement, EndOfSession, FlowOptions, Hello, FLOW_OPTIONS_LEN,
@@ -37,11 +41,11 @@ use crate::csvlog::FlowCsv;
 use crate::pacing::{Histogram, PacingSummary, TimerCalibration, Waiter};
 use crate::registry::{self, FlowKind, FlowSnapshot, ProbeGuard, SenderSnapshot};
 
-/// Most packets sent in one loop iteration (when the schedule is behind).
-const MAX_BURST: usize = 32;
-/// Within a burst, the socket is read every this many packets, so that feedback is not left
-/// waiting long enough to fire the no-feedback timer (t_RTO = 4R is ~100 µs on loopback).
-const READ_EVERY: usize = 4;
+/// Most packets sent in one loop iteration (when the schedule is behind); fewer when the GSO
+/// limit of 64 KiB per call is lower. The socket is read between batches, so feedback waits at
+/// most one batch (tens of microseconds), well within the no-feedback timer (t_RTO = 4R is
+/// ~100 µs on loopback).
+const MAX_BATCH: usize = 64;
 /// Socket buffer sizes asked for (the kernel may cap them at `net.core.{w,r}mem_max`).
 const SEND_BUFFER_BYTES: usize = 4 << 20;
 const RECEIVE_BUFFER_BYTES: usize = 1 << 20;
@@ -55,10 +59,15 @@ pub struct SenderOptions {
     pub bind: Option<SocketAddr>,
     /// How long to send.
     pub duration: Duration,
-    /// The core's configuration (segment size, gTFRC target rate, RTT_ref, Veno, …). Its
-    /// `timer_granularity` is replaced by the measured one unless `keep_timer_granularity`.
+    /// The core's configuration (segment size, gTFRC target rate, RTT_ref, Veno, …). Unless
+    /// `keep_timer_granularity`, its `timer_granularity` (t_gran, default 1 ms) is raised to
+    /// the timer error measured at start if that is larger. t_gran bounds both how early a
+    /// packet may leave (t_delta = min(t_ipi/2, t_gran/2)) and how much of its schedule a
+    /// sender the kernel preempted may catch up in one burst (max(t_ipi, t_gran)); the 1 ms
+    /// default is about one scheduler time slice of a busy Linux machine (0.75 ms under EEVDF),
+    /// so that a preempted sender keeps its rate.
     pub config: Config,
-    /// Keep `config.timer_granularity` instead of the measured granularity.
+    /// Use `config.timer_granularity` as it is, even below the measured timer error.
     pub keep_timer_granularity: bool,
     /// Application rate cap in bytes/s: the application only has data at this rate, so the
     /// sender is data-limited above it (like `iperf -b`). `None` = bulk (always data to send).
@@ -305,6 +314,7 @@ pub struct SenderReport {
 pub struct UdpSender {
     options: SenderOptions,
     socket: UdpSocket,
+    offload: Offload,
     clock: Clock,
     waiter: Waiter,
     calibration: TimerCalibration,
@@ -367,12 +377,16 @@ impl UdpSender {
             .set_nonblocking(true)
             .map_err(io_error("cannot make the socket non-blocking"))?;
         let socket: UdpSocket = socket.into();
+        let offload =
+            Offload::new(&socket).map_err(io_error("cannot set up the socket's offloads"))?;
 
         let clock = Clock::new();
         let (waiter, calibration) = Waiter::calibrate(clock);
         let mut config = options.config.clone();
         if !options.keep_timer_granularity {
-            config.timer_granularity = Duration::from_secs_f64(calibration.granularity_us / 1e6);
+            config.timer_granularity = config
+                .timer_granularity
+                .max(Duration::from_secs_f64(calibration.granularity_us / 1e6));
         }
         let mut random = rand::rngs::OsRng;
         let key = random.next_u64();
@@ -382,6 +396,7 @@ impl UdpSender {
             nonce: u32::from(tfrc_proto::wire::session_token(key)) << 16,
             options,
             socket,
+            offload,
             clock,
             waiter,
             calibration,
@@ -503,7 +518,10 @@ struct Run {
     sender: Sender,
     probe: ProbeGuard,
     flow_options: FlowOptions,
-    packet: Vec<u8>,
+    /// Packets waiting for one system call: `queued` packets of `segment` bytes each.
+    batch: Vec<u8>,
+    segment: usize,
+    queued: usize,
     datagram: Vec<u8>,
     start: Instant,
     sending_ended: Instant,
@@ -527,6 +545,7 @@ impl Run {
     fn new(flow: UdpSender, cookie: u64) -> Result<Run, SenderError> {
         let now = flow.clock.now();
         let sender = Sender::new(flow.config.clone(), flow.session_id, flow.key, now)?;
+        let segment = sender.max_payload() + wire::DATA_HEADER_LEN;
         let local_port = flow.local_addr().map_or(0, |address| address.port());
         let probe = registry::register_tfrc(FlowKind::TfrcSender, flow.flow_id(), local_port);
         let csv = match &flow.options.log {
@@ -540,7 +559,9 @@ impl Run {
                 cookie,
                 ..FlowOptions::from_config(&flow.config)?
             },
-            packet: vec![0; sender.max_payload() + wire::DATA_HEADER_LEN],
+            batch: vec![0; segment * flow.offload.max_segments(segment).min(MAX_BATCH)],
+            segment,
+            queued: 0,
             datagram: vec![0; 2048],
             sender,
             probe,
@@ -630,11 +651,8 @@ impl Run {
             if now >= self.sender.no_feedback_deadline() {
                 self.sender.handle_timeout(now);
             }
-            // Send what the schedule allows, looking at the socket every few packets.
-            for burst in 0..MAX_BURST {
-                if burst > 0 && burst % READ_EVERY == 0 {
-                    self.read_socket(false);
-                }
+            // Send what the schedule allows, in one batch.
+            while self.queued * self.segment < self.batch.len() {
                 let core_ready = self.sender.next_send_time();
                 let scheduled = core_ready.max(self.application_next);
                 if now < scheduled || now >= end {
@@ -644,9 +662,13 @@ impl Run {
                     // The core could have sent earlier but the application had no data.
                     self.sender.note_data_limited(now);
                 }
-                self.send_one(now, scheduled)?;
+                self.queue_packet(now, scheduled)?;
                 if let Some(interval) = application_interval {
-                    let nominal = if self.application_next + interval < now {
+                    // The application's data keeps its average rate as the core's schedule
+                    // does: after a late wake-up it has up to max(interval, t_gran) of data
+                    // waiting; more is not sent in one burst.
+                    let credit = interval.max(self.flow.config.timer_granularity);
+                    let nominal = if self.application_next + credit < now {
                         now
                     } else {
                         self.application_next
@@ -655,6 +677,7 @@ impl Run {
                 }
                 now = self.flow.clock.now();
             }
+            self.flush();
             self.account(now);
             self.probe.probe().publish(self.snapshot());
 
@@ -697,30 +720,44 @@ impl Run {
         Ok(())
     }
 
-    fn send_one(&mut self, now: Instant, scheduled: Instant) -> Result<(), SenderError> {
-        let length = match self.sender.send_padded(now, &mut self.packet) {
-            Ok(length) => length,
-            // Cannot happen: the schedule was checked and the buffer has the packet size.
-            Err(error) => {
+    /// Builds the next packet into the batch.
+    fn queue_packet(&mut self, now: Instant, scheduled: Instant) -> Result<(), SenderError> {
+        let start = self.queued * self.segment;
+        let slot = &mut self.batch[start..start + self.segment];
+        match self.sender.send_padded(now, slot) {
+            Ok(length) if length == self.segment => {}
+            // Cannot happen: the schedule was checked and every packet has the segment size.
+            outcome => {
                 return Err(SenderError::Io {
                     context: "the core refused a packet".to_string(),
-                    source: std::io::Error::other(error.to_string()),
+                    source: std::io::Error::other(format!("{outcome:?}")),
                 })
             }
-        };
-        self.flow_options
-            .emit(&mut self.packet[wire::DATA_HEADER_LEN..]);
-        self.pacing.record((now - scheduled).as_nanos() as u64);
-        match self.flow.socket.send(&self.packet[..length]) {
-            Ok(_) => {}
-            Err(error) if error.kind() == std::io::ErrorKind::ConnectionRefused => {
-                self.icmp_errors += 1;
-                self.send_errors += 1;
-            }
-            // Buffer full (the packet is lost, as a router would drop it) or another error.
-            Err(_) => self.send_errors += 1,
         }
+        self.flow_options.emit(&mut slot[wire::DATA_HEADER_LEN..]);
+        self.pacing.record((now - scheduled).as_nanos() as u64);
+        self.queued += 1;
         Ok(())
+    }
+
+    /// Sends the queued packets: one system call with GSO.
+    fn flush(&mut self) {
+        if self.queued == 0 {
+            return;
+        }
+        let contents = &self.batch[..self.queued * self.segment];
+        let outcome = self.flow.offload.send(
+            &self.flow.socket,
+            self.flow.options.destination,
+            contents,
+            self.segment,
+        );
+        // Refused (buffer full: lost, as a router would drop them) or unreachable (ICMP).
+        self.send_errors += (outcome.refused + outcome.unreachable) as u64;
+        if outcome.unreachable > 0 {
+            self.icmp_errors += 1;
+        }
+        self.queued = 0;
     }
 
     /// Reads every waiting datagram. Returns true if an end acknowledgement for this session
