@@ -7,6 +7,8 @@
 #    and 8000-byte packets, and of `iperf3 -u -b 0` with the same datagram sizes, in the same run.
 # 2. Pacing accuracy of TFRC at 10 and 100 Mbit/s (`--max-rate`): the distribution of the error
 #    between scheduled and actual send times (p50 / p99 / p99.9 / max).
+# 3. The same 1400-byte goodput runs and 100 Mbit/s pacing while another process keeps one core
+#    busy (a shell loop this script starts and stops).
 #
 # Every run's JSON is kept in OUT_DIR (default out/bench-udp); a Markdown table is printed and
 # written to OUT_DIR/summary.md. CPU is in percent of one core, as iperf3 reports it. The
@@ -90,31 +92,53 @@ if [ "$(id -u)" = 0 ]; then
     run_tfrc pacing-10M-realtime --max-rate 10M --realtime
     run_tfrc pacing-100M-realtime --max-rate 100M --realtime
 fi
+# One core kept busy by another process for the rest of the runs.
+timeout $((4 * DURATION + 60)) sh -c 'while :; do :; done' &
+busy=$!
+run_tfrc tfrc-1400-busy --packet-size 1400
+if command -v iperf3 >/dev/null; then
+    run_iperf iperf3-1400-busy 1400
+fi
+run_tfrc pacing-100M-busy --max-rate 100M
+kill "$busy" 2>/dev/null || true
+wait "$busy" 2>/dev/null || true
 
 {
     echo
     echo "## Goodput and CPU, ${DURATION} s on loopback"
     echo
-    echo "| run | datagram bytes | sent (Mbit/s) | received (Mbit/s) | loss % | sender CPU % | receiver CPU % | sent packets/s |"
-    echo "|---|---|---|---|---|---|---|---|"
-    for size in 1400 8000; do
-        send="$OUT/tfrc-$size.send.json"
-        recv="$OUT/tfrc-$size.recv.json"
-        jq -r --slurpfile r "$recv" --arg size "$size" '
-            "| tfrc | \($size) | \(.end.sender.bits_per_second / 1e6 | floor) | \((.end.receiver.bits_per_second // 0) / 1e6 | floor) | \((.end.receiver.loss_ratio // 0) * 100 | . * 1000 | round / 1000) | \(.end.cpu_utilization_percent.host_total | round) | \($r[0].end.cpu_utilization_percent.host_total | round) | \(.end.sender.packets / .end.sender.seconds | round) |"' "$send"
-        if [ -f "$OUT/iperf3-$size.json" ]; then
-            jq -r --arg size "$size" '
-                "| iperf3 -u -b 0 | \($size) | \(.end.sum_sent.bits_per_second / 1e6 | floor) | \(.end.sum_received.bits_per_second / 1e6 | floor) | \(.end.sum_received.lost_percent * 1000 | round / 1000) | \(.end.cpu_utilization_percent.host_total | round) | \(.end.cpu_utilization_percent.remote_total | round) | \(.end.sum_sent.packets / .end.sum_sent.seconds | round) |"' "$OUT/iperf3-$size.json" || echo "| iperf3 | $size | failed | | | | | |"
+    echo "| run | datagram bytes | one core busy | sent (Mbit/s) | received (Mbit/s) | received vs iperf3 | loss % | sender CPU % | receiver CPU % | CPU s per Gbit (both ends) | sent packets/s | send offload |"
+    echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
+    for run in 1400 8000 1400-busy; do
+        size=${run%-busy}
+        busy=no
+        [ "$run" = "$size" ] || busy=yes
+        send="$OUT/tfrc-$run.send.json"
+        recv="$OUT/tfrc-$run.recv.json"
+        iperf_received=0
+        if [ -f "$OUT/iperf3-$run.json" ]; then
+            iperf_received=$(jq '.end.sum_received.bits_per_second // 0' "$OUT/iperf3-$run.json" 2>/dev/null || echo 0)
+        fi
+        jq -r --slurpfile r "$recv" --arg size "$size" --arg busy "$busy" --argjson peer "$iperf_received" '
+            (.end.receiver.bits_per_second // 0) as $received
+            | ((.end.cpu_utilization_percent.host_total + $r[0].end.cpu_utilization_percent.host_total) / 100) as $cores
+            | "| tfrc | \($size) | \($busy) | \(.end.sender.bits_per_second / 1e6 | floor) | \($received / 1e6 | floor) | \(if $peer > 0 then "\($received / $peer * 100 | round / 100)x" else "n/a" end) | \((.end.receiver.loss_ratio // 0) * 100 | . * 1000 | round / 1000) | \(.end.cpu_utilization_percent.host_total | round) | \($r[0].end.cpu_utilization_percent.host_total | round) | \(if $received > 0 then $cores / ($received / 1e9) * 100 | round / 100 else "n/a" end) | \(.end.sender.packets / .end.sender.seconds | round) | \(.start.offload.send // "n/a") |"' "$send"
+        if [ -f "$OUT/iperf3-$run.json" ]; then
+            jq -r --arg size "$size" --arg busy "$busy" '
+                (.end.sum_received.bits_per_second) as $received
+                | ((.end.cpu_utilization_percent.host_total + .end.cpu_utilization_percent.remote_total) / 100) as $cores
+                | "| iperf3 -u -b 0 | \($size) | \($busy) | \(.end.sum_sent.bits_per_second / 1e6 | floor) | \($received / 1e6 | floor) | 1x | \(.end.sum_received.lost_percent * 1000 | round / 1000) | \(.end.cpu_utilization_percent.host_total | round) | \(.end.cpu_utilization_percent.remote_total | round) | \(if $received > 0 then $cores / ($received / 1e9) * 100 | round / 100 else "n/a" end) | \(.end.sum_sent.packets / .end.sum_sent.seconds | round) | none |"' "$OUT/iperf3-$run.json" || echo "| iperf3 | $size | $busy | failed | | | | | | | | |"
         fi
     done
     echo
     echo "Rates count UDP payload bytes (TFRC header included), as iperf3 counts its datagrams."
+    echo "CPU s per Gbit: the sender's and the receiver's CPU (cores) per Gbit/s received."
     echo
     echo "## Pacing error (actual − scheduled send time), µs"
     echo
     echo "| run | achieved (Mbit/s) | packets | p50 | p90 | p99 | p99.9 | max | sender CPU % | timer granularity (µs) |"
     echo "|---|---|---|---|---|---|---|---|---|---|"
-    for run in 10M 100M 10M-realtime 100M-realtime; do
+    for run in 10M 100M 10M-realtime 100M-realtime 100M-busy; do
         [ -f "$OUT/pacing-$run.send.json" ] || continue
         jq -r --arg run "$run" '
             "| \($run) | \(.end.sender.bits_per_second / 1e6 * 10 | round / 10) | \(.end.pacing.samples) | \(.end.pacing.p50_us * 10 | round / 10) | \(.end.pacing.p90_us * 10 | round / 10) | \(.end.pacing.p99_us * 10 | round / 10) | \(.end.pacing.p999_us * 10 | round / 10) | \(.end.pacing.max_us | round) | \(.end.cpu_utilization_percent.host_total | round) | \(.start.timer.timer_granularity_us * 10 | round / 10) |"' "$OUT/pacing-$run.send.json"

@@ -158,12 +158,15 @@ fn a_tfrc_run_delivers_data_and_writes_json_and_csv() {
     assert_eq!(session.len(), 8);
     assert_eq!(sent["start"]["protocol"], "tfrc");
     assert_eq!(sent["start"]["test_start"]["packet_size"], 1200);
+    // t_gran is at least 1 ms unless --timer-granularity says otherwise (RFC 5348 §4.6; see
+    // docs/udp-tools.md, "Pacing"), and packets leave in UDP GSO batches on this kernel.
     assert!(
         sent["start"]["timer"]["timer_granularity_us"]
             .as_f64()
             .unwrap()
-            > 0.0
+            >= 1000.0
     );
+    assert_eq!(sent["start"]["offload"]["send"], "gso");
     let intervals = sent["intervals"].as_array().unwrap();
     assert!(
         (2..=4).contains(&intervals.len()),
@@ -258,6 +261,31 @@ fn text_output_has_interval_lines_and_a_summary() {
     assert!(text.contains("sender"), "{text}");
     assert!(text.contains("receiver  lost"), "{text}");
     assert!(text.contains("mean p"), "{text}");
+}
+
+#[test]
+fn timer_granularity_flag_sets_t_gran_exactly() {
+    let (receiver, address) = start_receiver(&["--idle-timeout", "5s"]);
+    let output = tfrc()
+        .args(["send", "--to", &address, "--time", "1", "--json"])
+        .args(["--max-rate", "5M", "--timer-granularity", "250us"])
+        .output()
+        .unwrap();
+    finish(receiver, Duration::from_secs(30));
+    assert!(output.status.success());
+    let sent = json_of(&output);
+    let t_gran = sent["start"]["timer"]["timer_granularity_us"]
+        .as_f64()
+        .unwrap();
+    assert!((t_gran - 250.0).abs() < 1e-6, "{t_gran}");
+    assert!(sent["end"]["sender"]["packets"].as_u64().unwrap() > 100);
+    // A duration without its unit is refused, naming the flag.
+    let refused = tfrc()
+        .args(["send", "--to", &address, "--timer-granularity", "5"])
+        .output()
+        .unwrap();
+    assert!(!refused.status.success());
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("--timer-granularity"));
 }
 
 #[test]

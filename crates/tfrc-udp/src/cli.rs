@@ -53,6 +53,11 @@ fn duration_argument(text: &str) -> Result<Duration, String> {
     tfrc_units::parse_duration_flag(text).map_err(|error| error.to_string())
 }
 
+/// A duration with its unit, zero allowed (`--timer-granularity 0s`: an exact timer).
+fn exact_duration_argument(text: &str) -> Result<Duration, String> {
+    tfrc_units::parse_duration(text).map_err(|error| error.to_string())
+}
+
 /// A rate flag in bits/s (`-b 2M`, `--target-rate 800kbps`), above zero.
 fn rate_argument(text: &str) -> Result<f64, String> {
     tfrc_units::positive_rate(text)
@@ -159,6 +164,11 @@ pub struct SendArgs {
     /// that pacing holds on a busy machine.
     #[arg(long, conflicts_with = "tcp")]
     pub realtime: bool,
+    /// t_gran of RFC 5348 §4.6, with its unit (1ms, 100us, 0s): packets may leave
+    /// min(t_ipi, t_gran)/2 early, and a sender woken late sends at most max(t_ipi, t_gran) of
+    /// its schedule at once. Default: the larger of 1 ms and the timer error measured at start.
+    #[arg(long, value_name = "DURATION", value_parser = exact_duration_argument, conflicts_with = "tcp")]
+    pub timer_granularity: Option<Duration>,
     /// Write the flow's state to this CSV file (TFRC sender columns, or TCP_INFO with --tcp).
     #[arg(long, value_name = "FILE")]
     pub log: Option<PathBuf>,
@@ -331,6 +341,9 @@ pub fn run_send(args: &SendArgs) -> Result<()> {
         rtt_ref: args.rtt_ref,
         history_discounting: args.history_discounting,
         oscillation_damping: args.oscillation_damping,
+        timer_granularity: args
+            .timer_granularity
+            .unwrap_or(Config::default().timer_granularity),
         ..Config::default()
     };
     if let Some(beta) = args.veno_beta {
@@ -346,6 +359,7 @@ pub fn run_send(args: &SendArgs) -> Result<()> {
         options.duration = args.time;
         options.connect_timeout = args.connect_timeout;
         options.config = config.clone();
+        options.keep_timer_granularity = args.timer_granularity.is_some();
         options.max_rate = args.max_rate.map(|bits| bits / 8.0);
         options.report_interval = Some(args.interval);
         options.log = args
@@ -397,6 +411,8 @@ pub fn run_send(args: &SendArgs) -> Result<()> {
             "log": args.log.as_ref().map(|path| path.display().to_string()),
             "realtime": args.realtime,
         },
+        // Many datagrams per system call (UDP GSO), or one ("none") where the kernel has no GSO.
+        "offload": {"send": senders[0].send_offload()},
         "timer": {
             "sleep_late_p50_us": calibration.sleep_late_p50_us,
             "sleep_late_p90_us": calibration.sleep_late_p90_us,

@@ -404,6 +404,11 @@ impl UdpSender {
         })
     }
 
+    /// "gso" when a system call sends several packets ([`crate::batch`]), else "none".
+    pub fn send_offload(&self) -> &'static str {
+        self.offload.send_mode()
+    }
+
     /// The local address packets leave from.
     pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
         self.socket.local_addr()
