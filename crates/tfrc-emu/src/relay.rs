@@ -29,6 +29,7 @@ use crate::realtime::unix_nanos_now;
 use crate::realtime::{Clock, Waiter, Wake, DEFAULT_SPIN_MARGIN};
 use crate::spec::{Direction, LinkSpec};
 use tfrc_sim::pcap::{ipv4_udp_packet, PcapWriter};
+use tfrc_udp::batch::{Offload, ReceiveBuffers};
 
 /// Largest datagram relayed.
 const MAX_DATAGRAM: usize = 65_536;
@@ -122,7 +123,7 @@ pub const DEFAULT_CLIENT_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Where a packet goes once it leaves the link: a client by its id (never reused, so a packet
 /// of a forgotten client is dropped rather than sent to whoever took its slot).
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Target {
     /// To the receiver, through the client's upstream socket.
     Receiver(u64),
@@ -134,6 +135,8 @@ struct Client {
     id: u64,
     address: SocketAddr,
     upstream: UdpSocket,
+    /// GSO sends towards the receiver.
+    upstream_offload: Offload,
     /// Last datagram from the client or answer for it (relay clock).
     last_active: Instant,
 }
@@ -142,6 +145,9 @@ struct Client {
 pub struct Relay {
     config: RelayConfig,
     listen: UdpSocket,
+    /// GRO receives from senders and GSO sends back to them ([`tfrc_udp::batch`]).
+    listen_offload: Offload,
+    receive_buffers: ReceiveBuffers,
     clients: Vec<Client>,
     /// Id of the next client.
     next_client: u64,
@@ -181,6 +187,8 @@ impl Relay {
         }
         listen.set_nonblocking(true)?;
         set_buffers(&listen);
+        let listen_offload =
+            Offload::new(&listen).context("cannot set up the listening socket's offloads")?;
         let clock = Clock::new();
         let links = Direction::BOTH
             .iter()
@@ -197,6 +205,8 @@ impl Relay {
         Ok(Relay {
             config,
             listen,
+            listen_offload,
+            receive_buffers: ReceiveBuffers::new(),
             clients: Vec::new(),
             next_client: 0,
             network: Network::new(links),
@@ -229,6 +239,7 @@ impl Relay {
             .duration
             .map(|duration| Instant::ZERO + duration);
         let mut buffer = vec![0u8; MAX_DATAGRAM];
+        let mut batch = Vec::new();
         let mut delivered: Vec<Delivered<Target>> = Vec::new();
         let mut lateness: Vec<u64> = Vec::new();
         let mut fds = vec![self.listen.as_raw_fd()];
@@ -238,7 +249,7 @@ impl Relay {
             }
             let deadline = self.next_deadline(link_log.as_ref(), end);
             if waiter.wait(&fds, deadline) == Wake::Readable {
-                self.read_senders(&mut buffer, &mut report, &forward_route)?;
+                self.read_senders(&mut report, &forward_route)?;
                 self.read_answers(&mut buffer, &reverse_route);
             }
             let now = self.clock.now();
@@ -256,7 +267,7 @@ impl Relay {
             if let (Some(due), false) = (due_before, delivered.is_empty()) {
                 lateness.push((now - due).as_nanos() as u64);
             }
-            self.send_delivered(&mut delivered, &mut report, pcap.as_mut())?;
+            self.send_delivered(&mut delivered, &mut batch, &mut report, pcap.as_mut())?;
             if let Some(log) = &mut link_log {
                 log.write_due(now, &self.network.samples())?;
             }
@@ -319,53 +330,79 @@ impl Relay {
         deadline
     }
 
-    /// Reads datagrams from senders (at most [`MAX_READS_PER_ROUND`]) into the forward
-    /// direction. A new sender becomes a client with its own upstream socket; when
-    /// `max_clients` are served, it takes the slot of the least recently active one.
-    fn read_senders(
+    /// Reads datagrams from senders (at least [`MAX_READS_PER_ROUND`] if waiting; one GRO train
+    /// more may end the round) into the forward direction. A new sender becomes a client with
+    /// its own upstream socket; when `max_clients` are served, it takes the slot of the least
+    /// recently active one.
+    fn read_senders(&mut self, report: &mut RelayReport, route: &Arc<[usize]>) -> Result<()> {
+        let mut buffers = core::mem::take(&mut self.receive_buffers);
+        let mut read = 0;
+        let mut result = Ok(());
+        while read < MAX_READS_PER_ROUND && result.is_ok() {
+            if self
+                .listen_offload
+                .receive(&self.listen, &mut buffers)
+                .is_err()
+            {
+                break;
+            }
+            let arrived = self.clock.now();
+            for (datagram, from) in buffers.datagrams() {
+                read += 1;
+                result = self.admit(arrived, datagram, from, report, route);
+                if result.is_err() {
+                    break;
+                }
+            }
+        }
+        self.receive_buffers = buffers;
+        result
+    }
+
+    /// Puts one datagram from sender `from` into the forward direction.
+    fn admit(
         &mut self,
-        buffer: &mut [u8],
+        arrived: Instant,
+        datagram: &[u8],
+        from: SocketAddr,
         report: &mut RelayReport,
         route: &Arc<[usize]>,
     ) -> Result<()> {
-        for _ in 0..MAX_READS_PER_ROUND {
-            let Ok((length, from)) = self.listen.recv_from(buffer) else {
-                break;
-            };
-            let arrived = self.clock.now();
-            let index = match self.clients.iter().position(|c| c.address == from) {
-                Some(index) => index,
-                None => {
-                    if self.clients.len() >= self.config.max_clients {
-                        let least_recent = (0..self.clients.len())
-                            .min_by_key(|&index| self.clients[index].last_active)
-                            .unwrap_or(0);
-                        self.clients.swap_remove(least_recent);
-                        report.evicted_clients += 1;
-                    }
-                    let upstream = connect_upstream(self.config.forward)?;
-                    self.clients.push(Client {
-                        id: self.next_client,
-                        address: from,
-                        upstream,
-                        last_active: arrived,
-                    });
-                    self.next_client += 1;
-                    self.clients.len() - 1
+        let index = match self.clients.iter().position(|c| c.address == from) {
+            Some(index) => index,
+            None => {
+                if self.clients.len() >= self.config.max_clients {
+                    let least_recent = (0..self.clients.len())
+                        .min_by_key(|&index| self.clients[index].last_active)
+                        .unwrap_or(0);
+                    self.clients.swap_remove(least_recent);
+                    report.evicted_clients += 1;
                 }
-            };
-            let client = &mut self.clients[index];
-            client.last_active = arrived;
-            let size = length as u32 + self.config.header_overhead;
-            let _: SendOutcome = self.network.send(
-                arrived,
-                u32::from(from.port()),
-                size,
-                buffer[..length].to_vec(),
-                route.clone(),
-                Target::Receiver(client.id),
-            );
-        }
+                let upstream = connect_upstream(self.config.forward)?;
+                let upstream_offload = Offload::new(&upstream)
+                    .context("cannot set up the upstream socket's offloads")?;
+                self.clients.push(Client {
+                    id: self.next_client,
+                    address: from,
+                    upstream,
+                    upstream_offload,
+                    last_active: arrived,
+                });
+                self.next_client += 1;
+                self.clients.len() - 1
+            }
+        };
+        let client = &mut self.clients[index];
+        client.last_active = arrived;
+        let size = datagram.len() as u32 + self.config.header_overhead;
+        let _: SendOutcome = self.network.send(
+            arrived,
+            u32::from(from.port()),
+            size,
+            datagram.to_vec(),
+            route.clone(),
+            Target::Receiver(client.id),
+        );
         Ok(())
     }
 
@@ -402,43 +439,72 @@ impl Relay {
     }
 
     /// Sends the packets that left the link to the receiver or back to their client, and
-    /// writes them to the capture.
+    /// writes them to the capture. Consecutive packets of one destination with the same size
+    /// (the last may be shorter) go in one GSO send.
     fn send_delivered(
         &self,
         delivered: &mut Vec<Delivered<Target>>,
+        batch: &mut Vec<u8>,
         report: &mut RelayReport,
         mut pcap: Option<&mut PcapWriter>,
     ) -> Result<()> {
-        for packet in delivered.drain(..) {
-            let id = match packet.destination {
+        let mut packets = delivered.drain(..).peekable();
+        while let Some(first) = packets.next() {
+            let id = match first.destination {
                 Target::Receiver(id) | Target::Client(id) => id,
             };
             let Some(client) = self.clients.iter().find(|client| client.id == id) else {
                 report.orphaned_packets += 1;
                 continue;
             };
-            let (result, source, destination) = match packet.destination {
+            let (socket, offload, source, destination) = match first.destination {
                 Target::Receiver(_) => (
-                    client.upstream.send(&packet.body),
+                    &client.upstream,
+                    &client.upstream_offload,
                     client.upstream.local_addr().ok(),
-                    Some(self.config.forward),
+                    self.config.forward,
                 ),
                 Target::Client(_) => (
-                    self.listen.send_to(&packet.body, client.address),
+                    &self.listen,
+                    &self.listen_offload,
                     Some(self.config.forward),
-                    Some(client.address),
+                    client.address,
                 ),
             };
-            if result.is_err() {
-                report.send_errors += 1;
+            // Empty datagrams go one by one (a GSO segment has a size).
+            let segment = first.body.len();
+            let most = if segment == 0 {
+                1
+            } else {
+                offload.max_segments(segment)
+            };
+            batch.clear();
+            batch.extend_from_slice(&first.body);
+            let (mut count, mut last) = (1, segment);
+            while count < most
+                && last == segment
+                && packets.peek().is_some_and(|next| {
+                    next.destination == first.destination && next.body.len() <= segment
+                })
+            {
+                if let Some(next) = packets.next() {
+                    last = next.body.len();
+                    batch.extend_from_slice(&next.body);
+                    count += 1;
+                }
             }
-            if let (Some(writer), Some(SocketAddr::V4(source)), Some(SocketAddr::V4(dest))) =
+            let outcome = offload.send(socket, destination, batch, segment);
+            report.send_errors += (outcome.refused + outcome.unreachable) as u64;
+            if let (Some(writer), Some(SocketAddr::V4(source)), SocketAddr::V4(dest)) =
                 (pcap.as_deref_mut(), source, destination)
             {
-                writer.write_packet(
-                    unix_nanos_now(),
-                    &ipv4_udp_packet(source, dest, &packet.body),
-                )?;
+                let mut bodies: Vec<&[u8]> = batch.chunks(segment.max(1)).collect();
+                if bodies.is_empty() {
+                    bodies.push(&[]);
+                }
+                for body in bodies {
+                    writer.write_packet(unix_nanos_now(), &ipv4_udp_packet(source, dest, body))?;
+                }
             }
         }
         Ok(())

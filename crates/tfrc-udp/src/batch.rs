@@ -113,7 +113,9 @@ impl Offload {
             }
         }
         let mut outcome = SendOutcome::default();
-        for datagram in contents.chunks(segment) {
+        // An empty `contents` is one empty datagram.
+        let empty = contents.is_empty().then_some(&[][..]);
+        for datagram in contents.chunks(segment).chain(empty) {
             let transmit = Transmit {
                 destination,
                 ecn: None,
