@@ -6,6 +6,10 @@
 //! receiver over the middle of the run, is compared with the configured rate. Prints one
 //! Markdown row per rate.
 //!
+//! Times are the real-time clock: the source stamps each probe just before its `send`, and the
+//! sink takes the kernel's receive time stamp (`SO_TIMESTAMPNS`), so that a sink thread waiting
+//! for a CPU on a busy machine does not count against the relay.
+//!
 //! Usage: `relay_accuracy [SECONDS_PER_RUN] [RATE_MBPS …]`
 
 use core::time::Duration;
@@ -14,6 +18,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
+use tfrc_udp::batch::{Offload, ReceiveBuffers};
+
+use tfrc_emu::realtime::unix_nanos_now;
 use tfrc_emu::relay::{self, RelayConfig};
 use tfrc_emu::spec::{LinkFlags, LinkSpec};
 
@@ -46,15 +53,10 @@ fn relay_for(
 }
 
 /// Sends `count` payloads to `target`, one every `interval` (kernel sleeps, no spinning, so
-/// the source leaves the CPUs to the relay); each payload carries its send time (ns since
-/// `origin`). Late sends bunch packets: the error computation accounts for the queueing
-/// that causes.
-fn paced_source(
-    target: SocketAddr,
-    origin: Instant,
-    interval: Duration,
-    count: u64,
-) -> std::thread::JoinHandle<()> {
+/// the source leaves the CPUs to the relay); each payload carries its send time (real-time
+/// clock, ns since the Unix epoch). Late sends bunch packets: the error computation accounts
+/// for the queueing that causes.
+fn paced_source(target: SocketAddr, interval: Duration, count: u64) -> std::thread::JoinHandle<()> {
     std::thread::spawn(move || {
         let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
         socket.connect(target).unwrap();
@@ -67,7 +69,7 @@ fn paced_source(
             if due > now {
                 std::thread::sleep(due - now);
             }
-            let sent = origin.elapsed().as_nanos() as u64;
+            let sent = unix_nanos_now() as u64;
             payload[..8].copy_from_slice(&sent.to_le_bytes());
             let _ = socket.send(&payload);
         }
@@ -79,6 +81,30 @@ fn percentile(sorted: &[i64], fraction: f64) -> f64 {
         return f64::NAN;
     }
     sorted[((sorted.len() - 1) as f64 * fraction).round() as usize] as f64
+}
+
+/// Receives until nothing came for 500 ms; calls `each` with every datagram and its kernel
+/// receive time (ns since the Unix epoch).
+fn receive_stamped(sink: &UdpSocket, mut each: impl FnMut(&[u8], i64)) {
+    let offload = Offload::new(sink).expect("sink offloads");
+    let mut buffers = ReceiveBuffers::new();
+    let mut quiet_since = Instant::now();
+    while quiet_since.elapsed() < Duration::from_millis(500) {
+        if offload.receive(sink, &mut buffers).is_err() {
+            tfrc_udp::pacing::poll_readable(
+                Some(std::os::fd::AsRawFd::as_raw_fd(sink)),
+                Some(Duration::from_millis(100)),
+            );
+            continue;
+        }
+        quiet_since = Instant::now();
+        for datagram in buffers.datagrams() {
+            let stamp = datagram
+                .kernel_time
+                .map_or(unix_nanos_now(), |stamp| stamp.as_nanos());
+            each(datagram.bytes, stamp as i64);
+        }
+    }
 }
 
 struct DelayResult {
@@ -94,23 +120,18 @@ struct DelayResult {
 /// probes and queues them, is not counted against the emulator).
 fn delay_error(rate_bps: u64, seconds: f64, realtime: bool) -> DelayResult {
     let sink = UdpSocket::bind("127.0.0.1:0").unwrap();
-    sink.set_read_timeout(Some(Duration::from_millis(500)))
-        .unwrap();
     let (relay_address, stop, handle) = relay_for(rate_bps, sink.local_addr().unwrap(), realtime);
     let serialization_ns = WIRE_BYTES * 8 * 1_000_000_000 / rate_bps;
     let interval = Duration::from_nanos(serialization_ns * 2);
     let count = ((seconds / interval.as_secs_f64()) as u64).clamp(50, 200_000);
-    let origin = Instant::now();
-    let source = paced_source(relay_address, origin, interval, count);
+    let source = paced_source(relay_address, interval, count);
     let mut probes: Vec<(i64, i64)> = Vec::with_capacity(count as usize);
-    let mut buffer = [0u8; 2048];
-    while let Ok(length) = sink.recv(&mut buffer) {
-        let received = origin.elapsed().as_nanos() as i64;
-        if length >= 8 {
-            let sent = u64::from_le_bytes(buffer[..8].try_into().unwrap()) as i64;
+    receive_stamped(&sink, |bytes, received| {
+        if bytes.len() >= 8 {
+            let sent = u64::from_le_bytes(bytes[..8].try_into().unwrap()) as i64;
             probes.push((sent, received));
         }
-    }
+    });
     source.join().unwrap();
     stop.store(true, Ordering::Relaxed);
     let _ = handle.join();
@@ -136,19 +157,16 @@ fn delay_error(rate_bps: u64, seconds: f64, realtime: bool) -> DelayResult {
 /// Delivered wire rate under a 150 % load, over the middle 60 % of the run.
 fn delivered_rate(rate_bps: u64, seconds: f64, realtime: bool) -> f64 {
     let sink = UdpSocket::bind("127.0.0.1:0").unwrap();
-    sink.set_read_timeout(Some(Duration::from_millis(500)))
-        .unwrap();
     let (relay_address, stop, handle) = relay_for(rate_bps, sink.local_addr().unwrap(), realtime);
     let serialization_ns = WIRE_BYTES * 8 * 1_000_000_000 / rate_bps;
     let interval = Duration::from_nanos(serialization_ns * 2 / 3);
     let count = (seconds / interval.as_secs_f64()) as u64;
-    let origin = Instant::now();
-    let source = paced_source(relay_address, origin, interval, count);
+    let origin = unix_nanos_now() as i64;
+    let source = paced_source(relay_address, interval, count);
     let mut arrivals = Vec::with_capacity(count as usize);
-    let mut buffer = [0u8; 2048];
-    while sink.recv(&mut buffer).is_ok() {
-        arrivals.push(origin.elapsed().as_secs_f64());
-    }
+    receive_stamped(&sink, |_, received| {
+        arrivals.push((received - origin) as f64 / 1e9);
+    });
     source.join().unwrap();
     stop.store(true, Ordering::Relaxed);
     let _ = handle.join();

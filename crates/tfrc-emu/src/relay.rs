@@ -152,6 +152,8 @@ pub struct Relay {
     /// Id of the next client.
     next_client: u64,
     network: Network<Target>,
+    /// The time the links were last brought up to ([`Network::deliver_due`]).
+    links_time: Instant,
     clock: Clock,
 }
 
@@ -210,6 +212,7 @@ impl Relay {
             clients: Vec::new(),
             next_client: 0,
             network: Network::new(links),
+            links_time: Instant::ZERO,
             clock,
         })
     }
@@ -264,6 +267,7 @@ impl Relay {
             }
             let due_before = self.network.poll_timeout();
             self.network.deliver_due(now, &mut delivered);
+            self.links_time = now;
             if let (Some(due), false) = (due_before, delivered.is_empty()) {
                 lateness.push((now - due).as_nanos() as u64);
             }
@@ -346,10 +350,25 @@ impl Relay {
             {
                 break;
             }
-            let arrived = self.clock.now();
-            for (datagram, from) in buffers.datagrams() {
+            let now = self.clock.now();
+            let unix_now = unix_nanos_now();
+            for datagram in buffers.datagrams() {
                 read += 1;
-                result = self.admit(arrived, datagram, from, report, route);
+                // A datagram enters the link when the kernel received it, not when this thread
+                // got to read it (on a busy machine, milliseconds later): as netem stamps a
+                // packet on enqueue.
+                // Never before the time the links were last brought up to: what they did
+                // since cannot be undone.
+                let arrived = datagram
+                    .kernel_time
+                    .map_or(now, |stamp| {
+                        let waited = unix_now.saturating_sub(stamp.as_nanos());
+                        now.saturating_sub(Duration::from_nanos(
+                            u64::try_from(waited).unwrap_or(u64::MAX),
+                        ))
+                    })
+                    .max(self.links_time);
+                result = self.admit(arrived, datagram.bytes, datagram.from, report, route);
                 if result.is_err() {
                     break;
                 }

@@ -174,8 +174,9 @@ impl ReceiveBuffers {
         }
     }
 
-    /// The datagrams of the last [`Offload::receive`], each with its source.
-    pub fn datagrams(&self) -> impl Iterator<Item = (&[u8], SocketAddr)> + '_ {
+    /// The datagrams of the last [`Offload::receive`], each with its source and the kernel's
+    /// receive time stamp.
+    pub fn datagrams(&self) -> impl Iterator<Item = Datagram<'_>> + '_ {
         self.meta
             .iter()
             .take(self.filled)
@@ -193,10 +194,27 @@ impl ReceiveBuffers {
                 let count = received.len().div_ceil(stride).max(1);
                 (0..count).map(move |k| {
                     let end = ((k + 1) * stride).min(received.len());
-                    (&received[(k * stride).min(end)..end], meta.addr)
+                    Datagram {
+                        bytes: &received[(k * stride).min(end)..end],
+                        from: meta.addr,
+                        kernel_time: meta.timestamp,
+                    }
                 })
             })
     }
+}
+
+/// One received datagram.
+#[derive(Debug, Clone, Copy)]
+pub struct Datagram<'a> {
+    /// Its bytes.
+    pub bytes: &'a [u8],
+    /// Its source.
+    pub from: SocketAddr,
+    /// When the kernel received it (`SO_TIMESTAMPNS`: the real-time clock, since the Unix
+    /// epoch), if the kernel said: the same for every datagram of a GRO train. It does not
+    /// depend on when the reading thread ran.
+    pub kernel_time: Option<core::time::Duration>,
 }
 
 fn outcome_of(error: &std::io::Error, count: usize) -> SendOutcome {

@@ -670,10 +670,10 @@ impl UdpReceiver {
             match self.offload.receive(&self.socket, &mut buffers) {
                 Ok(()) => {
                     let now = self.clock.now();
-                    for (bytes, from) in buffers.datagrams() {
+                    for datagram in buffers.datagrams() {
                         read += 1;
                         self.counters.datagrams += 1;
-                        self.dispatch(now, bytes, from, on_event);
+                        self.dispatch(now, datagram.bytes, datagram.from, on_event);
                     }
                 }
                 Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}

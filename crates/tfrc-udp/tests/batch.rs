@@ -25,9 +25,15 @@ fn receive_with_gro(offload: &Offload, socket: &UdpSocket, count: usize) -> Vec<
     while received.len() < count && Instant::now() < deadline {
         match offload.receive(socket, &mut buffers) {
             Ok(()) => {
-                for (datagram, from) in buffers.datagrams() {
-                    assert_eq!(from.ip().to_string(), "127.0.0.1");
-                    received.push(datagram.to_vec());
+                for datagram in buffers.datagrams() {
+                    assert_eq!(datagram.from.ip().to_string(), "127.0.0.1");
+                    // The kernel stamps every datagram on receipt, within a second of now.
+                    let stamp = datagram.kernel_time.expect("SO_TIMESTAMPNS");
+                    let now = std::time::SystemTime::now()
+                        .duration_since(std::time::UNIX_EPOCH)
+                        .unwrap();
+                    assert!(now.saturating_sub(stamp) < Duration::from_secs(1));
+                    received.push(datagram.bytes.to_vec());
                 }
             }
             Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => {
