@@ -3,7 +3,9 @@
 # and the delivered rate under a 150 % load, for each link rate (Mb/s).
 # Usage: [REALTIME=1] bench/emu/run.sh [SECONDS_PER_RUN] [RATE_MBPS ...]   (default: 3 s; 1 10 100 200 400)
 # REALTIME=1 runs the relay thread as SCHED_FIFO (needs root). BUSY=1 keeps one core busy with
-# another process (a shell loop) for the whole run, as the issue-18 target asks.
+# another process (a shell loop) for the whole run, as the issue-18 target asks. SPIN_US=N sets
+# the relay's spin margin (default 60 µs; a SCHED_FIFO relay that spins much is stopped by the
+# kernel's real-time throttling, 50 ms of every second).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 cargo build --release -p tfrc-emu --example relay_accuracy >&2

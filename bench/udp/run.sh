@@ -7,7 +7,8 @@
 #    and 8000-byte packets, and of `iperf3 -u -b 0` with the same datagram sizes, in the same run.
 # 2. Pacing accuracy of TFRC at 10 and 100 Mbit/s (`--max-rate`): the distribution of the error
 #    between scheduled and actual send times (p50 / p99 / p99.9 / max).
-# 3. The same 1400-byte goodput runs and 100 Mbit/s pacing while another process keeps one core
+# 3. One 1400-byte TFRC flow through `tfrc emulate` with no shaping (forwarding speed).
+# 4. The same 1400-byte goodput runs and 100 Mbit/s pacing while another process keeps one core
 #    busy (a shell loop this script starts and stops).
 #
 # Every run's JSON is kept in OUT_DIR (default out/bench-udp); a Markdown table is printed and
@@ -55,11 +56,28 @@ run_tfrc() {
         kill "$receiver" 2>/dev/null || true
         return 1
     fi
+    local relay=""
+    if [ -n "${THROUGH_RELAY:-}" ]; then
+        # `tfrc emulate` between them, its link fast enough not to shape (100 Gbit/s: 0.1 µs
+        # per 1432-byte packet), no delay, 1000 packets of queue.
+        local port
+        port=$(free_port)
+        "$TFRC" emulate --listen "127.0.0.1:$port" --forward "$address" --rate 100Gbps \
+            --queue droptail:1000 --time "$((DURATION + 15))" --json \
+            >"$OUT/$name.emulate.json" 2>"$OUT/$name.emulate.err" &
+        relay=$!
+        address="127.0.0.1:$port"
+        sleep 0.3
+    fi
     if ! "$TFRC" send --to "$address" --time "$DURATION" --json "$@" >"$OUT/$name.send.json"; then
         echo "$name: tfrc send failed" >&2
     fi
     if ! wait "$receiver"; then
         echo "$name: tfrc recv failed: $(cat "$OUT/$name.recv.err")" >&2
+    fi
+    if [ -n "$relay" ]; then
+        kill -INT "$relay" 2>/dev/null || true
+        wait "$relay" 2>/dev/null || true
     fi
 }
 
@@ -92,6 +110,8 @@ if [ "$(id -u)" = 0 ]; then
     run_tfrc pacing-10M-realtime --max-rate 10M --realtime
     run_tfrc pacing-100M-realtime --max-rate 100M --realtime
 fi
+# Through the emulator's relay with no shaping (issue 18: at least 1 Gbit/s forwarded).
+THROUGH_RELAY=1 run_tfrc tfrc-1400-relay --packet-size 1400
 # One core kept busy by another process for the rest of the runs.
 timeout $((4 * DURATION + 60)) sh -c 'while :; do :; done' &
 busy=$!
@@ -109,20 +129,22 @@ wait "$busy" 2>/dev/null || true
     echo
     echo "| run | datagram bytes | one core busy | sent (Mbit/s) | received (Mbit/s) | received vs iperf3 | loss % | sender CPU % | receiver CPU % | CPU s per Gbit (both ends) | sent packets/s | send offload |"
     echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
-    for run in 1400 8000 1400-busy; do
-        size=${run%-busy}
+    for run in 1400 8000 1400-relay 1400-busy; do
+        size=${run%-*}
         busy=no
-        [ "$run" = "$size" ] || busy=yes
+        [ "$run" = "$size-busy" ] && busy=yes
         send="$OUT/tfrc-$run.send.json"
         recv="$OUT/tfrc-$run.recv.json"
         iperf_received=0
         if [ -f "$OUT/iperf3-$run.json" ]; then
             iperf_received=$(jq '.end.sum_received.bits_per_second // 0' "$OUT/iperf3-$run.json" 2>/dev/null || echo 0)
         fi
-        jq -r --slurpfile r "$recv" --arg size "$size" --arg busy "$busy" --argjson peer "$iperf_received" '
+        relay=false
+        [ "$run" = "$size-relay" ] && relay=true
+        jq -r --slurpfile r "$recv" --arg size "$size" --arg busy "$busy" --argjson peer "$iperf_received" --argjson relay "$relay" '
             (.end.receiver.bits_per_second // 0) as $received
             | ((.end.cpu_utilization_percent.host_total + $r[0].end.cpu_utilization_percent.host_total) / 100) as $cores
-            | "| tfrc | \($size) | \($busy) | \(.end.sender.bits_per_second / 1e6 | floor) | \($received / 1e6 | floor) | \(if $peer > 0 then "\($received / $peer * 100 | round / 100)x" else "n/a" end) | \((.end.receiver.loss_ratio // 0) * 100 | . * 1000 | round / 1000) | \(.end.cpu_utilization_percent.host_total | round) | \($r[0].end.cpu_utilization_percent.host_total | round) | \(if $received > 0 then $cores / ($received / 1e9) * 100 | round / 100 else "n/a" end) | \(.end.sender.packets / .end.sender.seconds | round) | \(.start.offload.send // "n/a") |"' "$send"
+            | "| tfrc\(if $relay then " through tfrc emulate, unshaped" else "" end) | \($size) | \($busy) | \(.end.sender.bits_per_second / 1e6 | floor) | \($received / 1e6 | floor) | \(if $peer > 0 then "\($received / $peer * 100 | round / 100)x" else "n/a" end) | \((.end.receiver.loss_ratio // 0) * 100 | . * 1000 | round / 1000) | \(.end.cpu_utilization_percent.host_total | round) | \($r[0].end.cpu_utilization_percent.host_total | round) | \(if $received > 0 then $cores / ($received / 1e9) * 100 | round / 100 else "n/a" end) | \(.end.sender.packets / .end.sender.seconds | round) | \(.start.offload.send // "n/a") |"' "$send"
         if [ -f "$OUT/iperf3-$run.json" ]; then
             jq -r --arg size "$size" --arg busy "$busy" '
                 (.end.sum_received.bits_per_second) as $received

@@ -48,6 +48,9 @@ fn relay_for(
     let stop = Arc::new(AtomicBool::new(false));
     let mut config = RelayConfig::new("127.0.0.1:0".parse().unwrap(), sink, link);
     config.realtime_priority = realtime.then_some(10);
+    if let Some(micros) = std::env::var("SPIN_US").ok().and_then(|text| text.parse().ok()) {
+        config.spin_margin = Duration::from_micros(micros);
+    }
     let (address, handle) = relay::spawn(config, stop.clone()).expect("relay");
     (address, stop, handle)
 }
