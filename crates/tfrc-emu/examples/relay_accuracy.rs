@@ -48,7 +48,10 @@ fn relay_for(
     let stop = Arc::new(AtomicBool::new(false));
     let mut config = RelayConfig::new("127.0.0.1:0".parse().unwrap(), sink, link);
     config.realtime_priority = realtime.then_some(10);
-    if let Some(micros) = std::env::var("SPIN_US").ok().and_then(|text| text.parse().ok()) {
+    if let Some(micros) = std::env::var("SPIN_US")
+        .ok()
+        .and_then(|text| text.parse().ok())
+    {
         config.spin_margin = Duration::from_micros(micros);
     }
     let (address, handle) = relay::spawn(config, stop.clone()).expect("relay");
@@ -89,7 +92,7 @@ fn percentile(sorted: &[i64], fraction: f64) -> f64 {
 /// Receives until nothing came for 500 ms; calls `each` with every datagram and its kernel
 /// receive time (ns since the Unix epoch).
 fn receive_stamped(sink: &UdpSocket, mut each: impl FnMut(&[u8], i64)) {
-    let offload = Offload::new(sink).expect("sink offloads");
+    let offload = Offload::new(sink, true).expect("sink offloads");
     let mut buffers = ReceiveBuffers::new();
     let mut quiet_since = Instant::now();
     while quiet_since.elapsed() < Duration::from_millis(500) {

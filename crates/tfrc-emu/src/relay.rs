@@ -190,7 +190,7 @@ impl Relay {
         listen.set_nonblocking(true)?;
         set_buffers(&listen);
         let listen_offload =
-            Offload::new(&listen).context("cannot set up the listening socket's offloads")?;
+            Offload::new(&listen, true).context("cannot set up the listening socket's offloads")?;
         let clock = Clock::new();
         let links = Direction::BOTH
             .iter()
@@ -398,7 +398,7 @@ impl Relay {
                     report.evicted_clients += 1;
                 }
                 let upstream = connect_upstream(self.config.forward)?;
-                let upstream_offload = Offload::new(&upstream)
+                let upstream_offload = Offload::new(&upstream, false)
                     .context("cannot set up the upstream socket's offloads")?;
                 self.clients.push(Client {
                     id: self.next_client,

@@ -445,7 +445,7 @@ fn a_gso_train_is_relayed_intact_and_in_order() {
     let stop = Arc::new(AtomicBool::new(false));
     let (relay_address, relay_thread) = relay::spawn(config, stop.clone()).unwrap();
     let source = UdpSocket::bind(loopback()).unwrap();
-    let offload = Offload::new(&source).unwrap();
+    let offload = Offload::new(&source, false).unwrap();
     let size = 1200;
     let mut train: Vec<u8> = (0..40u8)
         .flat_map(|index| std::iter::repeat_n(index, size))

@@ -40,19 +40,29 @@ pub struct SendOutcome {
 #[derive(Debug)]
 pub struct Offload {
     state: UdpSocketState,
+    /// GRO left on: the socket is read with [`Offload::receive`] only.
+    gro: bool,
 }
 
 impl Offload {
-    /// Turns GRO (and the ECN and packet-info control messages `quinn-udp` reads) on for
-    /// `socket`, which becomes non-blocking, and finds whether the kernel has GSO. The socket's
-    /// fragmentation setting is kept as it was: `quinn-udp` forbids fragmentation, which would
-    /// make a datagram larger than the path's MTU an error instead of a fragmented packet.
-    pub fn new(socket: &UdpSocket) -> std::io::Result<Offload> {
+    /// Sets `socket` up for batched sends (and, with `gro`, batched receives): it becomes
+    /// non-blocking, the ECN, packet-info and time-stamp control messages `quinn-udp` reads
+    /// are turned on, and whether the kernel has GSO is found out.
+    ///
+    /// `gro` must be false for a socket read by plain `recv`: the kernel coalesces datagrams
+    /// for a GRO socket (on loopback, and from NICs that do UDP GRO), and only the control
+    /// message of [`Offload::receive`] tells where one ends. The socket's fragmentation setting
+    /// is kept as it was: `quinn-udp` forbids fragmentation, which would make a datagram larger
+    /// than the path's MTU an error instead of a fragmented packet.
+    pub fn new(socket: &UdpSocket, gro: bool) -> std::io::Result<Offload> {
         let fd = socket.as_raw_fd();
         let saved = Fragmentation::read(fd, socket.local_addr()?.is_ipv4());
         let state = UdpSocketState::new(socket.into())?;
         saved.restore(fd);
-        Ok(Offload { state })
+        if !gro && state.gro_segments() > 1 {
+            crate::sockopt::set_int(fd, libc::SOL_UDP, libc::UDP_GRO, 0)?;
+        }
+        Ok(Offload { state, gro })
     }
 
     /// How many datagrams of `length` bytes one [`Offload::send`] may carry: 1 without GSO.
@@ -74,7 +84,7 @@ impl Offload {
 
     /// "gro" when receives may return several datagrams per buffer, else "none".
     pub fn receive_mode(&self) -> &'static str {
-        if self.state.gro_segments() > 1 {
+        if self.gro && self.state.gro_segments() > 1 {
             "gro"
         } else {
             "none"
@@ -137,7 +147,7 @@ impl Offload {
     /// [`RECEIVE_BATCH`] datagrams. Fails with `WouldBlock` when nothing was waiting.
     pub fn receive(&self, socket: &UdpSocket, buffers: &mut ReceiveBuffers) -> std::io::Result<()> {
         buffers.filled = 0;
-        let slots = if self.state.gro_segments() > 1 {
+        let slots = if self.gro && self.state.gro_segments() > 1 {
             1
         } else {
             RECEIVE_BATCH

@@ -478,7 +478,7 @@ impl UdpReceiver {
         };
         let socket: UdpSocket = socket.into();
         let offload =
-            Offload::new(&socket).map_err(io_error("cannot set up the socket's offloads"))?;
+            Offload::new(&socket, true).map_err(io_error("cannot set up the socket's offloads"))?;
         Ok(UdpReceiver {
             options,
             socket,

@@ -46,6 +46,9 @@ use crate::registry::{self, FlowKind, FlowSnapshot, ProbeGuard, SenderSnapshot};
 /// most one batch (tens of microseconds), well within the no-feedback timer (t_RTO = 4R is
 /// ~100 µs on loopback).
 const MAX_BATCH: usize = 64;
+/// Without GSO (one system call per packet, about 5 µs each), at most this many packets per
+/// loop iteration, so that the socket is still read every few packets.
+const MAX_UNBATCHED: usize = 4;
 /// Socket buffer sizes asked for (the kernel may cap them at `net.core.{w,r}mem_max`).
 const SEND_BUFFER_BYTES: usize = 4 << 20;
 const RECEIVE_BUFFER_BYTES: usize = 1 << 20;
@@ -377,8 +380,8 @@ impl UdpSender {
             .set_nonblocking(true)
             .map_err(io_error("cannot make the socket non-blocking"))?;
         let socket: UdpSocket = socket.into();
-        let offload =
-            Offload::new(&socket).map_err(io_error("cannot set up the socket's offloads"))?;
+        let offload = Offload::new(&socket, false)
+            .map_err(io_error("cannot set up the socket's offloads"))?;
 
         let clock = Clock::new();
         let (waiter, calibration) = Waiter::calibrate(clock);
@@ -517,6 +520,14 @@ impl UdpSender {
     }
 }
 
+/// Packets of `segment` bytes one loop iteration may send.
+fn batch_capacity(offload: &Offload, segment: usize) -> usize {
+    match offload.max_segments(segment) {
+        1 => MAX_UNBATCHED,
+        gso => gso.min(MAX_BATCH),
+    }
+}
+
 /// The state of one run.
 struct Run {
     flow: UdpSender,
@@ -564,7 +575,7 @@ impl Run {
                 cookie,
                 ..FlowOptions::from_config(&flow.config)?
             },
-            batch: vec![0; segment * flow.offload.max_segments(segment).min(MAX_BATCH)],
+            batch: vec![0; segment * batch_capacity(&flow.offload, segment)],
             segment,
             queued: 0,
             datagram: vec![0; 2048],

@@ -49,8 +49,8 @@ fn receive_with_gro(offload: &Offload, socket: &UdpSocket, count: usize) -> Vec<
 fn a_gso_batch_arrives_as_the_same_datagrams_with_gro() {
     let sender = loopback_socket();
     let receiver = loopback_socket();
-    let send_offload = Offload::new(&sender).unwrap();
-    let receive_offload = Offload::new(&receiver).unwrap();
+    let send_offload = Offload::new(&sender, false).unwrap();
+    let receive_offload = Offload::new(&receiver, true).unwrap();
     let size = 1432;
     let count = send_offload.max_segments(size).min(40);
     // Linux ≥ 4.18 has UDP GSO on loopback; the CI kernel and this machine's do.
@@ -75,10 +75,15 @@ fn a_gso_batch_arrives_as_the_same_datagrams_with_gro() {
 fn a_gso_batch_reaches_a_plain_socket_as_separate_datagrams() {
     let sender = loopback_socket();
     let receiver = loopback_socket();
+    // Set up without GRO, as the sockets read by plain `recv` are (the sender's feedback
+    // socket, the relay's upstream ones): on loopback a GRO socket would get the whole train
+    // in one read.
+    let _receiver_offload = Offload::new(&receiver, false).unwrap();
+    receiver.set_nonblocking(false).unwrap();
     receiver
         .set_read_timeout(Some(Duration::from_secs(2)))
         .unwrap();
-    let offload = Offload::new(&sender).unwrap();
+    let offload = Offload::new(&sender, false).unwrap();
     // The last datagram may be shorter than the segment size.
     let size = 1000;
     let mut contents = batch(5, size);
@@ -105,7 +110,7 @@ fn offload_keeps_the_sockets_fragmentation_setting() {
         libc::IP_MTU_DISCOVER,
     )
     .unwrap();
-    let _offload = Offload::new(&sender).unwrap();
+    let _offload = Offload::new(&sender, false).unwrap();
     let after = tfrc_udp::sockopt::get_int(
         std::os::fd::AsRawFd::as_raw_fd(&sender),
         libc::IPPROTO_IP,
