@@ -42,6 +42,19 @@ fn link(rate: &str, delay: &str, extra_queue: Option<&str>, loss: Option<&str>) 
     .unwrap()
 }
 
+type RelayThread = std::thread::JoinHandle<anyhow::Result<relay::RelayReport>>;
+
+/// A relay over `link` to a fresh sink socket (2 s read timeout): the sink, the relay's
+/// address, its stop flag and its thread.
+fn relay_to_sink(link: LinkSpec) -> (UdpSocket, SocketAddr, Arc<AtomicBool>, RelayThread) {
+    let sink = UdpSocket::bind(loopback()).unwrap();
+    sink.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+    let config = RelayConfig::new(loopback(), sink.local_addr().unwrap(), link);
+    let stop = Arc::new(AtomicBool::new(false));
+    let (relay_address, relay_thread) = relay::spawn(config, stop.clone()).unwrap();
+    (sink, relay_address, stop, relay_thread)
+}
+
 /// The check: a TFRC flow through a 1 Mb/s, 50 ms RTT relay reaches at least 90 % of
 /// the link (counted as the link counts: UDP payload + 28 bytes of IPv4/UDP header), once past
 /// the loss burst that ends its slow start (TFRC needs a few seconds to climb back, as in ns-2):
@@ -140,15 +153,8 @@ fn tfrc_through_a_1_mbps_50_ms_rtt_relay_fills_the_link() {
 #[test]
 fn probes_see_the_configured_delay() {
     let _serial = one_at_a_time();
-    let sink = UdpSocket::bind(loopback()).unwrap();
-    sink.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
-    let config = RelayConfig::new(
-        loopback(),
-        sink.local_addr().unwrap(),
-        link("10Mbps", "20ms", None, None),
-    );
-    let stop = Arc::new(AtomicBool::new(false));
-    let (relay_address, relay_thread) = relay::spawn(config, stop.clone()).unwrap();
+    let (sink, relay_address, stop, relay_thread) =
+        relay_to_sink(link("10Mbps", "20ms", None, None));
     let source = UdpSocket::bind(loopback()).unwrap();
     source.connect(relay_address).unwrap();
     let origin = std::time::Instant::now();
@@ -435,15 +441,8 @@ fn packets_of_a_forgotten_client_are_dropped() {
 fn a_gso_train_is_relayed_intact_and_in_order() {
     use tfrc_udp::batch::Offload;
     let _serial = one_at_a_time();
-    let sink = UdpSocket::bind(loopback()).unwrap();
-    sink.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
-    let config = RelayConfig::new(
-        loopback(),
-        sink.local_addr().unwrap(),
-        link("10Gbps", "1ms", Some("droptail:1000"), None),
-    );
-    let stop = Arc::new(AtomicBool::new(false));
-    let (relay_address, relay_thread) = relay::spawn(config, stop.clone()).unwrap();
+    let (sink, relay_address, stop, relay_thread) =
+        relay_to_sink(link("10Gbps", "1ms", Some("droptail:1000"), None));
     let source = UdpSocket::bind(loopback()).unwrap();
     let offload = Offload::new(&source, false).unwrap();
     let size = 1200;

@@ -364,30 +364,6 @@ fn idle_sender_below_recover_rate_keeps_rate() {
     assert_eq!(sender.state().x, x);
 }
 
-// RFC 5348 §4.6: packets leave every t_ipi = s/X, up to t_delta = min(t_ipi/2, t_gran/2) early.
-#[test]
-fn pacing_uses_inter_packet_interval_with_allowance() {
-    let config = Config {
-        timer_granularity: Duration::from_millis(4),
-        ..Config::default()
-    };
-    let mut sender = sender(config);
-    round_trip(
-        &mut sender,
-        Instant::ZERO,
-        Duration::from_millis(100),
-        0.0,
-        0.0,
-    );
-    // X = 40000 B/s → t_ipi = 25 ms, t_delta = min(12.5, 2) = 2 ms.
-    assert_eq!(sender.inter_packet_interval(), Duration::from_millis(25));
-    let t0 = Instant::from_secs(5);
-    send_forced(&mut sender, t0);
-    assert!(!sender.can_send(t0 + Duration::from_millis(22)));
-    assert!(sender.can_send(t0 + Duration::from_millis(23)));
-    assert_eq!(sender.next_send_time(), t0 + Duration::from_millis(23));
-}
-
 /// Sends every packet the schedule allows at `now`, as a driver woken at `now` does; returns how
 /// many.
 fn send_due(sender: &mut Sender, now: Instant) -> usize {
@@ -417,6 +393,16 @@ fn sender_at_25ms_interval(timer_granularity: Duration) -> (Sender, Instant) {
     let t0 = Instant::from_secs(5);
     send_forced(&mut sender, t0);
     (sender, t0)
+}
+
+// RFC 5348 §4.6: packets leave every t_ipi = s/X, up to t_delta = min(t_ipi/2, t_gran/2) early.
+#[test]
+fn pacing_uses_inter_packet_interval_with_allowance() {
+    // X = 40000 B/s → t_ipi = 25 ms, t_delta = min(12.5, 2) = 2 ms.
+    let (sender, t0) = sender_at_25ms_interval(Duration::from_millis(4));
+    assert!(!sender.can_send(t0 + Duration::from_millis(22)));
+    assert!(sender.can_send(t0 + Duration::from_millis(23)));
+    assert_eq!(sender.next_send_time(), t0 + Duration::from_millis(23));
 }
 
 // RFC 5348 §4.6 with the credit bound of its authors' text: "the TFRC sender is not allowed to
