@@ -67,8 +67,8 @@ pub struct SenderOptions {
     /// the timer error measured at start if that is larger. t_gran bounds both how early a
     /// packet may leave (t_delta = min(t_ipi/2, t_gran/2)) and how much of its schedule a
     /// sender the kernel preempted may catch up in one burst (max(t_ipi, t_gran)); the 1 ms
-    /// default is about one scheduler time slice of a busy Linux machine (0.75 ms under EEVDF),
-    /// so that a preempted sender keeps its rate.
+    /// default is of the order of a Linux scheduler time slice, so that a sender preempted on a
+    /// busy machine keeps its rate.
     pub config: Config,
     /// Use `config.timer_granularity` as it is, even below the measured timer error.
     pub keep_timer_granularity: bool,
