@@ -350,8 +350,11 @@ impl Relay {
             {
                 break;
             }
-            let now = self.clock.now();
+            // The real-time clock first: a pause between the two readings then makes the
+            // computed arrival later than the true one, never earlier (a packet must never
+            // leave the link early).
             let unix_now = unix_nanos_now();
+            let now = self.clock.now();
             for datagram in buffers.datagrams() {
                 read += 1;
                 // A datagram enters the link when the kernel received it, not when this thread
