@@ -199,6 +199,15 @@ fn a_tfrc_run_delivers_data_and_writes_json_and_csv() {
     assert!(end["rtt"]["mean_s"].as_f64().unwrap() > 0.0);
     assert!(end["pacing"]["samples"].as_u64().unwrap() == packets);
     assert!(end["pacing"]["p50_us"].as_f64().is_some());
+    // t_gran while running: the start's, or the largest lateness of a second, at most 10 ms.
+    let start_t_gran = sent["start"]["timer"]["timer_granularity_us"]
+        .as_f64()
+        .unwrap();
+    let largest_t_gran = end["timer_granularity_max_us"].as_f64().unwrap();
+    assert!(
+        largest_t_gran >= start_t_gran && largest_t_gran <= start_t_gran.max(10_000.0),
+        "{largest_t_gran} against {start_t_gran}"
+    );
     assert!(end["cpu_utilization_percent"]["host_total"]
         .as_f64()
         .is_some());
@@ -278,6 +287,9 @@ fn timer_granularity_flag_sets_t_gran_exactly() {
         .as_f64()
         .unwrap();
     assert!((t_gran - 250.0).abs() < 1e-6, "{t_gran}");
+    // Given, it stays fixed for the whole run, however late the sender was woken.
+    let largest = sent["end"]["timer_granularity_max_us"].as_f64().unwrap();
+    assert!((largest - 250.0).abs() < 1e-6, "{largest}");
     assert!(sent["end"]["sender"]["packets"].as_u64().unwrap() > 100);
     // A duration without its unit is refused, naming the flag.
     let refused = tfrc()

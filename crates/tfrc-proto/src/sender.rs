@@ -330,6 +330,16 @@ impl Sender {
         self.config.target_rate.map(|g| g.min(self.target_cap))
     }
 
+    /// Sets t_gran (RFC 5348 §4.6, `Config::timer_granularity`) during the session: a
+    /// real-time driver measures how late the operating system actually wakes it, which on a
+    /// loaded machine is far more than at start. RFC 3448 §4.6 asks the sender to be
+    /// opportunistic "so that the correct average rate is maintained despite the course-grain
+    /// or irregular scheduling of the operating system"; with the start's t_gran, every longer
+    /// delay would be rate lost.
+    pub fn set_timer_granularity(&mut self, t_gran: Duration) {
+        self.config.timer_granularity = t_gran;
+    }
+
     /// Sets or clears the gTFRC target rate g (bytes/s) during the session.
     pub fn set_target_rate(&mut self, target_rate: Option<f64>) -> Result<(), ConfigError> {
         let mut config = self.config.clone();

@@ -437,6 +437,24 @@ fn a_late_sender_catches_up_at_most_max_t_ipi_t_gran() {
     );
 }
 
+// A driver that measures a coarser scheduling than at start raises t_gran during the session
+// (`Sender::set_timer_granularity`): the same 80 ms late wake-up that a 1 ms t_gran turns into
+// one packet and a restarted schedule gives the 3 packets owed once t_gran is 100 ms.
+#[test]
+fn a_raised_timer_granularity_lets_a_late_sender_keep_its_schedule() {
+    let late = Duration::from_millis(80);
+    let (mut sender, t0) = sender_at_25ms_interval(Duration::from_millis(1));
+    assert_eq!(send_due(&mut sender, t0 + late), 1);
+
+    let (mut sender, t0) = sender_at_25ms_interval(Duration::from_millis(1));
+    sender.set_timer_granularity(Duration::from_millis(100));
+    assert_eq!(
+        sender.config().timer_granularity,
+        Duration::from_millis(100)
+    );
+    assert_eq!(send_due(&mut sender, t0 + late), 3);
+}
+
 // RFC 5348 §4.5: with oscillation prevention, an RTT sample above the √RTT average slows the
 // instantaneous rate.
 #[test]

@@ -166,7 +166,9 @@ pub struct SendArgs {
     pub realtime: bool,
     /// t_gran of RFC 5348 §4.6, with its unit (1ms, 100us, 0s): packets may leave
     /// min(t_ipi, t_gran)/2 early, and a sender woken late sends at most max(t_ipi, t_gran) of
-    /// its schedule at once. Default: the larger of 1 ms and the timer error measured at start.
+    /// its schedule at once. Default: the larger of 1 ms and the timer error measured at start,
+    /// raised while the flow runs to the latest wake-up of the last second (at most 10 ms) on a
+    /// busy machine; given, it stays fixed.
     #[arg(long, value_name = "DURATION", value_parser = exact_duration_argument, conflicts_with = "tcp")]
     pub timer_granularity: Option<Duration>,
     /// Write the flow's state to this CSV file (TFRC sender columns, or TCP_INFO with --tcp).
@@ -753,6 +755,7 @@ fn flow_end(report: &SenderReport) -> Value {
         "mean_p": report.mean_p,
         "rtt": report.rtt,
         "pacing": report.pacing,
+        "timer_granularity_max_us": report.timer_granularity_max_us,
         "counters": {
             "feedbacks": stats.feedbacks,
             "malformed": stats.malformed,

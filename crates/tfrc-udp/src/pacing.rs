@@ -242,6 +242,72 @@ impl PacingSummary {
     }
 }
 
+/// Length of the window over which [`RecentLateness`] keeps the largest lateness.
+const LATENESS_WINDOW: Duration = Duration::from_secs(1);
+/// The window is kept as this many buckets, each with its largest lateness.
+const LATENESS_BUCKETS: usize = 10;
+/// Largest t_gran a sender adopts from what it measured: the longest catch-up burst a late
+/// wake-up may bring is this much of the sending rate. A documented default, not a measured
+/// figure: a pause longer than this is the machine's, and the sender loses that time rather
+/// than send a longer burst into the network.
+pub const MAX_MEASURED_TIMER_GRANULARITY: Duration = Duration::from_millis(10);
+
+/// The largest lateness of the sender's wake-ups (actual minus scheduled send time) over the
+/// last second: how coarsely the operating system schedules the sending thread now, which a
+/// sender uses as t_gran (RFC 5348 §4.6) when it is larger than the one measured at start.
+/// Old lateness ages out, so a machine that calms down gets its short bursts back.
+#[derive(Debug, Clone)]
+pub struct RecentLateness {
+    /// Largest lateness in each bucket of `LATENESS_WINDOW / LATENESS_BUCKETS`.
+    largest: [Duration; LATENESS_BUCKETS],
+    /// Index of the bucket that `current_start` begins.
+    current: usize,
+    current_start: Instant,
+}
+
+impl RecentLateness {
+    /// An empty window starting at `now`.
+    pub fn new(now: Instant) -> RecentLateness {
+        RecentLateness {
+            largest: [Duration::ZERO; LATENESS_BUCKETS],
+            current: 0,
+            current_start: now,
+        }
+    }
+
+    /// Notes that something scheduled for `scheduled` happened at `now`.
+    pub fn record(&mut self, now: Instant, scheduled: Instant) {
+        self.rotate(now);
+        let late = now.saturating_duration_since(scheduled);
+        let bucket = &mut self.largest[self.current];
+        *bucket = (*bucket).max(late);
+    }
+
+    /// The largest lateness recorded in the last second (up to one bucket more).
+    pub fn largest(&mut self, now: Instant) -> Duration {
+        self.rotate(now);
+        self.largest.iter().copied().max().unwrap_or_default()
+    }
+
+    /// Moves to the bucket of `now`, clearing the buckets it passes.
+    fn rotate(&mut self, now: Instant) {
+        let width = LATENESS_WINDOW / LATENESS_BUCKETS as u32;
+        let mut passed = 0;
+        while now.saturating_duration_since(self.current_start) >= width
+            && passed <= LATENESS_BUCKETS
+        {
+            self.current = (self.current + 1) % LATENESS_BUCKETS;
+            self.largest[self.current] = Duration::ZERO;
+            self.current_start = self.current_start + width;
+            passed += 1;
+        }
+        if passed > LATENESS_BUCKETS {
+            // A long silence: every bucket is cleared; start the current one now.
+            self.current_start = now;
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -256,5 +322,26 @@ mod tests {
             assert_eq!(waiter.wait_until(deadline, None), WaitOutcome::Deadline);
             assert!(clock.now() >= deadline);
         }
+    }
+
+    #[test]
+    fn recent_lateness_keeps_the_largest_of_the_last_second() {
+        let start = Instant::from_millis(1000);
+        let at = |ms: u64| Instant::from_millis(1000 + ms);
+        let mut window = RecentLateness::new(start);
+        assert_eq!(window.largest(start), Duration::ZERO);
+        window.record(at(10), at(6)); // 4 ms late
+        window.record(at(20), at(19)); // 1 ms late
+        window.record(at(30), at(40)); // early: counts as 0
+        assert_eq!(window.largest(at(30)), Duration::from_millis(4));
+        window.record(at(500), at(498));
+        assert_eq!(window.largest(at(900)), Duration::from_millis(4));
+        // The 4 ms wake-up was in the first 100 ms bucket: gone once a second has passed.
+        assert_eq!(window.largest(at(1050)), Duration::from_millis(2));
+        assert_eq!(window.largest(at(1550)), Duration::ZERO);
+        // After a long silence the window is empty and records again.
+        window.record(at(60_000), at(59_997));
+        assert_eq!(window.largest(at(60_001)), Duration::from_millis(3));
+        assert_eq!(window.largest(at(61_100)), Duration::ZERO);
     }
 }

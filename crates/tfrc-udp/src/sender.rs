@@ -38,7 +38,10 @@ use crate::control::{
     Cookie, EndAcknowledgement, EndOfSession, FlowOptions, Hello, FLOW_OPTIONS_LEN,
 };
 use crate::csvlog::FlowCsv;
-use crate::pacing::{Histogram, PacingSummary, TimerCalibration, Waiter};
+use crate::pacing::{
+    Histogram, PacingSummary, RecentLateness, TimerCalibration, Waiter,
+    MAX_MEASURED_TIMER_GRANULARITY,
+};
 use crate::registry::{self, FlowKind, FlowSnapshot, ProbeGuard, SenderSnapshot};
 
 /// Most packets sent in one loop iteration (when the schedule is behind); fewer when the GSO
@@ -64,13 +67,16 @@ pub struct SenderOptions {
     pub duration: Duration,
     /// The core's configuration (segment size, gTFRC target rate, RTT_ref, Veno, …). Unless
     /// `keep_timer_granularity`, its `timer_granularity` (t_gran, default 1 ms) is raised to
-    /// the timer error measured at start if that is larger. t_gran bounds both how early a
-    /// packet may leave (t_delta = min(t_ipi/2, t_gran/2)) and how much of its schedule a
-    /// sender the kernel preempted may catch up in one burst (max(t_ipi, t_gran)); the 1 ms
-    /// default is of the order of a Linux scheduler time slice, so that a sender preempted on a
-    /// busy machine keeps its rate.
+    /// the timer error measured at start if that is larger, and while the flow runs to the
+    /// largest lateness of the sender's wake-ups over the last second (at most 10 ms) when that
+    /// is larger still. t_gran bounds both how early a packet may leave
+    /// (t_delta = min(t_ipi/2, t_gran/2)) and how much of its schedule a sender the kernel
+    /// preempted may catch up in one burst (max(t_ipi, t_gran)); the 1 ms default is of the
+    /// order of a Linux scheduler time slice, so that a sender preempted on a busy machine
+    /// keeps its rate.
     pub config: Config,
-    /// Use `config.timer_granularity` as it is, even below the measured timer error.
+    /// Use `config.timer_granularity` as it is, even below the measured timer error, for the
+    /// whole run.
     pub keep_timer_granularity: bool,
     /// Application rate cap in bytes/s: the application only has data at this rate, so the
     /// sender is data-limited above it (like `iperf -b`). `None` = bulk (always data to send).
@@ -306,6 +312,10 @@ pub struct SenderReport {
     pub rtt: RttSummary,
     /// Error between scheduled and actual send times.
     pub pacing: PacingSummary,
+    /// The largest t_gran (RFC 5348 §4.6) in force during the run, microseconds: the start's
+    /// value, or more when the operating system woke the sender later than that (the largest
+    /// lateness of a second, at most 10 ms), unless `--timer-granularity` fixed it.
+    pub timer_granularity_max_us: f64,
     /// CPU use of the process during the run.
     pub cpu_utilization_percent: CpuUtilization,
     /// The receiver's totals, if it acknowledged the end of the session.
@@ -543,6 +553,10 @@ struct Run {
     sending_ended: Instant,
     application_next: Instant,
     pacing: Histogram,
+    /// How late the recent wake-ups were, for t_gran (unless it was given).
+    lateness: RecentLateness,
+    /// The largest t_gran in force during the run.
+    largest_timer_granularity: Duration,
     rtt: RttAccumulator,
     send_errors: u64,
     icmp_errors: u64,
@@ -585,6 +599,8 @@ impl Run {
             sending_ended: now,
             application_next: now,
             pacing: Histogram::new(),
+            lateness: RecentLateness::new(now),
+            largest_timer_granularity: flow.config.timer_granularity,
             rtt: RttAccumulator::default(),
             send_errors: 0,
             icmp_errors: 0,
@@ -683,7 +699,7 @@ impl Run {
                     // The application's data keeps its average rate as the core's schedule
                     // does: after a late wake-up it has up to max(interval, t_gran) of data
                     // waiting; more is not sent in one burst.
-                    let credit = interval.max(self.flow.config.timer_granularity);
+                    let credit = interval.max(self.sender.config().timer_granularity);
                     let nominal = if self.application_next + credit < now {
                         now
                     } else {
@@ -694,6 +710,7 @@ impl Run {
                 now = self.flow.clock.now();
             }
             self.flush();
+            self.adapt_timer_granularity(now);
             self.account(now);
             self.probe.probe().publish(self.snapshot());
 
@@ -752,8 +769,30 @@ impl Run {
         }
         self.flow_options.emit(&mut slot[wire::DATA_HEADER_LEN..]);
         self.pacing.record((now - scheduled).as_nanos() as u64);
+        self.lateness.record(now, scheduled);
         self.queued += 1;
         Ok(())
+    }
+
+    /// Gives the core t_gran = the start's value or, when larger, the largest lateness of the
+    /// last second (at most [`MAX_MEASURED_TIMER_GRANULARITY`]): the granularity at which the
+    /// operating system schedules this thread now. A sender descheduled for 5 ms on a busy
+    /// machine then sends the 5 ms of packets it owes when it runs again, instead of losing
+    /// them for good (with t_gran = 1 ms, a 100 Mb/s flow through `tfrc emulate` with one core
+    /// busy sent 60 Mb/s while X allowed 80). Not when `--timer-granularity` was given.
+    fn adapt_timer_granularity(&mut self, now: Instant) {
+        if self.flow.options.keep_timer_granularity {
+            return;
+        }
+        let measured = self
+            .lateness
+            .largest(now)
+            .min(MAX_MEASURED_TIMER_GRANULARITY);
+        let t_gran = self.flow.config.timer_granularity.max(measured);
+        if t_gran != self.sender.config().timer_granularity {
+            self.sender.set_timer_granularity(t_gran);
+            self.largest_timer_granularity = self.largest_timer_granularity.max(t_gran);
+        }
     }
 
     /// Sends the queued packets: one system call with GSO.
@@ -952,6 +991,7 @@ impl Run {
             },
             rtt: self.rtt.summary(),
             pacing: PacingSummary::of(&self.pacing),
+            timer_granularity_max_us: self.largest_timer_granularity.as_secs_f64() * 1e6,
             cpu_utilization_percent: self.cpu.utilization(),
             receiver,
         }
