@@ -298,7 +298,7 @@ impl RecentLateness {
         {
             self.current = (self.current + 1) % LATENESS_BUCKETS;
             self.largest[self.current] = Duration::ZERO;
-            self.current_start = self.current_start + width;
+            self.current_start += width;
             passed += 1;
         }
         if passed > LATENESS_BUCKETS {
