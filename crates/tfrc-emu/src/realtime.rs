@@ -175,6 +175,40 @@ pub fn unix_nanos_now() -> u128 {
         .map_or(0, |elapsed| elapsed.as_nanos())
 }
 
+/// Converts the kernel's receive time stamps (`SO_TIMESTAMPNS`: the real-time clock) into a
+/// [`Clock`]'s time, from one reading of both clocks: a datagram enters the emulated link when
+/// the kernel received it, not when the relay's thread got to read it (on a busy machine,
+/// milliseconds later), as netem stamps a packet on enqueue.
+#[derive(Debug, Clone, Copy)]
+pub struct KernelStamps {
+    unix_now: u128,
+    now: Instant,
+}
+
+impl KernelStamps {
+    /// Reads the real-time clock, then `clock`. In this order, a pause between the two
+    /// readings makes every converted time later than the true one, never earlier: a packet
+    /// must never leave the link early.
+    pub fn read(clock: &Clock) -> KernelStamps {
+        let unix_now = unix_nanos_now();
+        KernelStamps {
+            unix_now,
+            now: clock.now(),
+        }
+    }
+
+    /// `clock`'s time when the kernel stamped a datagram `stamp` (since the Unix epoch); the
+    /// reading's time when the kernel gave no stamp.
+    pub fn arrival(&self, stamp: Option<Duration>) -> Instant {
+        stamp.map_or(self.now, |stamp| {
+            let waited = self.unix_now.saturating_sub(stamp.as_nanos());
+            self.now.saturating_sub(Duration::from_nanos(
+                u64::try_from(waited).unwrap_or(u64::MAX),
+            ))
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -193,5 +227,22 @@ mod tests {
         let near = clock.now() + Duration::from_millis(5);
         while waiter.wait(&[], Some(near)) != Wake::Deadline || clock.now() < near {}
         assert!(clock.now() >= near);
+    }
+
+    /// A stamp taken before the reading is converted to that much before the reading's clock
+    /// time; no stamp is the reading's time; a stamp from the future (clock steps) is not
+    /// later than the reading.
+    #[test]
+    fn kernel_stamps_convert_to_the_clock() {
+        // A clock started a second ago, so that "300 µs before now" is a time it has.
+        let clock = Clock::from_origin(std::time::Instant::now() - Duration::from_secs(1));
+        let stamps = KernelStamps::read(&clock);
+        let unix_now = Duration::from_nanos(stamps.unix_now as u64);
+        assert_eq!(stamps.arrival(None), stamps.now);
+        let earlier = stamps.arrival(Some(unix_now - Duration::from_micros(300)));
+        assert_eq!(stamps.now - earlier, Duration::from_micros(300));
+        let future = stamps.arrival(Some(unix_now + Duration::from_secs(1)));
+        assert_eq!(future, stamps.now);
+        assert!(stamps.now <= clock.now());
     }
 }

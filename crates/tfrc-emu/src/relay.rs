@@ -26,13 +26,11 @@ use tfrc_sim::{LinkCounters, LinkDirection};
 use crate::linklog::{LinkLog, LinkName};
 use crate::network::{Delivered, Network, SendOutcome};
 use crate::realtime::unix_nanos_now;
-use crate::realtime::{Clock, Waiter, Wake, DEFAULT_SPIN_MARGIN};
+use crate::realtime::{Clock, KernelStamps, Waiter, Wake, DEFAULT_SPIN_MARGIN};
 use crate::spec::{Direction, LinkSpec};
 use tfrc_sim::pcap::{ipv4_udp_packet, PcapWriter};
 use tfrc_udp::batch::{Offload, ReceiveBuffers};
 
-/// Largest datagram relayed.
-const MAX_DATAGRAM: usize = 65_536;
 /// Datagrams read from one socket before looking at the clock again.
 const MAX_READS_PER_ROUND: usize = 64;
 
@@ -135,7 +133,7 @@ struct Client {
     id: u64,
     address: SocketAddr,
     upstream: UdpSocket,
-    /// GSO sends towards the receiver.
+    /// GSO sends towards the receiver and GRO receives of its answers.
     upstream_offload: Offload,
     /// Last datagram from the client or answer for it (relay clock).
     last_active: Instant,
@@ -147,6 +145,7 @@ pub struct Relay {
     listen: UdpSocket,
     /// GRO receives from senders and GSO sends back to them ([`tfrc_udp::batch`]).
     listen_offload: Offload,
+    /// What every socket of the relay is read into (one read at a time).
     receive_buffers: ReceiveBuffers,
     clients: Vec<Client>,
     /// Id of the next client.
@@ -241,7 +240,6 @@ impl Relay {
             .config
             .duration
             .map(|duration| Instant::ZERO + duration);
-        let mut buffer = vec![0u8; MAX_DATAGRAM];
         let mut batch = Vec::new();
         let mut delivered: Vec<Delivered<Target>> = Vec::new();
         let mut lateness: Vec<u64> = Vec::new();
@@ -253,7 +251,7 @@ impl Relay {
             let deadline = self.next_deadline(link_log.as_ref(), end);
             if waiter.wait(&fds, deadline) == Wake::Readable {
                 self.read_senders(&mut report, &forward_route)?;
-                self.read_answers(&mut buffer, &reverse_route);
+                self.read_answers(&reverse_route);
             }
             let now = self.clock.now();
             self.expire_clients(now, &mut report);
@@ -350,27 +348,10 @@ impl Relay {
             {
                 break;
             }
-            // The real-time clock first: a pause between the two readings then makes the
-            // computed arrival later than the true one, never earlier (a packet must never
-            // leave the link early).
-            let unix_now = unix_nanos_now();
-            let now = self.clock.now();
+            let stamps = KernelStamps::read(&self.clock);
             for datagram in buffers.datagrams() {
                 read += 1;
-                // A datagram enters the link when the kernel received it, not when this thread
-                // got to read it (on a busy machine, milliseconds later): as netem stamps a
-                // packet on enqueue.
-                // Never before the time the links were last brought up to: what they did
-                // since cannot be undone.
-                let arrived = datagram
-                    .kernel_time
-                    .map_or(now, |stamp| {
-                        let waited = unix_now.saturating_sub(stamp.as_nanos());
-                        now.saturating_sub(Duration::from_nanos(
-                            u64::try_from(waited).unwrap_or(u64::MAX),
-                        ))
-                    })
-                    .max(self.links_time);
+                let arrived = self.entry_time(&stamps, datagram.kernel_time);
                 result = self.admit(arrived, datagram.bytes, datagram.from, report, route);
                 if result.is_err() {
                     break;
@@ -379,6 +360,13 @@ impl Relay {
         }
         self.receive_buffers = buffers;
         result
+    }
+
+    /// When a datagram the kernel stamped `kernel_time` enters the link: that time, but never
+    /// before the time the links were last brought up to (what they did since cannot be
+    /// undone).
+    fn entry_time(&self, stamps: &KernelStamps, kernel_time: Option<Duration>) -> Instant {
+        stamps.arrival(kernel_time).max(self.links_time)
     }
 
     /// Puts one datagram from sender `from` into the forward direction.
@@ -401,7 +389,7 @@ impl Relay {
                     report.evicted_clients += 1;
                 }
                 let upstream = connect_upstream(self.config.forward)?;
-                let upstream_offload = Offload::new(&upstream, false)
+                let upstream_offload = Offload::new(&upstream, true)
                     .context("cannot set up the upstream socket's offloads")?;
                 self.clients.push(Client {
                     id: self.next_client,
@@ -437,27 +425,41 @@ impl Relay {
         report.expired_clients += (before - self.clients.len()) as u64;
     }
 
-    /// Reads the receiver's answers on each client's upstream socket (at most
-    /// [`MAX_READS_PER_ROUND`] each) into the reverse direction.
-    fn read_answers(&mut self, buffer: &mut [u8], route: &Arc<[usize]>) {
-        for client in &mut self.clients {
-            for _ in 0..MAX_READS_PER_ROUND {
-                let Ok(length) = client.upstream.recv(buffer) else {
+    /// Reads the receiver's answers on each client's upstream socket (at least
+    /// [`MAX_READS_PER_ROUND`] each if waiting) into the reverse direction, each entering the
+    /// link when the kernel received it, as the senders' datagrams do.
+    fn read_answers(&mut self, route: &Arc<[usize]>) {
+        let mut buffers = core::mem::take(&mut self.receive_buffers);
+        for index in 0..self.clients.len() {
+            let mut read = 0;
+            while read < MAX_READS_PER_ROUND {
+                let client = &self.clients[index];
+                if client
+                    .upstream_offload
+                    .receive(&client.upstream, &mut buffers)
+                    .is_err()
+                {
                     break;
-                };
-                let arrived = self.clock.now();
-                client.last_active = arrived;
-                let size = length as u32 + self.config.header_overhead;
-                let _: SendOutcome = self.network.send(
-                    arrived,
-                    u32::from(client.address.port()),
-                    size,
-                    buffer[..length].to_vec(),
-                    route.clone(),
-                    Target::Client(client.id),
-                );
+                }
+                let stamps = KernelStamps::read(&self.clock);
+                for datagram in buffers.datagrams() {
+                    read += 1;
+                    let arrived = self.entry_time(&stamps, datagram.kernel_time);
+                    let client = &mut self.clients[index];
+                    client.last_active = arrived;
+                    let size = datagram.bytes.len() as u32 + self.config.header_overhead;
+                    let _: SendOutcome = self.network.send(
+                        arrived,
+                        u32::from(client.address.port()),
+                        size,
+                        datagram.bytes.to_vec(),
+                        route.clone(),
+                        Target::Client(client.id),
+                    );
+                }
             }
         }
+        self.receive_buffers = buffers;
     }
 
     /// Sends the packets that left the link to the receiver or back to their client, and
