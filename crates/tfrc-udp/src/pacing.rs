@@ -179,6 +179,18 @@ impl Waiter {
     /// Waits until `deadline`, returning early when `socket` becomes readable or a signal
     /// arrives. Never returns [`WaitOutcome::Deadline`] before the deadline.
     pub fn wait_until(&self, deadline: Instant, socket: Option<RawFd>) -> WaitOutcome {
+        self.wait(deadline, socket, self.spin_margin)
+    }
+
+    /// [`Waiter::wait_until`] without spinning: sleeps in the kernel up to the deadline. For a
+    /// thread the operating system is already waking milliseconds late (a busy machine), where
+    /// spinning no longer buys accuracy and only takes CPU time from the other tasks, and from
+    /// this thread's own next turn.
+    pub fn sleep_until(&self, deadline: Instant, socket: Option<RawFd>) -> WaitOutcome {
+        self.wait(deadline, socket, Duration::ZERO)
+    }
+
+    fn wait(&self, deadline: Instant, socket: Option<RawFd>, spin_margin: Duration) -> WaitOutcome {
         let mut last_socket_check = self.clock.now();
         loop {
             let now = self.clock.now();
@@ -186,8 +198,8 @@ impl Waiter {
                 return WaitOutcome::Deadline;
             }
             let remaining = deadline - now;
-            if remaining > self.spin_margin {
-                match poll_readable(socket, Some(remaining - self.spin_margin)) {
+            if remaining > spin_margin {
+                match poll_readable(socket, Some(remaining - spin_margin)) {
                     WaitOutcome::Deadline => continue,
                     other => return other,
                 }
@@ -320,6 +332,9 @@ mod tests {
         for _ in 0..20 {
             let deadline = clock.now() + Duration::from_micros(200);
             assert_eq!(waiter.wait_until(deadline, None), WaitOutcome::Deadline);
+            assert!(clock.now() >= deadline);
+            let deadline = clock.now() + Duration::from_micros(200);
+            assert_eq!(waiter.sleep_until(deadline, None), WaitOutcome::Deadline);
             assert!(clock.now() >= deadline);
         }
     }

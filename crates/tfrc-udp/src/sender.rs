@@ -739,7 +739,13 @@ impl Run {
             }
             if deadline > now {
                 // Readable or interrupted: loop around to read the socket or see the stop flag.
-                let _ = self.flow.waiter.wait_until(deadline, Some(fd));
+                // While t_gran is raised (the system woke this thread later than the start's
+                // t_gran in the last second), sleep without spinning.
+                if self.sender.config().timer_granularity > self.flow.config.timer_granularity {
+                    let _ = self.flow.waiter.sleep_until(deadline, Some(fd));
+                } else {
+                    let _ = self.flow.waiter.wait_until(deadline, Some(fd));
+                }
             }
         }
         self.sending_ended = self.flow.clock.now();
