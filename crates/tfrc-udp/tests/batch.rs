@@ -75,9 +75,8 @@ fn a_gso_batch_arrives_as_the_same_datagrams_with_gro() {
 fn a_gso_batch_reaches_a_plain_socket_as_separate_datagrams() {
     let sender = loopback_socket();
     let receiver = loopback_socket();
-    // Set up without GRO, as the sockets read by plain `recv` are (the sender's feedback
-    // socket, the relay's upstream ones): on loopback a GRO socket would get the whole train
-    // in one read.
+    // Set up without GRO, as a socket read by plain `recv` is (the sender's, for its
+    // feedback): on loopback a GRO socket would get the whole train in one read.
     let _receiver_offload = Offload::new(&receiver, false).unwrap();
     receiver.set_nonblocking(false).unwrap();
     receiver
