@@ -24,6 +24,40 @@ impl Default for Veno {
     }
 }
 
+/// TFRC-SP, the small-packet variant of TFRC (RFC 4828), for flows such as VoIP that send
+/// small packets at most 100 times a second and want the rate in bytes/s of a TCP flow with
+/// large segments. What it changes, each rule quoted from RFC 4828 §3 where it is applied:
+/// the equation's s is the nominal segment size ([`SmallPackets::nominal_segment_size`]), the
+/// rate is reduced by s_true/(s_true + H) ([`SmallPackets::header_size`]), packets are at least
+/// [`SMALL_PACKET_MIN_INTERVAL`] apart, and loss intervals of at most two RTTs count each lost
+/// packet ([`crate::loss_history`]). The first loss interval is derived with the nominal size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SmallPackets {
+    /// The nominal segment size s in bytes used in the throughput equation. RFC 4828 §3: "The
+    /// nominal segment size s defaults to 1460 bytes ... If the endpoint knows the MTU ... of
+    /// the path and the derived MSS ... is less than 1460 bytes, then the endpoint SHOULD set
+    /// the nominal segment size s to MSS bytes."
+    pub nominal_segment_size: u32,
+    /// H, "the expected size in bytes of network and transport headers to be used on the TFRC
+    /// connection's packets" (RFC 4828 §3): "The H parameter is set to the constant 40 bytes",
+    /// though a connection "MAY instead use a more precise estimate of H".
+    pub header_size: u32,
+}
+
+impl Default for SmallPackets {
+    fn default() -> Self {
+        SmallPackets {
+            nominal_segment_size: 1460,
+            header_size: 40,
+        }
+    }
+}
+
+/// TFRC-SP's Min Interval between packets. RFC 4828 §3: "TFRC-SP enforces a Min Interval
+/// between packets of 10 ms. A flow that wishes its transport protocol to exceed this Min
+/// Interval MUST use the conventional TFRC equations, rather than TFRC-SP."
+pub const SMALL_PACKET_MIN_INTERVAL: Duration = Duration::from_millis(10);
+
 /// Which reading of TFRC the core follows.
 ///
 /// Both profiles run in the same [`crate::Sender`] and [`crate::Receiver`]; the profile only
@@ -110,6 +144,9 @@ pub struct Config {
     /// Veno loss differentiation at the receiver. `None` = standard TFRC. The sender always
     /// reports N; only the receiver acts on it.
     pub veno: Option<Veno>,
+    /// TFRC-SP (RFC 4828) at sender and receiver. `None` = standard TFRC. Only under the
+    /// RFC 5348 profile (ns-2's own `voip_` mode is run by the ns-2 translator).
+    pub small_packets: Option<SmallPackets>,
     /// History discounting of old loss intervals (RFC 5348 §5.5, optional). Default off.
     pub history_discounting: bool,
     /// Oscillation prevention by √RTT spacing (RFC 5348 §4.5, optional). Default off.
@@ -143,6 +180,7 @@ impl Default for Config {
             rtt_ref: None,
             feedbacks_per_rtt: None,
             veno: None,
+            small_packets: None,
             history_discounting: false,
             oscillation_damping: false,
             timer_granularity: Duration::from_millis(1),
@@ -191,6 +229,15 @@ pub enum ConfigError {
     /// No room to track gaps.
     #[error("max_tracked_gaps must be at least 1")]
     MaxTrackedGaps,
+    /// TFRC-SP with a nominal segment size of zero.
+    #[error("TFRC-SP's nominal segment size must be at least 1 byte")]
+    SmallPacketSegmentSize,
+    /// TFRC-SP asked under the ns-2 profile.
+    #[error(
+        "TFRC-SP (RFC 4828) is implemented under the RFC 5348 profile only; run ns-2's own \
+         small-packet mode (voip_) with the ns-2 translator"
+    )]
+    SmallPacketsUnderNs2,
 }
 
 impl Config {
@@ -247,6 +294,14 @@ impl Config {
         if self.max_tracked_gaps == 0 {
             return Err(ConfigError::MaxTrackedGaps);
         }
+        if let Some(small) = self.small_packets {
+            if small.nominal_segment_size == 0 {
+                return Err(ConfigError::SmallPacketSegmentSize);
+            }
+            if self.is_ns2() {
+                return Err(ConfigError::SmallPacketsUnderNs2);
+            }
+        }
         Ok(())
     }
 
@@ -266,9 +321,29 @@ impl Config {
         }
     }
 
-    /// s as f64 bytes.
+    /// s as f64 bytes: the segment actually sent (s_true under TFRC-SP), which sets the
+    /// spacing t_ipi = s/X, the t_mbi floor s/t_mbi and the initial window.
     pub(crate) fn s(&self) -> f64 {
         f64::from(self.packet_size)
+    }
+
+    /// The s of the throughput equation: the nominal segment size under TFRC-SP (RFC 4828 §3,
+    /// also for the first loss interval: "TFRC-SP uses the segment size of 1460 bytes, rather
+    /// than the actual segment size used in the connection"), else s.
+    pub(crate) fn equation_s(&self) -> f64 {
+        self.small_packets
+            .map_or(self.s(), |small| f64::from(small.nominal_segment_size))
+    }
+
+    /// The factor TFRC-SP applies to the equation's rate, 1 otherwise. RFC 4828 §3: "X := X *
+    /// s_true / (s_true + H), where s_true is the true average data segment size for the
+    /// connection in bytes, excluding the transport and network headers". s_true is the
+    /// configured segment size: RFC 4828 "does not specify a specific algorithm for estimating
+    /// the mean segment size", and a sender sending smaller payloads only lowers its rate.
+    pub(crate) fn header_factor(&self) -> f64 {
+        self.small_packets.map_or(1.0, |small| {
+            self.s() / (self.s() + f64::from(small.header_size))
+        })
     }
 
     /// True under the ns-2 profile.

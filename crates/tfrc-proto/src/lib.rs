@@ -58,7 +58,7 @@ pub mod sender;
 pub mod time;
 pub mod wire;
 
-pub use config::{Config, ConfigError, Profile, Veno};
+pub use config::{Config, ConfigError, Profile, SmallPackets, Veno, SMALL_PACKET_MIN_INTERVAL};
 pub use receiver::{ReceiveError, Receiver, ReceiverStats};
 pub use sender::{FeedbackError, SendError, Sender, SenderState, SenderStats};
 pub use time::Instant;

@@ -1,4 +1,5 @@
-//! Loss intervals and the average loss interval (RFC 5348 §5.3–§5.5), with Veno stretching.
+//! Loss intervals and the average loss interval (RFC 5348 §5.3–§5.5), with Veno stretching
+//! and TFRC-SP's short intervals (RFC 4828 §3, §4.4).
 
 use std::collections::VecDeque;
 
@@ -24,6 +25,11 @@ pub struct ClosedInterval {
     pub discount: f64,
     /// Whether Veno classified the loss event that closed it as a non-congestion loss.
     pub stretched: bool,
+    /// Packets lost or marked in it (K of RFC 4828 §3; at least 1 for an interval a loss
+    /// event opened, 0 for the synthetic first interval).
+    pub losses: u64,
+    /// TFRC-SP: it lasted at most two RTTs, so its length counts N/K (RFC 4828 §3).
+    pub short: bool,
 }
 
 /// The loss history: the open interval I_0 and up to eight closed intervals I_1..I_8.
@@ -41,6 +47,12 @@ pub struct LossHistory {
     history_discounting: bool,
     /// ns-2.35 counting (`est_loss_WALI()`, `smooth_ 1`); see [`LossHistory::new_ns2`].
     ns2_counting: bool,
+    /// TFRC-SP's counting of short loss intervals; see [`LossHistory::new_small_packets`].
+    short_intervals: bool,
+    /// Packets lost or marked so far in the open interval I_0.
+    open_losses: u64,
+    /// The RTT that "two round-trip times" refers to (TFRC-SP), set by the receiver.
+    rtt: core::time::Duration,
 }
 
 impl LossHistory {
@@ -53,7 +65,46 @@ impl LossHistory {
             open_stretch: None,
             history_discounting,
             ns2_counting: false,
+            short_intervals: false,
+            open_losses: 0,
+            rtt: core::time::Duration::ZERO,
         }
+    }
+
+    /// An empty history counting loss intervals as TFRC-SP does (RFC 4828 §3): "During short
+    /// loss intervals (those at most two round-trip times), the loss rate is computed by
+    /// counting the actual number of packets lost or marked ... if the loss interval consists
+    /// of N packets including K losses, the size of the loss interval is calculated as N/K";
+    /// and "the calculation of the average loss interval can include the most recent loss
+    /// interval only if more than two round-trip times have passed since the beginning of that
+    /// loss interval". The receiver reports every lost packet ([`LossHistory::add_losses`]) and
+    /// the RTT ([`LossHistory::set_rtt`]).
+    pub fn new_small_packets(history_discounting: bool) -> Self {
+        LossHistory {
+            short_intervals: true,
+            ..LossHistory::new(history_discounting)
+        }
+    }
+
+    /// Sets the RTT that TFRC-SP's "two round-trip times" refers to (the receiver's R_m).
+    pub fn set_rtt(&mut self, rtt: core::time::Duration) {
+        self.rtt = rtt;
+    }
+
+    /// Counts `count` packets lost or marked in the open interval I_0 (K of RFC 4828 §3).
+    pub fn add_losses(&mut self, count: u64) {
+        if self.event_start.is_some() {
+            self.open_losses = self.open_losses.saturating_add(count);
+        }
+    }
+
+    /// TFRC-SP: whether the open interval is still short at `now`, i.e. no more than two RTTs
+    /// have passed since its beginning. Always false for standard TFRC.
+    pub fn open_interval_is_short(&self, now: Instant) -> bool {
+        self.short_intervals
+            && self
+                .event_start
+                .is_some_and(|(_, start)| now <= start + self.rtt * 2)
     }
 
     /// An empty history counting as ns-2.35's `TfrcSinkAgent::est_loss_WALI()` does with
@@ -110,8 +161,11 @@ impl LossHistory {
             raw_length: length.round() as u64,
             discount: 1.0,
             stretched: false,
+            losses: 0,
+            short: false,
         });
         self.event_start = Some((sequence, time));
+        self.open_losses = 0;
         self.events = 1;
         self.open_stretch = stretch;
     }
@@ -128,7 +182,7 @@ impl LossHistory {
     /// while open and once closed; the interval closed now keeps the class of the event that
     /// opened it.
     pub fn new_event(&mut self, sequence: u64, time: Instant, highest: u64, stretch: Option<f64>) {
-        let Some((start, _)) = self.event_start else {
+        let Some((start, start_time)) = self.event_start else {
             // No earlier event: callers use first_event; treat as a first event of length 1.
             self.first_event(sequence, time, 1.0, stretch);
             return;
@@ -142,9 +196,19 @@ impl LossHistory {
             }
         }
         let raw_length = sequence.saturating_sub(start).max(1);
+        let losses = self.open_losses.max(1);
+        // TFRC-SP: "for small loss intervals of at most two round-trip times, if the loss
+        // interval consists of N packets including K losses, the size of the loss interval is
+        // calculated as N/K" (RFC 4828 §3).
+        let short = self.short_intervals && time <= start_time + self.rtt * 2;
+        let counted = if short {
+            raw_length as f64 / losses as f64
+        } else {
+            raw_length as f64
+        };
         let (length, stretched) = match self.open_stretch {
-            Some(alpha) => (raw_length as f64 * alpha, true),
-            None => (raw_length as f64, false),
+            Some(alpha) => (counted * alpha, true),
+            None => (counted, false),
         };
         self.open_stretch = stretch;
         self.closed.push_front(ClosedInterval {
@@ -152,7 +216,10 @@ impl LossHistory {
             raw_length,
             discount: 1.0,
             stretched,
+            losses,
+            short,
         });
+        self.open_losses = 0;
         self.closed.truncate(INTERVALS_AVERAGED);
         self.event_start = Some((sequence, time));
         self.events += 1;
@@ -195,11 +262,17 @@ impl LossHistory {
     /// I_0 with weight w_1 and drops the oldest, I_tot1 uses the closed intervals only. With
     /// history discounting, each closed interval's weight is scaled by its DF_i (and, in I_tot0,
     /// by the general DF) and each sum by its own total weight. `None` before any loss.
-    pub fn mean_interval(&self, highest: u64) -> Option<f64> {
+    ///
+    /// TFRC-SP (RFC 4828 §3): "If the current loss interval I_0 is "short" then I_tot =
+    /// I_tot1", judged at `now` (ignored by standard TFRC).
+    pub fn mean_interval(&self, highest: u64, now: Instant) -> Option<f64> {
         let open = self.open_interval(highest)?;
         let k = self.closed.len();
         if k == 0 {
             return Some(open);
+        }
+        if self.open_interval_is_short(now) {
+            return self.closed_mean();
         }
         let discount = self.general_discount(highest);
         let (mut total0, mut weights0) = (open * WEIGHTS[0], WEIGHTS[0]);
@@ -217,9 +290,10 @@ impl LossHistory {
         Some((total0 / weights0).max(mean1))
     }
 
-    /// p = 1 / I_mean, or 0 before the first loss event.
-    pub fn loss_event_rate(&self, highest: u64) -> f64 {
-        match self.mean_interval(highest) {
+    /// p = 1 / I_mean, or 0 before the first loss event; `now` as in
+    /// [`LossHistory::mean_interval`].
+    pub fn loss_event_rate(&self, highest: u64, now: Instant) -> f64 {
+        match self.mean_interval(highest, now) {
             Some(mean) if mean > 0.0 => (1.0 / mean).min(1.0),
             _ => 0.0,
         }
@@ -255,8 +329,8 @@ mod tests {
         let history = history_with(&[100; 8]);
         let start = history.event_start().unwrap().0;
         // I_0 = 50 (< 100): I_tot1 dominates.
-        assert!((history.mean_interval(start + 49).unwrap() - 100.0).abs() < 1e-9);
-        assert!((history.loss_event_rate(start + 49) - 0.01).abs() < 1e-12);
+        assert!((history.mean_interval(start + 49, Instant::ZERO).unwrap() - 100.0).abs() < 1e-9);
+        assert!((history.loss_event_rate(start + 49, Instant::ZERO) - 0.01).abs() < 1e-12);
     }
 
     /// RFC 5348 §5.4: I_tot0 counts I_0 with weight w_1 and drops I_8; it is used only when it
@@ -275,10 +349,10 @@ mod tests {
         let i_tot1: f64 = lengths.iter().zip(WEIGHTS).map(|(l, w)| l * w).sum();
         // By hand: 10+20+30+40+0.8*50+0.6*60+0.4*70+0.2*80 = 100+40+36+28+16 = 220.
         assert!((i_tot1 - 220.0).abs() < 1e-9);
-        let short_open = history.mean_interval(start + 4).unwrap(); // I_0 = 5
+        let short_open = history.mean_interval(start + 4, Instant::ZERO).unwrap(); // I_0 = 5
         assert!((short_open - 220.0 / w_tot).abs() < 1e-9);
         // I_0 = 1000: I_tot0 = 1000 + 10+20+30 + 0.8*40+0.6*50+0.4*60+0.2*70 = 1160.
-        let long_open = history.mean_interval(start + 999).unwrap();
+        let long_open = history.mean_interval(start + 999, Instant::ZERO).unwrap();
         assert!((long_open - 1160.0 / w_tot).abs() < 1e-9);
     }
 
@@ -287,10 +361,13 @@ mod tests {
         // One synthetic interval of 100 and I_0 = 10: I_mean = max(10, 100) = 100.
         let mut history = LossHistory::new(false);
         history.first_event(0, Instant::ZERO, 100.0, None);
-        assert_eq!(history.mean_interval(9), Some(100.0));
+        assert_eq!(history.mean_interval(9, Instant::ZERO), Some(100.0));
         // I_0 = 300: I_tot0 = 300*1 / w_1 = 300.
-        assert_eq!(history.mean_interval(299), Some(300.0));
-        assert_eq!(LossHistory::new(false).loss_event_rate(100), 0.0);
+        assert_eq!(history.mean_interval(299, Instant::ZERO), Some(300.0));
+        assert_eq!(
+            LossHistory::new(false).loss_event_rate(100, Instant::ZERO),
+            0.0
+        );
     }
 
     /// RFC 5348 §5.2: losses within one RTT of the event's first loss belong to it.
@@ -322,8 +399,8 @@ mod tests {
             assert!(veno
                 .closed_intervals()
                 .all(|i| i.stretched && i.length == 300.0));
-            let p_plain = plain.loss_event_rate(sequence + open - 1);
-            let p_veno = veno.loss_event_rate(sequence + open - 1);
+            let p_plain = plain.loss_event_rate(sequence + open - 1, Instant::ZERO);
+            let p_veno = veno.loss_event_rate(sequence + open - 1, Instant::ZERO);
             let ratio = p_plain / p_veno;
             assert!((ratio - 3.0).abs() < 1e-9, "open {open}: p ratio {ratio}");
         }
@@ -359,8 +436,10 @@ mod tests {
         let start = plain.event_start().unwrap().0;
         // I_0 = 1000 > 2 * 100: DF = max(0.5, 200/1000) = 0.5.
         assert_eq!(discounted.general_discount(start + 999), 0.5);
-        let undiscounted = plain.mean_interval(start + 999).unwrap();
-        let with_discount = discounted.mean_interval(start + 999).unwrap();
+        let undiscounted = plain.mean_interval(start + 999, Instant::ZERO).unwrap();
+        let with_discount = discounted
+            .mean_interval(start + 999, Instant::ZERO)
+            .unwrap();
         // By hand: I_tot0 = 1000 + 0.5*(100*(1+1+1+0.8+0.6+0.4+0.2)) = 1000 + 0.5*500 = 1250,
         // W_tot0 = 1 + 0.5*5 = 3.5 → 357.14; undiscounted (1000+500)/6 = 250.
         assert!((undiscounted - 250.0).abs() < 1e-9);
@@ -384,9 +463,9 @@ mod tests {
         assert_eq!(rfc.open_interval(349), Some(300.0));
         assert_eq!(ns2.open_interval(349), Some(299.0));
         // RFC: I_tot0 = (300·1 + 50·1) / 2 = 175; I_tot1 = (50 + 100) / 2 = 75.
-        assert!((rfc.mean_interval(349).unwrap() - 175.0).abs() < 1e-9);
+        assert!((rfc.mean_interval(349, Instant::ZERO).unwrap() - 175.0).abs() < 1e-9);
         // ns-2: ave1 = (299 + 50 + 100) / 3 = 149.67; ave2 = 75.
-        assert!((ns2.mean_interval(349).unwrap() - 449.0 / 3.0).abs() < 1e-9);
+        assert!((ns2.mean_interval(349, Instant::ZERO).unwrap() - 449.0 / 3.0).abs() < 1e-9);
         // A full history (8 closed intervals): the same weights as the RFC.
         for history in [&mut rfc, &mut ns2] {
             let mut sequence = 50;
@@ -396,8 +475,8 @@ mod tests {
             }
         }
         let start = rfc.event_start().unwrap().0;
-        let rfc_mean = rfc.mean_interval(start + 999).unwrap();
-        let ns2_mean = ns2.mean_interval(start + 1000).unwrap();
+        let rfc_mean = rfc.mean_interval(start + 999, Instant::ZERO).unwrap();
+        let ns2_mean = ns2.mean_interval(start + 1000, Instant::ZERO).unwrap();
         assert!(
             (rfc_mean - ns2_mean).abs() < 1e-9,
             "{rfc_mean} vs {ns2_mean}"

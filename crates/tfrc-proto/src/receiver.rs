@@ -192,6 +192,11 @@ impl Receiver {
                 LossHistory::new_ns2(config.history_discounting),
                 Some(Ns2ReceiverState::default()),
             )
+        } else if config.small_packets.is_some() {
+            (
+                LossHistory::new_small_packets(config.history_discounting),
+                None,
+            )
         } else {
             (LossHistory::new(config.history_discounting), None)
         };
@@ -229,10 +234,16 @@ impl Receiver {
         self.stats
     }
 
-    /// The current loss event rate p (0 before any loss).
+    /// The current loss event rate p (0 before any loss), as of the latest arrival.
     pub fn loss_event_rate(&self) -> f64 {
+        let latest = self.latest.map_or(Instant::ZERO, |(_, _, arrival)| arrival);
+        self.loss_event_rate_at(latest)
+    }
+
+    /// p at `now` (TFRC-SP leaves out an open loss interval younger than two RTTs).
+    fn loss_event_rate_at(&self, now: Instant) -> f64 {
         match self.highest {
-            Some((highest, _)) => self.history.loss_event_rate(highest),
+            Some((highest, _)) => self.history.loss_event_rate(highest, now),
             None => 0.0,
         }
     }
@@ -349,7 +360,9 @@ impl Receiver {
         flags: u16,
     ) {
         if data.rtt_micros > 0 {
-            self.rtt = Some(Duration::from_micros(u64::from(data.rtt_micros)));
+            let rtt = Duration::from_micros(u64::from(data.rtt_micros));
+            self.rtt = Some(rtt);
+            self.history.set_rtt(rtt);
         }
         self.veno_backlog = f64::from(data.veno_backlog_millipackets) / 1000.0;
 
@@ -413,7 +426,7 @@ impl Receiver {
         if first_packet {
             // RFC 5348 §6.3: the first data packet is answered at once (p = 0, X_recv = 0).
             self.feedback_pending = true;
-        } else if new_event && self.loss_event_rate() > self.reported_p {
+        } else if new_event && self.loss_event_rate_at(now) > self.reported_p {
             // RFC 5348 §6.1 step 3: a new loss event that raises p expires the feedback timer.
             self.feedback_pending = true;
         } else if self.feedback_timer.is_none() {
@@ -578,6 +591,9 @@ impl Receiver {
         let rtt = self.rtt.unwrap_or(Duration::ZERO);
         let mut sequence = gap.first;
         let mut events = 0;
+        // The gap's lost packets up to each new event belong to the interval that event closes
+        // (TFRC-SP counts them, RFC 4828 §3).
+        let mut counted_to = gap.first;
         while sequence < gap.end && events < MAX_EVENTS_PER_GAP {
             let time = gap.time_of(sequence);
             if self.history.starts_new_event(time, rtt) {
@@ -586,6 +602,8 @@ impl Receiver {
                     // can start an event (ns-2 `new_loss()` with `PreciseLoss_ 1`).
                     break;
                 }
+                self.history.add_losses(sequence - counted_to);
+                counted_to = sequence;
                 self.start_event(sequence, time, now);
                 events += 1;
             }
@@ -597,6 +615,7 @@ impl Receiver {
                 None => break,
             }
         }
+        self.history.add_losses(gap.end - counted_to);
     }
 
     /// A single loss (a CE mark) at a known time, revealed at `now`.
@@ -605,6 +624,7 @@ impl Receiver {
         if self.history.starts_new_event(time, rtt) && self.ns2_round_allows_event() {
             self.start_event(sequence, time, now);
         }
+        self.history.add_losses(1);
     }
 
     /// ns-2 `new_loss()` with `PreciseLoss_ 1`: a loss starts a new event only when the packet
@@ -687,6 +707,10 @@ impl Receiver {
     /// after a feedback is not divided by a few milliseconds. If nothing arrived in that span, the
     /// last reported X_recv; without any rate, s per R. R is R_m, or 1 s if the receiver has no RTT
     /// yet.
+    ///
+    /// TFRC-SP (RFC 4828 §1): "In calculating this loss interval, TFRC-SP uses the segment size
+    /// of 1460 bytes, rather than the actual segment size used in the connection" (the nominal
+    /// segment size).
     fn synthetic_first_interval(&self, now: Instant) -> f64 {
         let s = self.config.s();
         let span = self.rtt.unwrap_or(Duration::from_secs(1));
@@ -696,7 +720,7 @@ impl Receiver {
             .filter(|rate| *rate > 0.0)
             .or((self.x_recv > 0.0).then_some(self.x_recv))
             .unwrap_or(s / rtt);
-        let p = equation::loss_event_rate_for(s, rtt, target).unwrap_or(1.0);
+        let p = equation::loss_event_rate_for(self.config.equation_s(), rtt, target).unwrap_or(1.0);
         1.0 / p
     }
 
@@ -819,7 +843,7 @@ impl Receiver {
         self.feedback_pending = false;
 
         // X_recv: RFC 5348 §6.2 step 2 (`measured_receive_rate`); ns-2: `est_thput()`·s.
-        let mut p = self.loss_event_rate();
+        let mut p = self.loss_event_rate_at(now);
         if let Some(state) = &mut self.ns2 {
             let packets = state.receive_rate_packets(
                 now,

@@ -16,7 +16,7 @@
 use core::time::Duration;
 use std::collections::VecDeque;
 
-use crate::config::{Config, ConfigError};
+use crate::config::{Config, ConfigError, SMALL_PACKET_MIN_INTERVAL};
 use crate::equation;
 use crate::ns2::{self, Ns2SenderState};
 use crate::receiver::NDUPACK;
@@ -423,7 +423,13 @@ impl Sender {
         }
         // X itself is never below s/t_mbi (§4.3); nor is the rate that paces it: a damped
         // X_inst below the floor would space packets more than t_mbi apart.
-        duration_from_secs(self.s() / rate.max(self.minimum_rate()))
+        let interval = duration_from_secs(self.s() / rate.max(self.minimum_rate()));
+        if self.config.small_packets.is_some() {
+            // RFC 4828 §3: "TFRC-SP enforces a Min Interval between packets of 10 ms."
+            interval.max(SMALL_PACKET_MIN_INTERVAL)
+        } else {
+            interval
+        }
     }
 
     /// ns-2 slow-start creep: s / max(g, `oldrate_`), not damped (`TfrcAgent::nextpkt()`).
@@ -880,7 +886,11 @@ impl Sender {
         };
         self.p = p;
         if p > 0.0 {
-            self.x_calc = equation::throughput(s, secs(rtt), p);
+            // TFRC-SP (RFC 4828 §3): the equation with the nominal segment size, and "The
+            // allowed transmit rate X in bytes per second is reduced by a factor that accounts
+            // for packet header size" (both no-ops for standard TFRC).
+            self.x_calc = equation::throughput(self.config.equation_s(), secs(rtt), p)
+                * self.config.header_factor();
             self.x = self.x_calc.min(self.recv_limit).max(self.minimum_rate());
         } else {
             self.x_calc = f64::INFINITY;
