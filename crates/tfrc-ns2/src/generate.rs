@@ -21,7 +21,7 @@ use std::path::Path;
 
 use tfrc_scenario::{
     Capacity, FlowKind, FlowSpec, LinkDirectionSpec, LossModel, QueueSpec, Scenario, TcpProfile,
-    TcpVariant, TfrcProfile,
+    TcpVariant, TfrcProfile, TfrcVariant,
 };
 
 use crate::error::Ns2Error;
@@ -894,6 +894,21 @@ impl<'a> Generator<'a> {
                          $snk({index}) set discount_ {}",
                         u8::from(tfrc.history_discounting)
                     );
+                    if let (TfrcVariant::Sp, Some(nominal), Some(header)) =
+                        (tfrc.variant, tfrc.nominal_segment_size, tfrc.header_size)
+                    {
+                        // ns-2.35's TFRC-SP: `voip_` (the equation with `fsize_`, the rate times
+                        // size_/(size_ + headersize_), at most `voip_max_pkt_rate_` = 100
+                        // packets/s) and the sink's `ShortIntervals_ 1` (N/K for intervals of
+                        // under `ShortRtts_` = 2 RTTs), as its own TFRC-SP tests
+                        // (tcl/test/test-suite-friendly.tcl) run it. With `useHeaders_ false`
+                        // size_ is the whole packet, so ns-2's s_true counts the 32-byte header.
+                        let _ = write!(
+                            out,
+                            "; $src({index}) set voip_ 1; $src({index}) set fsize_ {nominal}; \
+                             $src({index}) set headersize_ {header}; $snk({index}) set ShortIntervals_ 1"
+                        );
+                    }
                     if self.loss_rate_flow() == Some(index) {
                         // TfrcSinkAgent::est_loss_WALI prints "time: T loss_rate: P" each
                         // time it computes p (a feedback), once p > 0.

@@ -200,6 +200,46 @@ fn every_mapped_feature_has_its_tcl_object() {
         .any(|note| note.starts_with("flow.a.rtt_ref: ") && note.contains("mapped to 4")));
 }
 
+/// `variant = "sp"` runs ns-2.35's own TFRC-SP as its test suite does (`voip_ 1` with
+/// `fsize_` and `headersize_`, the sink's `ShortIntervals_ 1`); a standard flow sets none of it.
+#[test]
+fn small_packet_flows_run_ns2_voip_mode() {
+    let text = r#"
+name = "sp"
+duration = "10s"
+
+[[link]]
+between = ["s", "r"]
+rate = "10Mbps"
+delay = "10ms"
+
+[[flow]]
+name = "voip"
+kind = "tfrc"
+from = "s"
+to = "r"
+packet_size = 232
+variant = "sp"
+header_size = 32
+
+[[flow]]
+name = "plain"
+kind = "tfrc"
+from = "s"
+to = "r"
+"#;
+    let tcl = generate(&scenario(text)).expect("generates").tcl;
+    assert!(
+        tcl.contains(
+            "$src(0) set voip_ 1; $src(0) set fsize_ 1460; $src(0) set headersize_ 32; \
+             $snk(0) set ShortIntervals_ 1"
+        ),
+        "{tcl}"
+    );
+    assert!(!tcl.contains("$src(1) set voip_"), "{tcl}");
+    assert_eq!(tcl.matches("ShortIntervals_").count(), 1, "{tcl}");
+}
+
 #[test]
 fn unsupported_features_are_listed_by_key() {
     let directory = tempfile::tempdir().expect("temporary directory");

@@ -450,6 +450,37 @@ pub struct TfrcSpec {
     pub history_discounting: bool,
     /// Oscillation prevention by √RTT spacing, RFC 5348 §4.5 (default false).
     pub oscillation_damping: bool,
+    /// Standard TFRC or TFRC-SP, the small-packet variant of RFC 4828 (key `variant`, default
+    /// `"standard"`).
+    #[serde(skip_serializing_if = "TfrcVariant::is_standard")]
+    pub variant: TfrcVariant,
+    /// TFRC-SP's nominal segment size s of the equation, bytes (key `nominal_segment_size`,
+    /// default 1460, RFC 4828 §3). `Some` exactly when `variant` is `"sp"`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nominal_segment_size: Option<u32>,
+    /// TFRC-SP's header size H, bytes (key `header_size`, default 40, RFC 4828 §3: the rate is
+    /// reduced by s_true/(s_true + H)). `Some` exactly when `variant` is `"sp"`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub header_size: Option<u32>,
+}
+
+/// Which TFRC a flow runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TfrcVariant {
+    /// RFC 5348 TFRC (`"standard"`, the default).
+    #[default]
+    Standard,
+    /// TFRC-SP, RFC 4828 (`"sp"`): rate in bytes/s of a TCP flow with 1460-byte segments, less
+    /// the headers, at most one packet per 10 ms, short loss intervals counting every loss.
+    Sp,
+}
+
+impl TfrcVariant {
+    /// True for standard TFRC (the variant written files leave out).
+    pub fn is_standard(&self) -> bool {
+        *self == TfrcVariant::Standard
+    }
 }
 
 /// Veno differentiation parameters (keys `veno_beta`, `veno_alpha`).

@@ -12,7 +12,7 @@ use serde::de::{self, IntoDeserializer, Visitor};
 use serde::{Deserialize, Deserializer};
 
 use crate::error::{closest, join_key, ScenarioError};
-use crate::model::{MarkerKind, TcpProfile, TcpVariant, TfrcProfile};
+use crate::model::{MarkerKind, TcpProfile, TcpVariant, TfrcProfile, TfrcVariant};
 use crate::units::{DurationText, Rate};
 
 /// A value that may also be the string `"none"`, meaning "not set" (so that `--set` and sweeps
@@ -401,6 +401,9 @@ pub(crate) struct RawTfrc {
     pub(crate) profile: Option<TfrcProfile>,
     pub(crate) history_discounting: Option<bool>,
     pub(crate) oscillation_damping: Option<bool>,
+    pub(crate) variant: Option<TfrcVariant>,
+    pub(crate) nominal_segment_size: Option<u32>,
+    pub(crate) header_size: Option<u32>,
 }
 
 #[derive(Debug, Clone, Deserialize)]

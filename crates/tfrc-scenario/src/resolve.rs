@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use crate::error::ScenarioError;
 use crate::model::{
     Capacity, FlowKind, FlowSpec, Link, LinkDirectionSpec, LossModel, LossSpec, MarkerSpec,
-    OnOffSpec, Output, QueueSpec, RedSpec, RioSpec, TcpSpec, TfrcProfile, TfrcSpec,
+    OnOffSpec, Output, QueueSpec, RedSpec, RioSpec, TcpSpec, TfrcProfile, TfrcSpec, TfrcVariant,
     TraceOpportunity, VenoSpec,
 };
 use crate::raw::{
@@ -712,7 +712,50 @@ fn resolve_flow(
             // by default; RFC 5348 leaves both optional (off here).
             let profile = raw.profile.unwrap_or_default();
             let ns2_default = profile == TfrcProfile::Ns2;
+            let variant = raw.variant.unwrap_or_default();
+            let (nominal_segment_size, header_size) = match variant {
+                TfrcVariant::Standard => {
+                    for (name, given) in [
+                        ("nominal_segment_size", raw.nominal_segment_size),
+                        ("header_size", raw.header_size),
+                    ] {
+                        if given.is_some() {
+                            return Err(r.error(
+                                key(name),
+                                format!("{name} is a TFRC-SP parameter: it needs variant = \"sp\""),
+                            ));
+                        }
+                    }
+                    (None, None)
+                }
+                TfrcVariant::Sp => {
+                    if profile == TfrcProfile::Ns2 {
+                        return Err(r.error(
+                            key("variant"),
+                            "variant = \"sp\" runs under profile = \"rfc5348\" (the translator \
+                             runs ns-2's own small-packet mode, voip_, for it)",
+                        ));
+                    }
+                    let defaults = tfrc_proto::SmallPackets::default();
+                    let nominal = raw
+                        .nominal_segment_size
+                        .unwrap_or(defaults.nominal_segment_size);
+                    if nominal == 0 {
+                        return Err(r.error(
+                            key("nominal_segment_size"),
+                            "expected a nominal segment size of at least 1 byte like 1460, got 0",
+                        ));
+                    }
+                    (
+                        Some(nominal),
+                        Some(raw.header_size.unwrap_or(defaults.header_size)),
+                    )
+                }
+            };
             FlowKind::Tfrc(TfrcSpec {
+                variant,
+                nominal_segment_size,
+                header_size,
                 target_rate,
                 rtt_ref,
                 feedbacks_per_rtt,

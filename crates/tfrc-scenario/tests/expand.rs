@@ -245,9 +245,14 @@ fn bad_override_paths_are_errors_naming_the_path() {
             "a duration needs a unit",
         ),
         (
+            "flow.a.delayed_ack=true",
+            "flow[0].delayed_ack",
+            "not a key of a tfrc flow",
+        ),
+        (
             "flow.a.variant=reno",
             "flow[0].variant",
-            "not a key of a tfrc flow",
+            "expected one of \"standard\", \"sp\", got \"reno\"",
         ),
     ];
     for (assignment, key, expected) in validation_cases {

@@ -53,6 +53,8 @@ const KEYS: &[&str] = &[
     "history_discounting",
     "oscillation_damping",
     "variant",
+    "nominal_segment_size",
+    "header_size",
     "delayed_ack",
     "window",
     "burst",
@@ -181,9 +183,17 @@ fn value_for(key: &'static str) -> BoxedStrategy<String> {
         | "loss_bad" => PROBABILITIES,
         "min_th" | "max_th" | "min_in" | "max_in" | "min_out" | "max_out" | "veno_beta"
         | "veno_alpha" | "shape" => PACKETS,
-        "limit" | "packet_size" | "count" | "window" => WHOLE,
+        "limit" | "packet_size" | "count" | "window" | "nominal_segment_size" | "header_size" => {
+            WHOLE
+        }
         "gentle" | "history_discounting" | "oscillation_damping" | "delayed_ack" => BOOLEANS,
-        "variant" => &["\"reno\"", "\"newreno\"", "\"sack\""],
+        "variant" => &[
+            "\"reno\"",
+            "\"newreno\"",
+            "\"sack\"",
+            "\"standard\"",
+            "\"sp\"",
+        ],
         "profile" => &["\"rfc5348\"", "\"ns2\""],
         _ => VALUES,
     };
@@ -294,7 +304,7 @@ fn flow(index: usize, nodes: usize) -> BoxedStrategy<String> {
         .prop_flat_map(move |(kind, from, offset)| {
             let to = (from + offset) % nodes;
             let keys: &'static [&'static str] = match kind {
-                "tfrc" => &["target_rate", "rtt_ref", "veno_beta", "veno_alpha", "profile", "history_discounting", "oscillation_damping", "start", "stop", "packet_size", "count"],
+                "tfrc" => &["target_rate", "rtt_ref", "veno_beta", "veno_alpha", "profile", "history_discounting", "oscillation_damping", "variant", "nominal_segment_size", "header_size", "start", "stop", "packet_size", "count"],
                 "tcp" => &["variant", "delayed_ack", "window", "start", "stop", "packet_size", "count"],
                 "cbr" => &["start", "stop", "packet_size", "count"],
                 "pareto" => &["burst", "idle", "shape", "start", "stop", "packet_size"],

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use tfrc_scenario::{
     Capacity, FlowKind, LossModel, LossSpec, MarkerKind, OnOffSpec, QueueSpec, Rate, RedSpec,
     RioSpec, Scenario, ScenarioError, TcpProfile, TcpSpec, TcpVariant, TfrcProfile, TfrcSpec,
-    TraceOpportunity, VenoSpec,
+    TfrcVariant, TraceOpportunity, VenoSpec,
 };
 
 const EXAMPLE_PATH: &str = "tests/data/example.toml";
@@ -142,6 +142,9 @@ fn the_shared_example_parses_to_the_expected_structs() {
             profile: TfrcProfile::Rfc5348,
             history_discounting: false,
             oscillation_damping: false,
+            variant: TfrcVariant::Standard,
+            nominal_segment_size: None,
+            header_size: None,
         })
     );
     let t1 = scenario.flow("t1").unwrap();
@@ -351,6 +354,9 @@ state_interval = "10ms"
             profile: TfrcProfile::Ns2,
             history_discounting: true,
             oscillation_damping: true,
+            variant: TfrcVariant::Standard,
+            nominal_segment_size: None,
+            header_size: None,
         })
     );
     assert_eq!(
@@ -541,9 +547,9 @@ fn unknown_keys_are_rejected_with_their_name() {
 #[test]
 fn kind_specific_keys_must_match_the_kind() {
     assert_error(
-        &minimal("[[flow]]\nname = \"a\"\nkind = \"tfrc\"\nfrom = \"s\"\nto = \"r\"\nvariant = \"sack\""),
-        "flow[0].variant",
-        "`variant` is not a key of a tfrc flow; besides the common keys a tfrc flow takes: target_rate, rtt_ref",
+        &minimal("[[flow]]\nname = \"a\"\nkind = \"tfrc\"\nfrom = \"s\"\nto = \"r\"\nwindow = 20"),
+        "flow[0].window",
+        "`window` is not a key of a tfrc flow; besides the common keys a tfrc flow takes: target_rate, rtt_ref",
     );
     assert_error(
         &minimal("queue = { kind = \"droptail\", min_th = 5 }"),
@@ -605,6 +611,11 @@ fn wrong_values_name_the_key_and_what_was_expected() {
         (flow("veno_beta = 1\nveno_alpha = 0.5"), "flow[0].veno_alpha", "α ≥ 1"),
         (flow("profile = \"ns3\""), "flow[0].profile", "expected one of \"rfc5348\", \"ns2\", got \"ns3\""),
         (flow("history_discounting = \"yes\""), "flow[0].history_discounting", "expected true or false"),
+        (flow("variant = \"tiny\""), "flow[0].variant", "expected one of \"standard\", \"sp\", got \"tiny\""),
+        (flow("header_size = 32"), "flow[0].header_size", "needs variant = \"sp\""),
+        (flow("nominal_segment_size = 536"), "flow[0].nominal_segment_size", "needs variant = \"sp\""),
+        (flow("variant = \"sp\"\nnominal_segment_size = 0"), "flow[0].nominal_segment_size", "at least 1 byte"),
+        (flow("variant = \"sp\"\nprofile = \"ns2\""), "flow[0].variant", "runs under profile = \"rfc5348\""),
         (flow("packet_size = 0"), "flow[0].packet_size", "from 1 to 65507 bytes"),
         (flow("start = \"10s\""), "flow[0].start", "before the end of the run (10s)"),
         (flow("start = \"5s\"\nstop = \"5s\""), "flow[0].stop", "after start (5s)"),
@@ -720,6 +731,64 @@ history_discounting = false
     assert!(a.history_discounting && a.oscillation_damping);
     let b = spec("b");
     assert!(!b.history_discounting && b.oscillation_damping);
+}
+
+/// `variant = "sp"` turns TFRC-SP on with RFC 4828's defaults (1460-byte nominal segments,
+/// H = 40) unless given; standard flows write no TFRC-SP key, and the written form reads back.
+#[test]
+fn small_packet_variant_fills_rfc_4828_defaults_and_round_trips() {
+    let scenario = parse(&minimal(
+        r#"
+[[flow]]
+name = "voip"
+kind = "tfrc"
+from = "s"
+to = "r"
+packet_size = 232
+variant = "sp"
+
+[[flow]]
+name = "exact"
+kind = "tfrc"
+from = "s"
+to = "r"
+variant = "sp"
+nominal_segment_size = 536
+header_size = 32
+
+[[flow]]
+name = "plain"
+kind = "tfrc"
+from = "s"
+to = "r"
+"#,
+    ))
+    .unwrap();
+    let spec = |name: &str| match &scenario.flow(name).unwrap().kind {
+        FlowKind::Tfrc(spec) => spec.clone(),
+        other => panic!("flow {name} is not TFRC: {other:?}"),
+    };
+    let voip = spec("voip");
+    assert_eq!(voip.variant, TfrcVariant::Sp);
+    assert_eq!(
+        (voip.nominal_segment_size, voip.header_size),
+        (Some(1460), Some(40))
+    );
+    let exact = spec("exact");
+    assert_eq!(
+        (exact.nominal_segment_size, exact.header_size),
+        (Some(536), Some(32))
+    );
+    let plain = spec("plain");
+    assert_eq!(plain.variant, TfrcVariant::Standard);
+    assert_eq!(
+        (plain.nominal_segment_size, plain.header_size),
+        (None, None)
+    );
+    let written = scenario.to_toml_string();
+    assert_eq!(written.matches("variant = \"sp\"").count(), 2, "{written}");
+    assert!(!written.contains("standard"), "{written}");
+    assert_eq!(parse(&written).unwrap(), scenario);
 }
 
 /// `feedbacks_per_rtt` (ns-2's NumFeedback_): a fixed count from 1 to 1000, not with rtt_ref.

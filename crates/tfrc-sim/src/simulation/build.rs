@@ -11,7 +11,7 @@ use tfrc_proto::wire::FEEDBACK_LEN;
 use tfrc_proto::Instant;
 use tfrc_scenario::{
     Capacity, FlowKind, FlowSpec, LinkDirectionSpec, LossModel as LossSpecModel, OnOffSpec, Output,
-    QueueSpec, Rate, Scenario, TcpSpec, TfrcProfile, TfrcSpec,
+    QueueSpec, Rate, Scenario, TcpSpec, TfrcProfile, TfrcSpec, TfrcVariant,
 };
 use tfrc_tcp::TcpSink;
 
@@ -561,6 +561,15 @@ pub fn tfrc_config(
         }),
         history_discounting: spec.history_discounting,
         oscillation_damping: spec.oscillation_damping,
+        small_packets: (spec.variant == TfrcVariant::Sp).then(|| {
+            let defaults = tfrc_proto::SmallPackets::default();
+            tfrc_proto::SmallPackets {
+                nominal_segment_size: spec
+                    .nominal_segment_size
+                    .unwrap_or(defaults.nominal_segment_size),
+                header_size: spec.header_size.unwrap_or(defaults.header_size),
+            }
+        }),
         timer_granularity: core::time::Duration::ZERO,
         profile: match spec.profile {
             TfrcProfile::Rfc5348 => tfrc_proto::Profile::Rfc5348,
