@@ -223,6 +223,7 @@ pub fn counters_json(counters: &tfrc_sim::LinkCounters) -> serde_json::Value {
         "drops_out": counters.drops_by_color(tfrc_sim::Color::Out),
         "marked_in": counters.marked_in,
         "marked_out": counters.marked_out,
+        "ecn_marks": counters.congestion_marks,
     })
 }
 

@@ -257,6 +257,7 @@ pub fn convert_samples(
                 drops_loss_model: None,
                 marked_in: None,
                 marked_out: None,
+                ecn_marks: None,
             });
         }
     }

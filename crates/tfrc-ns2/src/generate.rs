@@ -674,11 +674,13 @@ impl<'a> Generator<'a> {
                         tcl::number(red.weight),
                         if red.gentle { "true" } else { "false" }
                     );
+                    // `setbit_`: mark ECT packets instead of dropping them early (RFC 3168).
                     let _ = writeln!(
                         out,
-                        "$q set wait_ true; $q set setbit_ false; $q set queue_in_bytes_ false; \
+                        "$q set wait_ true; $q set setbit_ {}; $q set queue_in_bytes_ false; \
                          $q set bytes_ false; $q set adaptive_ 0; $q set cautious_ 0; \
-                         $q set mean_pktsize_ 500"
+                         $q set mean_pktsize_ 500",
+                        if red.ecn { "true" } else { "false" }
                     );
                     let _ = writeln!(out, "set redq({index}) $q");
                 }
@@ -690,7 +692,7 @@ impl<'a> Generator<'a> {
                         ));
                     }
                     let _ = writeln!(out, "$ns queue-limit $n({a}) $n({b}) {}", rio.limit);
-                    write_dsred_common(out, &queue, "RIO-C");
+                    write_dsred_common(out, &queue, "RIO-C", rio.ecn);
                     write_rio_thresholds(
                         out,
                         rio.min_in,
@@ -702,13 +704,13 @@ impl<'a> Generator<'a> {
                     );
                 }
                 (queue_spec, false) => {
-                    let (limit, mode) = match queue_spec {
-                        QueueSpec::DropTail { limit } => (limit.saturating_sub(1), "DROP"),
-                        QueueSpec::Red(red) => (red.limit, "WRED"),
-                        QueueSpec::Rio(rio) => (rio.limit, "RIO-C"),
+                    let (limit, mode, ecn) = match queue_spec {
+                        QueueSpec::DropTail { limit } => (limit.saturating_sub(1), "DROP", false),
+                        QueueSpec::Red(red) => (red.limit, "WRED", red.ecn),
+                        QueueSpec::Rio(rio) => (rio.limit, "RIO-C", rio.ecn),
                     };
                     let _ = writeln!(out, "$ns queue-limit $n({a}) $n({b}) {limit}");
-                    write_dsred_common(out, &queue, mode);
+                    write_dsred_common(out, &queue, mode, ecn);
                     match queue_spec {
                         QueueSpec::DropTail { .. } => {
                             let _ = writeln!(
@@ -894,6 +896,11 @@ impl<'a> Generator<'a> {
                          $snk({index}) set discount_ {}",
                         u8::from(tfrc.history_discounting)
                     );
+                    if tfrc.ecn {
+                        // `TfrcAgent::sendpkt()`: "if (ecn_) hf->ect() = 1"; the sink counts a CE
+                        // mark as a loss (`TfrcSinkAgent::recv()`, `ECN_RCVD`).
+                        let _ = write!(out, "; $src({index}) set ecn_ 1");
+                    }
                     if let (TfrcVariant::Sp, Some(nominal), Some(header)) =
                         (tfrc.variant, tfrc.nominal_segment_size, tfrc.header_size)
                     {
@@ -1206,12 +1213,17 @@ proc finish {} {
 }
 "#;
 
-fn write_dsred_common(out: &mut String, queue: &str, mode: &str) {
+/// The dsRED set-up every RIO/WRED/DROP direction shares; `ecn` sets dsRED's `ecn_` (mark ECT
+/// packets instead of dropping them early, `dsREDQueue::enque`).
+fn write_dsred_common(out: &mut String, queue: &str, mode: &str, ecn: bool) {
     let _ = writeln!(out, "set q {queue}");
     let _ = writeln!(
         out,
         "$q meanPktSize 500; $q set numQueues_ 1; $q setNumPrec 2; $q setMREDMode {mode}"
     );
+    if ecn {
+        let _ = writeln!(out, "$q set ecn_ 1");
+    }
     let _ = writeln!(
         out,
         "$q addPHBEntry {CODE_POINT_IN} 0 0; $q addPHBEntry {CODE_POINT_OUT} 0 1; \

@@ -289,6 +289,10 @@ pub struct LinkRow {
     pub marked_in: Option<u64>,
     /// Packets marked out of profile.
     pub marked_out: Option<u64>,
+    /// ECN-capable packets a RED or RIO queue with `ecn = true` marked Congestion Experienced
+    /// instead of dropping (RFC 3168); not counted in `drops`. `None` where the source cannot
+    /// tell (ns-2's converter; files written before the column existed).
+    pub ecn_marks: Option<u64>,
 }
 
 /// Decimals of `average_queue` (packets).
@@ -318,6 +322,7 @@ impl CsvRow for LinkRow {
             self.drops_loss_model,
             self.marked_in,
             self.marked_out,
+            self.ecn_marks,
         ] {
             line.optional_integer(count);
         }

@@ -70,6 +70,7 @@ fn link_row() -> LinkRow {
         drops_loss_model: Some(0),
         marked_in: None,
         marked_out: None,
+        ecn_marks: Some(0),
     }
 }
 

@@ -179,6 +179,10 @@ pub struct RedSpec {
     pub gentle: bool,
     /// EWMA weight w_q of the average queue (default 0.002).
     pub weight: f64,
+    /// Mark ECN-capable (ECT) packets Congestion Experienced instead of dropping them early
+    /// (RFC 3168 §5; ns-2's `setbit_`); a full queue still drops. Default false.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub ecn: bool,
 }
 
 impl Default for RedSpec {
@@ -190,6 +194,7 @@ impl Default for RedSpec {
             max_p: 0.1,
             weight: 0.002,
             gentle: false,
+            ecn: false,
         }
     }
 }
@@ -215,6 +220,9 @@ pub struct RioSpec {
     pub p_out: f64,
     /// EWMA weight of both averages (default 0.002).
     pub weight: f64,
+    /// Mark ECN-capable (ECT) packets CE instead of dropping them early, as [`RedSpec::ecn`].
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub ecn: bool,
 }
 
 impl Default for RioSpec {
@@ -228,6 +236,7 @@ impl Default for RioSpec {
             max_out: 20.0,
             p_out: 0.1,
             weight: 0.002,
+            ecn: false,
         }
     }
 }
@@ -462,6 +471,12 @@ pub struct TfrcSpec {
     /// reduced by s_true/(s_true + H)). `Some` exactly when `variant` is `"sp"`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub header_size: Option<u32>,
+    /// The sender marks its data packets ECN-capable (ECT(0), RFC 3168), so that RED and RIO
+    /// queues with `ecn = true` mark them CE instead of dropping them; the receiver counts a CE
+    /// mark in its loss events (RFC 5348 §5.1: "For an ECN-capable connection, a marked packet
+    /// is detected as a congestion event as soon as it arrives"). Default false.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub ecn: bool,
 }
 
 /// Which TFRC a flow runs.

@@ -253,6 +253,7 @@ pub(crate) struct RawRed {
     pub(crate) max_p: Option<f64>,
     pub(crate) weight: Option<f64>,
     pub(crate) gentle: Option<bool>,
+    pub(crate) ecn: Option<bool>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -266,6 +267,7 @@ pub(crate) struct RawRio {
     pub(crate) max_out: Option<f64>,
     pub(crate) p_out: Option<f64>,
     pub(crate) weight: Option<f64>,
+    pub(crate) ecn: Option<bool>,
 }
 
 /// The default queue kind, `"droptail"`, filled in before the table is read by its kind.
@@ -404,6 +406,7 @@ pub(crate) struct RawTfrc {
     pub(crate) variant: Option<TfrcVariant>,
     pub(crate) nominal_segment_size: Option<u32>,
     pub(crate) header_size: Option<u32>,
+    pub(crate) ecn: Option<bool>,
 }
 
 #[derive(Debug, Clone, Deserialize)]

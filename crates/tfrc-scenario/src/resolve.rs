@@ -497,6 +497,7 @@ fn resolve_queue(r: &Resolver<'_>, prefix: &str, raw: &RawQueue) -> Result<Queue
                 max_p: r.max_probability(&key("max_p"), raw.max_p.unwrap_or(defaults.max_p))?,
                 weight: r.max_probability(&key("weight"), raw.weight.unwrap_or(defaults.weight))?,
                 gentle: raw.gentle.unwrap_or(defaults.gentle),
+                ecn: raw.ecn.unwrap_or(defaults.ecn),
             };
             r.ordered(&key("min_th"), red.min_th, &key("max_th"), red.max_th)?;
             Ok(QueueSpec::Red(red))
@@ -512,6 +513,7 @@ fn resolve_queue(r: &Resolver<'_>, prefix: &str, raw: &RawQueue) -> Result<Queue
                 max_out: r.threshold(&key("max_out"), raw.max_out.unwrap_or(defaults.max_out))?,
                 p_out: r.max_probability(&key("p_out"), raw.p_out.unwrap_or(defaults.p_out))?,
                 weight: r.max_probability(&key("weight"), raw.weight.unwrap_or(defaults.weight))?,
+                ecn: raw.ecn.unwrap_or(defaults.ecn),
             };
             r.ordered(&key("min_in"), rio.min_in, &key("max_in"), rio.max_in)?;
             r.ordered(&key("min_out"), rio.min_out, &key("max_out"), rio.max_out)?;
@@ -753,6 +755,7 @@ fn resolve_flow(
                 }
             };
             FlowKind::Tfrc(TfrcSpec {
+                ecn: raw.ecn.unwrap_or(false),
                 variant,
                 nominal_segment_size,
                 header_size,

@@ -55,6 +55,7 @@ const KEYS: &[&str] = &[
     "variant",
     "nominal_segment_size",
     "header_size",
+    "ecn",
     "delayed_ack",
     "window",
     "burst",
@@ -186,7 +187,9 @@ fn value_for(key: &'static str) -> BoxedStrategy<String> {
         "limit" | "packet_size" | "count" | "window" | "nominal_segment_size" | "header_size" => {
             WHOLE
         }
-        "gentle" | "history_discounting" | "oscillation_damping" | "delayed_ack" => BOOLEANS,
+        "gentle" | "history_discounting" | "oscillation_damping" | "delayed_ack" | "ecn" => {
+            BOOLEANS
+        }
         "variant" => &[
             "\"reno\"",
             "\"newreno\"",
@@ -226,9 +229,12 @@ fn queue() -> BoxedStrategy<String> {
         .prop_flat_map(|kind| {
             let keys: &'static [&'static str] = match kind {
                 "droptail" => &["limit"],
-                "red" => &["limit", "min_th", "max_th", "max_p", "weight", "gentle"],
+                "red" => &[
+                    "limit", "min_th", "max_th", "max_p", "weight", "gentle", "ecn",
+                ],
                 _ => &[
                     "limit", "min_in", "max_in", "p_in", "min_out", "max_out", "p_out", "weight",
+                    "ecn",
                 ],
             };
             inline_table(format!("kind = \"{kind}\""), keys)
@@ -304,7 +310,7 @@ fn flow(index: usize, nodes: usize) -> BoxedStrategy<String> {
         .prop_flat_map(move |(kind, from, offset)| {
             let to = (from + offset) % nodes;
             let keys: &'static [&'static str] = match kind {
-                "tfrc" => &["target_rate", "rtt_ref", "veno_beta", "veno_alpha", "profile", "history_discounting", "oscillation_damping", "variant", "nominal_segment_size", "header_size", "start", "stop", "packet_size", "count"],
+                "tfrc" => &["target_rate", "rtt_ref", "veno_beta", "veno_alpha", "profile", "history_discounting", "oscillation_damping", "variant", "nominal_segment_size", "header_size", "ecn", "start", "stop", "packet_size", "count"],
                 "tcp" => &["variant", "delayed_ack", "window", "start", "stop", "packet_size", "count"],
                 "cbr" => &["start", "stop", "packet_size", "count"],
                 "pareto" => &["burst", "idle", "shape", "start", "stop", "packet_size"],

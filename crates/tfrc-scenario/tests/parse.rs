@@ -92,6 +92,7 @@ fn the_shared_example_parses_to_the_expected_structs() {
         max_out: 20.0,
         p_out: 0.1,
         weight: 0.002,
+        ecn: false,
     });
     assert_eq!(bottleneck.forward.rate(), Some(Rate::from_mbps(1)));
     assert_eq!(bottleneck.forward.delay, ms(24));
@@ -145,6 +146,7 @@ fn the_shared_example_parses_to_the_expected_structs() {
             variant: TfrcVariant::Standard,
             nominal_segment_size: None,
             header_size: None,
+            ecn: false,
         })
     );
     let t1 = scenario.flow("t1").unwrap();
@@ -249,7 +251,7 @@ rate = "64kbps"
 #[test]
 fn every_kind_specific_key_is_read() {
     let scenario = parse(&minimal(
-        r#"queue = { kind = "red", limit = 100, min_th = 10, max_th = 30, max_p = 0.2, weight = 0.001, gentle = false }
+        r#"queue = { kind = "red", limit = 100, min_th = 10, max_th = 30, max_p = 0.2, weight = 0.001, gentle = false, ecn = true }
 loss = { kind = "gilbert-elliott", p_good_to_bad = 0.01, p_bad_to_good = 0.5, loss_bad = 0.8 }
 reverse = { loss = { kind = "exponential", mean_gap = "100ms", stop = "5s" } }
 
@@ -263,6 +265,7 @@ veno_beta = 2
 profile = "ns2"
 history_discounting = true
 oscillation_damping = true
+ecn = true
 stop = "9s"
 packet_size = 1460
 
@@ -303,6 +306,7 @@ state_interval = "10ms"
             max_p: 0.2,
             weight: 0.001,
             gentle: false,
+            ecn: true,
         })
     );
     let LossModel::GilbertElliott {
@@ -357,6 +361,7 @@ state_interval = "10ms"
             variant: TfrcVariant::Standard,
             nominal_segment_size: None,
             header_size: None,
+            ecn: true,
         })
     );
     assert_eq!(

@@ -12,6 +12,8 @@
 //! - its queue, both ways: DropTail of `buffer_bdp` × BDP packets (BDP = rate × rtt / 8 /
 //!   packet size, at least 2), or RED with min_th = max(5, BDP/4), max_th = 3 min_th, limit =
 //!   max(2 BDP, 4 min_th), max_p 0.1, weight 0.002 (ns-2's classic values otherwise);
+//! - `ecn = true` (RED only): the RED queues mark ECT packets instead of dropping them early
+//!   (ns-2's `setbit_`) and the TFRC flows send ECT (ns-2's `ecn_`);
 //! - Bernoulli loss at rate `loss` on the bottleneck's forward direction;
 //! - `cross = "pareto"`: one Pareto on/off UDP source (`x0 → y0`, own access links) at half the
 //!   bottleneck rate while on (500 ms on, 500 ms off, shape 1.5: ns-2's defaults);
@@ -44,6 +46,7 @@ struct RawFactors {
     rate: Option<String>,
     rtt: Option<String>,
     queue: Option<String>,
+    ecn: Option<bool>,
     buffer_bdp: Option<f64>,
     loss: Option<f64>,
     cross: Option<String>,
@@ -111,6 +114,8 @@ pub struct Factors {
     pub rtt: core::time::Duration,
     /// The bottleneck's queue.
     pub queue: QueueKind,
+    /// RED marks ECT packets and the TFRC flows send ECT.
+    pub ecn: bool,
     /// DropTail size in bandwidth-delay products.
     pub buffer_bdp: f64,
     /// Bernoulli loss rate on the bottleneck.
@@ -187,6 +192,7 @@ fn merge(defaults: &RawFactors, cell: &RawFactors) -> RawFactors {
         rate,
         rtt,
         queue,
+        ecn,
         buffer_bdp,
         loss,
         cross,
@@ -276,6 +282,10 @@ fn factors(raw: &RawFactors) -> Result<Factors> {
         "red" => QueueKind::Red,
         other => bail!("`queue` {other:?}: one of droptail, red"),
     };
+    let ecn = raw.ecn.unwrap_or(false);
+    if ecn && queue != QueueKind::Red {
+        bail!("`ecn` = true needs `queue` = \"red\" (only RED marks here)");
+    }
     let buffer_bdp = raw.buffer_bdp.unwrap_or(1.0);
     if !(buffer_bdp.is_finite() && buffer_bdp > 0.0 && buffer_bdp <= 100.0) {
         bail!("`buffer_bdp` {buffer_bdp}: in (0, 100]");
@@ -308,6 +318,7 @@ fn factors(raw: &RawFactors) -> Result<Factors> {
         rate_bps,
         rtt,
         queue,
+        ecn,
         buffer_bdp,
         loss,
         pareto_cross,
@@ -340,10 +351,11 @@ impl Factors {
             QueueKind::Red => {
                 let min_th = (bdp / 4.0).max(5.0);
                 format!(
-                    "{{ kind = \"red\", limit = {}, min_th = {:.3}, max_th = {:.3}, max_p = 0.1, weight = 0.002 }}",
+                    "{{ kind = \"red\", limit = {}, min_th = {:.3}, max_th = {:.3}, max_p = 0.1, weight = 0.002, ecn = {} }}",
                     ((2.0 * bdp).max(4.0 * min_th)).round() as u64,
                     min_th,
-                    3.0 * min_th
+                    3.0 * min_th,
+                    self.ecn
                 )
             }
         };
@@ -388,7 +400,10 @@ impl Factors {
                 self.packet_size
             ));
             if kind == "tfrc" {
-                text.push_str(&format!("profile = \"{}\"\n", self.profile));
+                text.push_str(&format!(
+                    "profile = \"{}\"\necn = {}\n",
+                    self.profile, self.ecn
+                ));
             } else {
                 text.push_str(&format!(
                     "variant = \"{}\"\nprofile = \"{}\"\n",

@@ -253,6 +253,7 @@ fn build_flow(
         source_node: source_node as u32,
         destination_node: destination_node as u32,
         active: matches!(protocol, Protocol::Source(_)),
+        ecn_capable: matches!(&spec.kind, FlowKind::Tfrc(tfrc) if tfrc.ecn),
         protocol,
         sender_timer: None,
         receiver_timer: None,
@@ -466,7 +467,7 @@ pub fn link_direction_config(
 }
 
 /// The queue configuration for a scenario queue. The parameters the scenario format does not
-/// expose keep the element defaults (ns-2's: RED `wait_` on, mean packet size 500 B, no ECN).
+/// expose keep the element defaults (ns-2's: RED `wait_` on, mean packet size 500 B).
 pub fn queue_config(spec: &QueueSpec) -> QueueConfig {
     match spec {
         QueueSpec::DropTail { limit } => QueueConfig::DropTail {
@@ -479,6 +480,7 @@ pub fn queue_config(spec: &QueueSpec) -> QueueConfig {
             max_probability: red.max_p,
             weight: red.weight,
             gentle: red.gentle,
+            ecn: red.ecn,
             ..RedParams::default()
         }),
         QueueSpec::Rio(rio) => QueueConfig::Rio(RioParams {
@@ -494,6 +496,7 @@ pub fn queue_config(spec: &QueueSpec) -> QueueConfig {
                 max_probability: rio.p_out,
             },
             weight: rio.weight,
+            ecn: rio.ecn,
             ..RioParams::default()
         }),
     }

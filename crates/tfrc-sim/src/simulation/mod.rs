@@ -200,6 +200,8 @@ struct Flow {
     record: FlowRecord,
     source_node: u32,
     destination_node: u32,
+    /// Its data packets carry ECT (a TFRC flow with `ecn = true`).
+    ecn_capable: bool,
     protocol: Protocol,
     active: bool,
     sender_timer: Option<Timer>,
@@ -560,7 +562,11 @@ impl Simulation {
         if outgoing.reverse {
             id |= REVERSE_PATH_BIT;
         }
-        let meta = PacketMeta::new(u64::from(slot), id, outgoing.size);
+        let mut meta = PacketMeta::new(u64::from(slot), id, outgoing.size);
+        // ECT on the data packets of an ECN-capable flow only: feedback stays not-ECT, as
+        // RFC 3168 §6.1.4 has it for TCP ("pure acknowledgement packets ... MUST be sent with
+        // the not-ECT codepoint").
+        meta.ecn_capable = !outgoing.reverse && self.flows[outgoing.flow as usize].ecn_capable;
         self.forward(outgoing.node, meta);
     }
 

@@ -249,6 +249,7 @@ pub fn link_interval_row(
         )),
         marked_in: Some(delta(now.marked_in, previous.marked_in)),
         marked_out: Some(delta(now.marked_out, previous.marked_out)),
+        ecn_marks: Some(delta(now.congestion_marks, previous.congestion_marks)),
     }
 }
 
