@@ -80,7 +80,7 @@ fn one_tfrc_flow_fills_a_1mbps_link() {
     );
 
     let (link_header, links) = read_csv(&directory.path().join("links.csv"));
-    assert_eq!(link_header.len(), 17);
+    assert_eq!(link_header.len(), 18);
     assert_eq!(links.len(), 20 * 4);
     let bottleneck_utilization: f64 = links
         .iter()
