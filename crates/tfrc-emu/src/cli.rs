@@ -148,7 +148,7 @@ pub fn run_emulate(args: &EmulateArgs) -> Result<()> {
     } else {
         for (name, counters) in [("forward", &report.forward), ("reverse", &report.reverse)] {
             println!(
-                "{name}: {} packets in, {} delivered ({} bytes), {} dropped ({} by the loss model), {} marked in, {} marked out",
+                "{name}: {} packets in, {} delivered ({} bytes), {} dropped ({} by the loss model), {} marked in, {} marked out, {} ECN-marked",
                 counters.arrivals,
                 counters.deliveries,
                 counters.delivery_bytes,
@@ -156,6 +156,7 @@ pub fn run_emulate(args: &EmulateArgs) -> Result<()> {
                 counters.drops_by_reason(tfrc_sim::DropReason::LossModel),
                 counters.marked_in,
                 counters.marked_out,
+                counters.congestion_marks,
             );
         }
         println!(

@@ -138,6 +138,7 @@ mod tests {
             departures: 135,
             departure_bytes: 135_000,
             marked_in: 4,
+            congestion_marks: 6,
             ..LinkCounters::default()
         };
         counters.drops[DropReason::LossModel.index()][Color::In.index()] = 2;
@@ -156,7 +157,7 @@ mod tests {
         let row = String::from_utf8(row).unwrap();
         assert_eq!(
             row,
-            "2,router,receiver,3,3000,,125,125,125000,1.0000,2,0,2,0,2,4,0\n"
+            "2,router,receiver,3,3000,,125,125,125000,1.0000,2,0,2,0,2,4,0,6\n"
         );
         assert_eq!(
             row.split(',').count(),

@@ -47,6 +47,27 @@ pub struct Delivered<D> {
     pub destination: D,
 }
 
+/// The ECN field's bits in an IP header's TOS / traffic class byte (RFC 3168 §5).
+pub const ECN_MASK: u8 = 0b11;
+/// Congestion Experienced.
+pub const ECN_CE: u8 = 0b11;
+/// ECT(0), what an ECN-capable packet that was not marked leaves with.
+pub const ECN_ECT0: u8 = 0b10;
+
+impl<D> Delivered<D> {
+    /// The ECN field the packet leaves with: CE if it was marked (here or before), ECT(0) if it
+    /// came ECN-capable (an ECT(1) packet leaves as ECT(0)), else not-ECT.
+    pub fn ecn(&self) -> u8 {
+        if self.meta.ce {
+            ECN_CE
+        } else if self.meta.ecn_capable {
+            ECN_ECT0
+        } else {
+            0
+        }
+    }
+}
+
 /// Link directions plus the bodies of the packets inside them.
 #[derive(Debug)]
 pub struct Network<D> {
@@ -87,19 +108,25 @@ impl<D> Network<D> {
     }
 
     /// A packet enters the network at `now` along `route`; `size_bytes` is what the links count
-    /// (the IP packet size).
+    /// (the IP packet size); `ecn` is the ECN field of its IP header (RFC 3168: 0 not-ECT, 1
+    /// ECT(1), 2 ECT(0), 3 CE): an ECN-capable packet may be marked CE by a RED or RIO queue with
+    /// `ecn` instead of being dropped, and a CE packet stays CE ([`Delivered::meta`]`.ce`).
+    #[allow(clippy::too_many_arguments)]
     pub fn send(
         &mut self,
         now: Instant,
         flow: FlowId,
         size_bytes: u32,
+        ecn: u8,
         body: Vec<u8>,
         route: Arc<[usize]>,
         destination: D,
     ) -> SendOutcome {
         let id = self.next_id;
         self.next_id += 1;
-        let meta = PacketMeta::new(id, flow, size_bytes.max(1));
+        let mut meta = PacketMeta::new(id, flow, size_bytes.max(1));
+        meta.ecn_capable = ecn & ECN_MASK != 0;
+        meta.ce = ecn & ECN_MASK == ECN_CE;
         let Some(&first) = route.first() else {
             self.immediate.push(Delivered {
                 meta,
@@ -191,7 +218,7 @@ mod tests {
         // 1000 bytes: 8 ms at 1 Mb/s + 20 ms, then 0.8 ms at 10 Mb/s + 5 ms.
         let mut network = Network::new(vec![link(1_000_000, 20), link(10_000_000, 5)]);
         let route: Arc<[usize]> = Arc::from(vec![0, 1]);
-        let outcome = network.send(Instant::ZERO, 1, 1000, vec![7; 10], route, "b");
+        let outcome = network.send(Instant::ZERO, 1, 1000, 0, vec![7; 10], route, "b");
         assert_eq!(outcome, SendOutcome::Accepted);
         let mut out = Vec::new();
         let mut now = Instant::ZERO;
@@ -215,7 +242,7 @@ mod tests {
         )]);
         let route: Arc<[usize]> = Arc::from(vec![0]);
         let outcomes: Vec<SendOutcome> = (0..4)
-            .map(|_| network.send(Instant::ZERO, 1, 1000, Vec::new(), route.clone(), ()))
+            .map(|_| network.send(Instant::ZERO, 1, 1000, 0, Vec::new(), route.clone(), ()))
             .collect();
         // One in transmission, one waiting (ns-2's DropTail holds limit − 1), two dropped.
         assert_eq!(

@@ -29,7 +29,7 @@ use crate::realtime::unix_nanos_now;
 use crate::realtime::{Clock, KernelStamps, Waiter, Wake, DEFAULT_SPIN_MARGIN};
 use crate::spec::{Direction, LinkSpec};
 use tfrc_sim::pcap::{ipv4_udp_packet, PcapWriter};
-use tfrc_udp::batch::{Offload, ReceiveBuffers};
+use tfrc_udp::batch::{Datagram, EcnCodepoint, Offload, ReceiveBuffers};
 
 /// Datagrams read from one socket before looking at the clock again.
 const MAX_READS_PER_ROUND: usize = 64;
@@ -352,7 +352,7 @@ impl Relay {
             for datagram in buffers.datagrams() {
                 read += 1;
                 let arrived = self.entry_time(&stamps, datagram.kernel_time);
-                result = self.admit(arrived, datagram.bytes, datagram.from, report, route);
+                result = self.admit(arrived, datagram, report, route);
                 if result.is_err() {
                     break;
                 }
@@ -369,15 +369,15 @@ impl Relay {
         stamps.arrival(kernel_time).max(self.links_time)
     }
 
-    /// Puts one datagram from sender `from` into the forward direction.
+    /// Puts one datagram from a sender into the forward direction.
     fn admit(
         &mut self,
         arrived: Instant,
-        datagram: &[u8],
-        from: SocketAddr,
+        datagram: Datagram<'_>,
         report: &mut RelayReport,
         route: &Arc<[usize]>,
     ) -> Result<()> {
+        let from = datagram.from;
         let index = match self.clients.iter().position(|c| c.address == from) {
             Some(index) => index,
             None => {
@@ -404,12 +404,13 @@ impl Relay {
         };
         let client = &mut self.clients[index];
         client.last_active = arrived;
-        let size = datagram.len() as u32 + self.config.header_overhead;
+        let size = datagram.bytes.len() as u32 + self.config.header_overhead;
         let _: SendOutcome = self.network.send(
             arrived,
             u32::from(from.port()),
             size,
-            datagram.to_vec(),
+            ecn_bits(datagram.ecn),
+            datagram.bytes.to_vec(),
             route.clone(),
             Target::Receiver(client.id),
         );
@@ -452,6 +453,7 @@ impl Relay {
                         arrived,
                         u32::from(client.address.port()),
                         size,
+                        ecn_bits(datagram.ecn),
                         datagram.bytes.to_vec(),
                         route.clone(),
                         Target::Client(client.id),
@@ -495,6 +497,9 @@ impl Relay {
                     client.address,
                 ),
             };
+            // The ECN field it leaves with; one GSO send carries one field, so a batch holds
+            // packets of one codepoint.
+            let ecn = codepoint_of(&first);
             // Empty datagrams go one by one (a GSO segment has a size).
             let segment = first.body.len();
             let most = if segment == 0 {
@@ -508,7 +513,9 @@ impl Relay {
             while count < most
                 && last == segment
                 && packets.peek().is_some_and(|next| {
-                    next.destination == first.destination && next.body.len() <= segment
+                    next.destination == first.destination
+                        && next.body.len() <= segment
+                        && codepoint_of(next) == ecn
                 })
             {
                 if let Some(next) = packets.next() {
@@ -517,7 +524,7 @@ impl Relay {
                     count += 1;
                 }
             }
-            let outcome = offload.send(socket, destination, batch, segment);
+            let outcome = offload.send(socket, destination, batch, segment, ecn);
             report.send_errors += (outcome.refused + outcome.unreachable) as u64;
             if let (Some(writer), Some(SocketAddr::V4(source)), SocketAddr::V4(dest)) =
                 (pcap.as_deref_mut(), source, destination)
@@ -579,4 +586,14 @@ pub fn spawn(
         .name("tfrc-emu-relay".into())
         .spawn(move || relay.run(&stop))?;
     Ok((address, handle))
+}
+
+/// The ECN field of a received datagram as bits (0 when not-ECT).
+fn ecn_bits(ecn: Option<EcnCodepoint>) -> u8 {
+    ecn.map_or(0, |codepoint| codepoint as u8)
+}
+
+/// The codepoint a delivered packet leaves with ([`Delivered::ecn`]).
+fn codepoint_of<D>(packet: &Delivered<D>) -> Option<EcnCodepoint> {
+    EcnCodepoint::from_bits(packet.ecn())
 }

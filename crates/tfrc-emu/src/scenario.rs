@@ -429,6 +429,9 @@ fn launch_tfrc(
         let worker = ends.clone();
         in_namespace(&ends.to, move || run_tfrc_receiver(worker))?
     };
+    // ECT(0) on the data packets of a flow with `ecn = true`: the emulator's RED/RIO with
+    // `ecn = true` marks them, as the simulator's do.
+    let ecn = matches!(&flow.kind, FlowKind::Tfrc(tfrc) if tfrc.ecn);
     let sender = {
         let worker = ends.clone();
         let states = states.clone();
@@ -437,7 +440,7 @@ fn launch_tfrc(
             sleep_until(worker.start, &worker.stop);
             run_tfrc_sender(
                 &worker,
-                config,
+                (config, ecn),
                 (&flow_name, flow_kind),
                 origin,
                 state_interval,
@@ -554,12 +557,12 @@ fn run_tfrc_receiver(ends: FlowEnds) -> Result<()> {
     Ok(())
 }
 
-/// Sends the flow with `config` until its stop time. Each interval report (every
-/// `state_interval`) becomes a `state.csv` row of `flow` (name, kind), at the emulator's time
-/// (since `origin`) rounded to the interval.
+/// Sends the flow with `config` (ECN-capable with `ecn`) until its stop time. Each interval
+/// report (every `state_interval`) becomes a `state.csv` row of `flow` (name, kind), at the
+/// emulator's time (since `origin`) rounded to the interval.
 fn run_tfrc_sender(
     ends: &FlowEnds,
-    config: tfrc_proto::Config,
+    (config, ecn): (tfrc_proto::Config, bool),
     flow: (&str, &'static str),
     origin: std::time::Instant,
     state_interval: Duration,
@@ -569,6 +572,7 @@ fn run_tfrc_sender(
     options.duration = ends.stop_at.saturating_duration_since(ends.start);
     options.report_interval = Some(state_interval);
     options.config = config.clone();
+    options.ecn = ecn;
     let sender = tfrc_udp::UdpSender::new(options)?;
     let step = state_interval.as_secs_f64();
     sender.run(&ends.stop, &mut |report| {

@@ -44,7 +44,7 @@ use tfrc_sim::rng::derive_seed;
 use tfrc_sim::{FlowId, LinkCounters, LinkDirection};
 
 use crate::linklog::{LinkLog, LinkName};
-use crate::network::{Delivered, Network};
+use crate::network::{Delivered, Network, ECN_MASK};
 use crate::realtime::unix_nanos_now;
 use crate::realtime::{Clock, Waiter, DEFAULT_SPIN_MARGIN};
 use crate::spec::{DirectionSpec, LinkSpec};
@@ -824,6 +824,32 @@ struct Emulator {
     realtime_priority: Option<i32>,
 }
 
+/// The ECN field of an IPv4 packet (the low two bits of its TOS byte, RFC 3168 §5); 0 for
+/// anything shorter than an IPv4 header ([`classify`] refuses those).
+pub fn ipv4_ecn(packet: &[u8]) -> u8 {
+    match packet {
+        [first, tos, ..] if first >> 4 == 4 && packet.len() >= 20 => tos & ECN_MASK,
+        _ => 0,
+    }
+}
+
+/// Sets the ECN field of an IPv4 packet to `ecn` and its header checksum to match (the header
+/// is the IHL's length, options included). Packets that are not IPv4, or whose field already
+/// holds `ecn`, are left alone.
+pub fn set_ipv4_ecn(packet: &mut [u8], ecn: u8) {
+    if packet.len() < 20 || packet[0] >> 4 != 4 || packet[1] & ECN_MASK == ecn & ECN_MASK {
+        return;
+    }
+    let header = usize::from(packet[0] & 0x0f) * 4;
+    if header < 20 || packet.len() < header {
+        return;
+    }
+    packet[1] = (packet[1] & !ECN_MASK) | (ecn & ECN_MASK);
+    packet[10..12].copy_from_slice(&[0, 0]);
+    let checksum = tfrc_sim::pcap::internet_checksum(&packet[..header]);
+    packet[10..12].copy_from_slice(&checksum.to_be_bytes());
+}
+
 /// Source host index, destination host index and flow id of an IPv4 packet between testbed
 /// hosts, or `None` for anything else.
 pub fn classify(packet: &[u8]) -> Option<(usize, FlowId)> {
@@ -929,6 +955,7 @@ impl Emulator {
                         now,
                         flow,
                         length as u32,
+                        ipv4_ecn(packet),
                         packet.to_vec(),
                         route,
                         (source, destination, flow),
@@ -937,7 +964,9 @@ impl Emulator {
             }
             let now = clock.now();
             self.network.deliver_due(now, &mut delivered);
-            for packet in delivered.drain(..) {
+            for mut packet in delivered.drain(..) {
+                let ecn = packet.ecn();
+                set_ipv4_ecn(&mut packet.body, ecn);
                 let (source, destination, flow) = packet.destination;
                 if let Some(index) = tracked_index(source, destination, flow) {
                     totals[index].recv_bytes += packet.body.len() as u64;
@@ -995,6 +1024,33 @@ pub fn print_flush(text: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The TUN path reads the ECN field of the IPv4 header and writes CE back with a header
+    /// checksum that still verifies (options included); other packets are left alone.
+    #[test]
+    fn ipv4_ecn_is_read_and_set_with_a_valid_checksum() {
+        for ihl in [5u8, 6] {
+            let header = usize::from(ihl) * 4;
+            let mut packet = vec![0u8; header + 8];
+            packet[0] = 0x40 | ihl;
+            packet[1] = 0xb8 | 0b10; // DSCP EF, ECT(0)
+            packet[8] = 64;
+            packet[9] = 17;
+            packet[12..16].copy_from_slice(&[10, 200, 0, 1]);
+            packet[16..20].copy_from_slice(&[10, 200, 0, 2]);
+            let checksum = tfrc_sim::pcap::internet_checksum(&packet[..header]);
+            packet[10..12].copy_from_slice(&checksum.to_be_bytes());
+            assert_eq!(ipv4_ecn(&packet), 0b10);
+            set_ipv4_ecn(&mut packet, crate::network::ECN_CE);
+            assert_eq!(ipv4_ecn(&packet), 0b11);
+            assert_eq!(packet[1] & !0b11, 0xb8, "the DSCP is kept");
+            assert_eq!(tfrc_sim::pcap::internet_checksum(&packet[..header]), 0);
+        }
+        let mut ipv6 = vec![0x60u8; 40];
+        set_ipv4_ecn(&mut ipv6, crate::network::ECN_CE);
+        assert_eq!(ipv6, vec![0x60u8; 40]);
+        assert_eq!(ipv4_ecn(&[0x45, 0b11]), 0);
+    }
 
     #[test]
     fn routes_follow_link_directions() {

@@ -450,9 +450,9 @@ fn a_gso_train_is_relayed_intact_and_in_order() {
         .flat_map(|index| std::iter::repeat_n(index, size))
         .collect();
     train.extend(std::iter::repeat_n(40u8, 300));
-    let outcome = offload.send(&source, relay_address, &train, size);
+    let outcome = offload.send(&source, relay_address, &train, size, None);
     assert_eq!(outcome.refused + outcome.unreachable, 0);
-    let outcome = offload.send(&source, relay_address, &[], size);
+    let outcome = offload.send(&source, relay_address, &[], size, None);
     assert_eq!(outcome.refused + outcome.unreachable, 0);
 
     let mut buffer = [0u8; 2048];
@@ -477,4 +477,66 @@ fn a_gso_train_is_relayed_intact_and_in_order() {
     assert!(received[41].is_empty());
     assert_eq!(report.forward.departures, 42);
     assert_eq!(report.send_errors, 0);
+}
+
+/// ECN end to end over loopback: `tfrc send --ecn` (ECT(0) in the IP header) through a relay
+/// whose 2 Mb/s link has a gentle RED queue with `ecn=true`. RED marks the packets CE where it
+/// would have dropped them early (RFC 3168), the relay writes CE into the forwarded datagrams'
+/// IP headers, and the receiver reads it (`IP_RECVTOS`) and counts the marks in its loss events.
+/// The same run without `--ecn`: no marks, the packets are dropped instead.
+#[test]
+fn ecn_marks_reach_the_receiver_through_a_red_relay() {
+    let _serial = one_at_a_time();
+    let run = |ecn: bool| {
+        let receiver = UdpReceiver::bind(ReceiverOptions {
+            report_interval: None,
+            once: true,
+            ..ReceiverOptions::new(loopback())
+        })
+        .unwrap();
+        let config = RelayConfig::new(
+            loopback(),
+            receiver.local_addr().unwrap(),
+            link(
+                "2Mbps",
+                "20ms",
+                Some("red:limit=100,min_th=5,max_th=15,gentle=true,ecn=true"),
+                None,
+            ),
+        );
+        let stop = Arc::new(AtomicBool::new(false));
+        let (relay_address, relay_thread) = relay::spawn(config, stop.clone()).unwrap();
+        let receiver_thread =
+            std::thread::spawn(move || receiver.run(&AtomicBool::new(false), &mut |_| {}));
+        let mut options = SenderOptions::new(relay_address);
+        options.bind = Some(loopback());
+        options.duration = Duration::from_secs(6);
+        options.report_interval = None;
+        options.ecn = ecn;
+        UdpSender::new(options)
+            .unwrap()
+            .run(&AtomicBool::new(false), &mut |_| {})
+            .unwrap();
+        let received = receiver_thread.join().unwrap().unwrap();
+        stop.store(true, Ordering::Relaxed);
+        let relay_report = relay_thread.join().unwrap().unwrap();
+        (received.streams[0].clone(), relay_report.forward)
+    };
+    let (marked, marked_link) = run(true);
+    println!(
+        "with --ecn: {} marks at the queue, {} marked packets received, {} lost, {} loss events, mean p {:.4}",
+        marked_link.congestion_marks, marked.ecn_marked, marked.lost, marked.loss_events, marked.mean_p
+    );
+    assert!(marked_link.congestion_marks > 0);
+    // Every mark the queue made reached the receiver in an IP header: a packet is marked as it
+    // enters the queue, and a queued packet always leaves it (only arrivals are dropped).
+    assert_eq!(marked.ecn_marked, marked_link.congestion_marks);
+    assert!(marked.loss_events > 0 && marked.mean_p > 0.0);
+    let (plain, plain_link) = run(false);
+    println!(
+        "without: {} marks, {} marked received, {} lost, {} loss events",
+        plain_link.congestion_marks, plain.ecn_marked, plain.lost, plain.loss_events
+    );
+    assert_eq!((plain_link.congestion_marks, plain.ecn_marked), (0, 0));
+    assert!(plain.lost > 0 && plain.loss_events > 0);
 }

@@ -442,8 +442,9 @@ impl Sender {
     }
 
     /// t_delta = min(t_ipi/2, t_gran/2): how early a packet may leave (RFC 5348 §4.6).
+    /// None under TFRC-SP, whose Min Interval holds between any two packets.
     fn send_allowance(&self) -> Duration {
-        if self.config.timer_granularity.is_zero() {
+        if self.config.timer_granularity.is_zero() || self.config.small_packets.is_some() {
             // An exact timer (the simulator): no allowance, and no t_ipi to compute.
             return Duration::ZERO;
         }
@@ -589,10 +590,14 @@ impl Sender {
         // idle periods". So t_nom restarts from now after an idle or data-limited period, and
         // when the schedule is more than max(t_ipi, t_gran) behind (t_gran = 0 in the
         // simulator: one t_ipi).
+        // TFRC-SP (RFC 4828 §3) "enforces a Min Interval between packets of 10 ms": between
+        // any two packets, so a late sender does not catch up (and none leaves early).
         let interval = self.next_interval();
         let credit = interval.max(self.config.timer_granularity);
         let nominal = if self.data_limited || self.next_send + credit < now {
             now
+        } else if self.config.small_packets.is_some() {
+            self.next_send.max(now)
         } else {
             self.next_send
         };

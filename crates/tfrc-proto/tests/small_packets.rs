@@ -137,6 +137,24 @@ fn packets_are_at_least_ten_ms_apart() {
     assert_eq!(sent, 100);
 }
 
+// The Min Interval holds between any two packets: with a 1 ms t_gran a standard sender may
+// send up to t_gran/2 early and catch up after being scheduled late (RFC 5348 §4.6); a TFRC-SP
+// sender does neither.
+#[test]
+fn the_min_interval_holds_between_any_two_packets() {
+    let mut sender = sender_at(config(200, true), 0.0);
+    let first = sender.next_send_time();
+    send(&mut sender, first);
+    // Not one nanosecond early.
+    assert_eq!(sender.next_send_time(), first + SMALL_PACKET_MIN_INTERVAL);
+    assert!(!sender.can_send(first + SMALL_PACKET_MIN_INTERVAL - Duration::from_nanos(1)));
+    // Woken 35 ms late: one packet now, the next 10 ms later (no burst of the three owed).
+    let late = first + Duration::from_millis(45);
+    send(&mut sender, late);
+    assert!(!sender.can_send(late));
+    assert_eq!(sender.next_send_time(), late + SMALL_PACKET_MIN_INTERVAL);
+}
+
 #[test]
 fn configurations_that_cannot_work_are_refused() {
     let mut zero = config(200, true);

@@ -681,7 +681,7 @@ mod tests {
     fn kind_keys_come_from_the_structs_in_their_documented_order() {
         assert_eq!(
             table_keys("queue", "red").unwrap(),
-            ["limit", "min_th", "max_th", "max_p", "weight", "gentle"]
+            ["limit", "min_th", "max_th", "max_p", "weight", "gentle", "ecn"]
         );
         assert_eq!(table_keys("queue", "droptail").unwrap(), ["limit"]);
         assert_eq!(

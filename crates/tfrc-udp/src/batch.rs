@@ -17,6 +17,7 @@ use std::io::IoSliceMut;
 use std::net::{SocketAddr, UdpSocket};
 use std::os::fd::{AsRawFd, RawFd};
 
+pub use quinn_udp::EcnCodepoint;
 use quinn_udp::{RecvMeta, Transmit, UdpSocketState};
 
 /// Largest UDP payload of one GSO send: the kernel refuses more than 64 KiB in one datagram
@@ -47,8 +48,9 @@ pub struct Offload {
 
 impl Offload {
     /// Sets `socket` up for batched sends (and, with `gro`, batched receives): it becomes
-    /// non-blocking, the ECN, packet-info and time-stamp control messages `quinn-udp` reads
-    /// are turned on, and whether the kernel has GSO is found out.
+    /// non-blocking, the ECN and time-stamp control messages `quinn-udp` reads are turned on
+    /// (the packet-info one it also turns on is turned off again, below), and whether the
+    /// kernel has GSO is found out.
     ///
     /// `gro` must be false for a socket read by plain `recv`: the kernel coalesces datagrams
     /// for a GRO socket (on loopback, and from NICs that do UDP GRO), and only the control
@@ -58,8 +60,18 @@ impl Offload {
     pub fn new(socket: &UdpSocket, gro: bool) -> std::io::Result<Offload> {
         let fd = socket.as_raw_fd();
         let saved = Fragmentation::read(fd, socket.local_addr()?.is_ipv4());
+        let ipv4 = socket.local_addr()?.is_ipv4();
         let state = UdpSocketState::new(socket.into())?;
         saved.restore(fd);
+        // quinn-udp also asks for the packet-info control message, which nothing here reads.
+        // In a GRO train it would push the TOS message (the ECN field) out of quinn-udp's
+        // 96-byte control buffer: time stamp 32 + UDP_GRO 24 + IP_PKTINFO 32 + IP_TOS 24 bytes
+        // (measured: a GSO batch sent ECT(0) arrived as not-ECT). Without it, 80 bytes fit.
+        if ipv4 {
+            crate::sockopt::set_int(fd, libc::IPPROTO_IP, libc::IP_PKTINFO, 0)?;
+        } else {
+            crate::sockopt::set_int(fd, libc::IPPROTO_IPV6, libc::IPV6_RECVPKTINFO, 0)?;
+        }
         if !gro && state.gro_segments() > 1 {
             crate::sockopt::set_int(fd, libc::SOL_UDP, libc::UDP_GRO, 0)?;
         }
@@ -94,20 +106,22 @@ impl Offload {
 
     /// Sends `contents`, consecutive datagrams of `segment` bytes each (the last may be
     /// shorter), to `destination`: one system call with GSO, else one per datagram. A batch
-    /// GSO fails on is sent again one datagram at a time.
+    /// GSO fails on is sent again one datagram at a time. `ecn` sets the ECN field of every
+    /// datagram's IP header (an `IP_TOS` / `IPV6_TCLASS` control message; `None`: not-ECT).
     pub fn send(
         &self,
         socket: &UdpSocket,
         destination: SocketAddr,
         contents: &[u8],
         segment: usize,
+        ecn: Option<EcnCodepoint>,
     ) -> SendOutcome {
         let segment = segment.max(1);
         let count = contents.len().div_ceil(segment);
         if count > 1 && self.state.max_gso_segments() > 1 {
             let transmit = Transmit {
                 destination,
-                ecn: None,
+                ecn,
                 contents,
                 segment_size: Some(segment),
                 src_ip: None,
@@ -129,7 +143,7 @@ impl Offload {
         for datagram in contents.chunks(segment).chain(empty) {
             let transmit = Transmit {
                 destination,
-                ecn: None,
+                ecn,
                 contents: datagram,
                 segment_size: None,
                 src_ip: None,
@@ -208,6 +222,7 @@ impl ReceiveBuffers {
                         bytes: &received[(k * stride).min(end)..end],
                         from: meta.addr,
                         kernel_time: meta.timestamp,
+                        ecn: meta.ecn,
                     }
                 })
             })
@@ -225,6 +240,9 @@ pub struct Datagram<'a> {
     /// epoch), if the kernel said: the same for every datagram of a GRO train. It does not
     /// depend on when the reading thread ran.
     pub kernel_time: Option<core::time::Duration>,
+    /// The ECN field of its IP header (`IP_RECVTOS`), `None` for not-ECT. The kernel merges
+    /// only datagrams with the same TOS into one GRO train, so it holds for each of them.
+    pub ecn: Option<EcnCodepoint>,
 }
 
 fn outcome_of(error: &std::io::Error, count: usize) -> SendOutcome {

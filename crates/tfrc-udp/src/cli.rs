@@ -39,10 +39,10 @@ use std::sync::Arc;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use serde_json::{json, Value};
-use tfrc_proto::{Config, Veno};
+use tfrc_proto::{Config, SmallPackets, Veno};
 
 use crate::clock::unix_time_seconds;
-use crate::control::ReverseRequest;
+use crate::control::{ReverseRequest, FLOW_OPTIONS_LEN};
 use crate::receiver::{Announce, ReceiverEvent, ReceiverOptions, UdpReceiver};
 use crate::sender::{SenderInterval, SenderOptions, SenderReport, UdpSender};
 use crate::tcp::{TcpReceiver, TcpReceiverEvent, TcpReceiverOptions, TcpSender, TcpSenderOptions};
@@ -69,9 +69,10 @@ fn rate_argument(text: &str) -> Result<f64, String> {
 fn packet_size_argument(text: &str) -> Result<u32, String> {
     let bytes = tfrc_units::parse_size(text).map_err(|error| error.to_string())?;
     match u32::try_from(bytes) {
-        Ok(bytes) if (28..=65475).contains(&bytes) => Ok(bytes),
+        Ok(bytes) if (FLOW_OPTIONS_LEN as u32..=65475).contains(&bytes) => Ok(bytes),
         _ => Err(format!(
-            "{bytes} bytes is not a TFRC segment size: it must be 28 to 65475 bytes"
+            "{bytes} bytes is not a TFRC segment size: it must be {FLOW_OPTIONS_LEN} to 65475 \
+             bytes (every payload starts with the {FLOW_OPTIONS_LEN}-byte flow options)"
         )),
     }
 }
@@ -157,6 +158,25 @@ pub struct SendArgs {
     /// Oscillation prevention by √RTT spacing (RFC 5348 §4.5).
     #[arg(long, conflicts_with = "tcp")]
     pub oscillation_damping: bool,
+    /// TFRC-SP, the small-packet variant (RFC 4828): the rate of a TCP flow with 1460-byte
+    /// segments less the headers, at most one packet per 10 ms, short loss intervals counting
+    /// every lost packet. For flows of small packets such as VoIP (`-l 160 -b 64k`).
+    #[arg(long, conflicts_with = "tcp")]
+    pub small_packets: bool,
+    /// TFRC-SP's H, the bytes of network and transport headers per packet (RFC 4828 §3: 40 by
+    /// default; over IPv4 this tool's packets carry 20 + 8 + 32 = 60).
+    #[arg(
+        long,
+        value_name = "BYTES",
+        default_value_t = 40,
+        requires = "small_packets"
+    )]
+    pub header_size: u32,
+    /// Send the data packets ECN-capable (ECT(0) in the IP header, RFC 3168): an AQM that
+    /// marks (the emulator's RED or RIO with ecn=true) then marks them CE instead of dropping
+    /// them, and `tfrc recv` counts each mark as a loss (RFC 5348 §5.1; `ecn_marked`).
+    #[arg(long, conflicts_with = "tcp")]
+    pub ecn: bool,
     /// Local address to send from (TFRC), e.g. 127.0.0.1:0.
     #[arg(long, value_name = "ADDR", value_parser = address_argument, conflicts_with = "tcp")]
     pub bind: Option<SocketAddr>,
@@ -346,6 +366,10 @@ pub fn run_send(args: &SendArgs) -> Result<()> {
         timer_granularity: args
             .timer_granularity
             .unwrap_or(Config::default().timer_granularity),
+        small_packets: args.small_packets.then(|| SmallPackets {
+            header_size: args.header_size,
+            ..SmallPackets::default()
+        }),
         ..Config::default()
     };
     if let Some(beta) = args.veno_beta {
@@ -369,6 +393,7 @@ pub fn run_send(args: &SendArgs) -> Result<()> {
             .as_ref()
             .map(|path| (flow_log_path(path, index, args.parallel), args.log_interval));
         options.realtime_priority = args.realtime.then_some(10);
+        options.ecn = args.ecn;
         senders.push(UdpSender::new(options).context("cannot start the TFRC sender")?);
     }
     let names: Vec<FlowName> = senders
@@ -410,6 +435,11 @@ pub fn run_send(args: &SendArgs) -> Result<()> {
             "veno": config.veno.map(|veno| json!({"beta": veno.beta, "alpha": veno.alpha})),
             "history_discounting": config.history_discounting,
             "oscillation_damping": config.oscillation_damping,
+            "small_packets": config.small_packets.map(|small| json!({
+                "nominal_segment_size": small.nominal_segment_size,
+                "header_size": small.header_size,
+            })),
+            "ecn": args.ecn,
             "log": args.log.as_ref().map(|path| path.display().to_string()),
             "realtime": args.realtime,
         },

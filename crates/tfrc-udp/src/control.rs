@@ -29,17 +29,18 @@
 //!   token in the upper half) · 12..28 zero (padding: the answer is no longer than the request)
 //! cookie (20 bytes)
 //!   0 version (1) · 1 kind 0x13 · 2..4 flags (0) · 4..8 session id · 8..12 nonce · 12..20 cookie
-//! flow options (start of every data payload, 28 bytes, big-endian)
+//! flow options (start of every data payload, 32 bytes, big-endian)
 //!   0..4   magic "TFUO"
-//!   4      options version (3)
+//!   4      options version (4)
 //!   5      flags: bit 0 = rtt_ref present, bit 1 = veno present, bit 2 = history
 //!          discounting, bit 3 = ns-2 profile, bit 4 = ns-2 useHeaders_, bit 5 = a fixed
-//!          number of feedbacks per RTT present; bits 6-7 reserved (0)
+//!          number of feedbacks per RTT present, bit 6 = TFRC-SP (RFC 4828); bit 7 reserved (0)
 //!   6..8   feedbacks per RTT (when bit 5 is set)
 //!   8..12  rtt_ref in microseconds
 //!   12..16 veno beta in thousandths of a packet
 //!   16..20 veno alpha in thousandths
 //!   20..28 the receiver's cookie (from its answer to the sender's hello)
+//!   28..30 TFRC-SP's nominal segment size in bytes (when bit 6 is set) · 30..32 zero
 //! end of session (36 bytes)
 //!   0 version (1) · 1 kind 0x10 · 2..4 flags (0) · 4..8 session id · 8..12 nonce
 //!   12..20 data packets sent · 20..28 bytes sent (headers included) · 28..36 duration in ns
@@ -57,22 +58,24 @@
 use core::time::Duration;
 
 use tfrc_proto::wire;
-use tfrc_proto::{Config, Profile, Veno};
+use tfrc_proto::{Config, Profile, SmallPackets, Veno};
 
 /// Length of the flow-options block at the start of every data payload.
-pub const FLOW_OPTIONS_LEN: usize = 28;
+pub const FLOW_OPTIONS_LEN: usize = 32;
 const OPTIONS_MAGIC: &[u8; 4] = b"TFUO";
 /// Version 2 added the history-discounting, profile and feedbacks-per-RTT flags; version 3 the
-/// cookie. A receiver refuses a block of another version rather than silently running without
-/// what it lacks.
-const OPTIONS_VERSION: u8 = 3;
+/// cookie; version 4 TFRC-SP and its nominal segment size (the block grew from 28 to 32 bytes).
+/// A receiver refuses a block of another version rather than silently running without what it
+/// lacks.
+const OPTIONS_VERSION: u8 = 4;
 const FLAG_RTT_REF: u8 = 1;
 const FLAG_VENO: u8 = 1 << 1;
 const FLAG_HISTORY_DISCOUNTING: u8 = 1 << 2;
 const FLAG_NS2_PROFILE: u8 = 1 << 3;
 const FLAG_NS2_USE_HEADERS: u8 = 1 << 4;
 const FLAG_FEEDBACKS_PER_RTT: u8 = 1 << 5;
-const KNOWN_FLAGS: u8 = (1 << 6) - 1;
+const FLAG_SMALL_PACKETS: u8 = 1 << 6;
+const KNOWN_FLAGS: u8 = (1 << 7) - 1;
 
 /// Kind byte of an end-of-session datagram.
 pub const KIND_END: u8 = 0x10;
@@ -112,6 +115,10 @@ pub struct FlowOptions {
     pub profile: Profile,
     /// ns-2's `useHeaders_` (`Config::ns2_use_headers`); it decides whether s counts the header.
     pub ns2_use_headers: bool,
+    /// TFRC-SP's nominal segment size (`Config::small_packets`): the receiver counts short loss
+    /// intervals as RFC 4828 does and derives the first interval with this s. `None`: standard
+    /// TFRC. (H, the header size, is the sender's alone.)
+    pub small_packets_segment_size: Option<u16>,
     /// The receiver's cookie ([`Cookie`]), 0 before the sender has one.
     pub cookie: u64,
 }
@@ -122,6 +129,9 @@ pub enum FlowOptionsError {
     /// The options block carries the count in 16 bits.
     #[error("feedbacks_per_rtt = {0} cannot be announced to the receiver (at most 65535)")]
     FeedbacksPerRtt(u32),
+    /// The options block carries TFRC-SP's nominal segment size in 16 bits.
+    #[error("a TFRC-SP nominal segment size of {0} bytes cannot be announced (at most 65535)")]
+    NominalSegmentSize(u32),
 }
 
 impl FlowOptions {
@@ -131,7 +141,15 @@ impl FlowOptions {
             .feedbacks_per_rtt
             .map(|count| u16::try_from(count).map_err(|_| FlowOptionsError::FeedbacksPerRtt(count)))
             .transpose()?;
+        let small_packets_segment_size = config
+            .small_packets
+            .map(|small| {
+                u16::try_from(small.nominal_segment_size)
+                    .map_err(|_| FlowOptionsError::NominalSegmentSize(small.nominal_segment_size))
+            })
+            .transpose()?;
         Ok(FlowOptions {
+            small_packets_segment_size,
             rtt_ref: config.rtt_ref,
             feedbacks_per_rtt,
             veno: config.veno,
@@ -174,6 +192,10 @@ impl FlowOptions {
         if self.ns2_use_headers {
             flags |= FLAG_NS2_USE_HEADERS;
         }
+        if let Some(nominal) = self.small_packets_segment_size {
+            flags |= FLAG_SMALL_PACKETS;
+            block[28..30].copy_from_slice(&nominal.to_be_bytes());
+        }
         block[5] = flags;
         block[20..28].copy_from_slice(&self.cookie.to_be_bytes());
     }
@@ -213,6 +235,8 @@ impl FlowOptions {
                 Profile::Rfc5348
             },
             ns2_use_headers: flags & FLAG_NS2_USE_HEADERS != 0,
+            small_packets_segment_size: (flags & FLAG_SMALL_PACKETS != 0)
+                .then(|| u16::from_be_bytes([block[28], block[29]])),
             cookie: read_u64(block, 20),
         })
     }
@@ -230,6 +254,10 @@ impl FlowOptions {
             history_discounting: self.history_discounting,
             profile: self.profile,
             ns2_use_headers: self.ns2_use_headers,
+            small_packets: self.small_packets_segment_size.map(|nominal| SmallPackets {
+                nominal_segment_size: u32::from(nominal),
+                ..SmallPackets::default()
+            }),
             ..Config::default()
         };
         let header = wire::DATA_HEADER_LEN - config.header_outside_s();
@@ -312,7 +340,8 @@ impl ReverseRequest {
     }
 
     /// Parses the datagram; `None` unless it is a well-formed request for a flow of a valid
-    /// segment size (28 to 65475 bytes) lasting from 1 ms to one hour, with rates up to
+    /// segment size ([`FLOW_OPTIONS_LEN`] to 65475 bytes) lasting from 1 ms to one hour, with
+    /// rates up to
     /// [`MAX_REQUESTED_RATE`].
     pub fn parse(bytes: &[u8]) -> Option<ReverseRequest> {
         if bytes.len() < REVERSE_LEN || control_kind(bytes) != Some(KIND_REVERSE) {
@@ -332,7 +361,7 @@ impl ReverseRequest {
         let plausible = |rate: u64| rate <= MAX_REQUESTED_RATE;
         let sane = plausible(read_u64(bytes, 20))
             && plausible(read_u64(bytes, 28))
-            && (28..=65_475).contains(&request.packet_size)
+            && (FLOW_OPTIONS_LEN as u32..=65_475).contains(&request.packet_size)
             && (Duration::from_millis(1)..=Duration::from_secs(3600)).contains(&request.duration);
         sane.then_some(request)
     }
@@ -663,6 +692,7 @@ mod tests {
             history_discounting: true,
             profile: Profile::Ns2,
             ns2_use_headers: false,
+            small_packets_segment_size: None,
             cookie: 0x0123_4567_89ab_cdef,
         };
         let mut buffer = [0xffu8; 64];
@@ -671,6 +701,23 @@ mod tests {
         assert!(options.receiver_config(1000).is_some());
         assert_eq!(FlowOptions::parse(&buffer[..10]), None);
         assert_eq!(FlowOptions::parse(&[0u8; 32]), None);
+        // TFRC-SP (RFC 4828) under the RFC 5348 profile: the receiver gets its nominal size.
+        let small = FlowOptions {
+            profile: Profile::Rfc5348,
+            small_packets_segment_size: Some(1460),
+            ..options
+        };
+        small.emit(&mut buffer);
+        assert_eq!(FlowOptions::parse(&buffer), Some(small));
+        let config = small.receiver_config(200).unwrap();
+        assert_eq!(config.small_packets.unwrap().nominal_segment_size, 1460);
+        // ... and under the ns-2 profile the core refuses it, so the receiver does too.
+        let small_ns2 = FlowOptions {
+            profile: Profile::Ns2,
+            ..small
+        };
+        assert!(small_ns2.receiver_config(200).is_none());
+        options.emit(&mut buffer);
         // A flag this version does not know, or another version, is refused.
         let mut unknown = buffer;
         unknown[5] |= 0x80;
@@ -833,6 +880,7 @@ mod tests {
             feedbacks in proptest::option::of(proptest::num::u16::ANY),
             veno in proptest::option::of((0u32..100_000, 1_000u32..100_000)),
             flags in 0u8..8,
+            nominal in proptest::option::of(proptest::num::u16::ANY),
             cookie: u64,
         ) {
             let options = FlowOptions {
@@ -845,6 +893,7 @@ mod tests {
                 history_discounting: flags & 1 != 0,
                 profile: if flags & 2 != 0 { Profile::Ns2 } else { Profile::Rfc5348 },
                 ns2_use_headers: flags & 4 != 0,
+                small_packets_segment_size: nominal,
                 cookie,
             };
             let mut buffer = [0u8; FLOW_OPTIONS_LEN];

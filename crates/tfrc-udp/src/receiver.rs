@@ -26,7 +26,7 @@ use socket2::{Domain, Protocol, Socket, Type};
 use tfrc_proto::wire::{self, Packet, PacketKind};
 use tfrc_proto::{Instant, ReceiveError, Receiver, ReceiverStats};
 
-use crate::batch::{Offload, ReceiveBuffers};
+use crate::batch::{EcnCodepoint, Offload, ReceiveBuffers};
 use crate::clock::{unix_time_seconds, Clock, CpuMeter, CpuUtilization};
 use crate::control::{self, CookieJar, EndAcknowledgement, EndOfSession, FlowOptions, Hello};
 use crate::csvlog::FlowCsv;
@@ -280,6 +280,9 @@ pub struct FlowSummary {
     pub loss_ratio: f64,
     /// Loss events.
     pub loss_events: u64,
+    /// Data packets that arrived marked Congestion Experienced (ECN, RFC 3168); each counts as
+    /// a lost packet in the loss events (RFC 5348 §5.1), not in `lost`.
+    pub ecn_marked: u64,
     /// Time-weighted mean of p.
     pub mean_p: f64,
     /// p at the end.
@@ -673,7 +676,10 @@ impl UdpReceiver {
                     for datagram in buffers.datagrams() {
                         read += 1;
                         self.counters.datagrams += 1;
-                        self.dispatch(now, datagram.bytes, datagram.from, on_event);
+                        // RFC 3168's Congestion Experienced, read from the IP header
+                        // (`IP_RECVTOS`): the core counts it as a lost packet (RFC 5348 §5.1).
+                        let ce = datagram.ecn == Some(EcnCodepoint::Ce);
+                        self.dispatch(now, datagram.bytes, datagram.from, ce, on_event);
                     }
                 }
                 Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
@@ -689,6 +695,7 @@ impl UdpReceiver {
         now: Instant,
         bytes: &[u8],
         from: SocketAddr,
+        ce: bool,
         on_event: &mut dyn FnMut(ReceiverEvent<'_>),
     ) {
         if let Some(kind) = control::control_kind(bytes) {
@@ -716,7 +723,7 @@ impl UdpReceiver {
             }
             flow.account(now);
             let payload_before = flow.receiver.stats().payload_bytes;
-            match flow.receiver.handle_packet(now, bytes) {
+            match flow.receiver.handle_packet_ecn(now, bytes, ce) {
                 Ok(()) => {
                     flow.jitter.record(packet.timestamp(), now.as_nanos());
                     if let Some(counter) = &self.options.delivered_payload {
@@ -767,7 +774,7 @@ impl UdpReceiver {
             self.counters.malformed += 1;
             return;
         };
-        if receiver.handle_packet(now, bytes).is_err() {
+        if receiver.handle_packet_ecn(now, bytes, ce).is_err() {
             self.counters.malformed += 1;
             return;
         }
@@ -993,6 +1000,7 @@ impl UdpReceiver {
             sender_bytes,
             loss_ratio,
             loss_events: stats.loss_events,
+            ecn_marked: stats.ecn_marked,
             mean_p: if seconds > 0.0 {
                 flow.p_integral
                     / (flow.last_accounted - flow.first_packet)

@@ -32,7 +32,7 @@ use rand::RngCore;
 use socket2::{Domain, Protocol, Socket, Type};
 use tfrc_proto::{wire, Config, Instant, Sender, SenderState, SenderStats};
 
-use crate::batch::Offload;
+use crate::batch::{EcnCodepoint, Offload};
 use crate::clock::{unix_time_seconds, Clock, CpuMeter, CpuUtilization};
 use crate::control::{
     Cookie, EndAcknowledgement, EndOfSession, FlowOptions, Hello, FLOW_OPTIONS_LEN,
@@ -99,6 +99,10 @@ pub struct SenderOptions {
     /// connected to the destination, and the kernel gives a connected socket every datagram
     /// of its 4-tuple, the listening socket the rest.
     pub share_port: bool,
+    /// Send the data packets ECN-capable, ECT(0) in the IP header (RFC 3168), so that an AQM
+    /// on the path (the emulator's RED/RIO with `ecn = true`) marks them CE instead of dropping
+    /// them; the receiver counts a mark as a loss. Control datagrams stay not-ECT.
+    pub ecn: bool,
 }
 
 impl SenderOptions {
@@ -117,6 +121,7 @@ impl SenderOptions {
             connect_timeout: Duration::from_secs(5),
             realtime_priority: None,
             share_port: false,
+            ecn: false,
         }
     }
 }
@@ -812,6 +817,7 @@ impl Run {
             self.flow.options.destination,
             contents,
             self.segment,
+            self.flow.options.ecn.then_some(EcnCodepoint::Ect0),
         );
         // Refused (buffer full: lost, as a router would drop them) or unreachable (ICMP).
         self.send_errors += (outcome.refused + outcome.unreachable) as u64;

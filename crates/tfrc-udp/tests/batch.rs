@@ -58,7 +58,13 @@ fn a_gso_batch_arrives_as_the_same_datagrams_with_gro() {
     assert_eq!(receive_offload.receive_mode(), "gro");
     assert!(count > 1, "GSO allows {count} segments of {size} bytes");
     let contents = batch(count, size);
-    let outcome = send_offload.send(&sender, receiver.local_addr().unwrap(), &contents, size);
+    let outcome = send_offload.send(
+        &sender,
+        receiver.local_addr().unwrap(),
+        &contents,
+        size,
+        None,
+    );
     assert_eq!(outcome.refused + outcome.unreachable, 0);
     let received = receive_with_gro(&receive_offload, &receiver, count);
     assert_eq!(received.len(), count);
@@ -87,7 +93,13 @@ fn a_gso_batch_reaches_a_plain_socket_as_separate_datagrams() {
     let size = 1000;
     let mut contents = batch(5, size);
     contents.truncate(4 * size + 300);
-    let outcome = offload.send(&sender, receiver.local_addr().unwrap(), &contents, size);
+    let outcome = offload.send(
+        &sender,
+        receiver.local_addr().unwrap(),
+        &contents,
+        size,
+        None,
+    );
     assert_eq!(outcome.refused + outcome.unreachable, 0);
     let mut buffer = [0u8; 2048];
     for index in 0..5 {
@@ -118,4 +130,39 @@ fn offload_keeps_the_sockets_fragmentation_setting() {
     .unwrap();
     assert_eq!(before, after);
     assert_ne!(after, libc::IP_PMTUDISC_PROBE);
+}
+
+/// The ECN field given to a send is in every datagram's IP header, and the receiver reads it
+/// (`IP_TOS` control message out, `IP_RECVTOS` in): not-ECT, ECT(0), ECT(1) and CE, in single
+/// sends and in a GSO batch.
+#[test]
+fn the_ecn_field_crosses_loopback_both_ways() {
+    use tfrc_udp::batch::EcnCodepoint;
+    let sender = loopback_socket();
+    let receiver = loopback_socket();
+    let send_offload = Offload::new(&sender, false).unwrap();
+    let receive_offload = Offload::new(&receiver, true).unwrap();
+    let destination = receiver.local_addr().unwrap();
+    for ecn in [
+        None,
+        Some(EcnCodepoint::Ect0),
+        Some(EcnCodepoint::Ect1),
+        Some(EcnCodepoint::Ce),
+    ] {
+        for count in [1, 4] {
+            let contents = batch(count, 200);
+            let outcome = send_offload.send(&sender, destination, &contents, 200, ecn);
+            assert_eq!(outcome.refused + outcome.unreachable, 0);
+            let mut buffers = ReceiveBuffers::new();
+            let mut seen = Vec::new();
+            let deadline = Instant::now() + Duration::from_secs(2);
+            while seen.len() < count && Instant::now() < deadline {
+                match receive_offload.receive(&receiver, &mut buffers) {
+                    Ok(()) => seen.extend(buffers.datagrams().map(|datagram| datagram.ecn)),
+                    Err(_) => std::thread::sleep(Duration::from_millis(1)),
+                }
+            }
+            assert_eq!(seen, vec![ecn; count], "sent {ecn:?} × {count}");
+        }
+    }
 }

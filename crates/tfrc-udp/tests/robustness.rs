@@ -551,6 +551,57 @@ fn losses_reach_the_sender(config: Config) {
     assert!((totals.loss_ratio - dropped as f64 / report.packets as f64).abs() < 1e-9);
 }
 
+/// TFRC-SP (RFC 4828 §3: "TFRC-SP enforces a Min Interval between packets of 10 ms") over the
+/// 20 ms path: 200-byte segments for 3 s leave at most 100 packets a second, where standard
+/// TFRC with the same packets sends several times more; the receiver runs the flow (it learns
+/// TFRC-SP from the flow options) and acknowledges it.
+#[test]
+fn a_tfrc_sp_sender_keeps_its_min_interval_end_to_end() {
+    let run = |small_packets: bool| {
+        let receiver = UdpReceiver::bind(ReceiverOptions {
+            report_interval: None,
+            once: true,
+            ..ReceiverOptions::new(loopback())
+        })
+        .unwrap();
+        let relay_stop = Arc::new(AtomicBool::new(false));
+        let (relay, _) = lossy_relay(
+            receiver.local_addr().unwrap(),
+            1_000_000,
+            Arc::clone(&relay_stop),
+        );
+        let receiver_thread =
+            std::thread::spawn(move || receiver.run(&AtomicBool::new(false), &mut |_| {}).unwrap());
+        let mut options = SenderOptions::new(relay);
+        options.bind = Some(loopback());
+        options.duration = Duration::from_secs(3);
+        options.report_interval = None;
+        options.config = Config {
+            packet_size: 200,
+            small_packets: small_packets.then(tfrc_proto::SmallPackets::default),
+            ..Config::default()
+        };
+        let report = UdpSender::new(options)
+            .unwrap()
+            .run(&AtomicBool::new(false), &mut |_| {})
+            .unwrap();
+        let received = receiver_thread.join().unwrap();
+        relay_stop.store(true, Ordering::Relaxed);
+        assert!(report.receiver.is_some(), "acknowledged");
+        if small_packets {
+            // 100 packets a second cross loopback whole.
+            assert_eq!(received.streams[0].packets, report.packets);
+        }
+        report.packets
+    };
+    let small = run(true);
+    let standard = run(false);
+    eprintln!("3 s of 200-byte packets: TFRC-SP {small}, standard TFRC {standard}");
+    // 100 a second (and the first).
+    assert!(small <= 301, "TFRC-SP sent {small} packets in 3 s");
+    assert!(standard > 2 * small, "standard TFRC sent {standard}");
+}
+
 /// The lock-out: 64 data packets with distinct session ids filled `tfrc recv`'s flow
 /// table, and the real sender got no feedback. Now a flow opens only with a cookie the receiver
 /// gave to the packet's source address: 200 strangers (no cookie, a guessed one, or a cookie
