@@ -29,20 +29,7 @@ fn send(sender: &mut Sender, at: Instant) -> (DataRepr, u16) {
 
 /// What a receiver that got every packet up to `data` reports, with its receipt proof.
 fn feedback(data: &DataRepr, x_recv: f64, p: f64) -> Vec<u8> {
-    let proof = wire::ReceiptProof::of_all(u64::from(NONCE), data.sequence);
-    let repr = FeedbackRepr {
-        session_id: data.session_id,
-        echo_sequence: data.sequence,
-        echo_timestamp: data.timestamp,
-        elapsed_micros: 0,
-        x_recv: x_recv as u64,
-        loss_event_rate_raw: wire::encode_loss_event_rate(p),
-        echo_nonce: proof.echo_nonce(wire::session_token(u64::from(NONCE))),
-        proof_flags: proof.flags(),
-    };
-    let mut buffer = vec![0u8; wire::FEEDBACK_LEN];
-    repr.emit(&mut buffer).unwrap();
-    buffer
+    common::honest_feedback(data, u64::from(NONCE), x_recv, p)
 }
 
 /// Sends every packet the sender allows from `from` until `until`: the traffic behind a large

@@ -1,6 +1,8 @@
 //! TFRC-SP (RFC 4828): one rule per test, each quoting the sentence it checks, against
 //! standard TFRC with the same packets.
 
+mod common;
+
 use core::time::Duration;
 use tfrc_proto::wire::{self, DataRepr, FeedbackRepr, Packet};
 use tfrc_proto::{
@@ -29,20 +31,7 @@ fn send(sender: &mut Sender, now: Instant) -> DataRepr {
 }
 
 fn feedback(data: &DataRepr, x_recv: f64, p: f64) -> Vec<u8> {
-    let proof = wire::ReceiptProof::of_all(u64::from(NONCE), data.sequence);
-    let repr = FeedbackRepr {
-        session_id: data.session_id,
-        echo_sequence: data.sequence,
-        echo_timestamp: data.timestamp,
-        elapsed_micros: 0,
-        x_recv: x_recv as u64,
-        loss_event_rate_raw: wire::encode_loss_event_rate(p),
-        echo_nonce: proof.echo_nonce(wire::session_token(u64::from(NONCE))),
-        proof_flags: proof.flags(),
-    };
-    let mut buffer = vec![0u8; wire::FEEDBACK_LEN];
-    repr.emit(&mut buffer).unwrap();
-    buffer
+    common::honest_feedback(data, u64::from(NONCE), x_recv, p)
 }
 
 /// Sends everything the sender allows during one RTT, then a packet answered one RTT later

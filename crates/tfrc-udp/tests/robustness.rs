@@ -493,6 +493,47 @@ fn lossy_relay(
     (address, dropped)
 }
 
+/// Sends a 3 s flow with `config` (application rate cap `max_rate`, bytes/s) through
+/// [`lossy_relay`] dropping every `drop_every`-th data packet to a receiver; returns the
+/// sender's and the receiver's reports and the number of packets the relay dropped.
+fn run_through_lossy_relay(
+    config: Config,
+    drop_every: u64,
+    max_rate: Option<f64>,
+) -> (
+    tfrc_udp::sender::SenderReport,
+    tfrc_udp::receiver::ReceiverReport,
+    u64,
+) {
+    let receiver = UdpReceiver::bind(ReceiverOptions {
+        report_interval: None,
+        once: true,
+        ..ReceiverOptions::new(loopback())
+    })
+    .unwrap();
+    let relay_stop = Arc::new(AtomicBool::new(false));
+    let (relay, dropped) = lossy_relay(
+        receiver.local_addr().unwrap(),
+        drop_every,
+        Arc::clone(&relay_stop),
+    );
+    let receiver_thread =
+        std::thread::spawn(move || receiver.run(&AtomicBool::new(false), &mut |_| {}).unwrap());
+    let mut options = SenderOptions::new(relay);
+    options.bind = Some(loopback());
+    options.duration = Duration::from_secs(3);
+    options.max_rate = max_rate;
+    options.report_interval = None;
+    options.config = config;
+    let report = UdpSender::new(options)
+        .unwrap()
+        .run(&AtomicBool::new(false), &mut |_| {})
+        .unwrap();
+    let received = receiver_thread.join().unwrap();
+    relay_stop.store(true, Ordering::Relaxed);
+    (report, received, dropped.load(Ordering::Relaxed))
+}
+
 /// Over a path with a 20 ms round trip that loses every 20th data packet, the receiver detects
 /// exactly those losses, the loss event rate reaches the sender and ends its slow start.
 #[test]
@@ -504,30 +545,7 @@ fn losses_on_the_path_reach_the_sender_as_a_loss_event_rate() {
 }
 
 fn losses_reach_the_sender(config: Config) {
-    let receiver = UdpReceiver::bind(ReceiverOptions {
-        report_interval: None,
-        once: true,
-        ..ReceiverOptions::new(loopback())
-    })
-    .unwrap();
-    let relay_stop = Arc::new(AtomicBool::new(false));
-    let (relay, dropped) = lossy_relay(receiver.local_addr().unwrap(), 20, Arc::clone(&relay_stop));
-    let receiver_thread =
-        std::thread::spawn(move || receiver.run(&AtomicBool::new(false), &mut |_| {}).unwrap());
-    let mut options = SenderOptions::new(relay);
-    options.bind = Some(loopback());
-    options.duration = Duration::from_secs(3);
-    options.max_rate = Some(4_000_000.0 / 8.0);
-    options.report_interval = None;
-    options.config = config;
-    let report = UdpSender::new(options)
-        .unwrap()
-        .run(&AtomicBool::new(false), &mut |_| {})
-        .unwrap();
-    let received = receiver_thread.join().unwrap();
-    relay_stop.store(true, Ordering::Relaxed);
-
-    let dropped = dropped.load(Ordering::Relaxed);
+    let (report, received, dropped) = run_through_lossy_relay(config, 20, Some(4_000_000.0 / 8.0));
     let flow = &received.streams[0];
     eprintln!(
         "{dropped} of {} data packets dropped, {} lost",
@@ -558,35 +576,12 @@ fn losses_reach_the_sender(config: Config) {
 #[test]
 fn a_tfrc_sp_sender_keeps_its_min_interval_end_to_end() {
     let run = |small_packets: bool| {
-        let receiver = UdpReceiver::bind(ReceiverOptions {
-            report_interval: None,
-            once: true,
-            ..ReceiverOptions::new(loopback())
-        })
-        .unwrap();
-        let relay_stop = Arc::new(AtomicBool::new(false));
-        let (relay, _) = lossy_relay(
-            receiver.local_addr().unwrap(),
-            1_000_000,
-            Arc::clone(&relay_stop),
-        );
-        let receiver_thread =
-            std::thread::spawn(move || receiver.run(&AtomicBool::new(false), &mut |_| {}).unwrap());
-        let mut options = SenderOptions::new(relay);
-        options.bind = Some(loopback());
-        options.duration = Duration::from_secs(3);
-        options.report_interval = None;
-        options.config = Config {
+        let config = Config {
             packet_size: 200,
             small_packets: small_packets.then(tfrc_proto::SmallPackets::default),
             ..Config::default()
         };
-        let report = UdpSender::new(options)
-            .unwrap()
-            .run(&AtomicBool::new(false), &mut |_| {})
-            .unwrap();
-        let received = receiver_thread.join().unwrap();
-        relay_stop.store(true, Ordering::Relaxed);
+        let (report, received, _) = run_through_lossy_relay(config, 1_000_000, None);
         assert!(report.receiver.is_some(), "acknowledged");
         if small_packets {
             // 100 packets a second cross loopback whole.

@@ -9,6 +9,7 @@ use std::collections::{BinaryHeap, VecDeque};
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use tfrc_proto::wire::{self, DataRepr, FeedbackRepr};
 use tfrc_proto::{Config, FeedbackError, Instant, Receiver, Sender};
 
 /// The link between sender and receiver.
@@ -299,4 +300,23 @@ pub fn loss_event_rate_from_drops(trace: &Trace, rtt: Duration, from: Instant, t
         .filter(|&&t| t >= from && t < to)
         .count();
     events as f64 / sent.max(1) as f64
+}
+
+/// The feedback an honest receiver that got every packet up to `data` sends, with its receipt
+/// proof for the sender's `nonce`: X_recv `x_recv` bytes/s, loss event rate `p`, no delay.
+pub fn honest_feedback(data: &DataRepr, nonce: u64, x_recv: f64, p: f64) -> Vec<u8> {
+    let proof = wire::ReceiptProof::of_all(nonce, data.sequence);
+    let repr = FeedbackRepr {
+        session_id: data.session_id,
+        echo_sequence: data.sequence,
+        echo_timestamp: data.timestamp,
+        elapsed_micros: 0,
+        x_recv: x_recv as u64,
+        loss_event_rate_raw: wire::encode_loss_event_rate(p),
+        echo_nonce: proof.echo_nonce(wire::session_token(nonce)),
+        proof_flags: proof.flags(),
+    };
+    let mut buffer = vec![0u8; wire::FEEDBACK_LEN];
+    repr.emit(&mut buffer).unwrap();
+    buffer
 }
