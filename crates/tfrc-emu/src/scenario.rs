@@ -429,9 +429,13 @@ fn launch_tfrc(
         let worker = ends.clone();
         in_namespace(&ends.to, move || run_tfrc_receiver(worker))?
     };
-    // ECT(0) on the data packets of a flow with `ecn = true`: the emulator's RED/RIO with
-    // `ecn = true` marks them, as the simulator's do.
-    let ecn = matches!(&flow.kind, FlowKind::Tfrc(tfrc) if tfrc.ecn);
+    // What the scenario's TFRC keys ask of the sender beside its core configuration, as the
+    // simulator does: ECT(0) on the data packets of a flow with `ecn = true` (the emulator's
+    // RED/RIO with `ecn = true` marks them) and the application's `max_rate` cap.
+    let (ecn, max_rate) = match &flow.kind {
+        FlowKind::Tfrc(tfrc) => (tfrc.ecn, tfrc.max_rate.map(|rate| rate.bytes_per_second())),
+        _ => (false, None),
+    };
     let sender = {
         let worker = ends.clone();
         let states = states.clone();
@@ -440,7 +444,7 @@ fn launch_tfrc(
             sleep_until(worker.start, &worker.stop);
             run_tfrc_sender(
                 &worker,
-                (config, ecn),
+                (config, ecn, max_rate),
                 (&flow_name, flow_kind),
                 origin,
                 state_interval,
@@ -557,12 +561,13 @@ fn run_tfrc_receiver(ends: FlowEnds) -> Result<()> {
     Ok(())
 }
 
-/// Sends the flow with `config` (ECN-capable with `ecn`) until its stop time. Each interval
-/// report (every `state_interval`) becomes a `state.csv` row of `flow` (name, kind), at the
-/// emulator's time (since `origin`) rounded to the interval.
+/// Sends the flow with `config` (ECN-capable with `ecn`, its application capped at `max_rate`
+/// bytes/s if given) until its stop time. Each interval report (every `state_interval`)
+/// becomes a `state.csv` row of `flow` (name, kind), at the emulator's time (since `origin`)
+/// rounded to the interval.
 fn run_tfrc_sender(
     ends: &FlowEnds,
-    (config, ecn): (tfrc_proto::Config, bool),
+    (config, ecn, max_rate): (tfrc_proto::Config, bool, Option<f64>),
     flow: (&str, &'static str),
     origin: std::time::Instant,
     state_interval: Duration,
@@ -573,6 +578,7 @@ fn run_tfrc_sender(
     options.report_interval = Some(state_interval);
     options.config = config.clone();
     options.ecn = ecn;
+    options.max_rate = max_rate;
     let sender = tfrc_udp::UdpSender::new(options)?;
     let step = state_interval.as_secs_f64();
     sender.run(&ends.stop, &mut |report| {

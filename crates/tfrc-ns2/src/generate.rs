@@ -496,6 +496,14 @@ impl<'a> Generator<'a> {
                         veno.beta, veno.alpha
                     ));
                 }
+                if let Some(rate) = tfrc.max_rate {
+                    self.unsupported.push(format!(
+                        "flow.{name}.max_rate: the translator attaches no application to ns-2's \
+                         Agent/TFRC, which sends bulk data; the flow runs without the {} bit/s \
+                         cap",
+                        rate.bits_per_second()
+                    ));
+                }
                 if tfrc.profile == TfrcProfile::Rfc5348 {
                     self.notes.push(format!(
                         "flow.{name}.profile: \"rfc5348\" asked, but ns-2 runs its own Agent/TFRC \

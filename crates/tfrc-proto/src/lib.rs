@@ -48,6 +48,7 @@
 //! assert!(state.sending_rate > 1000.0);   // and the rate left the initial one packet/second
 //! ```
 
+pub mod application;
 pub mod config;
 pub mod equation;
 pub mod loss_history;
@@ -58,6 +59,7 @@ pub mod sender;
 pub mod time;
 pub mod wire;
 
+pub use application::CappedApplication;
 pub use config::{Config, ConfigError, Profile, SmallPackets, Veno, SMALL_PACKET_MIN_INTERVAL};
 pub use receiver::{ReceiveError, Receiver, ReceiverStats};
 pub use sender::{FeedbackError, SendError, Sender, SenderState, SenderStats};

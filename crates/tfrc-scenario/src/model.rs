@@ -471,6 +471,11 @@ pub struct TfrcSpec {
     /// reduced by s_true/(s_true + H)). `Some` exactly when `variant` is `"sp"`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub header_size: Option<u32>,
+    /// The application's data rate cap (key `max_rate`, as `tfrc send -b`): the application has
+    /// one segment of data every s / `max_rate`, so the sender is data-limited above it (RFC
+    /// 5348 §4.3's data-limited rules apply). `None`: bulk data (the default).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_rate: Option<Rate>,
     /// The sender marks its data packets ECN-capable (ECT(0), RFC 3168), so that RED and RIO
     /// queues with `ecn = true` mark them CE instead of dropping them; the receiver counts a CE
     /// mark in its loss events (RFC 5348 §5.1: "For an ECN-capable connection, a marked packet

@@ -407,6 +407,7 @@ pub(crate) struct RawTfrc {
     pub(crate) nominal_segment_size: Option<u32>,
     pub(crate) header_size: Option<u32>,
     pub(crate) ecn: Option<bool>,
+    pub(crate) max_rate: Option<NoneOr<Rate>>,
 }
 
 #[derive(Debug, Clone, Deserialize)]

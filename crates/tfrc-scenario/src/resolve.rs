@@ -755,6 +755,10 @@ fn resolve_flow(
                 }
             };
             FlowKind::Tfrc(TfrcSpec {
+                max_rate: match flatten(raw.max_rate.clone()) {
+                    Some(rate) => Some(r.positive_rate(&key("max_rate"), rate)?),
+                    None => None,
+                },
                 ecn: raw.ecn.unwrap_or(false),
                 variant,
                 nominal_segment_size,

@@ -56,6 +56,7 @@ const KEYS: &[&str] = &[
     "nominal_segment_size",
     "header_size",
     "ecn",
+    "max_rate",
     "delayed_ack",
     "window",
     "burst",
@@ -177,7 +178,7 @@ const BOOLEANS: &[&str] = &["true", "false"];
 /// Values suited to a key (mostly valid, sometimes not).
 fn value_for(key: &'static str) -> BoxedStrategy<String> {
     let pool: &'static [&'static str] = match key {
-        "rate" | "target_rate" => RATES,
+        "rate" | "target_rate" | "max_rate" => RATES,
         "delay" | "start" | "burst" | "idle" | "mean_gap" => DURATIONS,
         "stop" | "rtt_ref" => &["\"10ms\"", "\"7s\"", "\"none\"", "\"9s\""],
         "p_in" | "p_out" | "max_p" | "weight" | "p_good_to_bad" | "p_bad_to_good" | "loss_good"
@@ -310,7 +311,7 @@ fn flow(index: usize, nodes: usize) -> BoxedStrategy<String> {
         .prop_flat_map(move |(kind, from, offset)| {
             let to = (from + offset) % nodes;
             let keys: &'static [&'static str] = match kind {
-                "tfrc" => &["target_rate", "rtt_ref", "veno_beta", "veno_alpha", "profile", "history_discounting", "oscillation_damping", "variant", "nominal_segment_size", "header_size", "ecn", "start", "stop", "packet_size", "count"],
+                "tfrc" => &["target_rate", "rtt_ref", "veno_beta", "veno_alpha", "profile", "history_discounting", "oscillation_damping", "variant", "nominal_segment_size", "header_size", "ecn", "max_rate", "start", "stop", "packet_size", "count"],
                 "tcp" => &["variant", "delayed_ack", "window", "start", "stop", "packet_size", "count"],
                 "cbr" => &["start", "stop", "packet_size", "count"],
                 "pareto" => &["burst", "idle", "shape", "start", "stop", "packet_size"],

@@ -147,6 +147,7 @@ fn the_shared_example_parses_to_the_expected_structs() {
             nominal_segment_size: None,
             header_size: None,
             ecn: false,
+            max_rate: None,
         })
     );
     let t1 = scenario.flow("t1").unwrap();
@@ -266,6 +267,7 @@ profile = "ns2"
 history_discounting = true
 oscillation_damping = true
 ecn = true
+max_rate = "2Mbps"
 stop = "9s"
 packet_size = 1460
 
@@ -362,6 +364,7 @@ state_interval = "10ms"
             nominal_segment_size: None,
             header_size: None,
             ecn: true,
+            max_rate: Some(Rate::from_mbps(2)),
         })
     );
     assert_eq!(

@@ -30,7 +30,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use rand::RngCore;
 use socket2::{Domain, Protocol, Socket, Type};
-use tfrc_proto::{wire, Config, Instant, Sender, SenderState, SenderStats};
+use tfrc_proto::{wire, CappedApplication, Config, Instant, Sender, SenderState, SenderStats};
 
 use crate::batch::{EcnCodepoint, Offload};
 use crate::clock::{unix_time_seconds, Clock, CpuMeter, CpuUtilization};
@@ -556,7 +556,8 @@ struct Run {
     datagram: Vec<u8>,
     start: Instant,
     sending_ended: Instant,
-    application_next: Instant,
+    /// The application's data under `max_rate`; `None` for bulk data.
+    application: Option<CappedApplication>,
     pacing: Histogram,
     /// How late the recent wake-ups were, for t_gran (unless it was given).
     lateness: RecentLateness,
@@ -602,7 +603,10 @@ impl Run {
             probe,
             start: now,
             sending_ended: now,
-            application_next: now,
+            application: flow
+                .options
+                .max_rate
+                .and_then(|rate| CappedApplication::new(flow.config.packet_size, rate, now)),
             pacing: Histogram::new(),
             lateness: RecentLateness::new(now),
             largest_timer_granularity: flow.config.timer_granularity,
@@ -669,10 +673,6 @@ impl Run {
             .map(|(_, interval)| *interval);
         let mut next_report = report_interval.map(|interval| self.start + interval);
         let mut next_log = log_interval.map(|_| self.start);
-        let application_interval =
-            self.flow.options.max_rate.map(|rate| {
-                Duration::from_secs_f64(f64::from(self.flow.config.packet_size) / rate)
-            });
         loop {
             let mut now = self.flow.clock.now();
             if stop.load(Ordering::Relaxed) {
@@ -691,26 +691,19 @@ impl Run {
             // Send what the schedule allows, in one batch.
             while self.queued * self.segment < self.batch.len() {
                 let core_ready = self.sender.next_send_time();
-                let scheduled = core_ready.max(self.application_next);
+                let data_at = self.application.map_or(core_ready, |app| app.next_data());
+                let scheduled = core_ready.max(data_at);
                 if now < scheduled || now >= end {
                     break;
                 }
-                if self.application_next > core_ready {
+                if data_at > core_ready {
                     // The core could have sent earlier but the application had no data.
                     self.sender.note_data_limited(now);
                 }
                 self.queue_packet(now, scheduled)?;
-                if let Some(interval) = application_interval {
-                    // The application's data keeps its average rate as the core's schedule
-                    // does: after a late wake-up it has up to max(interval, t_gran) of data
-                    // waiting; more is not sent in one burst.
-                    let credit = interval.max(self.sender.config().timer_granularity);
-                    let nominal = if self.application_next + credit < now {
-                        now
-                    } else {
-                        self.application_next
-                    };
-                    self.application_next = nominal + interval;
+                let t_gran = self.sender.config().timer_granularity;
+                if let Some(app) = &mut self.application {
+                    app.consume(now, t_gran);
                 }
                 now = self.flow.clock.now();
             }
@@ -737,7 +730,10 @@ impl Run {
                 }
             }
 
-            let send_at = self.sender.next_send_time().max(self.application_next);
+            let send_at = self.sender.next_send_time().max(
+                self.application
+                    .map_or(Instant::ZERO, |app| app.next_data()),
+            );
             let mut deadline = send_at.min(self.sender.no_feedback_deadline()).min(end);
             for due in [next_report, next_log].into_iter().flatten() {
                 deadline = deadline.min(due);

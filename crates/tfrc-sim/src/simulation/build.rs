@@ -254,6 +254,18 @@ fn build_flow(
         destination_node: destination_node as u32,
         active: matches!(protocol, Protocol::Source(_)),
         ecn_capable: matches!(&spec.kind, FlowKind::Tfrc(tfrc) if tfrc.ecn),
+        application: match (&spec.kind, &protocol) {
+            (FlowKind::Tfrc(tfrc), Protocol::Tfrc { config, .. }) => {
+                tfrc.max_rate.and_then(|rate| {
+                    tfrc_proto::CappedApplication::new(
+                        config.packet_size,
+                        rate.bytes_per_second(),
+                        start,
+                    )
+                })
+            }
+            _ => None,
+        },
         protocol,
         sender_timer: None,
         receiver_timer: None,

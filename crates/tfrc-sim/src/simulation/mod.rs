@@ -202,6 +202,8 @@ struct Flow {
     destination_node: u32,
     /// Its data packets carry ECT (a TFRC flow with `ecn = true`).
     ecn_capable: bool,
+    /// A TFRC flow's application under `max_rate` (`None`: bulk data).
+    application: Option<tfrc_proto::CappedApplication>,
     protocol: Protocol,
     active: bool,
     sender_timer: Option<Timer>,
@@ -820,9 +822,18 @@ impl Simulation {
                 } else {
                     sender.handle_timeout(now);
                     while sender.can_send(now) {
+                        if flow.application.is_some_and(|app| !app.has_data(now)) {
+                            // The core could send, the application has no data: data-limited
+                            // (RFC 5348 §4.3) until the application's next packet.
+                            sender.note_data_limited(now);
+                            break;
+                        }
                         let Ok(length) = sender.send_padded(now, &mut self.data_buffer) else {
                             break;
                         };
+                        if let Some(app) = &mut flow.application {
+                            app.consume(now, core::time::Duration::ZERO);
+                        }
                         let mut header = [0u8; DATA_HEADER_LEN];
                         header.copy_from_slice(&self.data_buffer[..DATA_HEADER_LEN]);
                         flow.record.record_sent(now, length as u32);
@@ -835,7 +846,14 @@ impl Simulation {
                             body: Body::TfrcData(header),
                         });
                     }
-                    sender.poll_timeout()
+                    let data_due = flow
+                        .application
+                        .filter(|app| !app.has_data(now))
+                        .map(|app| app.next_data());
+                    [sender.poll_timeout(), data_due]
+                        .into_iter()
+                        .flatten()
+                        .min()
                 }
             }
             Protocol::Tcp {
