@@ -339,7 +339,9 @@ impl Config {
     /// s_true / (s_true + H), where s_true is the true average data segment size for the
     /// connection in bytes, excluding the transport and network headers". s_true is the
     /// configured segment size: RFC 4828 "does not specify a specific algorithm for estimating
-    /// the mean segment size", and a sender sending smaller payloads only lowers its rate.
+    /// the mean segment size". A sender whose payloads are smaller than s stays below what the
+    /// RFC's rule would allow it (packets are spaced by s/X, so it sends X_eq/(s + H) of them a
+    /// second where the rule allows X_eq/(s_true + H)).
     pub(crate) fn header_factor(&self) -> f64 {
         self.small_packets.map_or(1.0, |small| {
             self.s() / (self.s() + f64::from(small.header_size))
