@@ -47,27 +47,6 @@ pub struct Delivered<D> {
     pub destination: D,
 }
 
-/// The ECN field's bits in an IP header's TOS / traffic class byte (RFC 3168 §5).
-pub const ECN_MASK: u8 = 0b11;
-/// Congestion Experienced.
-pub const ECN_CE: u8 = 0b11;
-/// ECT(0), what an ECN-capable packet that was not marked leaves with.
-pub const ECN_ECT0: u8 = 0b10;
-
-impl<D> Delivered<D> {
-    /// The ECN field the packet leaves with: CE if it was marked (here or before), ECT(0) if it
-    /// came ECN-capable (an ECT(1) packet leaves as ECT(0)), else not-ECT.
-    pub fn ecn(&self) -> u8 {
-        if self.meta.ce {
-            ECN_CE
-        } else if self.meta.ecn_capable {
-            ECN_ECT0
-        } else {
-            0
-        }
-    }
-}
-
 /// Link directions plus the bodies of the packets inside them.
 #[derive(Debug)]
 pub struct Network<D> {
@@ -125,8 +104,7 @@ impl<D> Network<D> {
         let id = self.next_id;
         self.next_id += 1;
         let mut meta = PacketMeta::new(id, flow, size_bytes.max(1));
-        meta.ecn_capable = ecn & ECN_MASK != 0;
-        meta.ce = ecn & ECN_MASK == ECN_CE;
+        meta.set_ecn_field(ecn);
         let Some(&first) = route.first() else {
             self.immediate.push(Delivered {
                 meta,

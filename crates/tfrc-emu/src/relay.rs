@@ -593,7 +593,7 @@ fn ecn_bits(ecn: Option<EcnCodepoint>) -> u8 {
     ecn.map_or(0, |codepoint| codepoint as u8)
 }
 
-/// The codepoint a delivered packet leaves with ([`Delivered::ecn`]).
+/// The codepoint a delivered packet leaves with ([`tfrc_sim::PacketMeta::ecn_field`]).
 fn codepoint_of<D>(packet: &Delivered<D>) -> Option<EcnCodepoint> {
-    EcnCodepoint::from_bits(packet.ecn())
+    EcnCodepoint::from_bits(packet.meta.ecn_field())
 }

@@ -44,11 +44,12 @@ use tfrc_sim::rng::derive_seed;
 use tfrc_sim::{FlowId, LinkCounters, LinkDirection};
 
 use crate::linklog::{LinkLog, LinkName};
-use crate::network::{Delivered, Network, ECN_MASK};
+use crate::network::{Delivered, Network};
 use crate::realtime::unix_nanos_now;
 use crate::realtime::{Clock, Waiter, DEFAULT_SPIN_MARGIN};
 use crate::spec::{DirectionSpec, LinkSpec};
 use tfrc_sim::pcap::PcapWriter;
+use tfrc_sim::ECN_MASK;
 
 /// Where state files live.
 pub const STATE_DIRECTORY: &str = "/run/tfrc-emu";
@@ -965,7 +966,7 @@ impl Emulator {
             let now = clock.now();
             self.network.deliver_due(now, &mut delivered);
             for mut packet in delivered.drain(..) {
-                let ecn = packet.ecn();
+                let ecn = packet.meta.ecn_field();
                 set_ipv4_ecn(&mut packet.body, ecn);
                 let (source, destination, flow) = packet.destination;
                 if let Some(index) = tracked_index(source, destination, flow) {
@@ -1041,13 +1042,13 @@ mod tests {
             let checksum = tfrc_sim::pcap::internet_checksum(&packet[..header]);
             packet[10..12].copy_from_slice(&checksum.to_be_bytes());
             assert_eq!(ipv4_ecn(&packet), 0b10);
-            set_ipv4_ecn(&mut packet, crate::network::ECN_CE);
+            set_ipv4_ecn(&mut packet, tfrc_sim::ECN_CE);
             assert_eq!(ipv4_ecn(&packet), 0b11);
             assert_eq!(packet[1] & !0b11, 0xb8, "the DSCP is kept");
             assert_eq!(tfrc_sim::pcap::internet_checksum(&packet[..header]), 0);
         }
         let mut ipv6 = vec![0x60u8; 40];
-        set_ipv4_ecn(&mut ipv6, crate::network::ECN_CE);
+        set_ipv4_ecn(&mut ipv6, tfrc_sim::ECN_CE);
         assert_eq!(ipv6, vec![0x60u8; 40]);
         assert_eq!(ipv4_ecn(&[0x45, 0b11]), 0);
     }

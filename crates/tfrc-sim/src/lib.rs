@@ -64,7 +64,7 @@ pub use link::{
 };
 pub use loss::{GilbertElliottParams, LossConfig, LossKind, LossModel, TimeWindow};
 pub use marker::{FlowSelector, TokenBucketConfig, TokenBucketMarker};
-pub use packet::{Color, FlowId, PacketMeta};
+pub use packet::{Color, FlowId, PacketMeta, ECN_CE, ECN_ECT0, ECN_MASK};
 pub use queue::{
     DropTail, Enqueue, Queue, QueueConfig, QueueDrop, Red, RedParams, Rio, RioParams, RioThresholds,
 };

@@ -41,6 +41,13 @@ impl Color {
     }
 }
 
+/// The ECN field's bits in an IP header's TOS / traffic class byte (RFC 3168 §5).
+pub const ECN_MASK: u8 = 0b11;
+/// Congestion Experienced.
+pub const ECN_CE: u8 = 0b11;
+/// ECT(0).
+pub const ECN_ECT0: u8 = 0b10;
+
 /// What a network element knows about a packet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct PacketMeta {
@@ -69,6 +76,26 @@ impl PacketMeta {
             ecn_capable: false,
             ce: false,
         }
+    }
+
+    /// The ECN field of the packet's IP header (RFC 3168 §5): [`ECN_CE`] if it was marked,
+    /// [`ECN_ECT0`] if it is ECN-capable (an ECT(1) packet is given back as ECT(0)), else 0
+    /// (not-ECT).
+    pub const fn ecn_field(&self) -> u8 {
+        if self.ce {
+            ECN_CE
+        } else if self.ecn_capable {
+            ECN_ECT0
+        } else {
+            0
+        }
+    }
+
+    /// Takes `ecn_capable` and `ce` from an IP header's ECN field `bits` (the low two bits): any
+    /// codepoint but not-ECT is ECN-capable, and a CE packet stays CE.
+    pub fn set_ecn_field(&mut self, bits: u8) {
+        self.ecn_capable = bits & ECN_MASK != 0;
+        self.ce = bits & ECN_MASK == ECN_CE;
     }
 
     /// Size in bits.

@@ -651,11 +651,7 @@ impl Simulation {
             destination_node: flow.destination_node,
             index: state.flow,
         };
-        let ecn = if meta.ce {
-            3
-        } else {
-            u8::from(meta.ecn_capable) * 2
-        };
+        let ecn = meta.ecn_field();
         let (reverse, layer, size) = match &state.body {
             Body::TfrcData(header) => (
                 false,
