@@ -78,6 +78,9 @@ pub enum Verdict {
     Inconclusive(String),
     /// The experiment was not run; the text says why.
     NotRun(String),
+    /// The source states no numeric criterion to judge by (RFC 8867's expected behaviours are
+    /// words): the figures and tables are the result; the text says so.
+    NoCriterion(String),
 }
 
 impl Verdict {
@@ -88,6 +91,7 @@ impl Verdict {
             Verdict::Differs(_) => "differs",
             Verdict::Inconclusive(_) => "inconclusive",
             Verdict::NotRun(_) => "not run",
+            Verdict::NoCriterion(_) => "no criterion",
         }
     }
 
@@ -95,7 +99,10 @@ impl Verdict {
     pub fn explanation(&self) -> &str {
         match self {
             Verdict::Holds => "",
-            Verdict::Differs(text) | Verdict::Inconclusive(text) | Verdict::NotRun(text) => text,
+            Verdict::Differs(text)
+            | Verdict::Inconclusive(text)
+            | Verdict::NotRun(text)
+            | Verdict::NoCriterion(text) => text,
         }
     }
 
@@ -104,7 +111,7 @@ impl Verdict {
             Verdict::Holds => "holds",
             Verdict::Differs(_) => "differs",
             Verdict::Inconclusive(_) => "inconclusive",
-            Verdict::NotRun(_) => "not-run",
+            Verdict::NotRun(_) | Verdict::NoCriterion(_) => "not-run",
         }
     }
 }

@@ -122,6 +122,9 @@ fn synthetic_run(a: &[f64], b: &[f64]) -> Run {
         delay_p50_s: None,
         delay_p95_s: None,
         delay_p99_s: None,
+        frames: None,
+        frames_on_time: None,
+        frames_late: None,
     };
     let mut flows = Vec::new();
     for (index, (&rate_a, &rate_b)) in a.iter().zip(b).enumerate() {

@@ -6,6 +6,7 @@ pub mod conformance;
 pub mod ns2_compare;
 pub mod plot;
 pub mod reproduce;
+pub mod rmcat;
 pub mod sim;
 pub mod sweep;
 

@@ -4,7 +4,7 @@ use anyhow::{bail, Result};
 use clap::{Args, Parser, Subcommand};
 use tfrc_proto::equation;
 
-use tfrc_cli::{conformance, ns2_compare, plot, reproduce, sim, sweep};
+use tfrc_cli::{conformance, ns2_compare, plot, reproduce, rmcat, sim, sweep};
 
 /// TFRC (RFC 5348) toolkit: the throughput equation, the simulator and the papers' experiments.
 #[derive(Debug, Parser)]
@@ -21,6 +21,9 @@ enum Command {
     /// Reproduce every experiment of the papers in the simulator and write a report
     /// (index.html, report.md) with the papers' numbers beside ours.
     Reproduce(reproduce::ReproduceArgs),
+    /// Run the RMCAT test cases of RFC 8867 §5 (scenarios/rmcat/) with media flows over TFRC,
+    /// gTFRC and TFRC-SP and write a report (RFC 8868's metrics, one figure per case).
+    Rmcat(rmcat::RmcatArgs),
     /// Send a TFRC (or --tcp: kernel TCP) flow to a `tfrc recv`, iperf3-style.
     Send(tfrc_udp::cli::SendArgs),
     /// Receive TFRC flows (or --tcp: TCP connections), iperf3-style.
@@ -134,6 +137,7 @@ fn main() -> Result<()> {
         Command::Conformance(args) => conformance::run(&args),
         Command::Plot(args) => plot::run(&args),
         Command::Reproduce(args) => reproduce::run(&args).map(drop),
+        Command::Rmcat(args) => rmcat::run(&args),
         Command::Stream(args) => etp::stream_app::run(&args),
         Command::Emulate(args) => tfrc_emu::cli::run_emulate(&args),
         Command::Testbed(args) => tfrc_emu::cli::run_testbed(&args),

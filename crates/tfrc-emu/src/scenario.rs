@@ -95,6 +95,11 @@ impl Endpoint {
     /// The endpoint of one flow of a scenario.
     pub fn new(flow: &FlowSpec) -> Result<Endpoint> {
         Ok(match &flow.kind {
+            FlowKind::Tfrc(tfrc) if tfrc.media.is_some() => bail!(
+                "flow {}: media sources (key `media`) run in the simulator only; the testbed's \
+                 TFRC senders send bulk data or data capped by max_rate",
+                flow.name
+            ),
             FlowKind::Tfrc(tfrc) => Endpoint::Tfrc(tfrc_sim::simulation::tfrc_config(
                 tfrc,
                 flow.packet_size.saturating_sub(UDP_OVERHEAD),

@@ -504,6 +504,12 @@ impl<'a> Generator<'a> {
                         rate.bits_per_second()
                     ));
                 }
+                if tfrc.media.is_some() {
+                    self.unsupported.push(format!(
+                        "flow.{name}.media: ns-2's Agent/TFRC has no media source (frames, \
+                         playout deadlines); the flow sends bulk data"
+                    ));
+                }
                 if tfrc.profile == TfrcProfile::Rfc5348 {
                     self.notes.push(format!(
                         "flow.{name}.profile: \"rfc5348\" asked, but ns-2 runs its own Agent/TFRC \

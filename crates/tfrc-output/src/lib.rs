@@ -496,6 +496,18 @@ pub struct FlowSummary {
     /// 99th percentile of that one-way delay, seconds.
     #[serde(default)]
     pub delay_p99_s: Option<f64>,
+    /// Media flows: frames the source captured (RFC 8867 §4.3's codec; absent for other flows
+    /// and in files written before the field existed).
+    #[serde(default)]
+    pub frames: Option<u64>,
+    /// Media flows: frames whose every packet reached the receiver within the playout deadline
+    /// of their capture. `frames − frames_on_time` missed their deadline (lost, late, or not
+    /// sent in time).
+    #[serde(default)]
+    pub frames_on_time: Option<u64>,
+    /// Media flows: frames that arrived whole, but after their deadline.
+    #[serde(default)]
+    pub frames_late: Option<u64>,
 }
 
 impl FlowSummary {

@@ -123,6 +123,9 @@ impl FlowSummary {
             delay_p50_s: None,
             delay_p95_s: None,
             delay_p99_s: None,
+            frames: None,
+            frames_on_time: None,
+            frames_late: None,
         }
     }
 

@@ -281,6 +281,9 @@ fn feedbacks_per_rtt_is_count_times_rtt_over_active_time() {
         delay_p50_s: Some(0.0412),
         delay_p95_s: Some(0.0456),
         delay_p99_s: Some(0.05),
+        frames: None,
+        frames_on_time: None,
+        frames_late: None,
     };
     assert_eq!(summary.feedbacks_per_rtt(), Some(3.0));
     let unknown = FlowSummary {

@@ -52,6 +52,7 @@ pub mod application;
 pub mod config;
 pub mod equation;
 pub mod loss_history;
+pub mod media;
 pub mod ns2;
 pub mod receive_rate;
 pub mod receiver;
@@ -61,6 +62,7 @@ pub mod wire;
 
 pub use application::CappedApplication;
 pub use config::{Config, ConfigError, Profile, SmallPackets, Veno, SMALL_PACKET_MIN_INTERVAL};
+pub use media::{FrameHeader, FrameReceiver, MediaConfig, MediaSource};
 pub use receiver::{ReceiveError, Receiver, ReceiverStats};
 pub use sender::{FeedbackError, SendError, Sender, SenderState, SenderStats};
 pub use time::Instant;

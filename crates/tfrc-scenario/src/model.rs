@@ -185,6 +185,34 @@ pub struct RedSpec {
     pub ecn: bool,
 }
 
+/// A TFRC flow's media source, RFC 8867 §4.3's adaptive codec (`media = { … }`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MediaSpec {
+    /// Frames per second (default 30, RFC 8867 §4.3: "Frame rate: 10 fps - 30 fps").
+    pub fps: f64,
+    /// The codec's lowest rate (default 150 kbps, RFC 8867 §4.3's bit rate range).
+    pub min_rate: Rate,
+    /// The rate of the first frame (default `min_rate`, RFC 8867 §4.3: "Media startup
+    /// behavior: 150 Kbps").
+    pub start_rate: Rate,
+    /// Playout deadline of a frame from its capture (default 300 ms, as `docs/etp-video.toml`;
+    /// RFC 8867 sets none).
+    #[serde(serialize_with = "serialize_duration")]
+    pub deadline: Duration,
+    /// When the source pauses (RFC 8867 §5.8), from the start of the run.
+    #[serde(
+        serialize_with = "serialize_optional_duration",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub pause: Option<Duration>,
+    /// When it resumes; given exactly when `pause` is.
+    #[serde(
+        serialize_with = "serialize_optional_duration",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub resume: Option<Duration>,
+}
+
 impl Default for RedSpec {
     fn default() -> Self {
         RedSpec {
@@ -476,6 +504,11 @@ pub struct TfrcSpec {
     /// 5348 §4.3's data-limited rules apply). `None`: bulk data (the default).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_rate: Option<Rate>,
+    /// A media source instead of bulk data (key `media`): frames at `fps`, each encoded at the
+    /// rate TFRC allows within [`MediaSpec::min_rate`, `max_rate`] and judged against a playout
+    /// deadline (RFC 8867 §4.3). Requires `max_rate`, the codec's top rate.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub media: Option<MediaSpec>,
     /// The sender marks its data packets ECN-capable (ECT(0), RFC 3168), so that RED and RIO
     /// queues with `ecn = true` mark them CE instead of dropping them; the receiver counts a CE
     /// mark in its loss events (RFC 5348 §5.1: "For an ECN-capable connection, a marked packet

@@ -408,6 +408,19 @@ pub(crate) struct RawTfrc {
     pub(crate) header_size: Option<u32>,
     pub(crate) ecn: Option<bool>,
     pub(crate) max_rate: Option<NoneOr<Rate>>,
+    pub(crate) media: Option<NoneOr<RawMedia>>,
+}
+
+/// A TFRC flow's media source (`media = { … }`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawMedia {
+    pub(crate) fps: Option<f64>,
+    pub(crate) min_rate: Option<Rate>,
+    pub(crate) start_rate: Option<Rate>,
+    pub(crate) deadline: Option<DurationText>,
+    pub(crate) pause: Option<NoneOr<DurationText>>,
+    pub(crate) resume: Option<NoneOr<DurationText>>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -562,10 +575,13 @@ pub(crate) fn read_error(
     };
     let path = error.path().to_string();
     let message = crate::error::one_line(error.inner().message());
+    // An unknown key of the table itself (not of a table inside it, as a flow's `media`,
+    // which reading the kind's struct below names with its path).
     if let Some(field) = message
         .strip_prefix("unknown field `")
         .and_then(|rest| rest.split_once('`'))
         .map(|(field, _)| field.to_owned())
+        .filter(|field| table.contains_key(field))
     {
         let what = section.what();
         let shared = shared_keys(section);
@@ -633,9 +649,10 @@ pub(crate) fn read_error(
     match section.read_as(&kind, own_table) {
         Some(inner) => {
             let inner = ScenarioError::from_serde(file, inner);
+            // The inner key is a path already (`media.fps` inside a flow).
             let key = match inner.key() {
                 Some("") | None => path,
-                Some(key) => join_key(&path, key),
+                Some(key) => format!("{path}.{key}"),
             };
             ScenarioError::invalid(file, key, inner.message())
         }

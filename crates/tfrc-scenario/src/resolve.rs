@@ -7,12 +7,12 @@ use std::path::{Path, PathBuf};
 use crate::error::ScenarioError;
 use crate::model::{
     Capacity, FlowKind, FlowSpec, Link, LinkDirectionSpec, LossModel, LossSpec, MarkerSpec,
-    OnOffSpec, Output, QueueSpec, RedSpec, RioSpec, TcpSpec, TfrcProfile, TfrcSpec, TfrcVariant,
-    TraceOpportunity, VenoSpec,
+    MediaSpec, OnOffSpec, Output, QueueSpec, RedSpec, RioSpec, TcpSpec, TfrcProfile, TfrcSpec,
+    TfrcVariant, TraceOpportunity, VenoSpec,
 };
 use crate::raw::{
     flatten, NoneOr, RawDirection, RawFlow, RawFlowKind, RawLink, RawLoss, RawLossModel, RawMarker,
-    RawOutput, RawQueue, RawScenario,
+    RawMedia, RawOutput, RawQueue, RawScenario,
 };
 use crate::sweep;
 use crate::units::{format_duration, DurationText, Rate, RATE_EXPECTED};
@@ -754,11 +754,23 @@ fn resolve_flow(
                     )
                 }
             };
+            let max_rate = match flatten(raw.max_rate.clone()) {
+                Some(rate) => Some(r.positive_rate(&key("max_rate"), rate)?),
+                None => None,
+            };
+            let media = match flatten(raw.media.clone()) {
+                Some(media) => Some(resolve_media(
+                    r,
+                    &key("media"),
+                    media,
+                    max_rate,
+                    run_duration,
+                )?),
+                None => None,
+            };
             FlowKind::Tfrc(TfrcSpec {
-                max_rate: match flatten(raw.max_rate.clone()) {
-                    Some(rate) => Some(r.positive_rate(&key("max_rate"), rate)?),
-                    None => None,
-                },
+                max_rate,
+                media,
                 ecn: raw.ecn.unwrap_or(false),
                 variant,
                 nominal_segment_size,
@@ -841,6 +853,89 @@ fn resolve_flow(
 }
 
 /// The rate (required) and mean on and off times (default 500 ms, as ns-2) of an on/off flow.
+/// A TFRC flow's `media` table; `max_rate` is the flow's, the codec's top rate.
+fn resolve_media(
+    r: &Resolver<'_>,
+    prefix: &str,
+    raw: RawMedia,
+    max_rate: Option<Rate>,
+    run_duration: Duration,
+) -> Result<MediaSpec> {
+    let key = |name: &str| format!("{prefix}.{name}");
+    let Some(max_rate) = max_rate else {
+        return Err(r.error(
+            prefix,
+            "a media source needs the flow's max_rate, the codec's top rate (RFC 8867 §4.3: \
+             \"1.5Mbps\")",
+        ));
+    };
+    let fps = raw.fps.unwrap_or(30.0);
+    let fps = r.number(
+        &key("fps"),
+        fps,
+        fps > 0.0 && fps <= 1000.0,
+        "a frame rate above 0 and at most 1000 like 30",
+    )?;
+    let min_rate = r.positive_rate(
+        &key("min_rate"),
+        raw.min_rate.unwrap_or(Rate::from_bits_per_second(150_000)),
+    )?;
+    if min_rate > max_rate {
+        return Err(r.error(
+            key("min_rate"),
+            format!("expected at most the flow's max_rate ({max_rate}), got {min_rate}"),
+        ));
+    }
+    let start_rate = raw.start_rate.unwrap_or(min_rate);
+    if start_rate < min_rate || start_rate > max_rate {
+        return Err(r.error(
+            key("start_rate"),
+            format!("expected a rate between min_rate ({min_rate}) and max_rate ({max_rate}), got {start_rate}"),
+        ));
+    }
+    let deadline = r.positive_duration(
+        &key("deadline"),
+        raw.deadline.map_or(Duration::from_millis(300), |d| d.0),
+    )?;
+    let pause = flatten(raw.pause.clone()).map(|d| d.0);
+    let resume = flatten(raw.resume.clone()).map(|d| d.0);
+    match (pause, resume) {
+        (None, None) => {}
+        (Some(_), None) => return Err(r.error(key("resume"), "a pause needs its resume time")),
+        (None, Some(_)) => return Err(r.error(key("pause"), "a resume needs its pause time")),
+        (Some(pause), Some(resume)) => {
+            if resume <= pause {
+                return Err(r.error(
+                    key("resume"),
+                    format!(
+                        "expected a time after pause ({}), got {}",
+                        format_duration(pause),
+                        format_duration(resume)
+                    ),
+                ));
+            }
+            if pause >= run_duration {
+                return Err(r.error(
+                    key("pause"),
+                    format!(
+                        "expected a time before the end of the run ({}), got {}",
+                        format_duration(run_duration),
+                        format_duration(pause)
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(MediaSpec {
+        fps,
+        min_rate,
+        start_rate,
+        deadline,
+        pause,
+        resume,
+    })
+}
+
 fn on_off_keys(
     r: &Resolver<'_>,
     prefix: &str,

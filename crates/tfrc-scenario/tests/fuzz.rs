@@ -57,6 +57,7 @@ const KEYS: &[&str] = &[
     "header_size",
     "ecn",
     "max_rate",
+    "media",
     "delayed_ack",
     "window",
     "burst",
@@ -199,6 +200,15 @@ fn value_for(key: &'static str) -> BoxedStrategy<String> {
             "\"sp\"",
         ],
         "profile" => &["\"rfc5348\"", "\"ns2\""],
+        "media" => &[
+            "{}",
+            "{ fps = 30, min_rate = \"150kbps\" }",
+            "{ deadline = \"300ms\", start_rate = \"1Mbps\" }",
+            "{ pause = \"1s\", resume = \"2s\" }",
+            "{ fps = -1 }",
+            "{ resume = \"3s\" }",
+            "\"none\"",
+        ],
         _ => VALUES,
     };
     prop_oneof![30 => prop::sample::select(pool), 1 => prop::sample::select(VALUES)]

@@ -148,6 +148,7 @@ fn the_shared_example_parses_to_the_expected_structs() {
             header_size: None,
             ecn: false,
             max_rate: None,
+            media: None,
         })
     );
     let t1 = scenario.flow("t1").unwrap();
@@ -365,6 +366,7 @@ state_interval = "10ms"
             header_size: None,
             ecn: true,
             max_rate: Some(Rate::from_mbps(2)),
+            media: None,
         })
     );
     assert_eq!(
@@ -624,6 +626,15 @@ fn wrong_values_name_the_key_and_what_was_expected() {
         (flow("nominal_segment_size = 536"), "flow[0].nominal_segment_size", "needs variant = \"sp\""),
         (flow("variant = \"sp\"\nnominal_segment_size = 0"), "flow[0].nominal_segment_size", "at least 1 byte"),
         (flow("variant = \"sp\"\nprofile = \"ns2\""), "flow[0].variant", "runs under profile = \"rfc5348\""),
+        (flow("media = { fps = 30 }"), "flow[0].media", "needs the flow's max_rate"),
+        (flow("max_rate = \"1Mbps\"\nmedia = { fps = 0 }"), "flow[0].media.fps", "a frame rate above 0"),
+        (flow("max_rate = \"1Mbps\"\nmedia = { min_rate = \"2Mbps\" }"), "flow[0].media.min_rate", "at most the flow's max_rate"),
+        (flow("max_rate = \"1Mbps\"\nmedia = { start_rate = \"100kbps\" }"), "flow[0].media.start_rate", "between min_rate"),
+        (flow("max_rate = \"1Mbps\"\nmedia = { deadline = \"0s\" }"), "flow[0].media.deadline", "above zero"),
+        (flow("max_rate = \"1Mbps\"\nmedia = { pause = \"2s\" }"), "flow[0].media.resume", "needs its resume time"),
+        (flow("max_rate = \"1Mbps\"\nmedia = { pause = \"2s\", resume = \"1s\" }"), "flow[0].media.resume", "after pause (2s)"),
+        (flow("max_rate = \"1Mbps\"\nmedia = { pause = \"20s\", resume = \"21s\" }"), "flow[0].media.pause", "before the end of the run"),
+        (flow("max_rate = \"1Mbps\"\nmedia = { frames = 30 }"), "flow[0].media.frames", "unknown key `frames`; expected one of: fps, min_rate"),
         (flow("packet_size = 0"), "flow[0].packet_size", "from 1 to 65507 bytes"),
         (flow("start = \"10s\""), "flow[0].start", "before the end of the run (10s)"),
         (flow("start = \"5s\"\nstop = \"5s\""), "flow[0].stop", "after start (5s)"),
@@ -963,5 +974,60 @@ fn kind_tables_name_their_own_keys() {
         &format!("{base}loss = {{ kind = \"exponential\", mean_gap = \"5ms\", stopp = \"1s\" }}\n"),
         "link[0].loss.stopp",
         "unknown key `stopp` (did you mean `stop`?); expected one of: kind, start, stop, mean_gap",
+    );
+}
+
+/// A media source takes RFC 8867 §4.3's defaults (30 frames/s, 150 kb/s floor and start, a
+/// 300 ms deadline) unless given, needs `max_rate`, and the written form reads back.
+#[test]
+fn media_sources_fill_their_defaults_and_round_trip() {
+    let scenario = parse(&minimal(
+        r#"
+[[flow]]
+name = "video"
+kind = "tfrc"
+from = "s"
+to = "r"
+max_rate = "1.5Mbps"
+media = {}
+
+[[flow]]
+name = "audio"
+kind = "tfrc"
+from = "s"
+to = "r"
+max_rate = "20kbps"
+media = { fps = 50, min_rate = "20kbps", deadline = "150ms", pause = "2s", resume = "4s" }
+"#,
+    ))
+    .unwrap();
+    let media = |name: &str| match &scenario.flow(name).unwrap().kind {
+        FlowKind::Tfrc(spec) => spec.media.clone().unwrap(),
+        other => panic!("flow {name} is not TFRC: {other:?}"),
+    };
+    let video = media("video");
+    assert_eq!(video.fps, 30.0);
+    assert_eq!(video.min_rate, Rate::from_kbps(150));
+    assert_eq!(video.start_rate, Rate::from_kbps(150));
+    assert_eq!(video.deadline, Duration::from_millis(300));
+    assert_eq!((video.pause, video.resume), (None, None));
+    let audio = media("audio");
+    assert_eq!((audio.fps, audio.start_rate), (50.0, Rate::from_kbps(20)));
+    assert_eq!(audio.pause, Some(secs(2)));
+    let written = scenario.to_toml_string();
+    assert_eq!(parse(&written).unwrap(), scenario, "{written}");
+    // `--set` reaches into the table, and "none" takes the source away.
+    let mut changed = scenario.clone();
+    changed.apply_set("flow.video.media.fps=10").unwrap();
+    changed.apply_set("flow.audio.media=none").unwrap();
+    assert_eq!(
+        match &changed.flow("video").unwrap().kind {
+            FlowKind::Tfrc(spec) => spec.media.as_ref().unwrap().fps,
+            _ => 0.0,
+        },
+        10.0
+    );
+    assert!(
+        matches!(&changed.flow("audio").unwrap().kind, FlowKind::Tfrc(spec) if spec.media.is_none())
     );
 }

@@ -51,7 +51,7 @@ fn file_stem(text: &str) -> String {
 }
 
 /// Draws `plot` as PNG and SVG under `figures/<id>/`; returns the PNG's path relative to `out`.
-fn save_line(plot: &LinePlot, out: &Path, id: &str, stem: &str) -> Result<PathBuf> {
+pub(crate) fn save_line(plot: &LinePlot, out: &Path, id: &str, stem: &str) -> Result<PathBuf> {
     let relative = PathBuf::from("figures")
         .join(id)
         .join(format!("{stem}.png"));

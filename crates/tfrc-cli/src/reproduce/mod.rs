@@ -3,7 +3,7 @@
 //! `report.md` and `index.html` with the figures and the raw files of every run.
 
 mod claims;
-mod figures;
+pub(crate) mod figures;
 pub mod runner;
 
 use std::collections::{BTreeMap, HashMap};
@@ -652,7 +652,7 @@ fn count_verdicts(report: &Report) -> VerdictCounts {
             Verdict::Holds => counts.holds += 1,
             Verdict::Differs(_) => counts.differs += 1,
             Verdict::Inconclusive(_) => counts.inconclusive += 1,
-            Verdict::NotRun(_) => counts.not_run += 1,
+            Verdict::NotRun(_) | Verdict::NoCriterion(_) => counts.not_run += 1,
         }
     }
     counts

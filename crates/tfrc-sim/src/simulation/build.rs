@@ -25,7 +25,7 @@ use crate::scheduler::Scheduler;
 use crate::source::{CbrParams, CbrSource, OnOffDistribution, OnOffParams, OnOffSource};
 
 use super::record::{FlowRecord, Recorder};
-use super::{set_timer, Event, Flow, LinkState, Protocol, SimulationError};
+use super::{set_timer, Event, Flow, LinkState, MediaFlow, Protocol, SimulationError};
 
 /// Everything a run starts from, built from one scenario by [`Runtime::build`];
 /// [`Simulation::new`](super::Simulation::new) assembles the simulation from it.
@@ -255,7 +255,8 @@ fn build_flow(
         active: matches!(protocol, Protocol::Source(_)),
         ecn_capable: matches!(&spec.kind, FlowKind::Tfrc(tfrc) if tfrc.ecn),
         application: match (&spec.kind, &protocol) {
-            (FlowKind::Tfrc(tfrc), Protocol::Tfrc { config, .. }) => {
+            // A media source's `max_rate` is its codec's top rate, not a data cap.
+            (FlowKind::Tfrc(tfrc), Protocol::Tfrc { config, .. }) if tfrc.media.is_none() => {
                 tfrc.max_rate.and_then(|rate| {
                     tfrc_proto::CappedApplication::new(
                         config.packet_size,
@@ -266,11 +267,52 @@ fn build_flow(
             }
             _ => None,
         },
+        media: match (&spec.kind, &protocol) {
+            (FlowKind::Tfrc(tfrc), Protocol::Tfrc { config, .. }) => {
+                media_flow(tfrc, config, start, &key)?
+            }
+            _ => None,
+        },
         protocol,
         sender_timer: None,
         receiver_timer: None,
     };
     Ok((flow, path))
+}
+
+/// A TFRC flow's media source (`media`), its top rate the flow's `max_rate`; packets carry
+/// at most the sender's largest payload.
+fn media_flow(
+    tfrc: &tfrc_scenario::TfrcSpec,
+    config: &tfrc_proto::Config,
+    start: Instant,
+    key: &str,
+) -> Result<Option<Box<MediaFlow>>, SimulationError> {
+    let (Some(media), Some(max_rate)) = (&tfrc.media, tfrc.max_rate) else {
+        return Ok(None);
+    };
+    let at = |offset: core::time::Duration| Instant::from_nanos(offset.as_nanos() as u64);
+    let media_config = tfrc_proto::MediaConfig {
+        fps: media.fps,
+        min_rate: media.min_rate.bytes_per_second(),
+        max_rate: max_rate.bytes_per_second(),
+        start_rate: media.start_rate.bytes_per_second(),
+        deadline: media.deadline,
+        pause: media
+            .pause
+            .zip(media.resume)
+            .map(|(pause, resume)| (at(pause), at(resume))),
+    };
+    // The sender's largest payload (`Sender::max_payload`): s, less the TFRC header where s
+    // includes it (the ns-2 profile).
+    let max_payload = (config.packet_size as usize + config.header_outside_s())
+        .saturating_sub(tfrc_proto::wire::DATA_HEADER_LEN);
+    let source = tfrc_proto::MediaSource::new(media_config, max_payload, start)
+        .map_err(|message| SimulationError::scenario(&format!("{key}.media"), message))?;
+    Ok(Some(Box::new(MediaFlow {
+        frames: tfrc_proto::FrameReceiver::new(media.deadline),
+        source,
+    })))
 }
 
 /// The nodes a flow goes between and the link directions its data crosses. A TFRC or TCP flow

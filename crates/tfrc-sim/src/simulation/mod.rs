@@ -160,7 +160,8 @@ fn set_timer(
 /// What a packet carries; only what the far end needs is kept (TFRC payload is zero padding).
 #[derive(Debug, Clone)]
 enum Body {
-    TfrcData([u8; DATA_HEADER_LEN]),
+    /// A TFRC data packet's header, and the frame header of a media flow's packet.
+    TfrcData([u8; DATA_HEADER_LEN], Option<tfrc_proto::FrameHeader>),
     TfrcFeedback([u8; FEEDBACK_LEN]),
     TcpData(Segment),
     TcpAck(Ack),
@@ -204,10 +205,18 @@ struct Flow {
     ecn_capable: bool,
     /// A TFRC flow's application under `max_rate` (`None`: bulk data).
     application: Option<tfrc_proto::CappedApplication>,
+    /// A TFRC flow's media source and the frame accounting at its receiver (key `media`).
+    media: Option<Box<MediaFlow>>,
     protocol: Protocol,
     active: bool,
     sender_timer: Option<Timer>,
     receiver_timer: Option<Timer>,
+}
+
+/// The two ends of a media flow's frames.
+struct MediaFlow {
+    source: tfrc_proto::MediaSource,
+    frames: tfrc_proto::FrameReceiver,
 }
 
 /// One link direction of the run, built by [`Runtime::build`]: the element, its nodes, its
@@ -259,6 +268,8 @@ pub struct Simulation {
     spare_outbox: Vec<Outgoing>,
     delivered: Vec<PacketMeta>,
     data_buffer: Vec<u8>,
+    /// A media packet's payload: the frame header, then zeros.
+    media_payload: Vec<u8>,
     events: u64,
     failed: Option<SimulationError>,
     /// Packet captures, when asked for ([`Simulation::capture_to`]).
@@ -323,6 +334,7 @@ impl Simulation {
             spare_outbox: Vec::new(),
             delivered: Vec::new(),
             data_buffer: vec![0; largest_packet.max(DATA_HEADER_LEN) + NS2_HEADER_ROOM],
+            media_payload: vec![0; largest_packet],
             events: 0,
             failed: None,
             capture: None,
@@ -455,6 +467,11 @@ impl Simulation {
                     _ => None,
                 };
                 let mut summary = flow.record.summary(feedbacks);
+                if let Some(media) = &flow.media {
+                    summary.frames = Some(media.source.stats().frames);
+                    summary.frames_on_time = Some(media.frames.stats().on_time);
+                    summary.frames_late = Some(media.frames.stats().late);
+                }
                 if let Protocol::Tcp {
                     sender: Some(sender),
                     ..
@@ -653,7 +670,7 @@ impl Simulation {
         };
         let ecn = meta.ecn_field();
         let (reverse, layer, size) = match &state.body {
-            Body::TfrcData(header) => (
+            Body::TfrcData(header, _) => (
                 false,
                 capture::Layer::Udp { payload: header },
                 meta.size_bytes,
@@ -694,11 +711,16 @@ impl Simulation {
         self.capture_into(flow_index, &state, meta);
         let flow = &mut self.flows[flow_index];
         match state.body {
-            Body::TfrcData(header) => {
+            Body::TfrcData(header, frame) => {
                 flow.record
                     .record_received(meta.size_bytes, now - state.sent_at);
                 let size = meta.size_bytes as usize;
                 self.data_buffer[..DATA_HEADER_LEN].copy_from_slice(&header);
+                if let (Some(frame), Some(media)) = (frame, &mut flow.media) {
+                    let payload = &mut self.data_buffer[DATA_HEADER_LEN..];
+                    frame.emit(payload);
+                    media.frames.on_packet(now, payload);
+                }
                 if let Protocol::Tfrc { receiver, .. } = &mut flow.protocol {
                     // Errors are counted by the receiver; simulated packets are well formed.
                     // Goodput: the payload of the packets it accepted (duplicates excluded).
@@ -817,14 +839,34 @@ impl Simulation {
                     None
                 } else {
                     sender.handle_timeout(now);
+                    if let Some(media) = &mut flow.media {
+                        // The codec encodes each frame due at the rate TFRC allows now
+                        // (X, or G = max(g, X) under gTFRC).
+                        media.source.capture(now, sender.sending_rate());
+                    }
                     while sender.can_send(now) {
-                        if flow.application.is_some_and(|app| !app.has_data(now)) {
+                        let mut frame = None;
+                        let sent = if let Some(media) = &mut flow.media {
+                            let Some((header, payload)) = media.source.pop(now) else {
+                                // No frame data waiting: data-limited (RFC 5348 §4.3) until
+                                // the next frame.
+                                sender.note_data_limited(now);
+                                break;
+                            };
+                            frame = Some(header);
+                            // The payload: the frame header, then zeros.
+                            let payload = &mut self.media_payload[..payload];
+                            header.emit(payload);
+                            sender.send_packet(now, payload, &mut self.data_buffer)
+                        } else if flow.application.is_some_and(|app| !app.has_data(now)) {
                             // The core could send, the application has no data: data-limited
                             // (RFC 5348 §4.3) until the application's next packet.
                             sender.note_data_limited(now);
                             break;
-                        }
-                        let Ok(length) = sender.send_padded(now, &mut self.data_buffer) else {
+                        } else {
+                            sender.send_padded(now, &mut self.data_buffer)
+                        };
+                        let Ok(length) = sent else {
                             break;
                         };
                         if let Some(app) = &mut flow.application {
@@ -839,13 +881,14 @@ impl Simulation {
                             destination,
                             size: length as u32,
                             reverse: false,
-                            body: Body::TfrcData(header),
+                            body: Body::TfrcData(header, frame),
                         });
                     }
                     let data_due = flow
                         .application
                         .filter(|app| !app.has_data(now))
-                        .map(|app| app.next_data());
+                        .map(|app| app.next_data())
+                        .or_else(|| flow.media.as_ref().map(|media| media.source.next_frame()));
                     [sender.poll_timeout(), data_due]
                         .into_iter()
                         .flatten()

@@ -1,0 +1,78 @@
+//! Media flows (a TFRC flow with a `media` table): RFC 8867 §4.3's adaptive codec over TFRC,
+//! judged frame by frame against a playout deadline.
+
+use tfrc_output::FlowSummary;
+use tfrc_scenario::Scenario;
+use tfrc_sim::simulation::Simulation;
+
+/// One video media flow (1200-byte packets, 150 kb/s – 1.5 Mb/s at 30 frames/s) alone on a
+/// link of `rate` with a 50 ms one-way delay and a `limit`-packet DropTail queue, for `seconds`;
+/// `media` adds keys to its media table. Returns the flow's summary.
+fn video_alone(rate: &str, limit: u32, seconds: u32, media: &str) -> FlowSummary {
+    let text = format!(
+        "name = \"media\"\nduration = \"{seconds}s\"\n\n[[link]]\nbetween = [\"s\", \"r\"]\n\
+         rate = \"{rate}\"\ndelay = \"50ms\"\nqueue = {{ kind = \"droptail\", limit = {limit} }}\n\n\
+         [[flow]]\nname = \"video\"\nkind = \"tfrc\"\nfrom = \"s\"\nto = \"r\"\npacket_size = 1200\n\
+         max_rate = \"1.5Mbps\"\nmedia = {{ fps = 30{media} }}\n"
+    );
+    let scenario = Scenario::from_str_named(&text, "media.toml").expect("valid scenario");
+    let summary = Simulation::run(&scenario, None).expect("runs");
+    summary.flows[0].clone()
+}
+
+#[test]
+fn an_unconstrained_video_reaches_its_top_rate_and_every_frame_is_on_time() {
+    // 10 Mb/s is far above 1.5 Mb/s: after TFRC's start-up the codec runs at its top rate.
+    let flow = video_alone("10Mbps", 100, 30, "");
+    // 30 frames/s for 30 s.
+    assert_eq!(flow.frames, Some(900));
+    let on_time = flow.frames_on_time.unwrap();
+    assert!(on_time >= 895, "{on_time} of 900 frames on time");
+    assert_eq!(flow.frames_late, Some(0));
+    // Goodput: 1.5 Mb/s of frames less the start-up (the first frame at 150 kb/s, then TFRC's
+    // increase), so between 1.3 and 1.5 Mb/s over the run, never above the codec's top.
+    let goodput = flow.goodput_bps.unwrap();
+    assert!((1.3e6..=1.5e6).contains(&goodput), "{goodput:.0} b/s");
+    // Nothing queues: one-way delay is the propagation delay plus serialization.
+    assert!(flow.delay_p95_s.unwrap() < 0.06, "{:?}", flow.delay_p95_s);
+}
+
+#[test]
+fn a_narrow_link_makes_frames_miss_their_deadline() {
+    // 400 kb/s with a 300 ms queue (12.5 packets: 13): TFRC fills the queue, so frames queue
+    // at the sender and in the network and many miss the 300 ms deadline, but the rate
+    // follows the link.
+    let flow = video_alone("400kbps", 13, 60, "");
+    let goodput = flow.goodput_bps.unwrap();
+    assert!((250e3..=400e3).contains(&goodput), "{goodput:.0} b/s");
+    let missed = flow.frames.unwrap() - flow.frames_on_time.unwrap();
+    assert!(missed > 100, "{missed} frames missed");
+    // A 2 s deadline forgives the queueing: (almost) every frame that arrives is on time, and
+    // fewer miss.
+    let patient = video_alone("400kbps", 13, 60, ", deadline = \"2s\"");
+    let patient_missed = patient.frames.unwrap() - patient.frames_on_time.unwrap();
+    assert!(patient_missed < missed, "{patient_missed} vs {missed}");
+}
+
+#[test]
+fn a_pause_captures_no_frames() {
+    // Paused from 10 s to 20 s of a 30 s run: 20 s of frames at 30 frames/s.
+    let flow = video_alone("10Mbps", 100, 30, ", pause = \"10s\", resume = \"20s\"");
+    assert_eq!(flow.frames, Some(600));
+    assert!(
+        flow.frames_on_time.unwrap() >= 590,
+        "{:?}",
+        flow.frames_on_time
+    );
+}
+
+#[test]
+fn other_flows_have_no_frame_counts() {
+    let text = "name = \"plain\"\nduration = \"2s\"\n\n[[link]]\nbetween = [\"s\", \"r\"]\n\
+                rate = \"1Mbps\"\ndelay = \"10ms\"\n\n[[flow]]\nname = \"a\"\nkind = \"tfrc\"\n\
+                from = \"s\"\nto = \"r\"\n";
+    let scenario = Scenario::from_str_named(text, "plain.toml").unwrap();
+    let summary = Simulation::run(&scenario, None).unwrap();
+    assert_eq!(summary.flows[0].frames, None);
+    assert_eq!(summary.flows[0].frames_on_time, None);
+}
