@@ -13,58 +13,18 @@
 //! wait, at the receiver if it completes later) and counted as late"), without retransmission.
 //! Like the rest of this crate it reads no clock: the caller passes the time.
 //!
-//! Each packet's payload starts with a [`FrameHeader`] (16 bytes) saying which frame it
-//! belongs to, so the receiver can tell when a frame is complete.
+//! Frames are cut into packets as a byte stream, as ETP packs message fragments into its
+//! datagrams: a packet carries up to `max_payload` bytes of the stream, the end of one frame
+//! and the start of the next if both are waiting, so full packets carry full payloads and
+//! TFRC's packet rate (one packet of s bytes per t_ipi) is the media's byte rate. The
+//! measurement side ([`FrameLog`]) knows each frame's place in the stream from the sender's log
+//! (RFC 8868 §3 computes its metrics from the logs of both ends) and the byte ranges that
+//! arrived, and judges each frame when its last byte arrives.
 
 use core::time::Duration;
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::VecDeque;
 
 use crate::time::Instant;
-
-/// Bytes of the frame header at the start of every media packet's payload.
-pub const FRAME_HEADER_LEN: usize = 16;
-
-/// What a media packet says about its frame: the frame's number, how many packets carry it,
-/// which one this is, and when the frame was captured (sender clock, nanoseconds).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct FrameHeader {
-    /// Frame number, from 0.
-    pub frame: u32,
-    /// This packet's index within the frame, from 0.
-    pub index: u16,
-    /// Packets of the frame.
-    pub count: u16,
-    /// When the frame was captured (encoded).
-    pub captured: Instant,
-}
-
-impl FrameHeader {
-    /// Writes the header into the first [`FRAME_HEADER_LEN`] bytes of `buffer`; false if it is
-    /// shorter.
-    pub fn emit(&self, buffer: &mut [u8]) -> bool {
-        let Some(out) = buffer.get_mut(..FRAME_HEADER_LEN) else {
-            return false;
-        };
-        out[0..4].copy_from_slice(&self.frame.to_be_bytes());
-        out[4..6].copy_from_slice(&self.index.to_be_bytes());
-        out[6..8].copy_from_slice(&self.count.to_be_bytes());
-        out[8..16].copy_from_slice(&self.captured.as_nanos().to_be_bytes());
-        true
-    }
-
-    /// Reads a header from the start of a payload; `None` if it is too short or
-    /// inconsistent (no packets, or an index beyond the count).
-    pub fn parse(payload: &[u8]) -> Option<FrameHeader> {
-        let bytes = payload.get(..FRAME_HEADER_LEN)?;
-        let header = FrameHeader {
-            frame: u32::from_be_bytes(bytes[0..4].try_into().ok()?),
-            index: u16::from_be_bytes(bytes[4..6].try_into().ok()?),
-            count: u16::from_be_bytes(bytes[6..8].try_into().ok()?),
-            captured: Instant::from_nanos(u64::from_be_bytes(bytes[8..16].try_into().ok()?)),
-        };
-        (header.count > 0 && header.index < header.count).then_some(header)
-    }
-}
 
 /// How a media source encodes.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -135,21 +95,40 @@ impl MediaConfig {
 pub struct MediaSourceStats {
     /// Frames captured.
     pub frames: u64,
-    /// Bytes encoded (payload, frame headers included).
+    /// Bytes encoded.
     pub bytes_encoded: u64,
-    /// Packets dropped at the sender because their frame's deadline passed before they left.
-    pub packets_expired: u64,
+    /// Bytes dropped at the sender because their frame's deadline passed before they left.
+    pub bytes_expired: u64,
 }
 
-/// One packet waiting at the sender.
-#[derive(Debug, Clone, Copy)]
-struct QueuedPacket {
-    header: FrameHeader,
-    payload: usize,
+/// One frame's place in the media byte stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Frame {
+    /// Offset of its first byte in the stream.
+    pub start: u64,
+    /// Its size in bytes (at least 1).
+    pub length: u64,
+    /// When it was captured.
+    pub captured: Instant,
 }
 
-/// The sending side: captures frames on schedule, cuts them into packets of at most
-/// `max_payload` bytes and hands them out in order as the congestion control allows.
+impl Frame {
+    fn end(&self) -> u64 {
+        self.start + self.length
+    }
+}
+
+/// A piece of the media byte stream in one packet: `length` bytes from `offset`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Chunk {
+    /// Offset of the first byte in the stream.
+    pub offset: u64,
+    /// Bytes (at least 1, at most the packet's payload).
+    pub length: u32,
+}
+
+/// The sending side: captures frames on schedule into a byte stream and hands it out in
+/// packets of at most `max_payload` bytes as the congestion control allows.
 #[derive(Debug, Clone)]
 pub struct MediaSource {
     config: MediaConfig,
@@ -159,23 +138,24 @@ pub struct MediaSource {
     /// The index of the next frame on the schedule (frames skipped by a pause included).
     next_index: u64,
     next_frame: Instant,
-    next_number: u32,
-    queue: VecDeque<QueuedPacket>,
+    /// Frames with bytes not yet sent, oldest first.
+    waiting: VecDeque<Frame>,
+    /// The next byte to send.
+    next_byte: u64,
+    /// Frames captured since the last [`MediaSource::take_captured`].
+    captured: Vec<Frame>,
     stats: MediaSourceStats,
     /// The rate the last frame was encoded at, bytes/s.
     encoding_rate: f64,
 }
 
 impl MediaSource {
-    /// A source whose first frame is captured at `start`, with packets of at most
-    /// `max_payload` payload bytes (at least [`FRAME_HEADER_LEN`] + 1).
+    /// A source whose first frame is captured at `start`, sending packets of at most
+    /// `max_payload` bytes (at least 1).
     pub fn new(config: MediaConfig, max_payload: usize, start: Instant) -> Result<Self, String> {
         config.validate()?;
-        if max_payload <= FRAME_HEADER_LEN {
-            return Err(format!(
-                "media packets need more than {FRAME_HEADER_LEN} bytes of payload (the frame \
-                 header), got {max_payload}"
-            ));
+        if max_payload == 0 {
+            return Err("media packets need a payload of at least 1 byte".into());
         }
         Ok(MediaSource {
             config,
@@ -183,8 +163,9 @@ impl MediaSource {
             origin: start,
             next_index: 0,
             next_frame: start,
-            next_number: 0,
-            queue: VecDeque::new(),
+            waiting: VecDeque::new(),
+            next_byte: 0,
+            captured: Vec::new(),
             stats: MediaSourceStats::default(),
             encoding_rate: config.start_rate,
         })
@@ -211,7 +192,7 @@ impl MediaSource {
     }
 
     /// Captures every frame due by `now`. The first is encoded at the start rate, the others at
-    /// `allowed_rate` (bytes/s, what the congestion control allows now) kept within
+    /// `allowed_rate` (bytes/s: what the congestion control can send now) kept within
     /// [min_rate, max_rate]: RFC 8867 §4.3's adaptive codec, which follows the rate it is asked
     /// for. Frames due during the pause are skipped.
     pub fn capture(&mut self, now: Instant, allowed_rate: f64) {
@@ -237,8 +218,17 @@ impl MediaSource {
                 self.config.max_rate
             };
             self.encoding_rate = rate;
-            let bytes = (rate / self.config.fps).round() as usize;
-            self.push_frame(at, bytes.max(FRAME_HEADER_LEN + 1));
+            let length = ((rate / self.config.fps).round() as u64).max(1);
+            let start = self.waiting.back().map_or(self.next_byte, Frame::end);
+            let frame = Frame {
+                start,
+                length,
+                captured: at,
+            };
+            self.waiting.push_back(frame);
+            self.captured.push(frame);
+            self.stats.frames += 1;
+            self.stats.bytes_encoded += length;
         }
     }
 
@@ -248,95 +238,96 @@ impl MediaSource {
         Instant::from_nanos(self.origin.as_nanos().saturating_add(offset as u64))
     }
 
-    fn push_frame(&mut self, captured: Instant, bytes: usize) {
-        let count = bytes.div_ceil(self.max_payload).min(usize::from(u16::MAX));
-        let bytes = bytes.min(count * self.max_payload);
-        let number = self.next_number;
-        self.next_number = self.next_number.wrapping_add(1);
-        self.stats.frames += 1;
-        self.stats.bytes_encoded += bytes as u64;
-        // Full packets, the remainder in the last one (at least a header and one byte).
-        for index in 0..count {
-            let rest = bytes - index * self.max_payload;
-            let payload = rest.min(self.max_payload).max(FRAME_HEADER_LEN + 1);
-            self.queue.push_back(QueuedPacket {
-                header: FrameHeader {
-                    frame: number,
-                    index: index as u16,
-                    count: count as u16,
-                    captured,
-                },
-                payload,
-            });
-        }
+    /// The frames captured since the last call, for the measurement's log.
+    pub fn take_captured(&mut self) -> Vec<Frame> {
+        std::mem::take(&mut self.captured)
     }
 
-    /// Drops the waiting packets whose frame's deadline has passed.
+    /// Drops the waiting frames whose deadline has passed (their unsent bytes are not sent).
     fn expire(&mut self, now: Instant) {
         let deadline = self.config.deadline;
-        while self
-            .queue
-            .front()
-            .is_some_and(|packet| packet.header.captured + deadline <= now)
-        {
-            self.queue.pop_front();
-            self.stats.packets_expired += 1;
+        while let Some(frame) = self.waiting.front() {
+            if frame.captured + deadline > now {
+                break;
+            }
+            self.stats.bytes_expired += frame.end() - self.next_byte.max(frame.start);
+            self.next_byte = frame.end();
+            self.waiting.pop_front();
         }
     }
 
-    /// True when a packet is waiting at `now` (after dropping expired ones).
+    /// True when bytes are waiting at `now` (after dropping expired frames).
     pub fn has_data(&mut self, now: Instant) -> bool {
         self.expire(now);
-        !self.queue.is_empty()
+        !self.waiting.is_empty()
     }
 
-    /// Packets waiting (expired ones included until the next [`MediaSource::has_data`]).
-    pub fn queued_packets(&self) -> usize {
-        self.queue.len()
+    /// Bytes waiting to be sent (expired ones included until the next
+    /// [`MediaSource::has_data`]).
+    pub fn queued_bytes(&self) -> u64 {
+        self.waiting
+            .back()
+            .map_or(0, |last| last.end() - self.next_byte)
     }
 
-    /// The next packet to send at `now`: its frame header and its payload length in bytes
-    /// (header included); `None` when nothing is waiting.
-    pub fn pop(&mut self, now: Instant) -> Option<(FrameHeader, usize)> {
+    /// The next packet's piece of the stream at `now`: up to `max_payload` bytes, across
+    /// frames; `None` when nothing is waiting.
+    pub fn pop(&mut self, now: Instant) -> Option<Chunk> {
         self.expire(now);
-        self.queue
-            .pop_front()
-            .map(|packet| (packet.header, packet.payload))
+        let last = self.waiting.back()?.end();
+        let length = (last - self.next_byte).min(self.max_payload as u64);
+        let chunk = Chunk {
+            offset: self.next_byte,
+            length: length as u32,
+        };
+        self.next_byte += length;
+        while self
+            .waiting
+            .front()
+            .is_some_and(|frame| frame.end() <= self.next_byte)
+        {
+            self.waiting.pop_front();
+        }
+        Some(chunk)
     }
 }
 
-/// Counters of the receiving side.
+/// Counters of the measurement side.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct FrameStats {
-    /// Frames whose every packet arrived within the deadline of their capture.
+    /// Frames whose every byte reached the receiver within the deadline of their capture.
     pub on_time: u64,
     /// Frames that arrived whole, but after their deadline.
     pub late: u64,
 }
 
-/// Most partial frames remembered; older ones are forgotten first (they can only be late).
-const MAX_PARTIAL_FRAMES: usize = 4096;
+/// How long after its deadline a frame that has not arrived whole is still awaited (it can
+/// only be late by then); older ones are forgotten, which bounds the log.
+pub const LATE_HORIZON: Duration = Duration::from_secs(10);
 
-/// The receiving side: counts each frame once, when its last packet arrives, as on time or
-/// late.
+/// A frame being received: bytes still missing.
+#[derive(Debug, Clone, Copy)]
+struct Receiving {
+    frame: Frame,
+    missing: u64,
+}
+
+/// The measurement side: the sender's log of frames and the byte ranges that reached the
+/// receiver; each frame is counted once, when its last byte arrives, as on time or late.
 #[derive(Debug, Clone)]
-pub struct FrameReceiver {
+pub struct FrameLog {
     deadline: Duration,
-    /// Frames with some packets in: frame number → (the packet indices seen, the frame's
-    /// packet count, its capture time).
-    partial: BTreeMap<u32, (BTreeSet<u16>, u16, Instant)>,
-    /// Frames already counted (the latest ones), whose late duplicates are ignored.
-    completed: BTreeSet<u32>,
+    /// Frames not yet whole and not yet forgotten, by stream offset.
+    frames: VecDeque<Receiving>,
     stats: FrameStats,
 }
 
-impl FrameReceiver {
-    /// A receiver judging frames against `deadline`.
-    pub fn new(deadline: Duration) -> FrameReceiver {
-        FrameReceiver {
+impl FrameLog {
+    /// A log judging frames against `deadline`.
+    pub fn new(deadline: Duration) -> FrameLog {
+        FrameLog {
             deadline,
-            partial: BTreeMap::new(),
-            completed: BTreeSet::new(),
+            frames: VecDeque::new(),
             stats: FrameStats::default(),
         }
     }
@@ -346,40 +337,40 @@ impl FrameReceiver {
         self.stats
     }
 
-    /// A media packet's payload arrived at `now`. Malformed payloads and duplicates are
-    /// ignored.
-    pub fn on_packet(&mut self, now: Instant, payload: &[u8]) {
-        let Some(header) = FrameHeader::parse(payload) else {
-            return;
-        };
-        if self.completed.contains(&header.frame) {
-            return;
-        }
-        let entry = self
-            .partial
-            .entry(header.frame)
-            .or_insert_with(|| (BTreeSet::new(), header.count, header.captured));
-        if entry.1 != header.count {
-            return;
-        }
-        entry.0.insert(header.index);
-        if entry.0.len() == usize::from(entry.1) {
-            let captured = entry.2;
-            self.partial.remove(&header.frame);
-            self.completed.insert(header.frame);
-            if now.saturating_duration_since(captured) <= self.deadline {
-                self.stats.on_time += 1;
-            } else {
-                self.stats.late += 1;
+    /// Frames the sender captured (in stream order).
+    pub fn captured(&mut self, frames: impl IntoIterator<Item = Frame>) {
+        self.frames
+            .extend(frames.into_iter().map(|frame| Receiving {
+                frame,
+                missing: frame.length,
+            }));
+    }
+
+    /// A packet's piece of the stream arrived at `now` (each piece arrives at most once: the
+    /// media is not retransmitted).
+    pub fn arrived(&mut self, now: Instant, chunk: Chunk) {
+        let (from, to) = (chunk.offset, chunk.offset + u64::from(chunk.length));
+        let first = self.frames.partition_point(|r| r.frame.end() <= from);
+        let mut index = first;
+        while let Some(receiving) = self.frames.get_mut(index) {
+            if receiving.frame.start >= to {
+                break;
             }
+            let overlap = to.min(receiving.frame.end()) - from.max(receiving.frame.start);
+            receiving.missing = receiving.missing.saturating_sub(overlap);
+            if receiving.missing == 0 {
+                if now.saturating_duration_since(receiving.frame.captured) <= self.deadline {
+                    self.stats.on_time += 1;
+                } else {
+                    self.stats.late += 1;
+                }
+            }
+            index += 1;
         }
-        // Bounded memory: forget the oldest partial frames and completions.
-        while self.partial.len() > MAX_PARTIAL_FRAMES {
-            self.partial.pop_first();
-        }
-        while self.completed.len() > MAX_PARTIAL_FRAMES {
-            self.completed.pop_first();
-        }
+        // Forget whole frames and those too old to matter (they can only be late by now).
+        let horizon = self.deadline + LATE_HORIZON;
+        self.frames
+            .retain(|r| r.missing > 0 && r.frame.captured + horizon >= now);
     }
 }
 
@@ -399,35 +390,64 @@ mod tests {
         }
     }
 
-    #[test]
-    fn frames_follow_the_allowed_rate_within_the_codec_range() {
-        let mut source = MediaSource::new(video(), 1168, Instant::ZERO).unwrap();
-        // The first frame at the start rate: 150 kb/s / 30 = 625 bytes, one packet.
-        source.capture(Instant::ZERO, 1e9);
-        assert_eq!(source.stats().frames, 1);
-        assert_eq!(source.pop(Instant::ZERO).unwrap().1, 625);
-        // Then the allowed rate, capped at 1.5 Mb/s: 6250 bytes = 5 full packets + 410.
-        source.capture(Instant::from_millis(34), 1e9);
-        let sizes: Vec<usize> = std::iter::from_fn(|| source.pop(Instant::from_millis(34)))
-            .map(|(_, size)| size)
-            .collect();
-        assert_eq!(sizes, [1168, 1168, 1168, 1168, 1168, 410]);
-        // Below the floor: still 150 kb/s.
-        source.capture(Instant::from_millis(67), 1000.0);
-        assert_eq!(source.encoding_rate(), 150_000.0 / 8.0);
-        let (header, size) = source.pop(Instant::from_millis(67)).unwrap();
-        assert_eq!((header.frame, header.count, size), (2, 1, 625));
+    fn drain(source: &mut MediaSource, now: Instant) -> Vec<Chunk> {
+        std::iter::from_fn(|| source.pop(now)).collect()
     }
 
     #[test]
-    fn packets_past_their_deadline_are_not_sent() {
+    fn frames_follow_the_allowed_rate_within_the_codec_range() {
+        let mut source = MediaSource::new(video(), 1168, Instant::ZERO).unwrap();
+        // The first frame at the start rate: 150 kb/s / 30 = 625 bytes.
+        source.capture(Instant::ZERO, 1e9);
+        assert_eq!(source.take_captured()[0].length, 625);
+        // Then the allowed rate, capped at 1.5 Mb/s: 6250 bytes.
+        source.capture(Instant::from_millis(34), 1e9);
+        assert_eq!(source.take_captured()[0].length, 6250);
+        // Below the floor: still 150 kb/s.
+        source.capture(Instant::from_millis(67), 1000.0);
+        assert_eq!(source.encoding_rate(), 150_000.0 / 8.0);
+        assert_eq!(source.stats().frames, 3);
+        assert_eq!(source.stats().bytes_encoded, 625 + 6250 + 625);
+    }
+
+    #[test]
+    fn packets_are_full_and_cross_frame_boundaries() {
+        let mut source = MediaSource::new(video(), 1000, Instant::ZERO).unwrap();
+        source.capture(Instant::ZERO, 0.0); // 625 bytes
+        source.capture(Instant::from_millis(34), 0.0); // 625 more
+        let chunks = drain(&mut source, Instant::from_millis(34));
+        // 1250 bytes in a full packet and the rest: the first packet holds frame 0 and the
+        // start of frame 1.
+        assert_eq!(
+            chunks,
+            [
+                Chunk {
+                    offset: 0,
+                    length: 1000
+                },
+                Chunk {
+                    offset: 1000,
+                    length: 250
+                }
+            ]
+        );
+        assert_eq!(source.queued_bytes(), 0);
+    }
+
+    #[test]
+    fn bytes_past_their_deadline_are_not_sent() {
         let mut source = MediaSource::new(video(), 200, Instant::ZERO).unwrap();
         source.capture(Instant::ZERO, 0.0);
-        assert_eq!(source.queued_packets(), 4); // 625 bytes in 200-byte packets
+        assert_eq!(source.queued_bytes(), 625);
+        // One packet leaves; at 300 ms the rest of frame 0 is stale.
+        assert_eq!(source.pop(Instant::from_millis(10)).unwrap().length, 200);
         assert!(source.has_data(Instant::from_millis(299)));
-        // Nothing captured since; at 300 ms the first frame's packets are stale.
         assert!(!source.has_data(Instant::from_millis(300)));
-        assert_eq!(source.stats().packets_expired, 4);
+        assert_eq!(source.stats().bytes_expired, 425);
+        // The next frame starts after the dropped bytes.
+        source.capture(Instant::from_millis(300), 0.0);
+        let chunk = source.pop(Instant::from_millis(300)).unwrap();
+        assert_eq!(chunk.offset, 625);
     }
 
     #[test]
@@ -438,47 +458,61 @@ mod tests {
         let mut source = MediaSource::new(config, 1168, Instant::ZERO).unwrap();
         source.capture(Instant::from_secs(1), 0.0);
         // Frames at 0, 100, 200, then 600 … 1000 (300, 400, 500 fall in the pause).
-        assert_eq!(source.stats().frames, 8);
-        // (each frame is 1875 bytes at the 150 kb/s floor: two packets)
-        let captured: Vec<u64> = std::iter::from_fn(|| source.pop(Instant::ZERO))
-            .filter(|(header, _)| header.index == 0)
-            .map(|(header, _)| header.captured.as_nanos() / 1_000_000)
+        let captured: Vec<u64> = source
+            .take_captured()
+            .iter()
+            .map(|frame| frame.captured.as_nanos() / 1_000_000)
             .collect();
         assert_eq!(captured, [0, 100, 200, 600, 700, 800, 900, 1000]);
     }
 
     #[test]
-    fn the_receiver_counts_whole_frames_on_time_or_late() {
-        let mut receiver = FrameReceiver::new(Duration::from_millis(300));
-        let mut payload = [0u8; 40];
-        let packet = |frame, index, count, captured_ms| FrameHeader {
-            frame,
-            index,
-            count,
-            captured: Instant::from_millis(captured_ms),
+    fn the_log_counts_whole_frames_on_time_or_late() {
+        let ms = Instant::from_millis;
+        let mut log = FrameLog::new(Duration::from_millis(300));
+        let frame = |start, length, captured| Frame {
+            start,
+            length,
+            captured: ms(captured),
         };
-        // Frame 0: two packets, the second at 250 ms — on time (and a duplicate ignored).
-        for (index, at) in [(0, 100), (0, 120), (1, 250)] {
-            packet(0, index, 2, 0).emit(&mut payload);
-            receiver.on_packet(Instant::from_millis(at), &payload);
-        }
-        // Frame 1: whole at 400 ms after a 33 ms capture — late.
-        packet(1, 0, 1, 33).emit(&mut payload);
-        receiver.on_packet(Instant::from_millis(400), &payload);
-        // Frame 2: one of two packets — never counted.
-        packet(2, 0, 2, 66).emit(&mut payload);
-        receiver.on_packet(Instant::from_millis(100), &payload);
-        // A short payload and an index beyond the count are ignored.
-        receiver.on_packet(Instant::from_millis(100), &payload[..10]);
-        packet(3, 2, 2, 99).emit(&mut payload);
-        receiver.on_packet(Instant::from_millis(100), &payload);
+        // Frames of 100, 50, 100 and 100 bytes captured at 0, 33, 66 and 99 ms.
+        log.captured([
+            frame(0, 100, 0),
+            frame(100, 50, 33),
+            frame(150, 100, 66),
+            frame(250, 100, 99),
+        ]);
+        let chunk = |offset, length| Chunk { offset, length };
+        // Frame 0 whole at 250 ms (on time), frame 1 whole at 400 ms (late: 367 ms after).
+        log.arrived(ms(100), chunk(0, 60));
+        log.arrived(ms(250), chunk(60, 60));
         assert_eq!(
-            receiver.stats(),
+            log.stats(),
+            FrameStats {
+                on_time: 1,
+                late: 0
+            }
+        );
+        log.arrived(ms(400), chunk(120, 60)); // frame 1's end, frame 2's start
+        assert_eq!(
+            log.stats(),
             FrameStats {
                 on_time: 1,
                 late: 1
             }
         );
+        // Frame 2 never completes (bytes 180..250 lost); frame 3 arrives whole on time.
+        log.arrived(ms(390), chunk(250, 100));
+        assert_eq!(
+            log.stats(),
+            FrameStats {
+                on_time: 2,
+                late: 1
+            }
+        );
+        // Long after, frame 2 is forgotten.
+        log.arrived(ms(20_000), chunk(350, 0));
+        assert!(log.frames.is_empty());
     }
 
     #[test]
@@ -489,9 +523,9 @@ mod tests {
         let mut config = video();
         config.start_rate = config.max_rate * 2.0;
         assert!(config.validate().unwrap_err().contains("start_rate"));
-        assert!(MediaSource::new(video(), 16, Instant::ZERO).is_err());
         let mut config = video();
         config.fps = 0.0;
         assert!(config.validate().unwrap_err().contains("fps"));
+        assert!(MediaSource::new(video(), 0, Instant::ZERO).is_err());
     }
 }

@@ -310,7 +310,7 @@ fn media_flow(
     let source = tfrc_proto::MediaSource::new(media_config, max_payload, start)
         .map_err(|message| SimulationError::scenario(&format!("{key}.media"), message))?;
     Ok(Some(Box::new(MediaFlow {
-        frames: tfrc_proto::FrameReceiver::new(media.deadline),
+        frames: tfrc_proto::FrameLog::new(media.deadline),
         source,
     })))
 }

@@ -160,8 +160,9 @@ fn set_timer(
 /// What a packet carries; only what the far end needs is kept (TFRC payload is zero padding).
 #[derive(Debug, Clone)]
 enum Body {
-    /// A TFRC data packet's header, and the frame header of a media flow's packet.
-    TfrcData([u8; DATA_HEADER_LEN], Option<tfrc_proto::FrameHeader>),
+    /// A TFRC data packet's header, and the piece of the media stream a media flow's packet
+    /// carries.
+    TfrcData([u8; DATA_HEADER_LEN], Option<tfrc_proto::Chunk>),
     TfrcFeedback([u8; FEEDBACK_LEN]),
     TcpData(Segment),
     TcpAck(Ack),
@@ -213,10 +214,10 @@ struct Flow {
     receiver_timer: Option<Timer>,
 }
 
-/// The two ends of a media flow's frames.
+/// A media flow's source and the log that judges its frames at the receiver.
 struct MediaFlow {
     source: tfrc_proto::MediaSource,
-    frames: tfrc_proto::FrameReceiver,
+    frames: tfrc_proto::FrameLog,
 }
 
 /// One link direction of the run, built by [`Runtime::build`]: the element, its nodes, its
@@ -268,7 +269,7 @@ pub struct Simulation {
     spare_outbox: Vec<Outgoing>,
     delivered: Vec<PacketMeta>,
     data_buffer: Vec<u8>,
-    /// A media packet's payload: the frame header, then zeros.
+    /// A media packet's payload (zeros: the simulator carries only where it is in the stream).
     media_payload: Vec<u8>,
     events: u64,
     failed: Option<SimulationError>,
@@ -711,15 +712,13 @@ impl Simulation {
         self.capture_into(flow_index, &state, meta);
         let flow = &mut self.flows[flow_index];
         match state.body {
-            Body::TfrcData(header, frame) => {
+            Body::TfrcData(header, chunk) => {
                 flow.record
                     .record_received(meta.size_bytes, now - state.sent_at);
                 let size = meta.size_bytes as usize;
                 self.data_buffer[..DATA_HEADER_LEN].copy_from_slice(&header);
-                if let (Some(frame), Some(media)) = (frame, &mut flow.media) {
-                    let payload = &mut self.data_buffer[DATA_HEADER_LEN..];
-                    frame.emit(payload);
-                    media.frames.on_packet(now, payload);
+                if let (Some(chunk), Some(media)) = (chunk, &mut flow.media) {
+                    media.frames.arrived(now, chunk);
                 }
                 if let Protocol::Tfrc { receiver, .. } = &mut flow.protocol {
                     // Errors are counted by the receiver; simulated packets are well formed.
@@ -840,23 +839,25 @@ impl Simulation {
                 } else {
                     sender.handle_timeout(now);
                     if let Some(media) = &mut flow.media {
-                        // The codec encodes each frame due at the rate TFRC allows now
-                        // (X, or G = max(g, X) under gTFRC).
-                        media.source.capture(now, sender.sending_rate());
+                        // The codec encodes each frame due at the rate the sender can send
+                        // now: a full payload per t_ipi (X, G = max(g, X) under gTFRC, at most
+                        // one packet per 10 ms under TFRC-SP).
+                        let sendable = sender.max_payload() as f64
+                            / sender.inter_packet_interval().as_secs_f64().max(1e-9);
+                        media.source.capture(now, sendable);
+                        media.frames.captured(media.source.take_captured());
                     }
                     while sender.can_send(now) {
-                        let mut frame = None;
+                        let mut chunk = None;
                         let sent = if let Some(media) = &mut flow.media {
-                            let Some((header, payload)) = media.source.pop(now) else {
+                            let Some(piece) = media.source.pop(now) else {
                                 // No frame data waiting: data-limited (RFC 5348 §4.3) until
                                 // the next frame.
                                 sender.note_data_limited(now);
                                 break;
                             };
-                            frame = Some(header);
-                            // The payload: the frame header, then zeros.
-                            let payload = &mut self.media_payload[..payload];
-                            header.emit(payload);
+                            chunk = Some(piece);
+                            let payload = &self.media_payload[..piece.length as usize];
                             sender.send_packet(now, payload, &mut self.data_buffer)
                         } else if flow.application.is_some_and(|app| !app.has_data(now)) {
                             // The core could send, the application has no data: data-limited
@@ -881,7 +882,7 @@ impl Simulation {
                             destination,
                             size: length as u32,
                             reverse: false,
-                            body: Body::TfrcData(header, frame),
+                            body: Body::TfrcData(header, chunk),
                         });
                     }
                     let data_due = flow
