@@ -105,6 +105,11 @@ impl Endpoint {
                 flow.packet_size.saturating_sub(UDP_OVERHEAD),
                 &format!("flow {}", flow.name),
             )?),
+            FlowKind::Tcp(tcp) if tcp.downloads.is_some() => bail!(
+                "flow {}: short TCP transfers (key `downloads`) run in the simulator only; the \
+                 testbed's TCP flows are bulk transfers",
+                flow.name
+            ),
             FlowKind::Tcp(_) => Endpoint::Tcp {
                 mss: flow.packet_size.saturating_sub(40).clamp(88, 1460),
             },

@@ -523,6 +523,12 @@ impl<'a> Generator<'a> {
                         "flow.{name}.window: unlimited maps to window_ {UNLIMITED_TCP_WINDOW}"
                     ));
                 }
+                if tcp.downloads.is_some() {
+                    self.unsupported.push(format!(
+                        "flow.{name}.downloads: the translator runs one bulk FTP transfer per \
+                         TCP flow; the flow sends bulk data instead of groups of short transfers"
+                    ));
+                }
                 if tcp.variant == TcpVariant::Sack {
                     self.notes.push(format!(
                         "flow.{name}.variant: \"sack\" (RFC 6675 recovery) maps to ns-2's \

@@ -63,10 +63,10 @@ pub use tfrc_units as units;
 
 pub use error::ScenarioError;
 pub use model::{
-    Capacity, FlowKind, FlowSpec, Link, LinkDirectionSpec, LossModel, LossSpec, MarkerKind,
-    MarkerSpec, MediaSpec, OnOffSpec, Output, QueueSpec, RedSpec, RioSpec, SweepAxis, SweepChoice,
-    SweepForm, TcpProfile, TcpSpec, TcpVariant, TfrcProfile, TfrcSpec, TfrcVariant,
-    TraceOpportunity, VenoSpec,
+    Capacity, DownloadPhase, DownloadsSpec, FlowKind, FlowSpec, Link, LinkDirectionSpec, LossModel,
+    LossSpec, MarkerKind, MarkerSpec, MediaSpec, OnOffSpec, Output, QueueSpec, RedSpec, RioSpec,
+    SweepAxis, SweepChoice, SweepForm, TcpProfile, TcpSpec, TcpVariant, TfrcProfile, TfrcSpec,
+    TfrcVariant, TraceOpportunity, VenoSpec,
 };
 pub use raw::table_keys;
 pub use replicate::replication_seed;

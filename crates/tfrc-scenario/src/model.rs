@@ -572,6 +572,43 @@ pub struct TcpSpec {
     /// Where the RFCs and ns-2.35's agents part, which one the sender follows (default the
     /// RFCs).
     pub profile: TcpProfile,
+    /// Short transfers instead of one bulk transfer (key `downloads`): RFC 8868 §5.1's short TCP
+    /// flows, groups of connections fetching small files separated by idle periods.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub downloads: Option<DownloadsSpec>,
+}
+
+/// RFC 8868 §5.1's short TCP flows (`downloads = { … }` on a TCP flow): "30 connections start
+/// simultaneously fetching small (30-50 KB) amounts of data, evenly distributed"; "The idle
+/// period between bursts of starting a group of TCP flows is typically derived from an
+/// exponential distribution with the mean value of 10 seconds."
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DownloadsSpec {
+    /// Connections of a group, started together (default 30).
+    pub connections: u32,
+    /// The smallest transfer, bytes (default 30 000).
+    pub min_size: u64,
+    /// The largest transfer, bytes (default 50 000); each connection's size is uniform in
+    /// [`min_size`, `max_size`].
+    pub max_size: u64,
+    /// Mean of the exponential idle time after a group's last transfer ends (default 10 s).
+    #[serde(serialize_with = "serialize_duration")]
+    pub idle: Duration,
+    /// Whether the flow starts with a group (`"on"`, the default) or with an idle period
+    /// (`"off"`; RFC 8867 §5.7: "two of them start in the ON state, while rest of the eight
+    /// flows start in an OFF state").
+    pub first: DownloadPhase,
+}
+
+/// The phase a short-TCP source starts in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DownloadPhase {
+    /// A group of transfers at the flow's start.
+    #[default]
+    On,
+    /// An idle period first.
+    Off,
 }
 
 /// Which TCP the sender follows where the RFCs and ns-2.35 differ (`tfrc_tcp::SenderConfig::ns2`

@@ -12,7 +12,7 @@ use serde::de::{self, IntoDeserializer, Visitor};
 use serde::{Deserialize, Deserializer};
 
 use crate::error::{closest, join_key, ScenarioError};
-use crate::model::{MarkerKind, TcpProfile, TcpVariant, TfrcProfile, TfrcVariant};
+use crate::model::{DownloadPhase, MarkerKind, TcpProfile, TcpVariant, TfrcProfile, TfrcVariant};
 use crate::units::{DurationText, Rate};
 
 /// A value that may also be the string `"none"`, meaning "not set" (so that `--set` and sweeps
@@ -430,6 +430,18 @@ pub(crate) struct RawTcp {
     pub(crate) delayed_ack: Option<bool>,
     pub(crate) window: Option<NoneOr<u32>>,
     pub(crate) profile: Option<TcpProfile>,
+    pub(crate) downloads: Option<NoneOr<RawDownloads>>,
+}
+
+/// A TCP flow's short transfers (`downloads = { … }`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawDownloads {
+    pub(crate) connections: Option<u32>,
+    pub(crate) min_size: Option<u64>,
+    pub(crate) max_size: Option<u64>,
+    pub(crate) idle: Option<DurationText>,
+    pub(crate) first: Option<DownloadPhase>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -717,7 +729,7 @@ mod tests {
         assert_eq!(table_keys("flow", "tfrc"), None);
         assert_eq!(
             RawFlowKind::keys("tcp").unwrap(),
-            ["variant", "delayed_ack", "window", "profile"]
+            ["variant", "delayed_ack", "window", "profile", "downloads"]
         );
         assert_eq!(shared_keys(KindSection::Queue), ["limit"]);
     }

@@ -6,13 +6,13 @@ use std::path::{Path, PathBuf};
 
 use crate::error::ScenarioError;
 use crate::model::{
-    Capacity, FlowKind, FlowSpec, Link, LinkDirectionSpec, LossModel, LossSpec, MarkerSpec,
-    MediaSpec, OnOffSpec, Output, QueueSpec, RedSpec, RioSpec, TcpSpec, TfrcProfile, TfrcSpec,
-    TfrcVariant, TraceOpportunity, VenoSpec,
+    Capacity, DownloadsSpec, FlowKind, FlowSpec, Link, LinkDirectionSpec, LossModel, LossSpec,
+    MarkerSpec, MediaSpec, OnOffSpec, Output, QueueSpec, RedSpec, RioSpec, TcpSpec, TfrcProfile,
+    TfrcSpec, TfrcVariant, TraceOpportunity, VenoSpec,
 };
 use crate::raw::{
-    flatten, NoneOr, RawDirection, RawFlow, RawFlowKind, RawLink, RawLoss, RawLossModel, RawMarker,
-    RawMedia, RawOutput, RawQueue, RawScenario,
+    flatten, NoneOr, RawDirection, RawDownloads, RawFlow, RawFlowKind, RawLink, RawLoss,
+    RawLossModel, RawMarker, RawMedia, RawOutput, RawQueue, RawScenario,
 };
 use crate::sweep;
 use crate::units::{format_duration, DurationText, Rate, RATE_EXPECTED};
@@ -792,7 +792,12 @@ fn resolve_flow(
                     "expected a window of at least 1 packet, got 0",
                 ));
             }
+            let downloads = match flatten(raw.downloads.clone()) {
+                Some(downloads) => Some(resolve_downloads(r, &key("downloads"), downloads)?),
+                None => None,
+            };
             FlowKind::Tcp(TcpSpec {
+                downloads,
                 variant: raw.variant.unwrap_or_default(),
                 delayed_ack: raw.delayed_ack.unwrap_or(false),
                 window,
@@ -852,7 +857,43 @@ fn resolve_flow(
     })
 }
 
-/// The rate (required) and mean on and off times (default 500 ms, as ns-2) of an on/off flow.
+/// A TCP flow's `downloads` table, RFC 8868 §5.1's defaults where a key is missing.
+fn resolve_downloads(r: &Resolver<'_>, prefix: &str, raw: RawDownloads) -> Result<DownloadsSpec> {
+    let key = |name: &str| format!("{prefix}.{name}");
+    let connections = raw.connections.unwrap_or(30);
+    if !(1..=1000).contains(&connections) {
+        return Err(r.error(
+            key("connections"),
+            format!("expected from 1 to 1000 connections, got {connections}"),
+        ));
+    }
+    let min_size = raw.min_size.unwrap_or(30_000);
+    let max_size = raw.max_size.unwrap_or(50_000);
+    if !(1..=1_000_000_000).contains(&min_size) {
+        return Err(r.error(
+            key("min_size"),
+            format!("expected a transfer size from 1 byte to 1 GB, got {min_size}"),
+        ));
+    }
+    if max_size < min_size || max_size > 1_000_000_000 {
+        return Err(r.error(
+            key("max_size"),
+            format!("expected a size from min_size ({min_size}) to 1 GB, got {max_size}"),
+        ));
+    }
+    let idle = r.positive_duration(
+        &key("idle"),
+        raw.idle.map_or(Duration::from_secs(10), |d| d.0),
+    )?;
+    Ok(DownloadsSpec {
+        connections,
+        min_size,
+        max_size,
+        idle,
+        first: raw.first.unwrap_or_default(),
+    })
+}
+
 /// A TFRC flow's `media` table; `max_rate` is the flow's, the codec's top rate.
 fn resolve_media(
     r: &Resolver<'_>,
@@ -936,6 +977,7 @@ fn resolve_media(
     })
 }
 
+/// The rate (required) and mean on and off times (default 500 ms, as ns-2) of an on/off flow.
 fn on_off_keys(
     r: &Resolver<'_>,
     prefix: &str,

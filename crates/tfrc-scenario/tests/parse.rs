@@ -159,6 +159,7 @@ fn the_shared_example_parses_to_the_expected_structs() {
             delayed_ack: false,
             window: None,
             profile: TcpProfile::Rfc,
+            downloads: None,
         })
     );
     assert_eq!((t1.start, t1.packet_size), (secs(0), 1000));
@@ -376,6 +377,7 @@ state_interval = "10ms"
             delayed_ack: true,
             window: Some(20),
             profile: TcpProfile::Ns2,
+            downloads: None,
         })
     );
     let FlowKind::Pareto(pareto) = &scenario.flow("p").unwrap().kind else {
@@ -635,6 +637,11 @@ fn wrong_values_name_the_key_and_what_was_expected() {
         (flow("max_rate = \"1Mbps\"\nmedia = { pause = \"2s\", resume = \"1s\" }"), "flow[0].media.resume", "after pause (2s)"),
         (flow("max_rate = \"1Mbps\"\nmedia = { pause = \"20s\", resume = \"21s\" }"), "flow[0].media.pause", "before the end of the run"),
         (flow("max_rate = \"1Mbps\"\nmedia = { frames = 30 }"), "flow[0].media.frames", "unknown key `frames`; expected one of: fps, min_rate"),
+        (minimal("[[flow]]\nname = \"a\"\nkind = \"tcp\"\nfrom = \"s\"\nto = \"r\"\ndownloads = { connections = 0 }"), "flow[0].downloads.connections", "from 1 to 1000 connections"),
+        (minimal("[[flow]]\nname = \"a\"\nkind = \"tcp\"\nfrom = \"s\"\nto = \"r\"\ndownloads = { min_size = 60000 }"), "flow[0].downloads.max_size", "from min_size (60000)"),
+        (minimal("[[flow]]\nname = \"a\"\nkind = \"tcp\"\nfrom = \"s\"\nto = \"r\"\ndownloads = { idle = \"0s\" }"), "flow[0].downloads.idle", "above zero"),
+        (minimal("[[flow]]\nname = \"a\"\nkind = \"tcp\"\nfrom = \"s\"\nto = \"r\"\ndownloads = { first = \"maybe\" }"), "flow[0].downloads.first", "\"on\", \"off\""),
+        (minimal("[[flow]]\nname = \"a\"\nkind = \"tcp\"\nfrom = \"s\"\nto = \"r\"\ndownloads = { files = 3 }"), "flow[0].downloads.files", "unknown key `files`"),
         (flow("packet_size = 0"), "flow[0].packet_size", "from 1 to 65507 bytes"),
         (flow("start = \"10s\""), "flow[0].start", "before the end of the run (10s)"),
         (flow("start = \"5s\"\nstop = \"5s\""), "flow[0].stop", "after start (5s)"),
@@ -1030,4 +1037,53 @@ media = { fps = 50, min_rate = "20kbps", deadline = "150ms", pause = "2s", resum
     assert!(
         matches!(&changed.flow("audio").unwrap().kind, FlowKind::Tfrc(spec) if spec.media.is_none())
     );
+}
+
+/// Short TCP transfers take RFC 8868 §5.1's defaults (30 connections of 30-50 kB, a 10 s mean
+/// idle time, starting "on") unless given, and the written form reads back.
+#[test]
+fn short_tcp_downloads_fill_rfc_8868_defaults_and_round_trip() {
+    let scenario = parse(&minimal(
+        r#"
+[[flow]]
+name = "web"
+kind = "tcp"
+from = "s"
+to = "r"
+downloads = {}
+
+[[flow]]
+name = "late"
+kind = "tcp"
+from = "s"
+to = "r"
+downloads = { connections = 1, min_size = 1000, max_size = 2000, idle = "2s", first = "off" }
+"#,
+    ))
+    .unwrap();
+    let downloads = |name: &str| match &scenario.flow(name).unwrap().kind {
+        FlowKind::Tcp(spec) => spec.downloads.clone().unwrap(),
+        other => panic!("flow {name} is not TCP: {other:?}"),
+    };
+    let web = downloads("web");
+    assert_eq!(
+        (
+            web.connections,
+            web.min_size,
+            web.max_size,
+            web.idle,
+            web.first
+        ),
+        (
+            30,
+            30_000,
+            50_000,
+            secs(10),
+            tfrc_scenario::DownloadPhase::On
+        )
+    );
+    let late = downloads("late");
+    assert_eq!(late.first, tfrc_scenario::DownloadPhase::Off);
+    let written = scenario.to_toml_string();
+    assert_eq!(parse(&written).unwrap(), scenario, "{written}");
 }

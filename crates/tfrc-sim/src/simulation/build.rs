@@ -223,7 +223,7 @@ fn build_flow(
             let (session, nonce) = (position as u32 + 1, seed);
             tfrc_endpoints(tfrc, spec.packet_size, (session, nonce), &key)?
         }
-        FlowKind::Tcp(tcp) => tcp_endpoints(tcp, spec.packet_size, &key)?,
+        FlowKind::Tcp(tcp) => tcp_endpoints(tcp, spec.packet_size, (seed, start), &key)?,
         FlowKind::Cbr { rate } => cbr_source(*rate, spec.packet_size, (start, stop), seed, &key)?,
         FlowKind::Pareto(on_off) | FlowKind::ExponentialOnOff(on_off) => {
             let distribution = match &spec.kind {
@@ -364,7 +364,14 @@ fn tfrc_endpoints(
 
 /// A TCP flow's sink and its sender's configuration (the sender is created when the flow
 /// starts). Its segments are the scenario's `packet_size` less the TCP/IP header.
-fn tcp_endpoints(spec: &TcpSpec, packet_size: u32, key: &str) -> Result<Protocol, SimulationError> {
+/// A TCP flow's sender configuration and sink, or its short transfers (`downloads`, whose sizes
+/// and idle times are drawn from `seed`, the first group at or after `start`).
+fn tcp_endpoints(
+    spec: &TcpSpec,
+    packet_size: u32,
+    (seed, start): (u64, Instant),
+    key: &str,
+) -> Result<Protocol, SimulationError> {
     let variant = match spec.variant {
         tfrc_scenario::TcpVariant::Reno => tfrc_tcp::Variant::Reno,
         tfrc_scenario::TcpVariant::NewReno => tfrc_tcp::Variant::NewReno,
@@ -392,7 +399,12 @@ fn tcp_endpoints(spec: &TcpSpec, packet_size: u32, key: &str) -> Result<Protocol
     config.validate().map_err(scenario_error(key))?;
     let mut sink_config = tfrc_tcp::SinkConfig::for_variant(variant);
     sink_config.delayed_ack = spec.delayed_ack;
-    let sink = TcpSink::new(sink_config).map_err(scenario_error(key))?;
+    let sink = TcpSink::new(sink_config.clone()).map_err(scenario_error(key))?;
+    if let Some(downloads) = &spec.downloads {
+        return Ok(Protocol::Downloads(Box::new(
+            super::downloads::Downloads::new(config, sink_config, downloads.clone(), seed, start),
+        )));
+    }
     Ok(Protocol::Tcp {
         config,
         sender: None,
@@ -461,7 +473,7 @@ fn initial_events(flows: &mut [Flow], sampling: Sampling, end: Instant) -> Sched
             ),
             // The record keeps `(start, stop.max(start))`: the same test, and the same stop
             // whenever it passes.
-            Protocol::Tfrc { .. } | Protocol::Tcp { .. } => {
+            Protocol::Tfrc { .. } | Protocol::Tcp { .. } | Protocol::Downloads(_) => {
                 let (start, stop) = (flow.record.start, flow.record.stop);
                 if start < stop && start <= end {
                     scheduler.schedule(start, Event::FlowStart(id));

@@ -41,6 +41,7 @@
 
 mod build;
 mod capture;
+mod downloads;
 pub use capture::TFRC_PORT;
 mod record;
 
@@ -164,8 +165,10 @@ enum Body {
     /// carries.
     TfrcData([u8; DATA_HEADER_LEN], Option<tfrc_proto::Chunk>),
     TfrcFeedback([u8; FEEDBACK_LEN]),
-    TcpData(Segment),
-    TcpAck(Ack),
+    /// A TCP segment and its connection (0 for a bulk flow; group and index for `downloads`).
+    TcpData(u32, Segment),
+    /// A TCP ACK and its connection.
+    TcpAck(u32, Ack),
     Udp,
 }
 
@@ -193,6 +196,8 @@ enum Protocol {
         sender: Option<Box<TcpSender>>,
         sink: Box<TcpSink>,
     },
+    /// Short TCP transfers (a TCP flow with `downloads`).
+    Downloads(Box<downloads::Downloads>),
     Source(Box<dyn TrafficSource>),
 }
 
@@ -681,7 +686,7 @@ impl Simulation {
                 capture::Layer::Udp { payload: bytes },
                 meta.size_bytes,
             ),
-            Body::TcpData(segment) => (
+            Body::TcpData(_, segment) => (
                 false,
                 capture::Layer::Tcp {
                     sequence: segment.sequence as u32,
@@ -689,7 +694,7 @@ impl Simulation {
                 },
                 segment.payload_bytes,
             ),
-            Body::TcpAck(ack) => (
+            Body::TcpAck(_, ack) => (
                 true,
                 capture::Layer::Tcp {
                     sequence: 0,
@@ -740,26 +745,35 @@ impl Simulation {
                 }
                 self.sender_event(flow_index);
             }
-            Body::TcpData(segment) => {
+            Body::TcpData(connection, segment) => {
                 flow.record
                     .record_received(meta.size_bytes, now - state.sent_at);
-                if let Protocol::Tcp { sink, .. } = &mut flow.protocol {
-                    // Goodput: the payload the sink handed up in order (duplicates and
-                    // out-of-order segments count when the hole before them fills).
-                    let before = sink.delivered_bytes();
-                    let _ = sink.handle_segment(now, &segment);
-                    let delivered = sink.delivered_bytes() - before;
-                    flow.record.record_goodput(delivered);
-                }
+                // Goodput: the payload the sink handed up in order (duplicates and
+                // out-of-order segments count when the hole before them fills).
+                let delivered = match &mut flow.protocol {
+                    Protocol::Tcp { sink, .. } => {
+                        let before = sink.delivered_bytes();
+                        let _ = sink.handle_segment(now, &segment);
+                        sink.delivered_bytes() - before
+                    }
+                    Protocol::Downloads(downloads) => {
+                        downloads.handle_segment(now, connection, &segment)
+                    }
+                    _ => 0,
+                };
+                flow.record.record_goodput(delivered);
                 self.receiver_output(flow_index);
             }
-            Body::TcpAck(ack) => {
-                if let Protocol::Tcp {
-                    sender: Some(sender),
-                    ..
-                } = &mut flow.protocol
-                {
-                    let _ = sender.handle_ack(now, &ack);
+            Body::TcpAck(connection, ack) => {
+                match &mut flow.protocol {
+                    Protocol::Tcp {
+                        sender: Some(sender),
+                        ..
+                    } => {
+                        let _ = sender.handle_ack(now, &ack);
+                    }
+                    Protocol::Downloads(downloads) => downloads.handle_ack(now, connection, &ack),
+                    _ => {}
                 }
                 self.sender_event(flow_index);
             }
@@ -804,7 +818,7 @@ impl Simulation {
                     ))
                 }
             },
-            Protocol::Source(_) => {}
+            Protocol::Downloads(_) | Protocol::Source(_) => {}
         }
         self.sender_event(index);
     }
@@ -813,12 +827,13 @@ impl Simulation {
         let now = self.now;
         let flow = &mut self.flows[index];
         flow.active = false;
-        if let Protocol::Tcp {
-            sender: Some(sender),
-            ..
-        } = &mut flow.protocol
-        {
-            sender.stop(now);
+        match &mut flow.protocol {
+            Protocol::Tcp {
+                sender: Some(sender),
+                ..
+            } => sender.stop(now),
+            Protocol::Downloads(downloads) => downloads.stop(now),
+            _ => {}
         }
         // An inactive TFRC sender asks for no wake-up, which cancels its pending timer.
         self.sender_event(index);
@@ -910,10 +925,36 @@ impl Simulation {
                         destination,
                         size,
                         reverse: false,
-                        body: Body::TcpData(segment),
+                        body: Body::TcpData(0, segment),
                     });
                 }
                 sender.poll_timeout()
+            }
+            Protocol::Downloads(downloads) => {
+                let outbox = &mut self.outbox;
+                let record = &mut flow.record;
+                let mut send = |connection: u32, segment: Segment| {
+                    let size = segment.wire_size();
+                    record.record_sent(now, size);
+                    outbox.push(Outgoing {
+                        node: source_node,
+                        flow: index as u32,
+                        destination,
+                        size,
+                        reverse: false,
+                        body: Body::TcpData(connection, segment),
+                    });
+                };
+                match downloads.poll_senders(now, flow.active, &mut send) {
+                    Ok(want) => want,
+                    Err(error) => {
+                        self.failed = Some(SimulationError::scenario(
+                            &format!("flow {}", flow.record.name),
+                            error.to_string(),
+                        ));
+                        None
+                    }
+                }
             }
             _ => None,
         };
@@ -931,7 +972,8 @@ impl Simulation {
         match &mut self.flows[index].protocol {
             Protocol::Tfrc { receiver, .. } => receiver.handle_timeout(now),
             Protocol::Tcp { sink, .. } => sink.handle_timeout(now),
-            Protocol::Source(_) => {}
+            // Its sinks' timers are handled as it polls them.
+            Protocol::Downloads(_) | Protocol::Source(_) => {}
         }
         self.receiver_output(index);
     }
@@ -964,10 +1006,23 @@ impl Simulation {
                         destination,
                         size: ack.wire_size(),
                         reverse: true,
-                        body: Body::TcpAck(ack),
+                        body: Body::TcpAck(0, ack),
                     });
                 }
                 sink.poll_timeout()
+            }
+            Protocol::Downloads(downloads) => {
+                let outbox = &mut self.outbox;
+                downloads.poll_sinks(now, &mut |connection, ack: Ack| {
+                    outbox.push(Outgoing {
+                        node,
+                        flow: index as u32,
+                        destination,
+                        size: ack.wire_size(),
+                        reverse: true,
+                        body: Body::TcpAck(connection, ack),
+                    });
+                })
             }
             Protocol::Source(_) => None,
         };

@@ -1,5 +1,6 @@
-//! Media flows (a TFRC flow with a `media` table): RFC 8867 §4.3's adaptive codec over TFRC,
-//! judged frame by frame against a playout deadline.
+//! The sources of the RMCAT cases: media flows (a TFRC flow with a `media` table, RFC 8867
+//! §4.3's adaptive codec judged frame by frame against a playout deadline) and short TCP
+//! transfers (a TCP flow with `downloads`, RFC 8868 §5.1).
 
 use tfrc_output::FlowSummary;
 use tfrc_scenario::Scenario;
@@ -75,4 +76,49 @@ fn other_flows_have_no_frame_counts() {
     let summary = Simulation::run(&scenario, None).unwrap();
     assert_eq!(summary.flows[0].frames, None);
     assert_eq!(summary.flows[0].frames_on_time, None);
+}
+
+/// A short-TCP flow (`downloads`): groups of whole transfers separated by idle periods.
+fn downloads_alone(downloads: &str, seconds: u32) -> FlowSummary {
+    let text = format!(
+        "name = \"web\"\nduration = \"{seconds}s\"\nseed = 3\n\n[[link]]\nbetween = [\"s\", \"r\"]\n\
+         rate = \"10Mbps\"\ndelay = \"10ms\"\nqueue = {{ kind = \"droptail\", limit = 200 }}\n\n\
+         [[flow]]\nname = \"web\"\nkind = \"tcp\"\nfrom = \"s\"\nto = \"r\"\npacket_size = 1500\n\
+         downloads = {{ {downloads} }}\n"
+    );
+    let scenario = Scenario::from_str_named(&text, "web.toml").expect("valid scenario");
+    Simulation::run(&scenario, None).expect("runs").flows[0].clone()
+}
+
+#[test]
+fn short_tcp_transfers_deliver_whole_files_in_groups() {
+    // One group of 30 transfers of exactly 30 000 bytes (21 segments of 1460 bytes), then a
+    // 100 s mean idle time: in 20 s the group (and almost surely nothing else) completes.
+    let flow = downloads_alone(
+        "connections = 30, min_size = 30000, max_size = 30000, idle = \"100s\"",
+        20,
+    );
+    let per_transfer = 21 * 1460;
+    assert_eq!(
+        flow.goodput_bytes % per_transfer,
+        0,
+        "{}",
+        flow.goodput_bytes
+    );
+    assert!(
+        flow.goodput_bytes >= 30 * per_transfer,
+        "{}",
+        flow.goodput_bytes
+    );
+    // Starting "off", the source first waits an idle time: with a 1000 s mean and seed 3 it
+    // sends nothing in 20 s (the draw is below 20 s with probability 2 %).
+    let off = downloads_alone("idle = \"1000s\", first = \"off\"", 20);
+    assert_eq!(off.sent_packets, 0);
+    // With the RFC 8868 defaults (30 transfers of 30-50 kB, 10 s mean idle) groups repeat.
+    let default = downloads_alone("", 120);
+    assert!(
+        default.goodput_bytes > 2 * 30 * 30_000,
+        "{}",
+        default.goodput_bytes
+    );
 }
