@@ -290,6 +290,18 @@ pub enum Images {
     Embedded,
 }
 
+impl Images {
+    /// [`Images::Embedded`] when `embed` (a command's `--embed-images`), else
+    /// [`Images::Linked`].
+    pub fn embedded_if(embed: bool) -> Images {
+        if embed {
+            Images::Embedded
+        } else {
+            Images::Linked
+        }
+    }
+}
+
 /// The files [`Report::write`] wrote.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReportFiles {

@@ -19,3 +19,29 @@ pub const LONG_VERSION: &str = env!("TFRC_LONG_VERSION");
 pub fn record_tool() {
     tfrc_output::set_tool(format!("tfrc {LONG_VERSION}"));
 }
+
+/// Writes `rows` as a CSV file with a header row (their serde field names), creating its
+/// folder; errors name the file.
+pub fn write_csv<'a, T: serde::Serialize + 'a>(
+    path: &std::path::Path,
+    rows: impl IntoIterator<Item = &'a T>,
+) -> anyhow::Result<()> {
+    use anyhow::Context;
+    if let Some(parent) = path
+        .parent()
+        .filter(|parent| !parent.as_os_str().is_empty())
+    {
+        std::fs::create_dir_all(parent)
+            .with_context(|| format!("cannot create {}", parent.display()))?;
+    }
+    let mut writer =
+        csv::Writer::from_path(path).with_context(|| format!("cannot write {}", path.display()))?;
+    for row in rows {
+        writer
+            .serialize(row)
+            .with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    writer
+        .flush()
+        .with_context(|| format!("cannot write {}", path.display()))
+}

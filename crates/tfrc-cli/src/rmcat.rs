@@ -17,7 +17,7 @@ use tfrc_analysis::plot::{Dash, LinePlot, LineStyle};
 use tfrc_analysis::report::{format_value, Images, Report, Section, Verdict};
 use tfrc_analysis::run::{Direction, Run};
 use tfrc_analysis::table::Table;
-use tfrc_scenario::{Capacity, FlowKind, FlowSpec, Scenario};
+use tfrc_scenario::{Capacity, FlowKind, FlowSpec, LinkDirectionSpec, Scenario};
 use tfrc_sim::simulation::Topology;
 
 use crate::reproduce::figures::save_line;
@@ -366,18 +366,14 @@ pub fn run(args: &RmcatArgs) -> Result<()> {
         }
     }
 
-    write_csv(&args.out.join("rmcat.csv"), &flow_lines)?;
-    write_csv(&args.out.join("cases.csv"), &case_lines)?;
+    crate::write_csv(&args.out.join("rmcat.csv"), &flow_lines)?;
+    crate::write_csv(&args.out.join("cases.csv"), &case_lines)?;
     let mut report = Report::new("RMCAT test cases (RFC 8867 §5) for media over TFRC").intro(INTRO);
     for section in sections {
         report = report.section(section);
     }
     let files = report
-        .images(if args.embed_images {
-            Images::Embedded
-        } else {
-            Images::Linked
-        })
+        .images(Images::embedded_if(args.embed_images))
         .write(&args.out)
         .context("cannot write the report")?;
     if !args.quiet {
@@ -566,16 +562,24 @@ struct Group {
     media: Vec<usize>,
 }
 
-/// A direction's nominal capacity, bits/s (`None` for a trace).
-fn capacity(scenario: &Scenario, topology: &Topology, direction: usize) -> Option<f64> {
+/// The scenario's settings of a topology's link direction.
+fn direction_spec<'a>(
+    scenario: &'a Scenario,
+    topology: &Topology,
+    direction: usize,
+) -> &'a LinkDirectionSpec {
     let (_, _, link, forward) = topology.directions[direction];
     let link = &scenario.links[link];
-    let spec = if forward {
+    if forward {
         &link.forward
     } else {
         &link.reverse
-    };
-    match &spec.capacity {
+    }
+}
+
+/// A direction's nominal capacity, bits/s (`None` for a trace).
+fn capacity(scenario: &Scenario, topology: &Topology, direction: usize) -> Option<f64> {
+    match &direction_spec(scenario, topology, direction).capacity {
         Capacity::Rate(rate) => Some(rate.bits_per_second() as f64),
         _ => None,
     }
@@ -695,14 +699,9 @@ fn utilization(scenario: &Scenario, topology: &Topology, run: &Run, group: &Grou
 /// Base RTT of a flow: the propagation delays of its path and of the way back.
 fn base_rtt(scenario: &Scenario, topology: &Topology, flow: &FlowSpec) -> f64 {
     let delay = |direction: usize| {
-        let (_, _, link, forward) = topology.directions[direction];
-        let link = &scenario.links[link];
-        let spec = if forward {
-            &link.forward
-        } else {
-            &link.reverse
-        };
-        spec.delay.as_secs_f64()
+        direction_spec(scenario, topology, direction)
+            .delay
+            .as_secs_f64()
     };
     let there: f64 = flow_path(topology, flow).into_iter().map(delay).sum();
     let back = FlowSpec {
@@ -980,21 +979,4 @@ fn rate_figure(scenario: &Scenario, run: &Run, protocol: MediaProtocol, variant:
         }
     }
     plot
-}
-
-fn write_csv<T: Serialize>(path: &Path, rows: &[T]) -> Result<()> {
-    if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent)
-            .with_context(|| format!("cannot create {}", parent.display()))?;
-    }
-    let mut writer =
-        csv::Writer::from_path(path).with_context(|| format!("cannot write {}", path.display()))?;
-    for row in rows {
-        writer
-            .serialize(row)
-            .with_context(|| format!("cannot write {}", path.display()))?;
-    }
-    writer
-        .flush()
-        .with_context(|| format!("cannot write {}", path.display()))
 }

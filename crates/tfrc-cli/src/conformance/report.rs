@@ -213,18 +213,7 @@ impl CellResult {
 
 /// Writes `conformance.csv`.
 pub fn write_csv(path: &Path, cells: &[CellResult]) -> Result<()> {
-    let mut writer =
-        csv::Writer::from_path(path).with_context(|| format!("cannot write {}", path.display()))?;
-    for cell in cells {
-        for row in &cell.rows {
-            writer
-                .serialize(row)
-                .with_context(|| format!("cannot write {}", path.display()))?;
-        }
-    }
-    writer
-        .flush()
-        .with_context(|| format!("cannot write {}", path.display()))
+    crate::write_csv(path, cells.iter().flat_map(|cell| &cell.rows))
 }
 
 fn format_value(metric: &str, value: Option<f64>) -> String {

@@ -544,11 +544,7 @@ pub fn run(args: &ReproduceArgs) -> Result<Vec<ClaimRow>> {
     let (report, claim_rows) = build_report(&experiments, &claims, &outcomes, replications, args)?;
     let counts = count_verdicts(&report);
     let files = report
-        .images(if args.embed_images {
-            Images::Embedded
-        } else {
-            Images::Linked
-        })
+        .images(Images::embedded_if(args.embed_images))
         .write(&args.out)
         .context("cannot write the report")?;
     if !args.quiet {
