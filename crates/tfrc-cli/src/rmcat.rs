@@ -933,15 +933,52 @@ fn rate_figure(scenario: &Scenario, run: &Run, protocol: MediaProtocol, variant:
         "time (s)",
         "received rate (kb/s)",
     );
-    let shown: Vec<&FlowSpec> = scenario
+    let videos: Vec<&FlowSpec> = scenario
         .flows
         .iter()
-        .filter(|flow| role(flow) == "video" || matches!(flow.kind, FlowKind::Tcp(_)))
+        .filter(|flow| role(flow) == "video")
         .collect();
-    for (index, flow) in shown.iter().enumerate() {
-        plot = plot.line(
+    let mut lines: Vec<(String, Vec<(f64, f64)>)> = videos
+        .iter()
+        .map(|flow| {
+            (
+                flow.name.clone(),
+                run.throughput_series(&flow.name, Direction::Received),
+            )
+        })
+        .collect();
+    // TCP: one line, or their sum when there are several (5.7's ten short flows).
+    let tcp: Vec<&FlowSpec> = scenario
+        .flows
+        .iter()
+        .filter(|flow| matches!(flow.kind, FlowKind::Tcp(_)))
+        .collect();
+    match tcp.as_slice() {
+        [] => {}
+        [flow] => lines.push((
             flow.name.clone(),
             run.throughput_series(&flow.name, Direction::Received),
+        )),
+        flows => {
+            let mut sum: std::collections::BTreeMap<u64, f64> = std::collections::BTreeMap::new();
+            for flow in flows {
+                for (t, kbps) in run.throughput_series(&flow.name, Direction::Received) {
+                    *sum.entry(t.to_bits()).or_default() += kbps;
+                }
+            }
+            let mut points: Vec<(f64, f64)> = sum
+                .into_iter()
+                .map(|(t, kbps)| (f64::from_bits(t), kbps))
+                .collect();
+            points.sort_by(|a, b| a.0.total_cmp(&b.0));
+            lines.push((format!("TCP, {} flows together", flows.len()), points));
+        }
+    }
+    let shown = lines.len();
+    for (index, (label, points)) in lines.into_iter().enumerate() {
+        plot = plot.line(
+            label,
+            points,
             LineStyle {
                 color: index,
                 ..LineStyle::default()
@@ -950,10 +987,10 @@ fn rate_figure(scenario: &Scenario, run: &Run, protocol: MediaProtocol, variant:
     }
     let topology = Topology::new(scenario);
     if let Some(group) = bottleneck_groups(scenario, &topology).first() {
-        if let (Some(capacity), Some(background)) = (
-            capacity(scenario, &topology, group.direction),
-            background(scenario, &topology, group.direction),
-        ) {
+        if let Some(capacity) = capacity(scenario, &topology, group.direction) {
+            // Less the background UDP where only UDP shares the bottleneck; the nominal
+            // capacity where TCP does too.
+            let background = background(scenario, &topology, group.direction);
             let end = scenario.duration.as_secs_f64();
             let steps = (end * 10.0).ceil() as usize;
             let points = (0..=steps)
@@ -961,17 +998,23 @@ fn rate_figure(scenario: &Scenario, run: &Run, protocol: MediaProtocol, variant:
                     // The background's stop times are exclusive: the last point is just
                     // before the end.
                     let t = (step as f64 / 10.0).min(end - 1e-6);
-                    (t, available_at(capacity, &background, t) / 1e3)
+                    let left = background
+                        .as_deref()
+                        .map_or(capacity, |udp| available_at(capacity, udp, t));
+                    (t, left / 1e3)
                 })
                 .collect();
+            let direction = topology.direction_name(group.direction);
             plot = plot.line(
-                format!(
-                    "capacity for the media on {} (nominal, less the background UDP)",
-                    topology.direction_name(group.direction)
-                ),
+                match background {
+                    Some(_) => {
+                        format!("capacity for the media on {direction} (less the background UDP)")
+                    }
+                    None => format!("capacity of {direction}"),
+                },
                 points,
                 LineStyle {
-                    color: shown.len(),
+                    color: shown,
                     dash: Dash::Dashed,
                     markers: false,
                 },
