@@ -178,6 +178,8 @@ pub struct FlowLine {
     pub case: String,
     /// Sweep variant (`delay=50ms`), empty without a sweep.
     pub variant: String,
+    /// The run's seed (its `summary.json` names the tool and commit too).
+    pub seed: u64,
     /// `tfrc`, `gtfrc` or `tfrc-sp`.
     pub protocol: String,
     /// Flow name.
@@ -213,6 +215,8 @@ pub struct CaseLine {
     pub case: String,
     /// Sweep variant, empty without a sweep.
     pub variant: String,
+    /// The run's seed.
+    pub seed: u64,
     /// Protocol.
     pub protocol: String,
     /// The bottleneck (`a->b`): the link direction of least nominal capacity on the path of
@@ -368,7 +372,12 @@ pub fn run(args: &RmcatArgs) -> Result<()> {
 
     crate::write_csv(&args.out.join("rmcat.csv"), &flow_lines)?;
     crate::write_csv(&args.out.join("cases.csv"), &case_lines)?;
-    let mut report = Report::new("RMCAT test cases (RFC 8867 §5) for media over TFRC").intro(INTRO);
+    let mut report =
+        Report::new("RMCAT test cases (RFC 8867 §5) for media over TFRC").intro(format!(
+            "{INTRO}\n\nMade by {} (one run per case, variant and protocol; the seeds are in \
+             `cases.csv` and each run's `summary.json`).",
+            tfrc_output::tool()
+        ));
     for section in sections {
         report = report.section(section);
     }
@@ -499,6 +508,7 @@ fn measure(
         flows.push(FlowLine {
             case: case.into(),
             variant: variant.into(),
+            seed: scenario.seed,
             protocol: protocol.name().into(),
             flow: flow.name.clone(),
             role: role(flow),
@@ -541,6 +551,7 @@ fn measure(
             CaseLine {
                 case: case.into(),
                 variant: variant.into(),
+                seed: scenario.seed,
                 protocol: protocol.name().into(),
                 bottleneck: topology.direction_name(group.direction),
                 media_flows: group.media.len(),
