@@ -22,7 +22,7 @@ use tfrc_sim::simulation::Topology;
 
 use crate::reproduce::figures::save_line;
 use crate::reproduce::runner::{self, Job};
-use crate::sim::variant_directory;
+use crate::sim::{variant_directory, variant_label};
 
 /// RFC 8868 §3, metric 7: "the relative ratio between congestion-controlled RTP flows with the
 /// same priority level and similar path RTT should be bounded between 0.333 and 3".
@@ -165,12 +165,6 @@ fn stem(path: &Path) -> String {
         .unwrap_or_default()
 }
 
-/// One run to make: a case, a protocol, one variant of its sweep.
-struct Planned {
-    case: String,
-    protocol: MediaProtocol,
-}
-
 /// One line of `rmcat.csv`: a flow of a run.
 #[derive(Debug, Clone, Serialize)]
 pub struct FlowLine {
@@ -255,7 +249,8 @@ pub fn run(args: &RmcatArgs) -> Result<()> {
             .collect()
     };
     let mut jobs = Vec::new();
-    let mut planned = Vec::new();
+    // The protocol of each job (its case is the job's `experiment`).
+    let mut job_protocols = Vec::new();
     let mut cases: Vec<(String, Scenario)> = Vec::new();
     for file in &files {
         let case = stem(file);
@@ -287,10 +282,7 @@ pub fn run(args: &RmcatArgs) -> Result<()> {
                     replication: 0,
                     keep_files: true,
                 });
-                planned.push(Planned {
-                    case: case.clone(),
-                    protocol,
-                });
+                job_protocols.push(protocol);
             }
         }
         cases.push((case, scenario));
@@ -306,12 +298,12 @@ pub fn run(args: &RmcatArgs) -> Result<()> {
         for &protocol in &protocols {
             let mut section = Section::new(
                 format!("{case}/{}", protocol.name()),
-                format!("{} — {}", case_title(scenario), protocol.title()),
+                format!("{} — {}", scenario.name, protocol.title()),
             )
             .setup(case_setup(scenario, protocol));
             let mut verdicts = Vec::new();
-            for (outcome, plan) in outcomes.iter().zip(&planned) {
-                if plan.case != *case || plan.protocol != protocol {
+            for (outcome, &job_protocol) in outcomes.iter().zip(&job_protocols) {
+                if outcome.job.experiment != *case || job_protocol != protocol {
                     continue;
                 }
                 let variant = variant_label(&outcome.job.scenario);
@@ -332,10 +324,20 @@ pub fn run(args: &RmcatArgs) -> Result<()> {
                 let stem = if variant.is_empty() {
                     protocol.name().to_string()
                 } else {
-                    format!("{}-{}", protocol.name(), file_stem(&variant))
+                    format!(
+                        "{}-{}",
+                        protocol.name(),
+                        variant_directory(&outcome.job.scenario)
+                    )
                 };
                 let figure = save_line(
-                    &rate_figure(&outcome.job.scenario, run, protocol, &variant),
+                    &rate_figure(
+                        &scenario.name,
+                        &outcome.job.scenario,
+                        run,
+                        protocol,
+                        &variant,
+                    ),
                     &args.out,
                     case,
                     &stem,
@@ -426,35 +428,6 @@ fn role(flow: &FlowSpec) -> String {
             _ => "tfrc".into(),
         },
         other => other.name().into(),
-    }
-}
-
-fn variant_label(scenario: &Scenario) -> String {
-    scenario
-        .variant
-        .iter()
-        .map(|(label, value)| format!("{label}={value}"))
-        .collect::<Vec<_>>()
-        .join(",")
-}
-
-fn file_stem(text: &str) -> String {
-    text.chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' || c == '.' || c == '=' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect()
-}
-
-/// The case's name without its sweep variant (`rmcat-5.1`).
-fn case_title(scenario: &Scenario) -> String {
-    match scenario.name.split_once('[') {
-        Some((name, _)) => name.to_string(),
-        None => scenario.name.clone(),
     }
 }
 
@@ -927,13 +900,19 @@ fn case_table(lines: &[(String, CaseLine)]) -> Table {
     table
 }
 
-/// Received rate of every video flow (and TCP flow) over time, with the capacity the background
-/// CBR leaves on the first group's bottleneck.
-fn rate_figure(scenario: &Scenario, run: &Run, protocol: MediaProtocol, variant: &str) -> LinePlot {
+/// Received rate of every video flow (and the TCP flows) over time, with the capacity the
+/// background CBR leaves on the first group's bottleneck; `case` names the case (its title
+/// without the variant).
+fn rate_figure(
+    case: &str,
+    scenario: &Scenario,
+    run: &Run,
+    protocol: MediaProtocol,
+    variant: &str,
+) -> LinePlot {
     let mut plot = LinePlot::new(
         format!(
-            "{} over {}{}",
-            case_title(scenario),
+            "{case} over {}{}",
             protocol.title(),
             if variant.is_empty() {
                 String::new()

@@ -49,18 +49,23 @@ pub fn load_variants(path: &Path, sets: &[String], seed: Option<u64>) -> Result<
     scenario.expand().map_err(anyhow::Error::new)
 }
 
+/// A variant's sweep settings as `flows=2,delay=250ms` (empty outside a sweep).
+pub fn variant_label(scenario: &Scenario) -> String {
+    scenario
+        .variant
+        .iter()
+        .map(|(key, value)| format!("{key}={value}"))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
 /// A file-system friendly directory name for a variant: `e002-grid[flows=2,delay=250ms]` →
 /// `flows=2,delay=250ms`.
 pub fn variant_directory(scenario: &Scenario) -> String {
     let name = if scenario.variant.is_empty() {
         scenario.name.clone()
     } else {
-        scenario
-            .variant
-            .iter()
-            .map(|(key, value)| format!("{key}={value}"))
-            .collect::<Vec<_>>()
-            .join(",")
+        variant_label(scenario)
     };
     name.chars()
         .map(|character| match character {

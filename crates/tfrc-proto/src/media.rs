@@ -350,27 +350,35 @@ impl FrameLog {
     /// media is not retransmitted).
     pub fn arrived(&mut self, now: Instant, chunk: Chunk) {
         let (from, to) = (chunk.offset, chunk.offset + u64::from(chunk.length));
-        let first = self.frames.partition_point(|r| r.frame.end() <= from);
-        let mut index = first;
+        let mut index = self.frames.partition_point(|r| r.frame.end() <= from);
         while let Some(receiving) = self.frames.get_mut(index) {
             if receiving.frame.start >= to {
                 break;
             }
             let overlap = to.min(receiving.frame.end()) - from.max(receiving.frame.start);
             receiving.missing = receiving.missing.saturating_sub(overlap);
-            if receiving.missing == 0 {
-                if now.saturating_duration_since(receiving.frame.captured) <= self.deadline {
-                    self.stats.on_time += 1;
-                } else {
-                    self.stats.late += 1;
-                }
+            if receiving.missing > 0 {
+                index += 1;
+                continue;
             }
-            index += 1;
+            // Whole: counted once, and forgotten.
+            if now.saturating_duration_since(receiving.frame.captured) <= self.deadline {
+                self.stats.on_time += 1;
+            } else {
+                self.stats.late += 1;
+            }
+            self.frames.remove(index);
         }
-        // Forget whole frames and those too old to matter (they can only be late by now).
+        // Forget frames too old to matter (they can only be late by now); frames are in
+        // capture order, so the old ones are at the front.
         let horizon = self.deadline + LATE_HORIZON;
-        self.frames
-            .retain(|r| r.missing > 0 && r.frame.captured + horizon >= now);
+        while self
+            .frames
+            .front()
+            .is_some_and(|r| r.frame.captured + horizon < now)
+        {
+            self.frames.pop_front();
+        }
     }
 }
 
