@@ -353,6 +353,13 @@ impl Config {
         self.profile == Profile::Ns2
     }
 
+    /// Largest payload of one data packet: s (RFC 5348 §3.1), the header travelling on top;
+    /// s − 32 under the ns-2 profile with `ns2_use_headers` off.
+    pub fn max_payload(&self) -> usize {
+        (self.packet_size as usize + self.header_outside_s())
+            .saturating_sub(crate::wire::DATA_HEADER_LEN)
+    }
+
     /// Header bytes sent on top of `packet_size`: the data header (RFC 5348 §3.1, s excludes
     /// transport headers; ns-2 with `useHeaders_ true`), or 0 under the ns-2 profile with
     /// `ns2_use_headers` off.

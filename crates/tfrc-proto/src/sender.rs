@@ -494,7 +494,7 @@ impl Sender {
     /// Largest payload of one packet: `packet_size` (s, RFC 5348 §3.1), the header travelling
     /// on top; `packet_size − 32` under the ns-2 profile with `ns2_use_headers` off.
     pub fn max_payload(&self) -> usize {
-        self.wire_size() - wire::DATA_HEADER_LEN
+        self.config.max_payload()
     }
 
     /// Bytes of a full-size packet on the wire.

@@ -291,7 +291,6 @@ fn media_flow(
     let (Some(media), Some(max_rate)) = (&tfrc.media, tfrc.max_rate) else {
         return Ok(None);
     };
-    let at = |offset: core::time::Duration| Instant::from_nanos(offset.as_nanos() as u64);
     let media_config = tfrc_proto::MediaConfig {
         fps: media.fps,
         min_rate: media.min_rate.bytes_per_second(),
@@ -301,13 +300,9 @@ fn media_flow(
         pause: media
             .pause
             .zip(media.resume)
-            .map(|(pause, resume)| (at(pause), at(resume))),
+            .map(|(pause, resume)| (Instant::ZERO + pause, Instant::ZERO + resume)),
     };
-    // The sender's largest payload (`Sender::max_payload`): s, less the TFRC header where s
-    // includes it (the ns-2 profile).
-    let max_payload = (config.packet_size as usize + config.header_outside_s())
-        .saturating_sub(tfrc_proto::wire::DATA_HEADER_LEN);
-    let source = tfrc_proto::MediaSource::new(media_config, max_payload, start)
+    let source = tfrc_proto::MediaSource::new(media_config, config.max_payload(), start)
         .map_err(|message| SimulationError::scenario(&format!("{key}.media"), message))?;
     Ok(Some(Box::new(MediaFlow {
         frames: tfrc_proto::FrameLog::new(media.deadline),
@@ -363,9 +358,9 @@ fn tfrc_endpoints(
 }
 
 /// A TCP flow's sink and its sender's configuration (the sender is created when the flow
-/// starts). Its segments are the scenario's `packet_size` less the TCP/IP header.
-/// A TCP flow's sender configuration and sink, or its short transfers (`downloads`, whose sizes
-/// and idle times are drawn from `seed`, the first group at or after `start`).
+/// starts), or its short transfers (`downloads`, whose sizes and idle times are drawn from
+/// `seed`, the first group at or after `start`). Its segments are the scenario's
+/// `packet_size` less the TCP/IP header.
 fn tcp_endpoints(
     spec: &TcpSpec,
     packet_size: u32,
