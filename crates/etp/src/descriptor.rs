@@ -31,10 +31,38 @@ pub enum RateControlKind {
     Tfrc,
     /// gTFRC: TFRC that never goes below the descriptor's `target_rate`.
     Gtfrc,
+    /// TFRC-SP, the small-packet variant of RFC 4828 (`"tfrc-sp"`): the rate in bytes/s of a
+    /// TCP flow with 1460-byte segments less the headers (H = 40 bytes), at most one packet per
+    /// 10 ms, and short loss intervals counting every loss (RFC 4828 §3, §4; the defaults of
+    /// `tfrc_proto::SmallPackets`).
+    #[serde(rename = "tfrc-sp")]
+    TfrcSp,
     /// A constant rate (`fixed_rate`), not congestion controlled.
     Fixed,
     /// No pacing at all: packets leave as soon as there is data (tests only).
     None,
+}
+
+impl RateControlKind {
+    /// The name as written in descriptors (`"tfrc"`, `"gtfrc"`, `"tfrc-sp"`, `"fixed"`,
+    /// `"none"`).
+    pub fn name(self) -> &'static str {
+        match self {
+            RateControlKind::Tfrc => "tfrc",
+            RateControlKind::Gtfrc => "gtfrc",
+            RateControlKind::TfrcSp => "tfrc-sp",
+            RateControlKind::Fixed => "fixed",
+            RateControlKind::None => "none",
+        }
+    }
+
+    /// True for the mechanisms driven by the TFRC core (`tfrc`, `gtfrc`, `tfrc-sp`).
+    pub fn is_tfrc(self) -> bool {
+        matches!(
+            self,
+            RateControlKind::Tfrc | RateControlKind::Gtfrc | RateControlKind::TfrcSp
+        )
+    }
 }
 
 /// How lost data of a stream is repaired.

@@ -17,7 +17,7 @@ use tfrc_proto::Instant;
 
 use crate::connection::{Connection, Event, Policy};
 use crate::descriptor::Descriptor;
-use crate::listener::{Listener, ListenerConfig, ListenerOutput};
+use crate::listener::{Listener, ListenerConfig, ListeningEnd};
 use crate::rate::transmission_time;
 
 /// One direction of the emulated path.
@@ -171,11 +171,9 @@ impl<T> Link<T> {
 pub struct Harness {
     now: Instant,
     client: Connection,
-    server: Option<Connection>,
-    listener: Listener,
+    server: ListeningEnd,
     to_server: Link,
     to_client: Link,
-    client_address: SocketAddr,
     buffer: Vec<u8>,
     client_events: Vec<Event>,
     server_events: Vec<Event>,
@@ -198,14 +196,13 @@ impl Harness {
         let client = Connection::connect(now, descriptor, rng.gen(), rng.gen())?;
         let mut config = ListenerConfig::new(rng.gen());
         config.policy = policy;
+        let client_address = SocketAddr::from(([192, 0, 2, 1], 4000));
         Ok(Harness {
             now,
             client,
-            server: None,
-            listener: Listener::new(config),
+            server: ListeningEnd::new(config, client_address),
             to_server: Link::new(to_server, rng.gen()),
             to_client: Link::new(to_client, rng.gen()),
-            client_address: "192.0.2.1:4000".parse().expect("valid address"),
             buffer: vec![0u8; 70_000],
             client_events: Vec::new(),
             server_events: Vec::new(),
@@ -225,17 +222,17 @@ impl Harness {
 
     /// The accepted end, once the handshake reached the listener.
     pub fn server(&mut self) -> Option<&mut Connection> {
-        self.server.as_mut()
+        self.server.connection_mut()
     }
 
     /// Both ends.
     pub fn ends(&mut self) -> (&mut Connection, Option<&mut Connection>) {
-        (&mut self.client, self.server.as_mut())
+        (&mut self.client, self.server.connection_mut())
     }
 
     /// The listener.
     pub fn listener(&self) -> &Listener {
-        &self.listener
+        self.server.listener()
     }
 
     /// Counters of the client → server link.
@@ -270,7 +267,7 @@ impl Harness {
             self.to_server
                 .push(now, length, self.buffer[..length].to_vec());
         }
-        if let Some(server) = &mut self.server {
+        if let Some(server) = self.server.connection_mut() {
             while let Some(length) = server.poll_transmit(now, &mut self.buffer) {
                 self.to_client
                     .push(now, length, self.buffer[..length].to_vec());
@@ -279,7 +276,7 @@ impl Harness {
         while let Some(event) = self.client.poll_event() {
             self.client_events.push(event);
         }
-        if let Some(server) = &mut self.server {
+        if let Some(server) = self.server.connection_mut() {
             while let Some(event) = server.poll_event() {
                 self.server_events.push(event);
             }
@@ -289,30 +286,9 @@ impl Harness {
     fn deliver(&mut self) {
         let now = self.now;
         while let Some(bytes) = self.to_server.pop_arrived(now) {
-            let claimed = self.server.as_ref().is_some_and(|server| {
-                crate::wire::Packet::new_checked(&bytes[..])
-                    .is_ok_and(|packet| packet.connection_id() == server.connection_id())
-                    && !matches!(
-                        crate::wire::Packet::new_checked(&bytes[..]).map(|p| p.packet_type()),
-                        Ok(crate::wire::PacketType::Init)
-                    )
-            });
-            if claimed {
-                if let Some(server) = &mut self.server {
-                    server.handle_datagram(now, &bytes);
-                }
-                continue;
-            }
-            match self
-                .listener
-                .handle_datagram(now, self.client_address, &bytes, &mut self.buffer)
-            {
-                ListenerOutput::Reply(length) => {
-                    self.to_client
-                        .push(now, length, self.buffer[..length].to_vec());
-                }
-                ListenerOutput::Accept(connection) => self.server = Some(*connection),
-                ListenerOutput::Ignore(_) => {}
+            if let Some(length) = self.server.handle_datagram(now, &bytes, &mut self.buffer) {
+                self.to_client
+                    .push(now, length, self.buffer[..length].to_vec());
             }
         }
         while let Some(bytes) = self.to_client.pop_arrived(now) {
@@ -329,7 +305,7 @@ impl Harness {
                 self.to_server.next_arrival(),
                 self.to_client.next_arrival(),
                 self.client.poll_timeout(),
-                self.server.as_ref().and_then(Connection::poll_timeout),
+                self.server.connection().and_then(Connection::poll_timeout),
             ]
             .into_iter()
             .flatten()
@@ -355,7 +331,7 @@ impl Harness {
             if self.client.poll_timeout().is_some_and(|time| time <= now) {
                 self.client.handle_timeout(now);
             }
-            if let Some(server) = &mut self.server {
+            if let Some(server) = self.server.connection_mut() {
                 if server.poll_timeout().is_some_and(|time| time <= now) {
                     server.handle_timeout(now);
                 }

@@ -32,4 +32,4 @@ pub use connection::{
     Policy, State, StreamStats,
 };
 pub use descriptor::{Descriptor, DescriptorError, StreamDescriptor};
-pub use listener::{Listener, ListenerConfig, ListenerOutput};
+pub use listener::{Listener, ListenerConfig, ListenerOutput, ListeningEnd};

@@ -237,3 +237,71 @@ impl Listener {
         }
     }
 }
+
+/// The listening side of one client in a run without sockets (the [`crate::harness`], the
+/// simulator): a [`Listener`] and the connection it accepts. A datagram of the accepted
+/// connection goes to it; anything else (an INIT, repeated or not, a COOKIE_ECHO before the
+/// connection exists) goes to the listener, whose reply the caller sends back.
+#[derive(Debug)]
+pub struct ListeningEnd {
+    listener: Listener,
+    connection: Option<Connection>,
+    client_address: SocketAddr,
+}
+
+impl ListeningEnd {
+    /// A listener with `config` for the client at `client_address` (the cookie's address).
+    pub fn new(config: ListenerConfig, client_address: SocketAddr) -> ListeningEnd {
+        ListeningEnd {
+            listener: Listener::new(config),
+            connection: None,
+            client_address,
+        }
+    }
+
+    /// The listener.
+    pub fn listener(&self) -> &Listener {
+        &self.listener
+    }
+
+    /// The accepted connection, once the handshake reached the listener.
+    pub fn connection(&self) -> Option<&Connection> {
+        self.connection.as_ref()
+    }
+
+    /// The accepted connection, to drive it.
+    pub fn connection_mut(&mut self) -> Option<&mut Connection> {
+        self.connection.as_mut()
+    }
+
+    /// A datagram from the client at `now`. Returns the length of the listener's reply written
+    /// into `buffer`, if it has one to send back.
+    pub fn handle_datagram(
+        &mut self,
+        now: Instant,
+        bytes: &[u8],
+        buffer: &mut [u8],
+    ) -> Option<usize> {
+        if let Some(connection) = &mut self.connection {
+            let claimed = crate::wire::Packet::new_checked(bytes).is_ok_and(|packet| {
+                packet.connection_id() == connection.connection_id()
+                    && packet.packet_type() != crate::wire::PacketType::Init
+            });
+            if claimed {
+                connection.handle_datagram(now, bytes);
+                return None;
+            }
+        }
+        match self
+            .listener
+            .handle_datagram(now, self.client_address, bytes, buffer)
+        {
+            ListenerOutput::Reply(length) => Some(length),
+            ListenerOutput::Accept(connection) => {
+                self.connection = Some(*connection);
+                None
+            }
+            ListenerOutput::Ignore(_) => None,
+        }
+    }
+}

@@ -49,6 +49,11 @@ pub trait RateControl: fmt::Debug + Send {
     fn handle_timeout(&mut self, _now: Instant) {}
     /// Current allowed sending rate in bytes/s (`None` = unlimited).
     fn sending_rate(&self) -> Option<f64>;
+    /// Bytes/s of `payload`-byte payloads the mechanism lets out now, one per packet (`None` =
+    /// unlimited); the allowed sending rate by default.
+    fn payload_rate(&self, _payload: usize) -> Option<f64> {
+        self.sending_rate()
+    }
     /// Changes the gTFRC target rate in place; false if this mechanism has none (the default).
     fn set_target_rate(&mut self, _target_rate: Option<f64>) -> bool {
         false
@@ -59,8 +64,27 @@ pub trait RateControl: fmt::Debug + Send {
     }
 }
 
-/// Builds the rate control a descriptor asks for. `packet_size` is the size of the embedded TFRC
-/// packet (header included).
+/// The TFRC core's configuration for `kind`: s = `packet_size`, gTFRC's floor g = `target_rate`
+/// (bytes/s) with `gtfrc`, TFRC-SP's rules with `tfrc-sp`, plain TFRC otherwise (`fixed` and
+/// `none` send no TFRC rate but their receiver still echoes TFRC feedback). Both ends build
+/// theirs from the negotiated descriptor with this one function, so the receiver keeps the loss
+/// history the sender's variant expects (TFRC-SP's short loss intervals are counted at the
+/// receiver, RFC 4828 §4).
+pub fn tfrc_config(kind: RateControlKind, target_rate: Option<f64>, packet_size: u32) -> Config {
+    Config {
+        packet_size,
+        target_rate: if kind == RateControlKind::Gtfrc {
+            target_rate
+        } else {
+            None
+        },
+        small_packets: (kind == RateControlKind::TfrcSp).then(tfrc_proto::SmallPackets::default),
+        ..Config::default()
+    }
+}
+
+/// Builds the rate control a descriptor asks for. `packet_size` is TFRC's s: the datagram less
+/// the ETP and TFRC headers.
 pub fn build(
     kind: RateControlKind,
     target_rate: Option<f64>,
@@ -71,29 +95,21 @@ pub fn build(
     now: Instant,
 ) -> Result<Box<dyn RateControl>, String> {
     Ok(match kind {
-        RateControlKind::Tfrc | RateControlKind::Gtfrc => {
-            let config = Config {
-                packet_size,
-                target_rate: if kind == RateControlKind::Gtfrc {
-                    target_rate
-                } else {
-                    None
-                },
-                ..Config::default()
-            };
-            let sender = Sender::new(config, session_id, key, now).map_err(|e| e.to_string())?;
-            Box::new(TfrcRate { sender, kind })
-        }
         RateControlKind::Fixed => Box::new(FixedRate::new(
             fixed_rate.ok_or("fixed rate control needs a fixed_rate")?,
             session_id,
             key,
         )),
         RateControlKind::None => Box::new(Unlimited::new(session_id, key)),
+        RateControlKind::Tfrc | RateControlKind::Gtfrc | RateControlKind::TfrcSp => {
+            let config = tfrc_config(kind, target_rate, packet_size);
+            let sender = Sender::new(config, session_id, key, now).map_err(|e| e.to_string())?;
+            Box::new(TfrcRate { sender, kind })
+        }
     })
 }
 
-/// TFRC or gTFRC, driven through `tfrc_proto::Sender`.
+/// TFRC, gTFRC or TFRC-SP, driven through `tfrc_proto::Sender`.
 #[derive(Debug)]
 pub struct TfrcRate {
     sender: Sender,
@@ -146,6 +162,13 @@ impl RateControl for TfrcRate {
 
     fn sending_rate(&self) -> Option<f64> {
         Some(self.sender.sending_rate())
+    }
+
+    /// One packet per t_ipi: X, G = max(g, X) under gTFRC, at most one packet per 10 ms under
+    /// TFRC-SP ("TFRC-SP enforces a Min Interval between packets of 10 ms", RFC 4828 §3).
+    fn payload_rate(&self, payload: usize) -> Option<f64> {
+        let interval = self.sender.inter_packet_interval().as_secs_f64();
+        Some(payload as f64 / interval.max(1e-9))
     }
 
     fn set_target_rate(&mut self, target_rate: Option<f64>) -> bool {

@@ -37,6 +37,8 @@ pub enum RateChoice {
     Tfrc,
     /// gTFRC with `--target-rate`.
     Gtfrc,
+    /// TFRC-SP, the small-packet variant (RFC 4828).
+    TfrcSp,
     /// Constant `--target-rate`.
     Fixed,
 }
@@ -203,6 +205,7 @@ fn settings(args: &StreamArgs) -> Result<Settings> {
             let rate_control = match args.rate_control {
                 RateChoice::Tfrc => RateControlKind::Tfrc,
                 RateChoice::Gtfrc => RateControlKind::Gtfrc,
+                RateChoice::TfrcSp => RateControlKind::TfrcSp,
                 RateChoice::Fixed => RateControlKind::Fixed,
             };
             let mut descriptor = Descriptor::single_stream(rate_control);
@@ -366,7 +369,7 @@ fn describe(descriptor: &Descriptor) -> String {
             "gtfrc g={:.2} Mb/s",
             descriptor.target_rate_bytes().unwrap_or(0.0) * 8e-6
         ),
-        other => format!("{other:?}").to_lowercase(),
+        other => other.name().to_owned(),
     };
     let reliability = match stream.reliability {
         ReliabilityKind::Partial => format!(

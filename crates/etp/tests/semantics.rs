@@ -212,6 +212,8 @@ fn deadlines_drop_what_is_late_and_nothing_else() {
             "delivered after {latency:?}"
         );
     }
+    // No end asked to act at an instant and then did nothing (a FORWARD due but not sent).
+    assert_eq!(harness.stalls(), 0);
     let client = harness.client().stats().total();
     let server = harness.server().unwrap().stats().total();
     assert!(server.messages_late_at_receiver + client.messages_late_at_sender > 0);
@@ -370,4 +372,103 @@ fn reconfiguring_tfrc_to_gtfrc_raises_the_rate_floor_without_reconnecting() {
         .filter(|e| **e == Event::Connected)
         .count();
     assert_eq!(connects, 1);
+}
+
+#[test]
+fn tfrc_sp_sends_small_packets_at_most_every_10_ms_and_both_ends_follow_rfc_4828() {
+    // A VoIP-like session: 200-byte datagrams, 20 ms frames of 100 bytes, over a 100 ms RTT.
+    // RFC 4828 §3: "TFRC-SP enforces a Min Interval between packets of 10 ms".
+    let text = r#"
+        rate_control = "tfrc-sp"
+        packet_size = 200
+        [[stream]]
+        id = 0
+        reliability = "none"
+        ordering = "none"
+        deadline = "150ms"
+    "#;
+    let descriptor = Descriptor::from_toml(text).expect("tfrc-sp is a rate control");
+    assert_eq!(descriptor.rate_control, RateControlKind::TfrcSp);
+    assert_eq!(RateControlKind::TfrcSp.name(), "tfrc-sp");
+    let mut harness = connected(
+        descriptor,
+        LinkConfig {
+            loss: 0.01,
+            ..LinkConfig::delay(Duration::from_millis(50))
+        },
+        LinkConfig::delay(Duration::from_millis(50)),
+        11,
+    );
+    assert_eq!(
+        harness.server().unwrap().descriptor().rate_control,
+        RateControlKind::TfrcSp
+    );
+    // Greedy for 20 s: messages of 100 bytes, always some waiting.
+    let sent_before = harness.client().stats().data_packets_sent;
+    let start = harness.now();
+    for _ in 0..2000 {
+        let now = harness.now();
+        while harness.client().unsent_bytes() < 2_000 {
+            harness
+                .client()
+                .send(now, 0, vec![1u8; 100], MessageOptions::default())
+                .unwrap();
+        }
+        harness.run_for(Duration::from_millis(10));
+        while harness.server().unwrap().recv().is_some() {}
+    }
+    let seconds = (harness.now() - start).as_secs_f64();
+    let packets = harness.client().stats().data_packets_sent - sent_before;
+    // At most 100 packets a second (a few timer slack packets aside), whatever the equation.
+    assert!(
+        (packets as f64) <= 100.0 * seconds * 1.02,
+        "{packets} packets in {seconds} s"
+    );
+    // The codec-facing rate is the same cap: at most one 200-byte datagram's fragment per 10 ms.
+    let sendable = harness.client().sendable_rate().unwrap();
+    let fragment = 200 - 22 - 32 - 28;
+    assert!(
+        sendable <= fragment as f64 * 100.0 * 1.001,
+        "{sendable} bytes/s"
+    );
+    assert!(harness.client().stats().loss_event_rate > 0.0);
+    assert_eq!(harness.stalls(), 0);
+}
+
+#[test]
+fn forward_frames_never_starve_messages_that_fill_a_packet() {
+    // 50-byte messages in datagrams that hold exactly one (50 + 28 + 22 + 32 = 132 bytes), a
+    // tight deadline and losses: messages are abandoned, FORWARD frames are due, and yet
+    // messages keep flowing. (A FORWARD repeated in every packet until acknowledged once left
+    // no room for any message, and the connection sent only FORWARDs.)
+    let mut stream = StreamDescriptor::new(0);
+    stream.reliability = ReliabilityKind::None;
+    stream.ordering = OrderingKind::None;
+    stream.deadline = Some(DurationValue::millis(120));
+    let mut descriptor = descriptor(RateControlKind::Fixed, vec![stream]);
+    descriptor.packet_size = 132;
+    descriptor.fixed_rate = Some(RateValue::Text("60kbps".into()));
+    let mut harness = connected(
+        descriptor,
+        lossy(50, 0.05),
+        LinkConfig::delay(Duration::from_millis(50)),
+        12,
+    );
+    let mut delivered = 0;
+    for _ in 0..1000 {
+        let now = harness.now();
+        harness
+            .client()
+            .send(now, 0, vec![5u8; 50], MessageOptions::default())
+            .unwrap();
+        harness.run_for(Duration::from_millis(20));
+        while harness.server().unwrap().recv().is_some() {
+            delivered += 1;
+        }
+    }
+    let client = harness.client().stats();
+    // 5 % loss: about 950 of 1000 arrive; each takes one packet (a split costs a second).
+    assert!(delivered >= 900, "{delivered} delivered, {client:?}");
+    assert!(client.data_packets_sent <= 1100, "{client:?}");
+    assert_eq!(harness.stalls(), 0);
 }

@@ -26,6 +26,9 @@ use std::collections::VecDeque;
 
 use crate::time::Instant;
 
+/// RFC 8698's BETA_V, "Scaling parameter for modulating video encoder target rate": 0.1.
+pub const SHAPING_BETA_V: f64 = 0.1;
+
 /// How a media source encodes.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct MediaConfig {
@@ -192,10 +195,17 @@ impl MediaSource {
     }
 
     /// Captures every frame due by `now`. The first is encoded at the start rate, the others at
-    /// `allowed_rate` (bytes/s: what the congestion control can send now) kept within
-    /// [min_rate, max_rate]: RFC 8867 §4.3's adaptive codec, which follows the rate it is asked
-    /// for. Frames due during the pause are skipped.
-    pub fn capture(&mut self, now: Instant, allowed_rate: f64) {
+    /// the target rate RFC 8698 §5.2.2 derives from `allowed_rate` (bytes/s: what the congestion
+    /// control can send now, NADA's r_ref) and the sender's backlog `backlog` (bytes waiting to
+    /// be sent, its "rate-shaping buffer"), kept within [min_rate, max_rate]: RFC 8867 §4.3's
+    /// adaptive codec. Frames due during the pause are skipped.
+    ///
+    /// RFC 8698 §5.2.2: "r_diff_v = min(0.05*r_ref, BETA_V*8*buffer_len*FPS)", "r_vin =
+    /// max(RMIN, r_ref - r_diff_v)", with BETA_V = 0.1 ("A large rate-shaping buffer nudges
+    /// the encoder target rate slightly below ... the reference rate r_ref"). Without it a
+    /// codec that encodes exactly what can be sent keeps any backlog (e.g. the per-message
+    /// headers of a transport) until the frames' deadlines drop it.
+    pub fn capture(&mut self, now: Instant, allowed_rate: f64, backlog: u64) {
         while self.next_frame <= now {
             let at = self.next_frame;
             self.next_index += 1;
@@ -213,7 +223,10 @@ impl MediaSource {
             let rate = if self.stats.frames == 0 {
                 self.config.start_rate
             } else if allowed_rate.is_finite() {
-                allowed_rate.clamp(self.config.min_rate, self.config.max_rate)
+                // In bytes/s: 8*buffer_len bits is buffer_len bytes.
+                let shaping =
+                    (0.05 * allowed_rate).min(SHAPING_BETA_V * backlog as f64 * self.config.fps);
+                (allowed_rate - shaping).clamp(self.config.min_rate, self.config.max_rate)
             } else {
                 self.config.max_rate
             };
@@ -236,6 +249,16 @@ impl MediaSource {
     fn frame_time(&self, index: u64) -> Instant {
         let offset = (index as f64 * 1e9 / self.config.fps).round();
         Instant::from_nanos(self.origin.as_nanos().saturating_add(offset as u64))
+    }
+
+    /// Hands every waiting frame over whole to a transport that carries frames as messages
+    /// (ETP): the source forgets them, the transport's own time control drops them at their
+    /// deadline.
+    pub fn hand_over(&mut self) {
+        if let Some(last) = self.waiting.back() {
+            self.next_byte = last.end();
+        }
+        self.waiting.clear();
     }
 
     /// The frames captured since the last call, for the measurement's log.
@@ -403,16 +426,33 @@ mod tests {
     }
 
     #[test]
+    fn a_backlog_nudges_the_target_rate_below_the_allowed_rate_by_at_most_five_percent() {
+        // RFC 8698 §5.2.2: r_diff_v = min(0.05*r_ref, BETA_V*8*buffer_len*FPS).
+        let mut source = MediaSource::new(video(), 1168, Instant::ZERO).unwrap();
+        source.capture(Instant::ZERO, 1e9, 0); // the first frame, at the start rate
+        let allowed = 100_000.0; // 800 kb/s
+                                 // 10 bytes waiting: 0.1 * 10 * 30 = 30 bytes/s below (bits: 0.1 * 8 * 10 * 30).
+        source.capture(Instant::from_millis(34), allowed, 10);
+        assert!((source.encoding_rate() - (allowed - 30.0)).abs() < 1e-9);
+        // A large backlog: bounded by 5 % of r_ref.
+        source.capture(Instant::from_millis(67), allowed, 1_000_000);
+        assert!((source.encoding_rate() - 0.95 * allowed).abs() < 1e-9);
+        // No backlog: the allowed rate itself.
+        source.capture(Instant::from_millis(100), allowed, 0);
+        assert_eq!(source.encoding_rate(), allowed);
+    }
+
+    #[test]
     fn frames_follow_the_allowed_rate_within_the_codec_range() {
         let mut source = MediaSource::new(video(), 1168, Instant::ZERO).unwrap();
         // The first frame at the start rate: 150 kb/s / 30 = 625 bytes.
-        source.capture(Instant::ZERO, 1e9);
+        source.capture(Instant::ZERO, 1e9, 0);
         assert_eq!(source.take_captured()[0].length, 625);
         // Then the allowed rate, capped at 1.5 Mb/s: 6250 bytes.
-        source.capture(Instant::from_millis(34), 1e9);
+        source.capture(Instant::from_millis(34), 1e9, 0);
         assert_eq!(source.take_captured()[0].length, 6250);
         // Below the floor: still 150 kb/s.
-        source.capture(Instant::from_millis(67), 1000.0);
+        source.capture(Instant::from_millis(67), 1000.0, 0);
         assert_eq!(source.encoding_rate(), 150_000.0 / 8.0);
         assert_eq!(source.stats().frames, 3);
         assert_eq!(source.stats().bytes_encoded, 625 + 6250 + 625);
@@ -421,8 +461,8 @@ mod tests {
     #[test]
     fn packets_are_full_and_cross_frame_boundaries() {
         let mut source = MediaSource::new(video(), 1000, Instant::ZERO).unwrap();
-        source.capture(Instant::ZERO, 0.0); // 625 bytes
-        source.capture(Instant::from_millis(34), 0.0); // 625 more
+        source.capture(Instant::ZERO, 0.0, 0); // 625 bytes
+        source.capture(Instant::from_millis(34), 0.0, 0); // 625 more
         let chunks = drain(&mut source, Instant::from_millis(34));
         // 1250 bytes in a full packet and the rest: the first packet holds frame 0 and the
         // start of frame 1.
@@ -445,7 +485,7 @@ mod tests {
     #[test]
     fn bytes_past_their_deadline_are_not_sent() {
         let mut source = MediaSource::new(video(), 200, Instant::ZERO).unwrap();
-        source.capture(Instant::ZERO, 0.0);
+        source.capture(Instant::ZERO, 0.0, 0);
         assert_eq!(source.queued_bytes(), 625);
         // One packet leaves; at 300 ms the rest of frame 0 is stale.
         assert_eq!(source.pop(Instant::from_millis(10)).unwrap().length, 200);
@@ -453,7 +493,7 @@ mod tests {
         assert!(!source.has_data(Instant::from_millis(300)));
         assert_eq!(source.stats().bytes_expired, 425);
         // The next frame starts after the dropped bytes.
-        source.capture(Instant::from_millis(300), 0.0);
+        source.capture(Instant::from_millis(300), 0.0, 0);
         let chunk = source.pop(Instant::from_millis(300)).unwrap();
         assert_eq!(chunk.offset, 625);
     }
@@ -464,7 +504,7 @@ mod tests {
         config.fps = 10.0;
         config.pause = Some((Instant::from_millis(250), Instant::from_millis(520)));
         let mut source = MediaSource::new(config, 1168, Instant::ZERO).unwrap();
-        source.capture(Instant::from_secs(1), 0.0);
+        source.capture(Instant::from_secs(1), 0.0, 0);
         // Frames at 0, 100, 200, then 600 … 1000 (300, 400, 500 fall in the pause).
         let captured: Vec<u64> = source
             .take_captured()

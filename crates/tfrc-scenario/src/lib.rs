@@ -64,9 +64,9 @@ pub use tfrc_units as units;
 pub use error::ScenarioError;
 pub use model::{
     Capacity, DownloadPhase, DownloadsSpec, FlowKind, FlowSpec, Link, LinkDirectionSpec, LossModel,
-    LossSpec, MarkerKind, MarkerSpec, MediaSpec, OnOffSpec, Output, QueueSpec, RedSpec, RioSpec,
-    SweepAxis, SweepChoice, SweepForm, TcpProfile, TcpSpec, TcpVariant, TfrcProfile, TfrcSpec,
-    TfrcVariant, TraceOpportunity, VenoSpec,
+    LossSpec, MarkerKind, MarkerSpec, MediaSpec, MediaTransport, OnOffSpec, Output, QueueSpec,
+    RedSpec, RioSpec, SweepAxis, SweepChoice, SweepForm, TcpProfile, TcpSpec, TcpVariant,
+    TfrcProfile, TfrcSpec, TfrcVariant, TraceOpportunity, VenoSpec,
 };
 pub use raw::table_keys;
 pub use replicate::replication_seed;

@@ -211,6 +211,25 @@ pub struct MediaSpec {
         skip_serializing_if = "Option::is_none"
     )]
     pub resume: Option<Duration>,
+    /// What carries the frames (default `"etp"`).
+    pub transport: MediaTransport,
+}
+
+/// What carries a media flow's frames (`media.transport`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MediaTransport {
+    /// An ETP connection (`"etp"`, the default): handshake, one unreliable, unordered stream
+    /// whose messages are the frames with the playout deadline as their time control, ETP's
+    /// acknowledgements; its rate control is the flow's TFRC (`tfrc`, `gtfrc` with
+    /// `target_rate`, `tfrc-sp` with `variant = "sp"`), the same core as a bare TFRC flow.
+    #[default]
+    Etp,
+    /// The bare TFRC core (`"tfrc"`): the frames as one byte stream packed into TFRC packets,
+    /// the deadline applied at the sender as ETP's time control would, no ETP headers,
+    /// handshake or acknowledgements. For comparisons with ETP, and for TFRC options the ETP
+    /// descriptor does not carry (Veno, feedbacks per RTT, ECN, the ns-2 profile).
+    Tfrc,
 }
 
 impl Default for RedSpec {

@@ -12,7 +12,9 @@ use serde::de::{self, IntoDeserializer, Visitor};
 use serde::{Deserialize, Deserializer};
 
 use crate::error::{closest, join_key, ScenarioError};
-use crate::model::{DownloadPhase, MarkerKind, TcpProfile, TcpVariant, TfrcProfile, TfrcVariant};
+use crate::model::{
+    DownloadPhase, MarkerKind, MediaTransport, TcpProfile, TcpVariant, TfrcProfile, TfrcVariant,
+};
 use crate::units::{DurationText, Rate};
 
 /// A value that may also be the string `"none"`, meaning "not set" (so that `--set` and sweeps
@@ -421,6 +423,7 @@ pub(crate) struct RawMedia {
     pub(crate) deadline: Option<DurationText>,
     pub(crate) pause: Option<NoneOr<DurationText>>,
     pub(crate) resume: Option<NoneOr<DurationText>>,
+    pub(crate) transport: Option<MediaTransport>,
 }
 
 #[derive(Debug, Clone, Deserialize)]

@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use crate::error::ScenarioError;
 use crate::model::{
     Capacity, DownloadsSpec, FlowKind, FlowSpec, Link, LinkDirectionSpec, LossModel, LossSpec,
-    MarkerSpec, MediaSpec, OnOffSpec, Output, QueueSpec, RedSpec, RioSpec, TcpSpec, TfrcProfile,
-    TfrcSpec, TfrcVariant, TraceOpportunity, VenoSpec,
+    MarkerSpec, MediaSpec, MediaTransport, OnOffSpec, Output, QueueSpec, RedSpec, RioSpec, TcpSpec,
+    TfrcProfile, TfrcSpec, TfrcVariant, TraceOpportunity, VenoSpec,
 };
 use crate::raw::{
     flatten, NoneOr, RawDirection, RawDownloads, RawFlow, RawFlowKind, RawLink, RawLoss,
@@ -768,7 +768,7 @@ fn resolve_flow(
                 )?),
                 None => None,
             };
-            FlowKind::Tfrc(TfrcSpec {
+            let spec = TfrcSpec {
                 max_rate,
                 media,
                 ecn: raw.ecn.unwrap_or(false),
@@ -782,7 +782,15 @@ fn resolve_flow(
                 profile,
                 history_discounting: raw.history_discounting.unwrap_or(ns2_default),
                 oscillation_damping: raw.oscillation_damping.unwrap_or(ns2_default),
-            })
+            };
+            if spec
+                .media
+                .as_ref()
+                .is_some_and(|media| media.transport == MediaTransport::Etp)
+            {
+                check_etp_media(r, &prefix, &spec)?;
+            }
+            FlowKind::Tfrc(spec)
         }
         RawFlowKind::Tcp(raw) => {
             let window = flatten(raw.window.clone());
@@ -894,6 +902,50 @@ fn resolve_downloads(r: &Resolver<'_>, prefix: &str, raw: RawDownloads) -> Resul
     })
 }
 
+/// A media flow carried by ETP runs the TFRC an ETP descriptor can ask for (`rate_control` =
+/// `tfrc`, `gtfrc` with its target rate, or `tfrc-sp` with RFC 4828's defaults): the other TFRC
+/// options are refused, naming the key and the way out (`media.transport = "tfrc"`).
+fn check_etp_media(r: &Resolver<'_>, prefix: &str, spec: &TfrcSpec) -> Result<()> {
+    let key = |name: &str| format!("{prefix}.{name}");
+    let defaults = tfrc_proto::SmallPackets::default();
+    let refused = [
+        ("rtt_ref", spec.rtt_ref.is_some()),
+        ("feedbacks_per_rtt", spec.feedbacks_per_rtt.is_some()),
+        ("veno_beta", spec.veno.is_some()),
+        ("profile", spec.profile != TfrcProfile::Rfc5348),
+        ("history_discounting", spec.history_discounting),
+        ("oscillation_damping", spec.oscillation_damping),
+        ("ecn", spec.ecn),
+        (
+            "nominal_segment_size",
+            spec.nominal_segment_size
+                .is_some_and(|size| size != defaults.nominal_segment_size),
+        ),
+        (
+            "header_size",
+            spec.header_size
+                .is_some_and(|size| size != defaults.header_size),
+        ),
+        (
+            "target_rate",
+            spec.target_rate.is_some() && spec.variant == TfrcVariant::Sp,
+        ),
+    ];
+    for (name, set) in refused {
+        if set {
+            return Err(r.error(
+                key(name),
+                format!(
+                    "an ETP media flow's rate control is what an ETP descriptor names (tfrc, \
+                     gtfrc with target_rate, tfrc-sp with variant = \"sp\" and RFC 4828's \
+                     defaults); {name} needs media.transport = \"tfrc\""
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// A TFRC flow's `media` table; `max_rate` is the flow's, the codec's top rate.
 fn resolve_media(
     r: &Resolver<'_>,
@@ -974,6 +1026,7 @@ fn resolve_media(
         deadline,
         pause,
         resume,
+        transport: raw.transport.unwrap_or_default(),
     })
 }
 

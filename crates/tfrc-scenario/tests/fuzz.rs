@@ -208,6 +208,9 @@ fn value_for(key: &'static str) -> BoxedStrategy<String> {
             "{ pause = \"1s\", resume = \"2s\" }",
             "{ fps = -1 }",
             "{ resume = \"3s\" }",
+            "{ transport = \"tfrc\" }",
+            "{ transport = \"etp\", fps = 10 }",
+            "{ transport = 3 }",
             "\"none\"",
         ],
         "downloads" => &[

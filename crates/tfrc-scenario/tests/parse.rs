@@ -4,9 +4,9 @@ use core::time::Duration;
 use std::path::{Path, PathBuf};
 
 use tfrc_scenario::{
-    Capacity, FlowKind, LossModel, LossSpec, MarkerKind, OnOffSpec, QueueSpec, Rate, RedSpec,
-    RioSpec, Scenario, ScenarioError, TcpProfile, TcpSpec, TcpVariant, TfrcProfile, TfrcSpec,
-    TfrcVariant, TraceOpportunity, VenoSpec,
+    Capacity, FlowKind, LossModel, LossSpec, MarkerKind, MediaTransport, OnOffSpec, QueueSpec,
+    Rate, RedSpec, RioSpec, Scenario, ScenarioError, TcpProfile, TcpSpec, TcpVariant, TfrcProfile,
+    TfrcSpec, TfrcVariant, TraceOpportunity, VenoSpec,
 };
 
 const EXAMPLE_PATH: &str = "tests/data/example.toml";
@@ -637,6 +637,13 @@ fn wrong_values_name_the_key_and_what_was_expected() {
         (flow("max_rate = \"1Mbps\"\nmedia = { pause = \"2s\", resume = \"1s\" }"), "flow[0].media.resume", "after pause (2s)"),
         (flow("max_rate = \"1Mbps\"\nmedia = { pause = \"20s\", resume = \"21s\" }"), "flow[0].media.pause", "before the end of the run"),
         (flow("max_rate = \"1Mbps\"\nmedia = { frames = 30 }"), "flow[0].media.frames", "unknown key `frames`; expected one of: fps, min_rate"),
+        (flow("max_rate = \"1Mbps\"\nmedia = { transport = \"rtp\" }"), "flow[0].media.transport", "expected one of \"etp\", \"tfrc\", got \"rtp\""),
+        (flow("max_rate = \"1Mbps\"\nmedia = {}\nveno_beta = 1"), "flow[0].veno_beta", "needs media.transport = \"tfrc\""),
+        (flow("max_rate = \"1Mbps\"\nmedia = {}\nfeedbacks_per_rtt = 4"), "flow[0].feedbacks_per_rtt", "an ETP media flow's rate control is what an ETP descriptor names"),
+        (flow("max_rate = \"1Mbps\"\nmedia = {}\necn = true"), "flow[0].ecn", "needs media.transport = \"tfrc\""),
+        (flow("max_rate = \"1Mbps\"\nmedia = {}\nprofile = \"ns2\""), "flow[0].profile", "needs media.transport = \"tfrc\""),
+        (flow("max_rate = \"1Mbps\"\nmedia = {}\nvariant = \"sp\"\nheader_size = 28"), "flow[0].header_size", "RFC 4828's defaults"),
+        (flow("max_rate = \"1Mbps\"\nmedia = {}\nvariant = \"sp\"\ntarget_rate = \"100kbps\""), "flow[0].target_rate", "needs media.transport = \"tfrc\""),
         (minimal("[[flow]]\nname = \"a\"\nkind = \"tcp\"\nfrom = \"s\"\nto = \"r\"\ndownloads = { connections = 0 }"), "flow[0].downloads.connections", "from 1 to 1000 connections"),
         (minimal("[[flow]]\nname = \"a\"\nkind = \"tcp\"\nfrom = \"s\"\nto = \"r\"\ndownloads = { min_size = 60000 }"), "flow[0].downloads.max_size", "from min_size (60000)"),
         (minimal("[[flow]]\nname = \"a\"\nkind = \"tcp\"\nfrom = \"s\"\nto = \"r\"\ndownloads = { idle = \"0s\" }"), "flow[0].downloads.idle", "above zero"),
@@ -1004,7 +1011,8 @@ kind = "tfrc"
 from = "s"
 to = "r"
 max_rate = "20kbps"
-media = { fps = 50, min_rate = "20kbps", deadline = "150ms", pause = "2s", resume = "4s" }
+media = { fps = 50, min_rate = "20kbps", deadline = "150ms", pause = "2s", resume = "4s", transport = "tfrc" }
+veno_beta = 1
 "#,
     ))
     .unwrap();
@@ -1018,8 +1026,11 @@ media = { fps = 50, min_rate = "20kbps", deadline = "150ms", pause = "2s", resum
     assert_eq!(video.start_rate, Rate::from_kbps(150));
     assert_eq!(video.deadline, Duration::from_millis(300));
     assert_eq!((video.pause, video.resume), (None, None));
+    // Carried by ETP unless told otherwise.
+    assert_eq!(video.transport, MediaTransport::Etp);
     let audio = media("audio");
     assert_eq!((audio.fps, audio.start_rate), (50.0, Rate::from_kbps(20)));
+    assert_eq!(audio.transport, MediaTransport::Tfrc);
     assert_eq!(audio.pause, Some(secs(2)));
     let written = scenario.to_toml_string();
     assert_eq!(parse(&written).unwrap(), scenario, "{written}");

@@ -124,7 +124,7 @@ impl Connection {
         }
     }
 
-    /// Switches to `descriptor` (already checked). Within the TFRC family only the target rate
+    /// Switches to `descriptor` (already checked). Between TFRC and gTFRC only the target rate
     /// changes, so the rate estimate survives; otherwise the rate control is rebuilt under a new
     /// epoch unless it stays `fixed` at the same rate. The scheduler and the streams follow. On
     /// an error nothing has changed.

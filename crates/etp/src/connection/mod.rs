@@ -677,6 +677,17 @@ impl Connection {
         stats.epoch = self.epoch;
         stats
     }
+    /// Message bytes per second the rate control lets out now, in full packets carrying one
+    /// fragment each (`None` when unpaced). Under TFRC that is one packet per t_ipi: X, G =
+    /// max(g, X) under gTFRC, at most one packet per 10 ms under TFRC-SP. A rate-adaptive codec
+    /// follows it (RFC 8867 §4.3).
+    pub fn sendable_rate(&self) -> Option<f64> {
+        let fragment = (self.descriptor.packet_size as usize).saturating_sub(
+            wire::DATA_HEADER_LEN + tfrc_proto::wire::DATA_HEADER_LEN + wire::FRAGMENT_HEADER_LEN,
+        );
+        self.rate.payload_rate(fragment)
+    }
+
     /// The counters of `stream`, created on first use (kept by the send and receive phases).
     fn stream_stats(&mut self, stream: u16) -> &mut StreamStats {
         self.stats.streams.entry(stream).or_default()

@@ -158,10 +158,11 @@ impl Connection {
         let newer =
             current.is_none_or(|current| current != epoch && epoch.wrapping_sub(current) < 0x8000);
         if newer {
-            let config = tfrc_proto::Config {
-                packet_size: tfrc_packet_size(&self.descriptor),
-                ..tfrc_proto::Config::default()
-            };
+            let config = crate::rate::tfrc_config(
+                self.descriptor.rate_control,
+                self.descriptor.target_rate_bytes(),
+                tfrc_packet_size(&self.descriptor),
+            );
             if let Ok(receiver) = tfrc_proto::Receiver::new(config) {
                 self.tfrc_receiver = Some((epoch, receiver));
             }

@@ -66,6 +66,15 @@ pub(super) struct DomainOut {
 }
 
 impl DomainOut {
+    /// True when a FORWARD frame is due: a message was abandoned beyond the highest forward
+    /// point sent, and the forward point has moved past what was sent. Each point is sent once
+    /// and again only if its packet is lost (`forward_sent` falls back to `forward_acked`),
+    /// as data is: repeating it on every packet until acknowledged would take room from the
+    /// data, and keep a message as long as a packet out of every packet for a round trip.
+    fn forward_due(&self) -> bool {
+        self.abandoned_until > self.forward_sent && self.forward_point() > self.forward_sent
+    }
+
     /// Below this number every message of the domain is resolved: the oldest unresolved
     /// message, or the next number if none is. The receiver may skip what it lacks below it.
     fn forward_point(&self) -> u32 {
@@ -253,6 +262,11 @@ impl Connection {
                     SentFrame::Forward { domain, forward } => {
                         if let Some(domain) = self.domains_out.get_mut(&domain) {
                             domain.forward_acked = domain.forward_acked.max(forward);
+                            // Acknowledged is sent: a loss that reset `forward_sent` to an
+                            // older acknowledged point must not make a FORWARD look due that
+                            // `build_data` (which compares with `forward_acked`) would not
+                            // send, or the connection would ask to send and send nothing.
+                            domain.forward_sent = domain.forward_sent.max(domain.forward_acked);
                         }
                     }
                 }
@@ -342,7 +356,11 @@ impl Connection {
 
     /// The next piece of `stream_id` that fits in `room` payload bytes: its oldest queued
     /// retransmission (none if that one does not fit), else the next bytes of its oldest
-    /// message with unsent bytes.
+    /// message with unsent bytes. A message not yet started that does not fit whole starts in
+    /// `room` only if it would carry more data there than the fragment header the split adds
+    /// (else it waits for the next packet): packets are paced by count, so their room is worth
+    /// filling, but a sliver of data for a second header is not, and a run of small messages
+    /// split that way would keep every later packet carrying two headers.
     fn next_piece(&mut self, stream_id: u16, room: usize) -> Option<Piece> {
         let stream = self.streams.get_mut(&stream_id)?;
         if room <= wire::FRAGMENT_HEADER_LEN {
@@ -380,6 +398,10 @@ impl Connection {
                 continue;
             };
             let offset = message.sent_offset;
+            let whole = message.len() as usize + wire::FRAGMENT_HEADER_LEN;
+            if offset == 0 && whole > room && room <= 2 * wire::FRAGMENT_HEADER_LEN {
+                return None;
+            }
             let length = (message.len() - offset).min(space);
             message.sent_offset += length;
             if message.sent_offset >= message.len() {
@@ -408,17 +430,40 @@ impl Connection {
             .any(|stream| !stream.retransmissions.is_empty() || !stream.new_messages.is_empty())
     }
 
+    /// Bytes of queued messages not yet sent and of fragments waiting for retransmission: the
+    /// sender's backlog (RFC 8698 §5.2.1's "rate-shaping buffer").
+    pub fn unsent_bytes(&self) -> u64 {
+        self.streams
+            .values()
+            .map(|stream| {
+                let new: u64 = stream
+                    .new_messages
+                    .iter()
+                    .filter_map(|(domain, number)| {
+                        self.domains_out.get(domain)?.messages.get(number)
+                    })
+                    .map(|message| {
+                        u64::from(message.len() - message.sent_offset.min(message.len()))
+                    })
+                    .sum();
+                let again: u64 = stream
+                    .retransmissions
+                    .iter()
+                    .map(|piece| u64::from(piece.length))
+                    .sum();
+                new + again
+            })
+            .sum()
+    }
+
     /// True if a domain has abandoned messages the receiver was not yet told to skip: a
     /// FORWARD frame is due even without data.
     pub(super) fn forward_needed(&self) -> bool {
-        self.domains_out.values().any(|domain| {
-            domain.abandoned_until > domain.forward_sent
-                && domain.forward_point() > domain.forward_sent
-        })
+        self.domains_out.values().any(DomainOut::forward_due)
     }
 
     /// Builds a DATA packet into `buffer` if the rate allows and there is something to send:
-    /// the FORWARD points not yet acknowledged, then fragments of the streams the scheduler
+    /// the FORWARD points due, then fragments of the streams the scheduler
     /// picks, wrapped by the rate control's TFRC header. Sender deadlines are enforced first.
     pub(super) fn build_data(&mut self, now: Instant, buffer: &mut [u8]) -> Option<usize> {
         if self.state != State::Established || !self.rate.can_send(now) {
@@ -440,7 +485,7 @@ impl Connection {
         let forwards: Vec<(u16, bool, u32)> = self
             .domains_out
             .iter()
-            .filter(|(_, domain)| domain.forward_point() > domain.forward_acked)
+            .filter(|(_, domain)| domain.forward_due())
             .map(|(id, domain)| (*id, domain.ordered, domain.forward_point()))
             .collect();
         for (domain_id, ordered, forward) in forwards {
@@ -628,6 +673,32 @@ mod tests {
         assert_eq!(client.loss_timeout(), Duration::from_secs(1));
         // 2 × 100 ms + 20 ms ACK delay + 10 ms margin.
         assert_eq!(established(now).loss_timeout(), Duration::from_millis(230));
+    }
+
+    #[test]
+    fn a_new_message_starts_in_the_room_left_only_for_more_data_than_a_header() {
+        let now = Instant::from_secs(1);
+        let mut connection = established(now);
+        for _ in 0..3 {
+            connection
+                .send(now, 0, vec![7; 600], MessageOptions::default())
+                .unwrap();
+        }
+        let header = wire::FRAGMENT_HEADER_LEN;
+        let packet = header + 1000;
+        let first = connection.next_piece(0, packet).unwrap();
+        assert_eq!((first.message, first.offset, first.length), (0, 0, 600));
+        // 372 bytes left: the second message starts there (344 bytes of data for a header).
+        let left = packet - header - 600;
+        let second = connection.next_piece(0, left).unwrap();
+        assert_eq!((second.message, second.offset), (1, 0));
+        assert_eq!(second.length as usize, left - header);
+        let rest = connection.next_piece(0, packet).unwrap();
+        assert_eq!((rest.message, rest.offset), (1, second.length));
+        // Room for a header and at most as much data: the third message waits.
+        assert!(connection.next_piece(0, 2 * header).is_none());
+        let third = connection.next_piece(0, packet).unwrap();
+        assert_eq!((third.message, third.offset, third.length), (2, 0, 600));
     }
 
     #[test]

@@ -221,7 +221,10 @@ fn build_flow(
     let protocol = match &spec.kind {
         FlowKind::Tfrc(tfrc) => {
             let (session, nonce) = (position as u32 + 1, seed);
-            tfrc_endpoints(tfrc, spec.packet_size, (session, nonce), &key)?
+            match etp_media(tfrc, spec.packet_size, (session, nonce), start, &key)? {
+                Some(media) => media,
+                None => tfrc_endpoints(tfrc, spec.packet_size, (session, nonce), &key)?,
+            }
         }
         FlowKind::Tcp(tcp) => tcp_endpoints(tcp, spec.packet_size, (seed, start), &key)?,
         FlowKind::Cbr { rate } => cbr_source(*rate, spec.packet_size, (start, stop), seed, &key)?,
@@ -280,7 +283,62 @@ fn build_flow(
     Ok((flow, path))
 }
 
-/// A TFRC flow's media source (`media`), its top rate the flow's `max_rate`; packets carry
+/// The codec of a TFRC flow's `media`, its top rate the flow's `max_rate`.
+fn media_config(
+    tfrc: &tfrc_scenario::TfrcSpec,
+) -> Option<(&tfrc_scenario::MediaSpec, tfrc_proto::MediaConfig)> {
+    let (media, max_rate) = (tfrc.media.as_ref()?, tfrc.max_rate?);
+    Some((
+        media,
+        tfrc_proto::MediaConfig {
+            fps: media.fps,
+            min_rate: media.min_rate.bytes_per_second(),
+            max_rate: max_rate.bytes_per_second(),
+            start_rate: media.start_rate.bytes_per_second(),
+            deadline: media.deadline,
+            pause: media
+                .pause
+                .zip(media.resume)
+                .map(|(pause, resume)| (Instant::ZERO + pause, Instant::ZERO + resume)),
+        },
+    ))
+}
+
+/// A media flow carried by ETP (`media.transport = "etp"`), its connection id and seed the
+/// TFRC session and nonce it would have had; `None` for other TFRC flows. The scenario allows
+/// ETP media only with the TFRC options a descriptor carries.
+fn etp_media(
+    tfrc: &tfrc_scenario::TfrcSpec,
+    packet_size: u32,
+    (session, nonce): (u32, u64),
+    start: Instant,
+    key: &str,
+) -> Result<Option<Protocol>, SimulationError> {
+    let Some((media, config)) = media_config(tfrc) else {
+        return Ok(None);
+    };
+    if media.transport != tfrc_scenario::MediaTransport::Etp {
+        return Ok(None);
+    }
+    let rate_control = match (tfrc.variant, tfrc.target_rate) {
+        (TfrcVariant::Sp, _) => etp::descriptor::RateControlKind::TfrcSp,
+        (TfrcVariant::Standard, Some(_)) => etp::descriptor::RateControlKind::Gtfrc,
+        (TfrcVariant::Standard, None) => etp::descriptor::RateControlKind::Tfrc,
+    };
+    let target_rate = tfrc.target_rate.map(|rate| rate.bytes_per_second());
+    super::etp_media::EtpMedia::new(
+        config,
+        rate_control,
+        target_rate,
+        packet_size,
+        (session, nonce),
+        start,
+    )
+    .map(|media| Some(Protocol::Etp(Box::new(media))))
+    .map_err(|message| SimulationError::scenario(&format!("{key}.media"), message))
+}
+
+/// A TFRC flow's media source on the bare TFRC core (`media.transport = "tfrc"`); packets carry
 /// at most the sender's largest payload.
 fn media_flow(
     tfrc: &tfrc_scenario::TfrcSpec,
@@ -288,19 +346,8 @@ fn media_flow(
     start: Instant,
     key: &str,
 ) -> Result<Option<Box<MediaFlow>>, SimulationError> {
-    let (Some(media), Some(max_rate)) = (&tfrc.media, tfrc.max_rate) else {
+    let Some((media, media_config)) = media_config(tfrc) else {
         return Ok(None);
-    };
-    let media_config = tfrc_proto::MediaConfig {
-        fps: media.fps,
-        min_rate: media.min_rate.bytes_per_second(),
-        max_rate: max_rate.bytes_per_second(),
-        start_rate: media.start_rate.bytes_per_second(),
-        deadline: media.deadline,
-        pause: media
-            .pause
-            .zip(media.resume)
-            .map(|(pause, resume)| (Instant::ZERO + pause, Instant::ZERO + resume)),
     };
     let source = tfrc_proto::MediaSource::new(media_config, config.max_payload(), start)
         .map_err(|message| SimulationError::scenario(&format!("{key}.media"), message))?;
@@ -468,7 +515,10 @@ fn initial_events(flows: &mut [Flow], sampling: Sampling, end: Instant) -> Sched
             ),
             // The record keeps `(start, stop.max(start))`: the same test, and the same stop
             // whenever it passes.
-            Protocol::Tfrc { .. } | Protocol::Tcp { .. } | Protocol::Downloads(_) => {
+            Protocol::Tfrc { .. }
+            | Protocol::Tcp { .. }
+            | Protocol::Downloads(_)
+            | Protocol::Etp(_) => {
                 let (start, stop) = (flow.record.start, flow.record.stop);
                 if start < stop && start <= end {
                     scheduler.schedule(start, Event::FlowStart(id));

@@ -42,6 +42,7 @@
 mod build;
 mod capture;
 mod downloads;
+mod etp_media;
 pub use capture::TFRC_PORT;
 mod record;
 
@@ -169,6 +170,11 @@ enum Body {
     TcpData(u32, Segment),
     /// A TCP ACK and its connection.
     TcpAck(u32, Ack),
+    /// An ETP datagram of a media flow, to the receiver's end or back to the sender's.
+    Etp {
+        to_server: bool,
+        datagram: Vec<u8>,
+    },
     Udp,
 }
 
@@ -198,6 +204,8 @@ enum Protocol {
     },
     /// Short TCP transfers (a TCP flow with `downloads`).
     Downloads(Box<downloads::Downloads>),
+    /// A media flow carried by ETP (a TFRC flow with `media`, `transport = "etp"`).
+    Etp(Box<etp_media::EtpMedia>),
     Source(Box<dyn TrafficSource>),
 }
 
@@ -245,6 +253,19 @@ struct Outgoing {
     size: u32,
     reverse: bool,
     body: Body,
+}
+
+/// Counters of an ETP media flow's connections ([`Simulation::etp_flow_stats`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EtpFlowStats {
+    /// The flow's name.
+    pub flow: String,
+    /// Connections opened: 1, or more when one failed (no answer to its INITs, or the peer
+    /// silent for the idle timeout) and the application connected again.
+    pub connections: u32,
+    /// How often an end asked to act at the instant it had just acted at, over and over, and
+    /// was moved on by 1 µs (0 unless ETP has a bug).
+    pub stalls: u64,
 }
 
 /// One run of one concrete scenario (no sweep left). Create it with [`Simulation::new`], advance
@@ -410,6 +431,21 @@ impl Simulation {
             .collect()
     }
 
+    /// The ETP media flows' connection counters, by flow name ([`EtpFlowStats`]).
+    pub fn etp_flow_stats(&self) -> Vec<EtpFlowStats> {
+        self.flows
+            .iter()
+            .filter_map(|flow| match &flow.protocol {
+                Protocol::Etp(media) => Some(EtpFlowStats {
+                    flow: flow.record.name.clone(),
+                    connections: media.connections(),
+                    stalls: media.stalls(),
+                }),
+                _ => None,
+            })
+            .collect()
+    }
+
     /// Processes every event up to `until` (at most the end of the run).
     pub fn run_until(&mut self, until: Instant) -> Result<(), SimulationError> {
         let limit = until.min(self.end);
@@ -477,6 +513,12 @@ impl Simulation {
                     summary.frames = Some(media.source.stats().frames);
                     summary.frames_on_time = Some(media.frames.stats().on_time);
                     summary.frames_late = Some(media.frames.stats().late);
+                }
+                if let Protocol::Etp(media) = &flow.protocol {
+                    let counts = media.frame_counts();
+                    summary.frames = Some(counts.frames);
+                    summary.frames_on_time = Some(counts.on_time);
+                    summary.frames_late = Some(counts.late);
                 }
                 if let Protocol::Tcp {
                     sender: Some(sender),
@@ -702,6 +744,14 @@ impl Simulation {
                 },
                 0,
             ),
+            Body::Etp {
+                to_server,
+                datagram,
+            } => (
+                !to_server,
+                capture::Layer::Udp { payload: datagram },
+                meta.size_bytes,
+            ),
             Body::Udp => (false, capture::Layer::Udp { payload: &[] }, meta.size_bytes),
         };
         capture.record(file, self.now, endpoints, reverse, layer, size, ecn);
@@ -777,6 +827,27 @@ impl Simulation {
                 }
                 self.sender_event(flow_index);
             }
+            Body::Etp {
+                to_server: true,
+                datagram,
+            } => {
+                flow.record
+                    .record_received(meta.size_bytes, now - state.sent_at);
+                if let Protocol::Etp(media) = &mut flow.protocol {
+                    let delivered = media.server_datagram(now, &datagram);
+                    flow.record.record_goodput(delivered);
+                }
+                self.receiver_output(flow_index);
+            }
+            Body::Etp {
+                to_server: false,
+                datagram,
+            } => {
+                if let Protocol::Etp(media) = &mut flow.protocol {
+                    media.client_datagram(now, &datagram);
+                }
+                self.sender_event(flow_index);
+            }
             Body::Udp => {
                 // CBR and on/off packets carry no modelled header (as ns-2's Agent/UDP): the
                 // application gets the whole packet.
@@ -818,6 +889,14 @@ impl Simulation {
                     ))
                 }
             },
+            Protocol::Etp(media) => {
+                if let Err(message) = media.start(now) {
+                    self.failed = Some(SimulationError::scenario(
+                        &format!("flow {}", flow.record.name),
+                        message,
+                    ))
+                }
+            }
             Protocol::Downloads(_) | Protocol::Source(_) => {}
         }
         self.sender_event(index);
@@ -833,6 +912,7 @@ impl Simulation {
                 ..
             } => sender.stop(now),
             Protocol::Downloads(downloads) => downloads.stop(now),
+            Protocol::Etp(media) => media.stop(now),
             _ => {}
         }
         // An inactive TFRC sender asks for no wake-up, which cancels its pending timer.
@@ -856,10 +936,12 @@ impl Simulation {
                     if let Some(media) = &mut flow.media {
                         // The codec encodes each frame due at the rate the sender can send
                         // now: a full payload per t_ipi (X, G = max(g, X) under gTFRC, at most
-                        // one packet per 10 ms under TFRC-SP).
+                        // one packet per 10 ms under TFRC-SP), less RFC 8698's nudge for the
+                        // bytes still waiting.
                         let sendable = sender.max_payload() as f64
                             / sender.inter_packet_interval().as_secs_f64().max(1e-9);
-                        media.source.capture(now, sendable);
+                        let backlog = media.source.queued_bytes();
+                        media.source.capture(now, sendable, backlog);
                         media.frames.captured(media.source.take_captured());
                     }
                     while sender.can_send(now) {
@@ -956,6 +1038,25 @@ impl Simulation {
                     }
                 }
             }
+            Protocol::Etp(media) => {
+                let outbox = &mut self.outbox;
+                let record = &mut flow.record;
+                media.poll_client(now, flow.active, &mut |datagram: &[u8]| {
+                    let size = datagram.len() as u32;
+                    record.record_sent(now, size);
+                    outbox.push(Outgoing {
+                        node: source_node,
+                        flow: index as u32,
+                        destination,
+                        size,
+                        reverse: false,
+                        body: Body::Etp {
+                            to_server: true,
+                            datagram: datagram.to_vec(),
+                        },
+                    });
+                })
+            }
             _ => None,
         };
         set_timer(
@@ -972,8 +1073,8 @@ impl Simulation {
         match &mut self.flows[index].protocol {
             Protocol::Tfrc { receiver, .. } => receiver.handle_timeout(now),
             Protocol::Tcp { sink, .. } => sink.handle_timeout(now),
-            // Its sinks' timers are handled as it polls them.
-            Protocol::Downloads(_) | Protocol::Source(_) => {}
+            // Its sinks' (its receiving end's) timers are handled as it polls them.
+            Protocol::Downloads(_) | Protocol::Etp(_) | Protocol::Source(_) => {}
         }
         self.receiver_output(index);
     }
@@ -1023,6 +1124,24 @@ impl Simulation {
                         body: Body::TcpAck(connection, ack),
                     });
                 })
+            }
+            Protocol::Etp(media) => {
+                let outbox = &mut self.outbox;
+                let (delivered, want) = media.poll_server(now, &mut |datagram: &[u8]| {
+                    outbox.push(Outgoing {
+                        node,
+                        flow: index as u32,
+                        destination,
+                        size: datagram.len() as u32,
+                        reverse: true,
+                        body: Body::Etp {
+                            to_server: false,
+                            datagram: datagram.to_vec(),
+                        },
+                    });
+                });
+                flow.record.record_goodput(delivered);
+                want
             }
             Protocol::Source(_) => None,
         };
@@ -1185,6 +1304,15 @@ fn state_row(now: Instant, record: &FlowRecord, protocol: &Protocol) -> Option<S
             srtt_s: sender.smoothed_rtt().map(seconds),
             ..empty()
         }),
+        Protocol::Etp(media) => {
+            let state = media.sender_state()?;
+            Some(StateRow {
+                x_bps: state.x.map(|x| x * 8.0),
+                p: Some(state.p),
+                rtt_s: state.rtt.map(seconds),
+                ..empty()
+            })
+        }
         _ => None,
     }
 }
