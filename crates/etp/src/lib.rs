@@ -28,8 +28,8 @@ pub mod udp;
 pub mod wire;
 
 pub use connection::{
-    CloseReason, Connection, ConnectionError, ConnectionStats, Event, Message, MessageOptions,
-    Policy, State, StreamStats,
+    fragment_room, tfrc_rate_carrying, CloseReason, Connection, ConnectionError, ConnectionStats,
+    Event, Message, MessageOptions, Policy, State, StreamStats,
 };
 pub use descriptor::{Descriptor, DescriptorError, StreamDescriptor};
 pub use listener::{Listener, ListenerConfig, ListenerOutput, ListeningEnd};

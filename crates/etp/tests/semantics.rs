@@ -472,3 +472,15 @@ fn forward_frames_never_starve_messages_that_fill_a_packet() {
     assert!(client.data_packets_sent <= 1100, "{client:?}");
     assert_eq!(harness.stalls(), 0);
 }
+
+#[test]
+fn the_tfrc_rate_that_carries_a_message_rate_counts_the_headers() {
+    // A 132-byte datagram: 22 (ETP data) + 32 (TFRC) + 28 (fragment) + 50 bytes of message.
+    assert_eq!(etp::fragment_room(132), 50);
+    // TFRC's s is 78 bytes: 50 bytes/packet of audio at 2500 bytes/s is 50 packets/s, which
+    // TFRC counts as 50 · 78 = 3900 bytes/s.
+    assert!((etp::tfrc_rate_carrying(132, 2500.0) - 3900.0).abs() < 1e-9);
+    // Too small for any message: no division by zero.
+    assert_eq!(etp::fragment_room(60), 0);
+    assert!(etp::tfrc_rate_carrying(60, 1000.0).is_finite());
+}

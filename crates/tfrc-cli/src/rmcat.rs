@@ -17,7 +17,7 @@ use tfrc_analysis::plot::{Dash, LinePlot, LineStyle};
 use tfrc_analysis::report::{format_value, Images, Report, Section, Verdict};
 use tfrc_analysis::run::{Direction, Run};
 use tfrc_analysis::table::Table;
-use tfrc_scenario::{Capacity, FlowKind, FlowSpec, LinkDirectionSpec, Scenario};
+use tfrc_scenario::{Capacity, FlowKind, FlowSpec, LinkDirectionSpec, MediaTransport, Scenario};
 use tfrc_sim::simulation::Topology;
 
 use crate::reproduce::figures::save_line;
@@ -71,14 +71,40 @@ impl MediaProtocol {
             let name = &flow.name;
             match self {
                 MediaProtocol::Tfrc => {}
-                MediaProtocol::Gtfrc => sets.push(format!(
-                    "flow.\"{name}\".target_rate={}",
-                    media.min_rate.bits_per_second()
-                )),
+                MediaProtocol::Gtfrc => {
+                    // g is a TFRC rate: s bytes a packet. Over the bare core the packets carry
+                    // s bytes of frames, so the codec's floor is g; over ETP they also carry
+                    // a fragment header, so the floor needs a little more.
+                    let floor = media.min_rate.bits_per_second() as f64;
+                    let g = match media.transport {
+                        MediaTransport::Tfrc => floor,
+                        MediaTransport::Etp => etp::tfrc_rate_carrying(flow.packet_size, floor),
+                    };
+                    sets.push(format!("flow.\"{name}\".target_rate={}", g.ceil()))
+                }
                 MediaProtocol::TfrcSp => sets.push(format!("flow.\"{name}\".variant=sp")),
             }
         }
         sets
+    }
+}
+
+/// `--transport`: what carries the media flows' frames (scenario key `media.transport`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum TransportChoice {
+    /// An ETP connection per media flow.
+    Etp,
+    /// The bare TFRC core (no ETP headers, handshake or acknowledgements).
+    Tfrc,
+}
+
+impl TransportChoice {
+    /// The name as the scenario key spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            TransportChoice::Etp => "etp",
+            TransportChoice::Tfrc => "tfrc",
+        }
     }
 }
 
@@ -105,6 +131,10 @@ pub struct RmcatArgs {
     /// Simulations run in parallel (default: the number of cores).
     #[arg(long, short)]
     pub jobs: Option<usize>,
+    /// What carries the media flows' frames (default: each case file's, ETP in the shipped
+    /// files): `etp` connections or the bare `tfrc` core.
+    #[arg(long, value_enum)]
+    pub transport: Option<TransportChoice>,
     /// Shortened runs for a smoke test (each case's `quick` overrides).
     #[arg(long)]
     pub quick: bool,
@@ -185,7 +215,13 @@ pub struct FlowLine {
     pub start_s: f64,
     /// See `start_s`.
     pub stop_s: f64,
-    /// Goodput over the flow's active time, kb/s.
+    /// Throughput at the receiver (every byte that arrived, headers included) over the flow's
+    /// active time, kb/s: RFC 8868's "receiver rate", the same quantity over ETP and the bare
+    /// core.
+    pub throughput_kbps: Option<f64>,
+    /// Goodput over the flow's active time, kb/s: the payload the application received (over
+    /// ETP the frames delivered on time; over the bare core every payload byte, late frames
+    /// included).
     pub goodput_kbps: Option<f64>,
     /// Packets lost on the way, percent of those sent.
     pub loss_pct: Option<f64>,
@@ -222,7 +258,8 @@ pub struct CaseLine {
     /// CBR traffic leaves them on that bottleneck, over the media's active time; empty where
     /// other adaptive traffic (TCP) shares it or the capacity is a trace.
     pub utilization: Option<f64>,
-    /// RFC 8868 §3 metric 7: the largest ratio of mean goodputs between two video flows on the
+    /// RFC 8868 §3 metric 7: the largest ratio of mean throughputs (received rates) between two
+    /// video flows on the
     /// same bottleneck, over the periods when two or more are active and nothing changes.
     pub worst_ratio: Option<f64>,
     /// Whether those flows have the same base RTT (the criterion's "similar path RTT").
@@ -263,6 +300,21 @@ pub fn run(args: &RmcatArgs) -> Result<()> {
                 "{}: no media flow (a tfrc flow with a `media` table): nothing to measure",
                 file.display()
             );
+        }
+        if let Some(transport) = args.transport {
+            let sets: Vec<String> = scenario
+                .flows
+                .iter()
+                .filter(|flow| is_media(flow))
+                .map(|flow| {
+                    format!(
+                        "flow.\"{}\".media.transport={}",
+                        flow.name,
+                        transport.name()
+                    )
+                })
+                .collect();
+            scenario.apply_sets(sets).map_err(anyhow::Error::new)?;
         }
         for &protocol in &protocols {
             let mut arm = scenario.clone();
@@ -374,10 +426,14 @@ pub fn run(args: &RmcatArgs) -> Result<()> {
 
     crate::write_csv(&args.out.join("rmcat.csv"), &flow_lines)?;
     crate::write_csv(&args.out.join("cases.csv"), &case_lines)?;
+    let transport = match args.transport {
+        Some(TransportChoice::Tfrc) => "the bare TFRC core (`--transport tfrc`)",
+        Some(TransportChoice::Etp) | None => "ETP connections",
+    };
     let mut report =
         Report::new("RMCAT test cases (RFC 8867 §5) for media over TFRC").intro(format!(
-            "{INTRO}\n\nMade by {} (one run per case, variant and protocol; the seeds are in \
-             `cases.csv` and each run's `summary.json`).",
+            "{INTRO}\n\nThis run: media over {transport}. Made by {} (one run per case, variant \
+             and protocol; the seeds are in `cases.csv` and each run's `summary.json`).",
             tfrc_output::tool()
         ));
     for section in sections {
@@ -407,7 +463,10 @@ pub fn run(args: &RmcatArgs) -> Result<()> {
 
 const INTRO: &str = "Each case of RFC 8867 §5 is a file in `scenarios/rmcat/` (its numbers quoted \
 from the RFC beside them); each runs with every media flow over TFRC (RFC 5348), gTFRC (target \
-rate = the codec's floor, `media.min_rate`) and TFRC-SP (RFC 4828). The media sources follow RFC \
+rate = the codec's floor, `media.min_rate`, as a TFRC rate) and TFRC-SP (RFC 4828). The media \
+flows are ETP connections (one unreliable stream whose messages are the frames, with the \
+playout deadline as their time control) unless `--transport tfrc` put them on the bare TFRC \
+core. The media sources follow RFC \
 8867 §4.3 (video 150 kb/s – 1.5 Mb/s at 30 frames/s, starting at 150 kb/s; audio 20 kb/s in \
 20 ms frames); a frame misses its deadline unless all its packets arrive within the playout \
 deadline of its capture (300 ms). Metrics are RFC 8868 §3's: goodput, loss, one-way delay, \
@@ -487,6 +546,7 @@ fn measure(
             role: role(flow),
             start_s: summary.start_s,
             stop_s: summary.stop_s,
+            throughput_kbps: summary.recv_rate_bps.map(|bps| bps / 1e3),
             goodput_kbps: summary.goodput_bps.map(|bps| bps / 1e3),
             loss_pct: summary.receiving_ratio.map(|ratio| 100.0 * (1.0 - ratio)),
             delay_p50_ms: summary.delay_p50_s.map(|s| s * 1e3),
@@ -774,7 +834,11 @@ fn fairness(
             .iter()
             .filter_map(|flow| {
                 let bins: Vec<f64> = run
-                    .throughput_series(&flow.name, Direction::Goodput)
+                    // "the average throughput ... obtained by each RTP media stream": what
+                    // reaches the receiver, whether or not the playout then uses it (goodput
+                    // counts late frames over the bare core and not over ETP, which drops
+                    // them; the throughput is the same quantity for both).
+                    .throughput_series(&flow.name, Direction::Received)
                     .into_iter()
                     .filter(|(t, _)| *t - interval >= from - 1e-9 && *t <= to + 1e-9)
                     .map(|(_, kbps)| kbps)

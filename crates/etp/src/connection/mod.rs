@@ -482,6 +482,24 @@ fn tfrc_packet_size(descriptor: &Descriptor) -> u32 {
         .max(1)
 }
 
+/// Message bytes a DATA packet of a `packet_size`-byte datagram carries in one fragment: the
+/// datagram less the ETP and TFRC data headers and a fragment header.
+pub fn fragment_room(packet_size: u32) -> usize {
+    (packet_size as usize).saturating_sub(
+        wire::DATA_HEADER_LEN + tfrc_proto::wire::DATA_HEADER_LEN + wire::FRAGMENT_HEADER_LEN,
+    )
+}
+
+/// The TFRC rate (bytes/s of packets of TFRC's s, as X and gTFRC's `target_rate` count) that
+/// carries `message_rate` bytes/s of messages in full packets of one fragment each, with
+/// `packet_size`-byte datagrams: `message_rate · s / fragment_room`. An application that needs
+/// a floor of message bytes (a codec's lowest rate) asks gTFRC for this much.
+pub fn tfrc_rate_carrying(packet_size: u32, message_rate: f64) -> f64 {
+    let s = packet_size
+        .saturating_sub((wire::DATA_HEADER_LEN + tfrc_proto::wire::DATA_HEADER_LEN) as u32);
+    message_rate * f64::from(s) / fragment_room(packet_size).max(1) as f64
+}
+
 /// Encodes a control packet into a buffer of its exact length (empty if emitting fails).
 fn encode(repr: &Repr<'_>) -> Vec<u8> {
     let mut buffer = vec![0u8; repr.buffer_len()];
@@ -682,10 +700,8 @@ impl Connection {
     /// max(g, X) under gTFRC, at most one packet per 10 ms under TFRC-SP. A rate-adaptive codec
     /// follows it (RFC 8867 §4.3).
     pub fn sendable_rate(&self) -> Option<f64> {
-        let fragment = (self.descriptor.packet_size as usize).saturating_sub(
-            wire::DATA_HEADER_LEN + tfrc_proto::wire::DATA_HEADER_LEN + wire::FRAGMENT_HEADER_LEN,
-        );
-        self.rate.payload_rate(fragment)
+        self.rate
+            .payload_rate(fragment_room(self.descriptor.packet_size))
     }
 
     /// The counters of `stream`, created on first use (kept by the send and receive phases).
