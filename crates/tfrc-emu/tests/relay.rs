@@ -49,6 +49,11 @@ type RelayThread = std::thread::JoinHandle<anyhow::Result<relay::RelayReport>>;
 fn relay_to_sink(link: LinkSpec) -> (UdpSocket, SocketAddr, Arc<AtomicBool>, RelayThread) {
     let sink = UdpSocket::bind(loopback()).unwrap();
     sink.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+    // Room for a whole GSO train at once: the relay may hand the loopback 40 datagrams in one
+    // call faster than the test reads them, and a full receive buffer drops silently (CI once
+    // saw 41 of 42 arrive while the relay counted 42 sent). The kernel caps the size at twice
+    // net.core.rmem_max; what it grants is enough for the 50 kB train.
+    let _ = socket2::SockRef::from(&sink).set_recv_buffer_size(4 << 20);
     let config = RelayConfig::new(loopback(), sink.local_addr().unwrap(), link);
     let stop = Arc::new(AtomicBool::new(false));
     let (relay_address, relay_thread) = relay::spawn(config, stop.clone()).unwrap();

@@ -26,6 +26,7 @@ use std::net::SocketAddr;
 use etp::descriptor::{
     DurationValue, OrderingKind, RateControlKind, RateValue, ReliabilityKind, StreamDescriptor,
 };
+use etp::harness::StallGuard;
 use etp::{Connection, Descriptor, ListenerConfig, ListeningEnd, MessageOptions};
 use tfrc_proto::{Chunk, FrameLog, Instant, MediaConfig, MediaSource};
 
@@ -41,44 +42,6 @@ const STREAM: u16 = 0;
 
 /// Room for the largest datagram.
 const DATAGRAM_ROOM: usize = 65_536;
-
-/// Wake-ups asked for at the instant of the poll that asked, in a row, after which the next is
-/// moved 1 µs later (as the ETP harness does): an end that asks to act now and then does
-/// nothing would otherwise hold the simulator at one instant for ever.
-const SAME_INSTANT_LIMIT: u32 = 1000;
-
-/// Counts the wake-ups an end asks for at the instant it is polled.
-#[derive(Debug, Default)]
-struct StallGuard {
-    at: Option<Instant>,
-    repeats: u32,
-    /// Times a wake-up was moved (a bug indicator: tests expect 0).
-    stalls: u64,
-}
-
-impl StallGuard {
-    /// `want`, moved 1 µs past `now` when it asked for `now` too often in a row.
-    fn check(&mut self, now: Instant, want: Option<Instant>) -> Option<Instant> {
-        let want = want?;
-        if want > now {
-            self.at = None;
-            self.repeats = 0;
-            return Some(want);
-        }
-        if self.at == Some(now) {
-            self.repeats += 1;
-        } else {
-            self.at = Some(now);
-            self.repeats = 0;
-        }
-        if self.repeats >= SAME_INSTANT_LIMIT {
-            self.repeats = 0;
-            self.stalls += 1;
-            return Some(now + Duration::from_micros(1));
-        }
-        Some(want)
-    }
-}
 
 /// Both ends of one ETP media flow and its frame accounting.
 pub(super) struct EtpMedia {
@@ -261,7 +224,7 @@ impl EtpMedia {
             .into_iter()
             .flatten()
             .min();
-        self.client_guard.check(now, want)
+        want.map(|want| self.client_guard.check(now, want))
     }
 
     /// A datagram from the receiver's end reached the sender's.
@@ -326,7 +289,7 @@ impl EtpMedia {
             send(&self.buffer[..length]);
         }
         let want = server.poll_timeout();
-        let want = self.server_guard.check(now, want);
+        let want = want.map(|want| self.server_guard.check(now, want));
         (self.deliver(), want)
     }
 
@@ -347,7 +310,7 @@ impl EtpMedia {
     /// Times an end asked to act at the instant it had just acted at, without end, and was
     /// moved on (0 unless ETP has a bug; tests check it).
     pub(super) fn stalls(&self) -> u64 {
-        self.client_guard.stalls + self.server_guard.stalls
+        self.client_guard.stalls() + self.server_guard.stalls()
     }
 
     /// The sender's rate control state, once connected.
