@@ -255,6 +255,26 @@ struct Outgoing {
     body: Body,
 }
 
+/// Queues a data packet of flow `flow` from `node` to `destination` and counts it as sent:
+/// every sender's packets (TFRC, TCP, short transfers, ETP, open-loop sources) leave this way.
+fn send_data(
+    (outbox, record): (&mut Vec<Outgoing>, &mut FlowRecord),
+    now: Instant,
+    (flow, node, destination): (usize, u32, u32),
+    size: u32,
+    body: Body,
+) {
+    record.record_sent(now, size);
+    outbox.push(Outgoing {
+        node,
+        flow: flow as u32,
+        destination,
+        size,
+        reverse: false,
+        body,
+    });
+}
+
 /// Counters of an ETP media flow's connections ([`Simulation::etp_flow_stats`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EtpFlowStats {
@@ -972,15 +992,13 @@ impl Simulation {
                         }
                         let mut header = [0u8; DATA_HEADER_LEN];
                         header.copy_from_slice(&self.data_buffer[..DATA_HEADER_LEN]);
-                        flow.record.record_sent(now, length as u32);
-                        self.outbox.push(Outgoing {
-                            node: source_node,
-                            flow: index as u32,
-                            destination,
-                            size: length as u32,
-                            reverse: false,
-                            body: Body::TfrcData(header, chunk),
-                        });
+                        send_data(
+                            (&mut self.outbox, &mut flow.record),
+                            now,
+                            (index, source_node, destination),
+                            length as u32,
+                            Body::TfrcData(header, chunk),
+                        );
                     }
                     let data_due = flow
                         .application
@@ -999,16 +1017,13 @@ impl Simulation {
             } => {
                 sender.handle_timeout(now);
                 while let Some(segment) = sender.poll_transmit(now) {
-                    let size = segment.wire_size();
-                    flow.record.record_sent(now, size);
-                    self.outbox.push(Outgoing {
-                        node: source_node,
-                        flow: index as u32,
-                        destination,
-                        size,
-                        reverse: false,
-                        body: Body::TcpData(0, segment),
-                    });
+                    send_data(
+                        (&mut self.outbox, &mut flow.record),
+                        now,
+                        (index, source_node, destination),
+                        segment.wire_size(),
+                        Body::TcpData(0, segment),
+                    );
                 }
                 sender.poll_timeout()
             }
@@ -1016,16 +1031,13 @@ impl Simulation {
                 let outbox = &mut self.outbox;
                 let record = &mut flow.record;
                 let mut send = |connection: u32, segment: Segment| {
-                    let size = segment.wire_size();
-                    record.record_sent(now, size);
-                    outbox.push(Outgoing {
-                        node: source_node,
-                        flow: index as u32,
-                        destination,
-                        size,
-                        reverse: false,
-                        body: Body::TcpData(connection, segment),
-                    });
+                    send_data(
+                        (&mut *outbox, &mut *record),
+                        now,
+                        (index, source_node, destination),
+                        segment.wire_size(),
+                        Body::TcpData(connection, segment),
+                    );
                 };
                 match downloads.poll_senders(now, flow.active, &mut send) {
                     Ok(want) => want,
@@ -1042,19 +1054,16 @@ impl Simulation {
                 let outbox = &mut self.outbox;
                 let record = &mut flow.record;
                 media.poll_client(now, flow.active, &mut |datagram: &[u8]| {
-                    let size = datagram.len() as u32;
-                    record.record_sent(now, size);
-                    outbox.push(Outgoing {
-                        node: source_node,
-                        flow: index as u32,
-                        destination,
-                        size,
-                        reverse: false,
-                        body: Body::Etp {
+                    send_data(
+                        (&mut *outbox, &mut *record),
+                        now,
+                        (index, source_node, destination),
+                        datagram.len() as u32,
+                        Body::Etp {
                             to_server: true,
                             datagram: datagram.to_vec(),
                         },
-                    });
+                    );
                 })
             }
             _ => None,
@@ -1162,15 +1171,13 @@ impl Simulation {
         };
         let burst = source.handle_timeout(now);
         for _ in 0..burst.packets {
-            flow.record.record_sent(now, burst.size_bytes);
-            self.outbox.push(Outgoing {
-                node: flow.source_node,
-                flow: index as u32,
-                destination: flow.destination_node,
-                size: burst.size_bytes,
-                reverse: false,
-                body: Body::Udp,
-            });
+            send_data(
+                (&mut self.outbox, &mut flow.record),
+                now,
+                (index, flow.source_node, flow.destination_node),
+                burst.size_bytes,
+                Body::Udp,
+            );
         }
         let want = source.poll_timeout();
         set_timer(
