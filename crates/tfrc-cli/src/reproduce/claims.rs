@@ -21,6 +21,30 @@ pub struct ClaimsFile {
     pub metrics: BTreeMap<String, String>,
     /// Per experiment id.
     pub experiment: BTreeMap<String, ExperimentClaims>,
+    /// Conditions a paper leaves unstated, each at a level fixed from one of the paper's own
+    /// figures, under which the claims of some experiments are judged a second time (a
+    /// sensitivity column beside the default verdict, never instead of it).
+    #[serde(default)]
+    pub calibration: BTreeMap<String, Calibration>,
+}
+
+/// A calibrated condition: scenario overrides (as `tfrc sim --set` takes them) applied to the
+/// runs of some experiments, with where its level comes from.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Calibration {
+    /// The experiments whose runs are repeated under the condition.
+    pub experiments: Vec<String>,
+    /// What the condition is and why the paper's network had it.
+    pub condition: String,
+    /// `key.path=value` overrides, applied to every run of those experiments.
+    pub set: Vec<String>,
+    /// The level, in words (`"2 % random loss on the downlink"`).
+    pub value: String,
+    /// The paper's figure (and sentence) the level was fixed from.
+    pub source: String,
+    /// How the level was fixed from it: the rule, the runs and what they measured.
+    pub method: String,
 }
 
 /// What a paper says about one experiment.
@@ -72,13 +96,21 @@ pub struct Claim {
     pub quote: Option<String>,
     /// Where in the paper (section, figure, table).
     pub source: Option<String>,
-    /// `"paper"` when the number or bound is the paper's own, `"ours"` when the paper gives none.
+    /// Where the bound comes from: `"paper"` (the paper's own number or comparison),
+    /// `"catalogue"` (a number the paper leaves unstated, set by the experiment catalogue,
+    /// EXPERIMENTS.md: a target split, a run length) or `"ours"` (the paper gives none).
     pub threshold: Option<String>,
     /// Our decision on the independent reading of this claim.
     pub reading: Option<String>,
     /// Why our runs do not show the claim, with the evidence (a sensitivity run, a figure, a
     /// measured cause): printed beside a `differs` or `inconclusive` verdict.
     pub explanation: Option<String>,
+    /// The cause of a `differs` or `inconclusive` verdict, one word of [`CAUSES`] chosen from the
+    /// evidence in `explanation` (required with it).
+    pub cause: Option<String>,
+    /// The calibration (a key of `[calibration]`) whose level this claim's paper figure fixed:
+    /// under that condition the claim holds by construction, so it is not judged there.
+    pub calibrates: Option<String>,
     /// Metric name (a key of the `[metrics]` table).
     pub metric: String,
     /// How our figure is compared with the paper's (`approx`, `range`, `at_least`, …).
@@ -107,8 +139,16 @@ pub struct Claim {
     pub across: Option<String>,
     /// The cut of `across = "share_below"`.
     pub cut: Option<f64>,
-    /// The sweep label ordering the runs for `last_over_first` and `spearman`.
+    /// The sweep label ordering the runs for `last_over_first`, `steps` and `spearman`.
     pub along: Option<String>,
+    /// Width in seconds of the bins a time series is cut into before `statistic`: `throughput`
+    /// takes the mean of the 1 s rates in each bin, `Jain index` is computed per bin.
+    pub bin_s: Option<f64>,
+    /// The rate in kb/s that `time to level` waits for.
+    pub level: Option<f64>,
+    /// Which side's rate `throughput` takes: `"receiver"` (bytes delivered, the default) or
+    /// `"sender"` (bytes sent: "the rate of the senders").
+    pub side: Option<String>,
     /// The paper's number.
     pub value: Option<f64>,
     /// Lower end of a `range`.
@@ -122,27 +162,75 @@ pub struct Claim {
 }
 
 /// Relations a claim may use.
-pub const RELATIONS: [&str; 9] = [
+pub const RELATIONS: [&str; 8] = [
     "approx",
     "range",
     "at_least",
     "at_most",
     "below",
     "above",
-    "below_capacity",
     "reference",
     "qualitative",
 ];
 
 /// Reductions `across` may name.
-pub const ACROSS: [&str; 6] = [
+pub const ACROSS: [&str; 7] = [
     "mean",
     "min",
     "max",
     "share_below",
     "last_over_first",
+    "steps",
     "spearman",
 ];
+
+/// Reductions `aggregate` may name over the flows of a run.
+pub const AGGREGATES: [&str; 3] = ["sum", "mean", "difference"];
+
+/// Where a claim's bound comes from (`threshold`), with what the word means.
+pub const THRESHOLDS: [(&str, &str); 3] = [
+    ("paper", "the paper's own number or comparison"),
+    (
+        "catalogue",
+        "a number the paper leaves unstated, set by the experiment catalogue (EXPERIMENTS.md): \
+         a split of a stated sum, a run length",
+    ),
+    ("ours", "the paper gives no number; the bound is ours and its reading says why"),
+];
+
+/// The causes a `differs` or `inconclusive` verdict is put down to (`cause`), with what each
+/// means. Chosen per claim from the measured evidence in its `explanation`.
+pub const CAUSES: [(&str, &str); 5] = [
+    (
+        "paper-network-not-modelled",
+        "the paper's network had a condition our scenario does not model (a wireless link's \
+         random losses, a real host's load); a calibrated condition can show its effect",
+    ),
+    (
+        "paper-setup-unstated",
+        "the verdict turns on a setting the paper does not give (a buffer, an uplink rate, a \
+         start-up window); ours is the documented default, and the explanation measures the \
+         alternative",
+    ),
+    (
+        "paper-inconsistent",
+        "the paper's number does not follow from its own equations, setup or other figures",
+    ),
+    (
+        "model-differs",
+        "our model or implementation behaves otherwise than the paper's under the conditions it \
+         states: a defect of ours to fix, not to explain",
+    ),
+    (
+        "noise",
+        "the measured quantity varies widely from run to run (its interval straddles the \
+         bound, or the paper's single run is one draw of a spread our replications show): \
+         more runs, not the network, decide it",
+    ),
+];
+
+/// The cause printed for a `differs` or `inconclusive` claim that records none.
+pub const UNEXPLAINED: &str = "unexplained";
 
 /// Checks what serde cannot: known names, the numbers each relation needs, no tolerance where it
 /// would be ignored. Errors name the experiment and the claim.
@@ -221,22 +309,81 @@ pub fn validate(file: &ClaimsFile) -> Result<()> {
                 if across == "share_below" && claim.cut.is_none() {
                     fail("across = \"share_below\" needs `cut`".into())?;
                 }
-                if matches!(across.as_str(), "last_over_first" | "spearman")
+                if matches!(across.as_str(), "last_over_first" | "steps" | "spearman")
                     && claim.along.is_none()
                 {
                     fail(format!("across = {across:?} needs `along` (a sweep label)"))?;
                 }
             }
             if let Some(threshold) = &claim.threshold {
-                if threshold != "paper" && threshold != "ours" {
+                if !THRESHOLDS.iter().any(|(name, _)| name == threshold) {
                     fail(format!(
-                        "threshold must be \"paper\" or \"ours\", got {threshold:?}"
+                        "threshold must be one of {}, got {threshold:?}",
+                        names(&THRESHOLDS)
                     ))?;
                 }
             }
+            if let Some(aggregate) = &claim.aggregate {
+                if !AGGREGATES.contains(&aggregate.as_str()) {
+                    fail(format!(
+                        "unknown aggregate {aggregate:?} (known: {})",
+                        AGGREGATES.join(", ")
+                    ))?;
+                }
+            }
+            match (&claim.cause, &claim.explanation) {
+                (Some(cause), _) if !CAUSES.iter().any(|(name, _)| name == cause) => fail(
+                    format!("unknown cause {cause:?} (known: {})", names(&CAUSES)),
+                )?,
+                (None, Some(_)) => fail(format!(
+                    "an `explanation` needs a `cause` ({})",
+                    names(&CAUSES)
+                ))?,
+                (Some(_), None) => {
+                    fail("a `cause` needs the `explanation` that measures it".into())?
+                }
+                _ => {}
+            }
+            if let Some(name) = &claim.calibrates {
+                if !file.calibration.contains_key(name) {
+                    fail(format!("calibrates {name:?}: no such [calibration.{name}]"))?;
+                }
+            }
+            for (field, value) in [("bin_s", claim.bin_s), ("level", claim.level)] {
+                if value.is_some_and(|v| !(v.is_finite() && v > 0.0)) {
+                    fail(format!("`{field}` must be a positive number"))?;
+                }
+            }
+            if let Some(side) = &claim.side {
+                if side != "sender" && side != "receiver" {
+                    fail(format!("side must be \"sender\" or \"receiver\", got {side:?}"))?;
+                }
+            }
+            if claim.metric == "time to level" && claim.level.is_none() {
+                fail("metric \"time to level\" needs `level` (kb/s)".into())?;
+            }
+        }
+    }
+    for (name, calibration) in &file.calibration {
+        for id in &calibration.experiments {
+            if !file.experiment.contains_key(id) {
+                anyhow::bail!("claims.toml: [calibration.{name}]: no experiment {id:?}");
+            }
+        }
+        if calibration.set.is_empty() {
+            anyhow::bail!("claims.toml: [calibration.{name}]: `set` is empty");
         }
     }
     Ok(())
+}
+
+/// The names of a vocabulary, comma-separated.
+fn names(vocabulary: &[(&str, &str)]) -> String {
+    vocabulary
+        .iter()
+        .map(|(name, _)| *name)
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Reads `claims.toml`.
@@ -274,9 +421,15 @@ pub enum Status {
     Reference,
     /// No number: see the figure.
     Qualitative,
+    /// The claim whose paper figure fixed the calibrated condition it would be judged under:
+    /// it holds there by construction.
+    CalibrationTarget,
     /// Could not be measured (no matching run, undefined metric).
     NotMeasured(String),
 }
+
+/// Why a claim is not sampled under the calibration its own figure fixed.
+pub const CALIBRATION_TARGET: &str = "the calibration's target";
 
 impl Status {
     /// The word written in the report and in `claims.csv`.
@@ -287,6 +440,7 @@ impl Status {
             Status::Inconclusive => "inconclusive".into(),
             Status::Reference => "reference".into(),
             Status::Qualitative => "see figure".into(),
+            Status::CalibrationTarget => "calibration target".into(),
             Status::NotMeasured(reason) => format!("not measured: {reason}"),
         }
     }
@@ -306,6 +460,21 @@ pub struct Outcome {
     /// The figure that decides the verdict (the item that differs, else the one closest to the
     /// threshold): mean and 95 % interval over the replications in which it was defined.
     pub interval: Option<metrics::MeanInterval>,
+    /// The same claim judged under a calibrated condition (its name, and the outcome there).
+    pub calibrated: Option<(String, Box<Outcome>)>,
+}
+
+impl Outcome {
+    /// The cause of a `differs` or `inconclusive` verdict: the claim's recorded `cause`, or
+    /// [`UNEXPLAINED`]; empty for any other verdict.
+    pub fn cause(&self) -> &str {
+        match self.status {
+            Status::Differs | Status::Inconclusive => {
+                self.claim.cause.as_deref().unwrap_or(UNEXPLAINED)
+            }
+            _ => "",
+        }
+    }
 }
 
 fn matches(labels: &[(String, String)], selector: &BTreeMap<String, OneOrMany>) -> bool {
@@ -475,6 +644,42 @@ fn convergence(run: &Run, flow: &str) -> Option<f64> {
     )
 }
 
+/// A series of per-interval rates (`interval_s` apart) averaged over consecutive bins of
+/// `bin_s` seconds (a last, partial bin is left out); the series itself without `bin_s`.
+fn binned(rates: &[f64], interval_s: f64, bin_s: Option<f64>) -> Vec<f64> {
+    let Some(bin_s) = bin_s else {
+        return rates.to_vec();
+    };
+    let per_bin = ((bin_s / interval_s).round() as usize).max(1);
+    rates
+        .chunks_exact(per_bin)
+        .filter_map(metrics::mean)
+        .collect()
+}
+
+/// Time from a flow's start until the mean of its received rate over the last 5 s (1 s bins,
+/// wire bytes, as targets are metered) first reaches `level_kbps`, read at the end of that 5 s
+/// window; never reached: its whole active time, a lower bound (a "sooner" claim cannot pass on
+/// a flow that never gets there).
+fn time_to_level(run: &Run, flow: &str, level_kbps: f64) -> Option<f64> {
+    let summary = run.flow_summary(flow)?;
+    let active: Vec<(f64, f64)> = run
+        .throughput_series(flow, Direction::Received)
+        .into_iter()
+        .filter(|(t, _)| *t > summary.start_s && *t <= summary.stop_s + 1e-9)
+        .collect();
+    let rates: Vec<f64> = active.iter().map(|(_, r)| *r).collect();
+    let window = ((5.0 / run.summary.interval_s).round() as usize).max(1);
+    // Full windows only: a first second of slow start is not a 5 s mean.
+    let reached = active
+        .iter()
+        .zip(metrics::trailing_mean(&rates, window))
+        .skip(window - 1)
+        .find(|(_, mean)| *mean >= level_kbps)
+        .map(|((t, _), _)| t - summary.start_s);
+    Some(reached.unwrap_or(summary.stop_s - summary.start_s))
+}
+
 /// Per-flow values of a metric in one run over `window`, or one run-wide value.
 fn measure(
     view: &RunView<'_>,
@@ -520,14 +725,36 @@ fn measure(
             .collect();
         statistic(&values, claim.statistic.as_deref())
     };
+    let side_kbps = |row: &tfrc_analysis::run::FlowRow| match claim.side.as_deref() {
+        Some("sender") => row.send_kbps,
+        _ => row.recv_kbps,
+    };
     match claim.metric.as_str() {
         "goodput" => per_flow(&goodput_kbps),
+        // The flows' summed series when the claim sums them (an aggregate's rate over time),
+        // else one series per flow; binned by `bin_s`, then `statistic`.
+        "throughput" if claim.aggregate.as_deref() == Some("sum") => {
+            let mut summed: BTreeMap<u64, f64> = BTreeMap::new();
+            for flow in flows {
+                for row in window_rows(run, flow, window) {
+                    *summed.entry((row.time_s * 1e6).round() as u64).or_default() +=
+                        side_kbps(row);
+                }
+            }
+            let rates: Vec<f64> = summed.into_values().collect();
+            vec![statistic(
+                &binned(&rates, run.summary.interval_s, claim.bin_s),
+                claim.statistic.as_deref(),
+            )]
+        }
         "throughput" => per_flow(&|flow| {
-            let rates: Vec<f64> = window_rows(run, flow, window)
-                .map(|r| r.recv_kbps)
-                .collect();
-            statistic(&rates, claim.statistic.as_deref())
+            let rates: Vec<f64> = window_rows(run, flow, window).map(side_kbps).collect();
+            statistic(
+                &binned(&rates, run.summary.interval_s, claim.bin_s),
+                claim.statistic.as_deref(),
+            )
         }),
+        "time to level" => per_flow(&|flow| time_to_level(run, flow, claim.level?)),
         "loss event rate p" => per_flow(&|flow| state_statistic(flow, |row| row.p)),
         "experienced RTT" => per_flow(&|flow| state_statistic(flow, |row| row.rtt_s)),
         "receiving ratio" => {
@@ -559,10 +786,33 @@ fn measure(
             // Never recovered: the time left in the run after the disturbance, a lower bound.
             Some(recovered.unwrap_or(run.summary.duration_s - end))
         }),
-        "Jain index" => {
-            let goodputs: Option<Vec<f64>> = flows.iter().map(|f| goodput_kbps(f)).collect();
-            vec![goodputs.and_then(|g| metrics::jain_index(&g))]
-        }
+        // Per bin of `bin_s` seconds when given (the index of each bin's goodputs, then
+        // `statistic` over the bins), else over the whole window.
+        "Jain index" => match claim.bin_s {
+            Some(bin_s) => {
+                let per_flow: Vec<Vec<f64>> = flows
+                    .iter()
+                    .map(|flow| {
+                        let rates: Vec<f64> = window_rows(run, flow, window)
+                            .map(|r| r.goodput_kbps)
+                            .collect();
+                        binned(&rates, run.summary.interval_s, Some(bin_s))
+                    })
+                    .collect();
+                let bins = per_flow.iter().map(Vec::len).min().unwrap_or(0);
+                let indices: Vec<f64> = (0..bins)
+                    .filter_map(|bin| {
+                        let goodputs: Vec<f64> = per_flow.iter().map(|rates| rates[bin]).collect();
+                        metrics::jain_index(&goodputs)
+                    })
+                    .collect();
+                vec![statistic(&indices, claim.statistic.as_deref())]
+            }
+            None => {
+                let goodputs: Option<Vec<f64>> = flows.iter().map(|f| goodput_kbps(f)).collect();
+                vec![goodputs.and_then(|g| metrics::jain_index(&g))]
+            }
+        },
         "TCP-friendliness T2/T1" => {
             let goodputs: Option<Vec<f64>> = flows.iter().map(|f| goodput_kbps(f)).collect();
             vec![goodputs.and_then(|g| metrics::mean(&g))]
@@ -581,7 +831,7 @@ fn aggregate(values: Vec<Option<f64>>, claim: &Claim) -> Vec<Option<f64>> {
     let run_wide = matches!(
         claim.metric.as_str(),
         "Jain index" | "TCP-friendliness T2/T1" | "link utilization"
-    ) || (claim.metric == "receiving ratio"
+    ) || (matches!(claim.metric.as_str(), "receiving ratio" | "throughput")
         && claim.aggregate.as_deref() == Some("sum"));
     if run_wide {
         return values;
@@ -589,6 +839,11 @@ fn aggregate(values: Vec<Option<f64>>, claim: &Claim) -> Vec<Option<f64>> {
     match claim.aggregate.as_deref() {
         Some("sum") => vec![values.iter().copied().sum::<Option<f64>>()],
         Some("mean") => vec![mean_of_all(values)],
+        // The first flow's value less the second's (B − A: which flow got more of a share).
+        Some("difference") => match values.as_slice() {
+            [Some(first), Some(second)] => vec![Some(first - second)],
+            _ => vec![None],
+        },
         _ => values,
     }
 }
@@ -723,7 +978,6 @@ fn paper_text(claim: &Claim) -> String {
                 "at_most" => "≤ ",
                 "below" => "< ",
                 "above" => "> ",
-                "below_capacity" => "< 1 × the link's mean capacity; nominal ",
                 _ => "",
             };
             format!("{symbol}{value}{unit}{tolerance}")
@@ -750,7 +1004,6 @@ impl Accepted {
 }
 
 /// What `relation` accepts, `None` for relations that are not criteria or lack their numbers.
-/// A `below_capacity` claim's values are fractions of their own run's capacity ([`sample`]).
 fn accepted(claim: &Claim) -> Option<Accepted> {
     let tolerance = claim.tolerance.unwrap_or(0.0);
     let closed = |low: f64, high: f64| Accepted {
@@ -774,7 +1027,6 @@ fn accepted(claim: &Claim) -> Option<Accepted> {
         "at_most" => closed(f64::NEG_INFINITY, claim.value? * (1.0 + tolerance)),
         "below" => open(f64::NEG_INFINITY, claim.value?),
         "above" => open(claim.value?, f64::INFINITY),
-        "below_capacity" => open(f64::NEG_INFINITY, 1.0),
         _ => return None,
     })
 }
@@ -873,6 +1125,25 @@ fn reduce_across(claim: &Claim, per_run: &[RunValues]) -> Vec<Option<f64>> {
                 _ => None,
             }
         }
+        // Each next value over the previous one along the label: one item per step, so that
+        // every step is judged with its own interval ("does not increase with n").
+        "steps" => {
+            let mut points = along(claim.along.as_deref().unwrap_or_default());
+            points.sort_by(|a, b| a.0.total_cmp(&b.0));
+            let mut xs: Vec<f64> = points.iter().map(|p| p.0).collect();
+            xs.dedup();
+            let at = |x: f64| -> Option<f64> {
+                let ys: Vec<f64> = points.iter().filter(|p| p.0 == x).map(|p| p.1).collect();
+                metrics::mean(&ys)
+            };
+            return xs
+                .windows(2)
+                .map(|pair| match (at(pair[1]), at(pair[0])) {
+                    (Some(next), Some(previous)) if previous != 0.0 => Some(next / previous),
+                    _ => None,
+                })
+                .collect();
+        }
         "spearman" => {
             let points = along(claim.along.as_deref().unwrap_or_default());
             let (xs, ys): (Vec<f64>, Vec<f64>) = points.into_iter().unzip();
@@ -915,10 +1186,6 @@ pub fn sample(
         };
         if let Some(base) = base {
             measured = divided(&measured, &run_values(base, claim, base_flows));
-        }
-        if claim.relation == "below_capacity" {
-            // Each run against its own bottleneck's mean capacity (a trace segment's mean).
-            measured = divided(&measured, &[view.capacity_kbps]);
         }
         let measured = measured
             .into_iter()
@@ -964,8 +1231,17 @@ pub fn judge(claim: &Claim, samples: &[Sample]) -> Outcome {
         ours,
         status,
         interval,
+        calibrated: None,
     };
     let measured: Vec<&Vec<Option<f64>>> = samples.iter().flatten().collect();
+    let calibration_target = |sample: &Sample| {
+        sample
+            .as_ref()
+            .is_err_and(|reason| reason == CALIBRATION_TARGET)
+    };
+    if !samples.is_empty() && samples.iter().all(calibration_target) {
+        return outcome("—".into(), Status::CalibrationTarget, None);
+    }
     if measured.is_empty() {
         let reason = samples
             .iter()
@@ -1067,6 +1343,8 @@ mod tests {
             threshold: None,
             reading: None,
             explanation: None,
+            cause: None,
+            calibrates: None,
             metric: "goodput".into(),
             relation: relation.into(),
             variant: BTreeMap::new(),
@@ -1081,6 +1359,9 @@ mod tests {
             across: None,
             cut: None,
             along: None,
+            bin_s: None,
+            level: None,
+            side: None,
             value,
             min: Some(0.84),
             max: Some(1.14),
@@ -1127,15 +1408,6 @@ mod tests {
         );
         assert_eq!(satisfies(&claim("range", None, None), 0.84), Some(true));
         assert_eq!(satisfies(&claim("range", None, None), 1.2), Some(false));
-        // below_capacity: values are fractions of the run's own capacity.
-        assert_eq!(
-            satisfies(&claim("below_capacity", Some(384.0), None), 1.0),
-            Some(false)
-        );
-        assert_eq!(
-            satisfies(&claim("below_capacity", Some(384.0), None), 0.22),
-            Some(true)
-        );
         assert_eq!(satisfies(&claim("qualitative", None, None), 1.0), None);
     }
 

@@ -179,6 +179,9 @@ pub struct Experiment {
     pub testbed: Vec<Run>,
     /// Replications 1 … N−1 of its runs, summaries only (for the bands of averaged figures).
     pub replicas: Vec<Vec<LoadedRun>>,
+    /// The calibrated condition (`[calibration.NAME]` of claims.toml) its runs were made
+    /// under; `None` for the experiment as its scenario file states it.
+    pub condition: Option<String>,
 }
 
 /// Every recorded testbed run under `dir` (run directories with a `summary.json`), in path
@@ -220,11 +223,13 @@ fn testbed_runs(recorded: &[Run], id: &str) -> Vec<Run> {
         .collect()
 }
 
-/// One experiment to run: its id, the scenario as loaded and its concrete variants.
+/// One experiment to run: its id, the scenario as loaded and its concrete variants, under its
+/// scenario file's conditions or a calibrated one.
 struct Plan {
     id: String,
     scenario: Scenario,
     variants: Vec<Scenario>,
+    condition: Option<String>,
 }
 
 /// The jobs of replication `replication` (runs shared by experiments that summarise others are
@@ -243,10 +248,11 @@ fn replication_jobs(
         for variant in &plan.variants {
             let replicated = variant.replicate(replication);
             let index = *job_of_key.entry(run_key(&replicated)).or_insert_with(|| {
-                let mut directory = out
-                    .join("runs")
-                    .join(&plan.id)
-                    .join(variant_directory(variant));
+                let mut directory = out.join("runs").join(&plan.id);
+                if let Some(condition) = &plan.condition {
+                    directory = directory.join(format!("calibrated-{condition}"));
+                }
+                directory = directory.join(variant_directory(variant));
                 if replication > 0 {
                     directory = directory.join(format!("replication-{replication}"));
                 }
@@ -255,7 +261,9 @@ fn replication_jobs(
                     directory,
                     scenario: replicated.clone(),
                     replication,
-                    keep_files,
+                    // The figures show the stated conditions only; a calibrated run's claims
+                    // are measured in memory.
+                    keep_files: keep_files && plan.condition.is_none(),
                 });
                 jobs.len() - 1
             });
@@ -301,44 +309,62 @@ fn load_experiments(
                 ns2: None,
                 testbed: Vec::new(),
                 replicas: Vec::new(),
+                condition: plan.condition.clone(),
             }
         })
         .collect()
 }
 
-/// What the claims see of the experiments' runs, by experiment id.
-fn run_views(experiments: &[Experiment]) -> BTreeMap<String, Vec<RunView<'_>>> {
-    experiments
+/// The runs of one condition (the stated one, or a calibration), by experiment id.
+type ViewsById<'a> = BTreeMap<String, Vec<RunView<'a>>>;
+
+/// What the claims see of the experiments' runs, by condition and experiment id: a claim's
+/// baseline experiment (`baseline_id`) is looked up under the same condition.
+fn run_views(experiments: &[Experiment]) -> BTreeMap<Option<String>, ViewsById<'_>> {
+    let mut views: BTreeMap<Option<String>, ViewsById<'_>> = BTreeMap::new();
+    for experiment in experiments {
+        views
+            .entry(experiment.condition.clone())
+            .or_default()
+            .insert(experiment.id.clone(), experiment_views(experiment));
+    }
+    views
+}
+
+fn experiment_views(experiment: &Experiment) -> Vec<RunView<'_>> {
+    experiment
+        .runs
         .iter()
-        .map(|experiment| {
-            let views = experiment
-                .runs
-                .iter()
-                .map(|loaded| RunView {
-                    labels: &loaded.scenario.variant,
-                    run: &loaded.run,
-                    disturbance: disturbance(&loaded.scenario),
-                    capacity_kbps: capacity_kbps(&loaded.scenario, &loaded.run),
-                })
-                .collect();
-            (experiment.id.clone(), views)
+        .map(|loaded| RunView {
+            labels: &loaded.scenario.variant,
+            run: &loaded.run,
+            disturbance: disturbance(&loaded.scenario),
+            capacity_kbps: capacity_kbps(&loaded.scenario, &loaded.run),
         })
         .collect()
 }
 
 /// Measures every claim of every experiment in one replication, on `threads` threads (by
-/// experiment); per experiment, one sample per claim, in order.
+/// experiment); per experiment, one sample per claim, in order. A claim that fixed a calibration's level is not sampled under that calibration (it holds
+/// there by construction).
 fn sample_claims(
     experiments: &[Experiment],
     claim_lists: &[&[claims::Claim]],
-    views: &BTreeMap<String, Vec<RunView<'_>>>,
+    views: &BTreeMap<Option<String>, ViewsById<'_>>,
     threads: usize,
 ) -> Vec<Vec<Sample>> {
     let order: Vec<usize> = (0..experiments.len()).collect();
     runner::parallel_map(&order, threads, |index| {
+        let experiment = &experiments[index];
+        let same_condition = &views[&experiment.condition];
         claim_lists[index]
             .iter()
-            .map(|claim| claims::sample(claim, &views[&experiments[index].id], views))
+            .map(|claim| {
+                if experiment.condition.is_some() && claim.calibrates == experiment.condition {
+                    return Err(claims::CALIBRATION_TARGET.to_string());
+                }
+                claims::sample(claim, &same_condition[&experiment.id], same_condition)
+            })
             .collect()
     })
 }
@@ -384,7 +410,31 @@ pub fn run(args: &ReproduceArgs) -> Result<Vec<ClaimRow>> {
             id: id.clone(),
             scenario,
             variants,
+            condition: None,
         });
+    }
+    // The same experiments again under each calibrated condition that names them.
+    for (name, calibration) in &claims.calibration {
+        let stated: Vec<&Plan> = plans
+            .iter()
+            .filter(|plan| calibration.experiments.contains(&plan.id))
+            .collect();
+        let mut calibrated = Vec::new();
+        for plan in stated {
+            let mut scenario = plan.scenario.clone();
+            scenario
+                .apply_sets(&calibration.set)
+                .map_err(anyhow::Error::new)
+                .with_context(|| format!("claims.toml: [calibration.{name}] on {}", plan.id))?;
+            let variants = scenario.expand().map_err(anyhow::Error::new)?;
+            calibrated.push(Plan {
+                id: plan.id.clone(),
+                scenario,
+                variants,
+                condition: Some(name.clone()),
+            });
+        }
+        plans.extend(calibrated);
     }
     let threads = runner::jobs_or_cores(args.jobs);
     let distinct = replication_jobs(&plans, 0, &args.out, true).0.len();
@@ -408,7 +458,9 @@ pub fn run(args: &ReproduceArgs) -> Result<Vec<ClaimRow>> {
     let ns2_thread = (!args.no_ns2 && ns_available).then(|| {
         let jobs: Vec<(String, Vec<Scenario>)> = plans
             .iter()
-            .filter(|plan| NS2_CONFORMANCE.contains(&plan.id.as_str()))
+            .filter(|plan| {
+                plan.condition.is_none() && NS2_CONFORMANCE.contains(&plan.id.as_str())
+            })
             .map(|plan| {
                 let variants = plan.variants.iter().map(|v| v.replicate(0)).collect();
                 (plan.id.clone(), variants)
@@ -511,6 +563,41 @@ pub fn run(args: &ReproduceArgs) -> Result<Vec<ClaimRow>> {
             experiment.replicas.push(runs);
         }
     }
+    let mut outcomes: Vec<Vec<Outcome>> = claim_lists
+        .iter()
+        .zip(&samples)
+        .map(|(list, collected)| {
+            list.iter()
+                .zip(collected)
+                .map(|(claim, samples)| claims::judge(claim, samples))
+                .collect()
+        })
+        .collect();
+    // Each claim's verdict under a calibrated condition goes beside its stated-condition one;
+    // the report's sections are the stated conditions' experiments.
+    let mut calibrated: HashMap<String, (String, Vec<Outcome>)> = HashMap::new();
+    let mut stated = Vec::new();
+    let mut stated_outcomes = Vec::new();
+    for (experiment, judged) in experiments.into_iter().zip(outcomes.drain(..)) {
+        match &experiment.condition {
+            Some(name) => {
+                calibrated.insert(experiment.id.clone(), (name.clone(), judged));
+            }
+            None => {
+                stated.push(experiment);
+                stated_outcomes.push(judged);
+            }
+        }
+    }
+    let mut experiments = stated;
+    for (experiment, judged) in experiments.iter().zip(stated_outcomes.iter_mut()) {
+        if let Some((name, under)) = calibrated.remove(&experiment.id) {
+            for (outcome, other) in judged.iter_mut().zip(under) {
+                outcome.calibrated = Some((name.clone(), Box::new(other)));
+            }
+        }
+    }
+    let outcomes = stated_outcomes;
     for experiment in &mut experiments {
         let id = experiment.id.clone();
         if NS2_CONFORMANCE.contains(&id.as_str()) {
@@ -530,16 +617,6 @@ pub fn run(args: &ReproduceArgs) -> Result<Vec<ClaimRow>> {
         }
         experiment.testbed = testbed_runs(&recorded, &id);
     }
-    let outcomes: Vec<Vec<Outcome>> = claim_lists
-        .iter()
-        .zip(&samples)
-        .map(|(list, collected)| {
-            list.iter()
-                .zip(collected)
-                .map(|(claim, samples)| claims::judge(claim, samples))
-                .collect()
-        })
-        .collect();
 
     let (report, claim_rows) = build_report(&experiments, &claims, &outcomes, replications, args)?;
     let counts = count_verdicts(&report);
@@ -688,8 +765,9 @@ fn run_ns2(
 fn setup_text(
     experiment: &Experiment,
     paper: Option<&claims::ExperimentClaims>,
-    citations: &std::collections::BTreeMap<String, String>,
+    claims_file: &claims::ClaimsFile,
 ) -> String {
+    let citations = &claims_file.papers;
     let scenario = &experiment.scenario;
     let mut text = String::new();
     if let Some(paper) = paper {
@@ -766,6 +844,19 @@ fn setup_text(
             }
         );
     }
+    for (name, calibration) in &claims_file.calibration {
+        if calibration.experiments.contains(&experiment.id) {
+            text += &format!(
+                "\n\nCalibrated condition `{name}`, a sensitivity column beside the default \
+                 verdict, which it never replaces: {} Level: **{}** (`{}`), fixed from {}. {}",
+                calibration.condition,
+                calibration.value,
+                calibration.set.join(" "),
+                calibration.source,
+                calibration.method
+            );
+        }
+    }
     text
 }
 
@@ -841,23 +932,33 @@ fn verdict(experiment: &Experiment, outcomes: &[Outcome]) -> Verdict {
 }
 
 /// The claims table of a section: each claim with the paper's words, the threshold's origin,
-/// the paper's number, ours with its interval, the verdict, and the explanation of a non-hold.
+/// the paper's number, ours with its interval, the verdict, the cause and explanation of a
+/// non-hold, and, where the experiment has a calibrated condition, the verdict under it.
 fn claims_table(outcomes: &[Outcome], replications: u32) -> Table {
+    let calibration = outcomes
+        .iter()
+        .find_map(|outcome| outcome.calibrated.as_ref().map(|(name, _)| name.clone()));
+    let mut columns = vec![
+        "claim",
+        "the paper says",
+        "threshold",
+        "paper",
+        "ours",
+        "verdict",
+        "cause",
+        "why",
+    ]
+    .into_iter()
+    .map(String::from)
+    .collect::<Vec<_>>();
+    if let Some(name) = &calibration {
+        columns.push(format!("under the calibrated condition ({name})"));
+    }
     let mut table = Table::new(
         format!(
             "Claims (ours: mean over {replications} replication(s) [95 % confidence interval])"
         ),
-        [
-            "claim",
-            "the paper says",
-            "threshold",
-            "paper",
-            "ours",
-            "verdict",
-            "why",
-        ]
-        .map(String::from)
-        .to_vec(),
+        columns,
     );
     for outcome in outcomes {
         let claim = &outcome.claim;
@@ -868,6 +969,7 @@ fn claims_table(outcomes: &[Outcome], replications: u32) -> Table {
         };
         let threshold = match claim.threshold.as_deref() {
             Some("paper") => "the paper's",
+            Some("catalogue") => "the catalogue's (a number the paper leaves unstated)",
             Some("ours") => "ours (the paper gives no number)",
             _ => "not recorded",
         };
@@ -878,15 +980,28 @@ fn claims_table(outcomes: &[Outcome], replications: u32) -> Table {
                 .unwrap_or_else(|| "(no explanation recorded yet)".to_string()),
             _ => String::new(),
         };
-        table = table.row(vec![
+        let mut row = vec![
             format!("{} [{}]", claim.text, claim.metric),
             said,
             threshold.to_string(),
             outcome.paper.clone(),
             outcome.ours.clone(),
             outcome.status.text(),
+            outcome.cause().to_string(),
             why,
-        ]);
+        ];
+        if calibration.is_some() {
+            row.push(match &outcome.calibrated {
+                Some((_, under)) => match under.status {
+                    Status::Holds | Status::Differs | Status::Inconclusive => {
+                        format!("{}: {}", under.status.text(), under.ours)
+                    }
+                    _ => under.status.text(),
+                },
+                None => String::new(),
+            });
+        }
+        table = table.row(row);
     }
     table
 }
@@ -928,6 +1043,19 @@ pub struct ClaimRow {
     pub quote: String,
     /// How we read it.
     pub reading: String,
+    /// The cause of a `differs` or `inconclusive` verdict (a word of the documented vocabulary,
+    /// or `unexplained`); empty for other verdicts.
+    pub cause: String,
+    /// The verdict under the experiment's calibrated condition (empty where it has none).
+    pub calibrated: String,
+    /// Mean over the replications under the calibrated condition.
+    pub calibrated_mean: Option<f64>,
+    /// Lower end of its 95 % interval.
+    pub calibrated_ci_low: Option<f64>,
+    /// Upper end of its 95 % interval.
+    pub calibrated_ci_high: Option<f64>,
+    /// The calibrated condition: its name and level.
+    pub calibration: String,
 }
 
 fn build_report(
@@ -973,7 +1101,7 @@ fn build_report(
             None => experiment.id.clone(),
         };
         let mut section = Section::new(&experiment.id, title)
-            .setup(setup_text(experiment, paper, &claims_file.papers))
+            .setup(setup_text(experiment, paper, claims_file))
             .paper_result(
                 paper
                     .map(|paper| paper.result.clone())
@@ -1001,6 +1129,7 @@ fn build_report(
         }
         for outcome in outcomes {
             let claim = &outcome.claim;
+            let under = outcome.calibrated.as_ref().map(|(_, under)| under.as_ref());
             claim_rows.push(ClaimRow {
                 experiment: experiment.id.clone(),
                 claim: claim.text.clone(),
@@ -1017,6 +1146,21 @@ fn build_report(
                 source: claim.source.clone().unwrap_or_default(),
                 quote: claim.quote.clone().unwrap_or_default(),
                 reading: claim.reading.clone().unwrap_or_default(),
+                cause: outcome.cause().to_string(),
+                calibrated: under.map(|u| u.status.text()).unwrap_or_default(),
+                calibrated_mean: under.and_then(|u| u.interval.map(|i| i.mean)),
+                calibrated_ci_low: under.and_then(|u| u.interval.map(|i| i.low)),
+                calibrated_ci_high: under.and_then(|u| u.interval.map(|i| i.high)),
+                calibration: outcome
+                    .calibrated
+                    .as_ref()
+                    .map(|(name, _)| {
+                        claims_file
+                            .calibration
+                            .get(name)
+                            .map_or(name.clone(), |c| format!("{name}: {}", c.value))
+                    })
+                    .unwrap_or_default(),
             });
         }
         for failure in &experiment.failures {
