@@ -21,6 +21,10 @@ enum Command {
     /// Reproduce every experiment of the papers in the simulator and write a report
     /// (index.html, report.md) with the papers' numbers beside ours.
     Reproduce(reproduce::ReproduceArgs),
+    /// Print the papers' claims that `tfrc reproduce` judges (scenarios/claims.toml) as a
+    /// Markdown catalogue: every claim's encoding, the verdict, threshold and cause words, the
+    /// calibrated conditions (docs/claims.md is this output).
+    Claims(reproduce::catalogue::ClaimsArgs),
     /// Run the RMCAT test cases of RFC 8867 §5 (scenarios/rmcat/) with media flows over TFRC,
     /// gTFRC and TFRC-SP and write a report (RFC 8868's metrics, one figure per case).
     Rmcat(rmcat::RmcatArgs),
@@ -137,6 +141,7 @@ fn main() -> Result<()> {
         Command::Conformance(args) => conformance::run(&args),
         Command::Plot(args) => plot::run(&args),
         Command::Reproduce(args) => reproduce::run(&args).map(drop),
+        Command::Claims(args) => reproduce::catalogue::run(&args),
         Command::Rmcat(args) => rmcat::run(&args),
         Command::Stream(args) => etp::stream_app::run(&args),
         Command::Emulate(args) => tfrc_emu::cli::run_emulate(&args),

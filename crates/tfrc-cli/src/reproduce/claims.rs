@@ -195,7 +195,10 @@ pub const THRESHOLDS: [(&str, &str); 3] = [
         "a number the paper leaves unstated, set by the experiment catalogue (EXPERIMENTS.md): \
          a split of a stated sum, a run length",
     ),
-    ("ours", "the paper gives no number; the bound is ours and its reading says why"),
+    (
+        "ours",
+        "the paper gives no number; the bound is ours and its reading says why",
+    ),
 ];
 
 /// The causes a `differs` or `inconclusive` verdict is put down to (`cause`), with what each
@@ -356,7 +359,9 @@ pub fn validate(file: &ClaimsFile) -> Result<()> {
             }
             if let Some(side) = &claim.side {
                 if side != "sender" && side != "receiver" {
-                    fail(format!("side must be \"sender\" or \"receiver\", got {side:?}"))?;
+                    fail(format!(
+                        "side must be \"sender\" or \"receiver\", got {side:?}"
+                    ))?;
                 }
             }
             if claim.metric == "time to level" && claim.level.is_none() {
@@ -737,8 +742,7 @@ fn measure(
             let mut summed: BTreeMap<u64, f64> = BTreeMap::new();
             for flow in flows {
                 for row in window_rows(run, flow, window) {
-                    *summed.entry((row.time_s * 1e6).round() as u64).or_default() +=
-                        side_kbps(row);
+                    *summed.entry((row.time_s * 1e6).round() as u64).or_default() += side_kbps(row);
                 }
             }
             let rates: Vec<f64> = summed.into_values().collect();
@@ -952,16 +956,26 @@ fn format_number(value: f64) -> String {
     }
 }
 
-fn paper_text(claim: &Claim) -> String {
+/// The paper's number(s) with the relation, as the report writes them (`≈ 447 kb/s (±10 %)`).
+pub(crate) fn paper_text(claim: &Claim) -> String {
     let unit = claim.unit.as_deref().unwrap_or("");
     let unit = if unit == "ratio" || unit == "index" || unit == "fraction" {
         String::new()
     } else {
         format!(" {unit}")
     };
+    // Whole percents as such (± 10 %), derived ones to the digit that matters (± 1.5 %, ± 2.13 %).
     let tolerance = claim
         .tolerance
-        .map(|t| format!(" (±{:.0} %)", t * 100.0))
+        .map(|t| {
+            let percent = t * 100.0;
+            let text = [0, 1, 2]
+                .into_iter()
+                .map(|digits| format!("{percent:.digits$}"))
+                .find(|text| (text.parse::<f64>().unwrap_or(f64::NAN) - percent).abs() < 1e-9)
+                .unwrap_or_else(|| format!("{percent:.2}"));
+            format!(" (±{text} %)")
+        })
         .unwrap_or_default();
     match claim.relation.as_str() {
         "range" => format!(
@@ -1692,6 +1706,71 @@ mod tests {
     }
 
     #[test]
+    fn steps_give_one_item_per_step_along_the_label() {
+        let per_run: Vec<RunValues> = [("4", 1.7), ("8", 1.05), ("16", 1.03), ("64", 1.07)]
+            .iter()
+            .map(|(n, gain)| {
+                (
+                    vec![("flows".to_string(), n.to_string())],
+                    vec![Some(*gain)],
+                )
+            })
+            .collect();
+        let mut c = claim("at_most", Some(1.0), Some(0.05));
+        c.across = Some("steps".into());
+        c.along = Some("flows".into());
+        let steps = reduce_across(&c, &per_run);
+        assert_eq!(steps.len(), 3);
+        let expected = [1.05 / 1.7, 1.03 / 1.05, 1.07 / 1.03];
+        for (step, expected) in steps.iter().zip(expected) {
+            assert!((step.unwrap() - expected).abs() < 1e-12);
+        }
+        // A gain that rises from one step to the next by more than the tolerance fails the
+        // claim, which last_over_first (64 against 4) would have passed.
+        let samples: Vec<Sample> = (0..10)
+            .map(|i| {
+                let jitter = 1e-3 * f64::from(i);
+                Ok(vec![
+                    Some(0.6 + jitter),
+                    Some(0.98 + jitter),
+                    Some(1.10 + jitter),
+                ])
+            })
+            .collect();
+        assert_eq!(judge(&c, &samples).status, Status::Differs);
+    }
+
+    #[test]
+    fn difference_and_bins_reduce_as_documented() {
+        let mut c = claim("above", Some(-391.5), None);
+        c.aggregate = Some("difference".into());
+        assert_eq!(
+            aggregate(vec![Some(350.0), Some(640.0)], &c),
+            vec![Some(-290.0)]
+        );
+        assert_eq!(aggregate(vec![Some(350.0), None], &c), vec![None]);
+        // Bins of 2 s over 1 s rates; a last, partial bin is left out.
+        assert_eq!(
+            binned(&[1.0, 3.0, 5.0, 7.0, 9.0], 1.0, Some(2.0)),
+            vec![2.0, 6.0]
+        );
+        assert_eq!(binned(&[1.0, 3.0], 1.0, None), vec![1.0, 3.0]);
+    }
+
+    #[test]
+    fn a_non_hold_carries_its_cause_and_a_calibration_target_is_not_judged() {
+        let mut c = claim("at_most", Some(10.0), None);
+        let differs: Vec<Sample> = (0..5).map(|i| sample_of(&[12.0 + f64::from(i)])).collect();
+        assert_eq!(judge(&c, &differs).cause(), UNEXPLAINED);
+        c.cause = Some("noise".into());
+        assert_eq!(judge(&c, &differs).cause(), "noise");
+        let holds: Vec<Sample> = (0..5).map(|i| sample_of(&[1.0 + f64::from(i)])).collect();
+        assert_eq!(judge(&c, &holds).cause(), "");
+        let target: Vec<Sample> = vec![Err(CALIBRATION_TARGET.to_string()); 3];
+        assert_eq!(judge(&c, &target).status, Status::CalibrationTarget);
+    }
+
+    #[test]
     fn label_numbers_are_the_last_number() {
         assert_eq!(label_number("enh-b2"), Some(2.0));
         assert_eq!(label_number("single-p0.01"), Some(0.01));
@@ -1758,6 +1837,34 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("unknown metric"));
+        // The threshold, cause, aggregate and side vocabularies; an explanation needs a cause
+        // and a cause its explanation; a calibration must exist.
+        let catalogue = text("relation = \"approx\"\nvalue = 1.0")
+            .replace("threshold = \"paper\"", "threshold = \"catalogue\"");
+        let file: ClaimsFile = toml::from_str(&catalogue).unwrap();
+        assert!(validate(&file).is_ok());
+        for (extra, expected) in [
+            (
+                "explanation = \"why\"\ncause = \"bad luck\"",
+                "unknown cause",
+            ),
+            ("explanation = \"why\"", "needs a `cause`"),
+            ("cause = \"noise\"", "needs the `explanation`"),
+            ("aggregate = \"median\"", "unknown aggregate"),
+            ("side = \"middle\"", "side must be"),
+            ("calibrates = \"nowhere\"", "no such [calibration.nowhere]"),
+            ("bin_s = -1.0", "`bin_s` must be a positive number"),
+        ] {
+            let error = check(&format!("relation = \"approx\"\nvalue = 1.0\n{extra}")).unwrap_err();
+            assert!(error.contains(expected), "{extra}: {error}");
+        }
+        assert!(check(
+            "relation = \"approx\"\nvalue = 1.0\nexplanation = \"why\"\ncause = \"paper-inconsistent\""
+        )
+        .is_ok());
+        assert!(check("relation = \"below_capacity\"\nvalue = 384.0")
+            .unwrap_err()
+            .contains("unknown relation"));
         let unquoted = text("relation = \"approx\"\nvalue = 1.0").replace("quote = \"q\"\n", "");
         let file: ClaimsFile = toml::from_str(&unquoted).unwrap();
         assert!(validate(&file)

@@ -2,6 +2,7 @@
 //! simulator, measured against the papers' claims (`scenarios/claims.toml`), and written up as
 //! `report.md` and `index.html` with the figures and the raw files of every run.
 
+pub mod catalogue;
 mod claims;
 pub(crate) mod figures;
 pub mod runner;
@@ -75,8 +76,10 @@ pub struct ReproduceArgs {
     pub keep_runs: bool,
 }
 
-fn scenarios_dir(args: &ReproduceArgs) -> PathBuf {
-    if let Some(dir) = &args.scenarios {
+/// The scenarios folder: the one given, else ./scenarios when it has a claims.toml, else the
+/// source tree's.
+fn scenarios_dir(given: Option<&PathBuf>) -> PathBuf {
+    if let Some(dir) = given {
         return dir.clone();
     }
     let local = PathBuf::from("scenarios");
@@ -372,7 +375,7 @@ fn sample_claims(
 /// `tfrc reproduce`: runs, judges and writes the report; returns the claims table.
 pub fn run(args: &ReproduceArgs) -> Result<Vec<ClaimRow>> {
     let started = WallInstant::now();
-    let dir = scenarios_dir(args);
+    let dir = scenarios_dir(args.scenarios.as_ref());
     let known = experiment_ids(&dir)?;
     let ids: Vec<String> = if args.only.is_empty() {
         known.clone()
@@ -458,9 +461,7 @@ pub fn run(args: &ReproduceArgs) -> Result<Vec<ClaimRow>> {
     let ns2_thread = (!args.no_ns2 && ns_available).then(|| {
         let jobs: Vec<(String, Vec<Scenario>)> = plans
             .iter()
-            .filter(|plan| {
-                plan.condition.is_none() && NS2_CONFORMANCE.contains(&plan.id.as_str())
-            })
+            .filter(|plan| plan.condition.is_none() && NS2_CONFORMANCE.contains(&plan.id.as_str()))
             .map(|plan| {
                 let variants = plan.variants.iter().map(|v| v.replicate(0)).collect();
                 (plan.id.clone(), variants)
