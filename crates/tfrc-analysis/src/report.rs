@@ -5,6 +5,10 @@
 //! directory), the paper's stated result, a table of measured numbers (paper vs ours), extra
 //! tables, links to the raw CSV/JSON of its runs, and a [`Verdict`].
 //!
+//! Free text (intro, setup, the paper's result, verdict explanations, figure captions, table
+//! cells) is Markdown: `report.md` carries it as is, `index.html` renders it
+//! ([`crate::markdown`], raw HTML escaped).
+//!
 //! ```no_run
 //! use tfrc_analysis::report::{Report, Section, Verdict};
 //!
@@ -29,6 +33,7 @@ use std::path::{Component, Path, PathBuf};
 
 use base64::Engine;
 
+use crate::markdown::{self, Flow};
 use crate::table::{escape_html, Table};
 
 /// What went wrong while writing a report. Each variant names the file or section.
@@ -485,8 +490,9 @@ impl Report {
         out
     }
 
-    /// The HTML report: one page, inline CSS, every text escaped. With [`Images::Embedded`]
-    /// figures are read from `dir` and embedded.
+    /// The HTML report: one page, inline CSS. Titles and paths are escaped; free text and table
+    /// cells are Markdown rendered by [`markdown::to_html`] (raw HTML escaped). With
+    /// [`Images::Embedded`] figures are read from `dir` and embedded.
     pub fn to_html(&self, dir: &Path) -> Result<String, ReportError> {
         let title = escape_html(&self.title);
         let mut out = format!(
@@ -494,7 +500,7 @@ impl Report {
              <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
              <title>{title}</title>\n<style>{CSS}</style>\n</head>\n<body>\n<h1>{title}</h1>\n"
         );
-        out.push_str(&paragraphs(&self.intro));
+        out.push_str(&markdown::to_html(&self.intro, Flow::Block));
         if !self.sections.is_empty() {
             out.push_str("<table class=\"summary\">\n<caption>Summary</caption>\n");
             out.push_str("<thead><tr><th>experiment</th><th>title</th><th>verdict</th></tr></thead>\n<tbody>\n");
@@ -520,7 +526,7 @@ impl Report {
             ));
             if !section.setup.is_empty() {
                 out.push_str("<h3>Setup</h3>\n");
-                out.push_str(&paragraphs(&section.setup));
+                out.push_str(&markdown::to_html(&section.setup, Flow::Block));
             }
             if !section.figures.is_empty() {
                 out.push_str("<h3>Our figures</h3>\n");
@@ -529,16 +535,18 @@ impl Report {
                         Images::Linked => escape_html(&url_path(&figure.path)),
                         Images::Embedded => data_uri(&dir.join(&figure.path))?,
                     };
-                    let caption = escape_html(&figure.caption);
+                    // The alt text is the caption as written (an attribute shows no markup).
                     out.push_str(&format!(
-                        "<figure><img src=\"{source}\" alt=\"{caption}\">\
-                         <figcaption>{caption}</figcaption></figure>\n"
+                        "<figure><img src=\"{source}\" alt=\"{alt}\">\
+                         <figcaption>{caption}</figcaption></figure>\n",
+                        alt = escape_html(&figure.caption),
+                        caption = markdown::to_html(&figure.caption, Flow::Inline),
                     ));
                 }
             }
             if !section.paper_result.is_empty() {
                 out.push_str("<h3>Paper's result</h3>\n");
-                out.push_str(&paragraphs(&section.paper_result));
+                out.push_str(&markdown::to_html(&section.paper_result, Flow::Block));
             }
             if !section.measurements.is_empty() {
                 out.push_str("<h3>Our measurements</h3>\n");
@@ -566,7 +574,7 @@ impl Report {
                 if explanation.is_empty() {
                     String::new()
                 } else {
-                    format!(" {}", escape_html(explanation))
+                    format!(" {}", markdown::to_html(explanation, Flow::Inline))
                 }
             ));
         }
@@ -596,15 +604,6 @@ impl Report {
         }
         Ok(files)
     }
-}
-
-/// Escaped HTML paragraphs from text whose paragraphs are separated by blank lines.
-fn paragraphs(text: &str) -> String {
-    text.split("\n\n")
-        .map(str::trim)
-        .filter(|p| !p.is_empty())
-        .map(|p| format!("<p>{}</p>\n", escape_html(p)))
-        .collect()
 }
 
 /// A relative path as a URL path: `/` separators, characters outside the unreserved set
@@ -671,6 +670,32 @@ mod tests {
             "differs: slower"
         );
         assert_eq!(Verdict::NotRun("no ns-2".into()).name(), "not run");
+    }
+
+    #[test]
+    fn html_free_text_is_markdown_with_raw_html_escaped() {
+        let report = Report::new("r")
+            .intro("The claim **holds** here.\n\nSecond <script>alert(1)</script>.")
+            .section(
+                Section::new("e", "t")
+                    .setup("Scenario `scenarios/e.toml`.")
+                    .figure("e/rate.png", "Rate of `a` <b>x</b>")
+                    .paper_result("*Nearly* 25 s.")
+                    .verdict(Verdict::Differs("ours **37.8** s, see `tfrc sim`".into())),
+            );
+        let html = report.to_html(Path::new(".")).unwrap();
+        for text in [
+            "<p>The claim <strong>holds</strong> here.</p>",
+            "<p>Second &lt;script&gt;alert(1)&lt;/script&gt;.</p>",
+            "<p>Scenario <code>scenarios/e.toml</code>.</p>",
+            "<p><em>Nearly</em> 25 s.</p>",
+            "alt=\"Rate of `a` &lt;b&gt;x&lt;/b&gt;\"",
+            "<figcaption>Rate of <code>a</code> &lt;b&gt;x&lt;/b&gt;</figcaption>",
+            "Verdict: differs</span> ours <strong>37.8</strong> s, see <code>tfrc sim</code></p>",
+        ] {
+            assert!(html.contains(text), "no {text:?} in:\n{html}");
+        }
+        assert!(!html.contains("<script"), "{html}");
     }
 
     #[test]
