@@ -1028,6 +1028,14 @@ fn build_report(
                 section = section.raw_data(relative.to_path_buf());
             }
         }
+        let count = |status: Status| outcomes.iter().filter(|o| o.status == status).count();
+        section = section.claim_counts(
+            count(Status::Holds),
+            count(Status::Differs),
+            count(Status::Inconclusive),
+        );
+        // causes: filled by the claims' cause field
+        section = section.causes(Vec::new());
         report = report.section(section.verdict(verdict(experiment, outcomes)));
     }
     std::fs::create_dir_all(&args.out)
