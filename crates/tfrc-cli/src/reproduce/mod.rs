@@ -256,6 +256,7 @@ fn replication_jobs(
                     scenario: replicated.clone(),
                     replication,
                     keep_files,
+                    compress_files: true,
                 });
                 jobs.len() - 1
             });
