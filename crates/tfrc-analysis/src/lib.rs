@@ -19,7 +19,9 @@
 //! - [`table`]: Markdown/HTML tables, and paper 002's Table I (`p_N / p_1`).
 //! - [`report`]: the reproduction report, `report.md` and a self-contained `index.html`, one
 //!   section per experiment with setup, figures, the paper's result, measured numbers and a
-//!   verdict.
+//!   verdict; the summary counts each experiment's claims and lists their causes.
+//! - [`markdown`]: the report's free text (Markdown) rendered as HTML for `index.html`, raw
+//!   HTML escaped.
 //!
 //! # Example
 //! ```no_run
@@ -39,6 +41,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+pub mod markdown;
 pub mod measure;
 pub mod metrics;
 pub mod plot;

@@ -3,7 +3,13 @@
 //!
 //! Each [`Section`] holds the experiment's setup, our figures (paths relative to the report
 //! directory), the paper's stated result, a table of measured numbers (paper vs ours), extra
-//! tables, links to the raw CSV/JSON of its runs, and a [`Verdict`].
+//! tables, links to the raw CSV/JSON of its runs, and a [`Verdict`]; optionally how many of
+//! its claims held, differed or were inconclusive, and the causes of those that did not hold,
+//! which the summary table lists per experiment.
+//!
+//! Free text (intro, setup, the paper's result, verdict explanations, figure captions, table
+//! cells) is Markdown: `report.md` carries it as is, `index.html` renders it
+//! ([`crate::markdown`], raw HTML escaped).
 //!
 //! ```no_run
 //! use tfrc_analysis::report::{Report, Section, Verdict};
@@ -29,6 +35,7 @@ use std::path::{Component, Path, PathBuf};
 
 use base64::Engine;
 
+use crate::markdown::{self, Flow};
 use crate::table::{escape_html, Table};
 
 /// What went wrong while writing a report. Each variant names the file or section.
@@ -154,6 +161,50 @@ pub fn format_value(value: Option<f64>, precision: usize) -> String {
     }
 }
 
+/// How many of a section's claims held, differed and were inconclusive (claims that could not
+/// be measured are in none of them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ClaimCounts {
+    /// Claims that hold.
+    pub held: usize,
+    /// Claims that differ.
+    pub differ: usize,
+    /// Claims whose interval straddles the threshold.
+    pub inconclusive: usize,
+}
+
+impl fmt::Display for ClaimCounts {
+    /// `held / differ / inconclusive`, e.g. `5 / 1 / 2` (the summary's column header names
+    /// the three).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} / {} / {}", self.held, self.differ, self.inconclusive)
+    }
+}
+
+/// The causes of a section's non-holding claims as the summary lists them: equal causes
+/// grouped as `cause ×N` (`×N` only when N > 1), in the order first seen, comma-separated;
+/// e.g. `paper-network-not-modelled ×2, noise`.
+pub fn cause_summary(causes: &[String]) -> String {
+    let mut grouped: Vec<(&str, usize)> = Vec::new();
+    for cause in causes {
+        match grouped.iter_mut().find(|(seen, _)| *seen == cause.as_str()) {
+            Some((_, count)) => *count += 1,
+            None => grouped.push((cause, 1)),
+        }
+    }
+    grouped
+        .iter()
+        .map(|(cause, count)| {
+            if *count > 1 {
+                format!("{cause} ×{count}")
+            } else {
+                (*cause).to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// One experiment's section.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Section {
@@ -175,6 +226,12 @@ pub struct Section {
     pub raw_data: Vec<PathBuf>,
     /// The verdict.
     pub verdict: Verdict,
+    /// How many of its claims held, differed and were inconclusive (`None`: not counted, an
+    /// empty cell in the summary).
+    pub claim_counts: Option<ClaimCounts>,
+    /// The cause of each of its claims that did not hold, one entry per claim (the summary
+    /// groups equal ones, [`cause_summary`]).
+    pub causes: Vec<String>,
 }
 
 impl Section {
@@ -190,6 +247,8 @@ impl Section {
             tables: Vec::new(),
             raw_data: Vec::new(),
             verdict: Verdict::NotRun("no result recorded".to_string()),
+            claim_counts: None,
+            causes: Vec::new(),
         }
     }
 
@@ -244,6 +303,23 @@ impl Section {
     /// Sets the verdict.
     pub fn verdict(mut self, verdict: Verdict) -> Section {
         self.verdict = verdict;
+        self
+    }
+
+    /// Sets how many of its claims held, differed and were inconclusive, for the summary.
+    pub fn claim_counts(mut self, held: usize, differ: usize, inconclusive: usize) -> Section {
+        self.claim_counts = Some(ClaimCounts {
+            held,
+            differ,
+            inconclusive,
+        });
+        self
+    }
+
+    /// Sets the causes of its claims that did not hold, one entry per claim (equal causes
+    /// repeated), for the summary.
+    pub fn causes(mut self, causes: Vec<String>) -> Section {
+        self.causes = causes;
         self
     }
 
@@ -373,6 +449,24 @@ impl Report {
         self
     }
 
+    /// Whether the summary has the `claims` and `causes` columns: when some section has claim
+    /// counts or causes (a report without claims keeps three columns).
+    fn has_claim_columns(&self) -> bool {
+        self.sections
+            .iter()
+            .any(|section| section.claim_counts.is_some() || !section.causes.is_empty())
+    }
+
+    /// The summary's column headers.
+    fn summary_columns(&self) -> Vec<String> {
+        let mut columns = vec!["experiment".into(), "title".into(), "verdict".into()];
+        if self.has_claim_columns() {
+            columns.push("held / differ / inconclusive".into());
+            columns.push("causes".into());
+        }
+        columns
+    }
+
     /// Checks section ids and that every figure and raw-data file is inside `dir` and exists.
     pub fn check(&self, dir: &Path) -> Result<(), ReportError> {
         let mut seen = HashSet::new();
@@ -415,16 +509,17 @@ impl Report {
             out.push_str(&format!("{}\n\n", self.intro.trim()));
         }
         if !self.sections.is_empty() {
-            let mut summary = Table::new(
-                "Summary",
-                vec!["experiment".into(), "title".into(), "verdict".into()],
-            );
+            let mut summary = Table::new("Summary", self.summary_columns());
             for section in &self.sections {
-                summary = summary.row(vec![
+                let mut row = vec![
                     format!("[{}](#{})", section.id, section.anchor()),
                     section.title.clone(),
                     section.verdict.name().to_string(),
-                ]);
+                ];
+                if self.has_claim_columns() {
+                    row.extend(claim_cells(section));
+                }
+                summary = summary.row(row);
             }
             out.push_str(&summary.to_markdown());
             out.push('\n');
@@ -485,8 +580,9 @@ impl Report {
         out
     }
 
-    /// The HTML report: one page, inline CSS, every text escaped. With [`Images::Embedded`]
-    /// figures are read from `dir` and embedded.
+    /// The HTML report: one page, inline CSS. Titles and paths are escaped; free text and table
+    /// cells are Markdown rendered by [`markdown::to_html`] (raw HTML escaped). With
+    /// [`Images::Embedded`] figures are read from `dir` and embedded.
     pub fn to_html(&self, dir: &Path) -> Result<String, ReportError> {
         let title = escape_html(&self.title);
         let mut out = format!(
@@ -494,20 +590,32 @@ impl Report {
              <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
              <title>{title}</title>\n<style>{CSS}</style>\n</head>\n<body>\n<h1>{title}</h1>\n"
         );
-        out.push_str(&paragraphs(&self.intro));
+        out.push_str(&markdown::to_html(&self.intro, Flow::Block));
         if !self.sections.is_empty() {
-            out.push_str("<table class=\"summary\">\n<caption>Summary</caption>\n");
-            out.push_str("<thead><tr><th>experiment</th><th>title</th><th>verdict</th></tr></thead>\n<tbody>\n");
+            out.push_str("<table class=\"summary\">\n<caption>Summary</caption>\n<thead><tr>");
+            for column in self.summary_columns() {
+                out.push_str(&format!("<th>{}</th>", escape_html(&column)));
+            }
+            out.push_str("</tr></thead>\n<tbody>\n");
             for section in &self.sections {
                 out.push_str(&format!(
                     "<tr><td><a href=\"#{anchor}\">{id}</a></td><td>{title}</td>\
-                     <td><span class=\"verdict {class}\">{verdict}</span></td></tr>\n",
+                     <td><span class=\"verdict {class}\">{verdict}</span></td>",
                     anchor = section.anchor(),
                     id = escape_html(&section.id),
                     title = escape_html(&section.title),
                     class = section.verdict.css_class(),
                     verdict = section.verdict.name(),
                 ));
+                if self.has_claim_columns() {
+                    for cell in claim_cells(section) {
+                        out.push_str(&format!(
+                            "<td>{}</td>",
+                            markdown::to_html(&cell, Flow::Inline)
+                        ));
+                    }
+                }
+                out.push_str("</tr>\n");
             }
             out.push_str("</tbody>\n</table>\n");
         }
@@ -520,7 +628,7 @@ impl Report {
             ));
             if !section.setup.is_empty() {
                 out.push_str("<h3>Setup</h3>\n");
-                out.push_str(&paragraphs(&section.setup));
+                out.push_str(&markdown::to_html(&section.setup, Flow::Block));
             }
             if !section.figures.is_empty() {
                 out.push_str("<h3>Our figures</h3>\n");
@@ -529,16 +637,18 @@ impl Report {
                         Images::Linked => escape_html(&url_path(&figure.path)),
                         Images::Embedded => data_uri(&dir.join(&figure.path))?,
                     };
-                    let caption = escape_html(&figure.caption);
+                    // The alt text is the caption as written (an attribute shows no markup).
                     out.push_str(&format!(
-                        "<figure><img src=\"{source}\" alt=\"{caption}\">\
-                         <figcaption>{caption}</figcaption></figure>\n"
+                        "<figure><img src=\"{source}\" alt=\"{alt}\">\
+                         <figcaption>{caption}</figcaption></figure>\n",
+                        alt = escape_html(&figure.caption),
+                        caption = markdown::to_html(&figure.caption, Flow::Inline),
                     ));
                 }
             }
             if !section.paper_result.is_empty() {
                 out.push_str("<h3>Paper's result</h3>\n");
-                out.push_str(&paragraphs(&section.paper_result));
+                out.push_str(&markdown::to_html(&section.paper_result, Flow::Block));
             }
             if !section.measurements.is_empty() {
                 out.push_str("<h3>Our measurements</h3>\n");
@@ -566,7 +676,7 @@ impl Report {
                 if explanation.is_empty() {
                     String::new()
                 } else {
-                    format!(" {}", escape_html(explanation))
+                    format!(" {}", markdown::to_html(explanation, Flow::Inline))
                 }
             ));
         }
@@ -598,13 +708,14 @@ impl Report {
     }
 }
 
-/// Escaped HTML paragraphs from text whose paragraphs are separated by blank lines.
-fn paragraphs(text: &str) -> String {
-    text.split("\n\n")
-        .map(str::trim)
-        .filter(|p| !p.is_empty())
-        .map(|p| format!("<p>{}</p>\n", escape_html(p)))
-        .collect()
+/// A section's `claims` and `causes` cells of the summary: empty when not counted.
+fn claim_cells(section: &Section) -> [String; 2] {
+    [
+        section
+            .claim_counts
+            .map_or(String::new(), |counts| counts.to_string()),
+        cause_summary(&section.causes),
+    ]
 }
 
 /// A relative path as a URL path: `/` separators, characters outside the unreserved set
@@ -671,6 +782,102 @@ mod tests {
             "differs: slower"
         );
         assert_eq!(Verdict::NotRun("no ns-2".into()).name(), "not run");
+    }
+
+    #[test]
+    fn causes_are_grouped_in_first_seen_order() {
+        let causes = [
+            "paper-network-not-modelled",
+            "noise",
+            "paper-network-not-modelled",
+        ];
+        let causes: Vec<String> = causes.map(String::from).to_vec();
+        assert_eq!(
+            cause_summary(&causes),
+            "paper-network-not-modelled ×2, noise"
+        );
+        assert_eq!(cause_summary(&[]), "");
+    }
+
+    /// A summary with counts and causes, one section counted without causes, one not counted.
+    fn counted_report() -> Report {
+        Report::new("r")
+            .section(
+                Section::new("e001-a", "first")
+                    .claim_counts(5, 1, 2)
+                    .causes(["model", "noise", "model"].map(String::from).to_vec())
+                    .verdict(Verdict::Differs("one claim".into())),
+            )
+            .section(
+                Section::new("e002-b", "second")
+                    .claim_counts(3, 0, 0)
+                    .verdict(Verdict::Holds),
+            )
+            .section(Section::new("e003-c", "third"))
+    }
+
+    #[test]
+    fn summary_markdown_has_counts_and_causes() {
+        let md = counted_report().to_markdown();
+        for line in [
+            "| experiment | title | verdict | held / differ / inconclusive | causes |",
+            "| [e001-a](#e001-a) | first | differs | 5 / 1 / 2 | model ×2, noise |",
+            "| [e002-b](#e002-b) | second | holds | 3 / 0 / 0 |  |",
+            "| [e003-c](#e003-c) | third | not run |  |  |",
+        ] {
+            assert!(md.contains(line), "no {line:?} in:\n{md}");
+        }
+    }
+
+    #[test]
+    fn summary_html_has_counts_and_causes() {
+        let html = counted_report().to_html(Path::new(".")).unwrap();
+        for text in [
+            "<th>verdict</th><th>held / differ / inconclusive</th><th>causes</th></tr>",
+            "differs</span></td><td>5 / 1 / 2</td><td>model ×2, noise</td></tr>",
+            "holds</span></td><td>3 / 0 / 0</td><td></td></tr>",
+            "not run</span></td><td></td><td></td></tr>",
+        ] {
+            assert!(html.contains(text), "no {text:?} in:\n{html}");
+        }
+    }
+
+    #[test]
+    fn a_summary_without_counts_keeps_three_columns() {
+        let report = Report::new("r").section(Section::new("e", "t").verdict(Verdict::Holds));
+        let md = report.to_markdown();
+        assert!(md.contains("| experiment | title | verdict |\n"), "{md}");
+        let html = report.to_html(Path::new(".")).unwrap();
+        assert!(
+            html.contains("<th>experiment</th><th>title</th><th>verdict</th></tr>"),
+            "{html}"
+        );
+    }
+
+    #[test]
+    fn html_free_text_is_markdown_with_raw_html_escaped() {
+        let report = Report::new("r")
+            .intro("The claim **holds** here.\n\nSecond <script>alert(1)</script>.")
+            .section(
+                Section::new("e", "t")
+                    .setup("Scenario `scenarios/e.toml`.")
+                    .figure("e/rate.png", "Rate of `a` <b>x</b>")
+                    .paper_result("*Nearly* 25 s.")
+                    .verdict(Verdict::Differs("ours **37.8** s, see `tfrc sim`".into())),
+            );
+        let html = report.to_html(Path::new(".")).unwrap();
+        for text in [
+            "<p>The claim <strong>holds</strong> here.</p>",
+            "<p>Second &lt;script&gt;alert(1)&lt;/script&gt;.</p>",
+            "<p>Scenario <code>scenarios/e.toml</code>.</p>",
+            "<p><em>Nearly</em> 25 s.</p>",
+            "alt=\"Rate of `a` &lt;b&gt;x&lt;/b&gt;\"",
+            "<figcaption>Rate of <code>a</code> &lt;b&gt;x&lt;/b&gt;</figcaption>",
+            "Verdict: differs</span> ours <strong>37.8</strong> s, see <code>tfrc sim</code></p>",
+        ] {
+            assert!(html.contains(text), "no {text:?} in:\n{html}");
+        }
+        assert!(!html.contains("<script"), "{html}");
     }
 
     #[test]

@@ -2,8 +2,9 @@
 //!
 //! `tfrc sim`, the testbed and the ns-2 converter all write `flows.csv`, `state.csv`,
 //! `links.csv` and `summary.json` into one directory; [`Run::load`] reads them into typed rows
-//! so that metrics and plots work on any source alike. Every error names the file and, where
-//! there is one, the line.
+//! so that metrics and plots work on any source alike. A CSV file may also be gzip-compressed
+//! (`flows.csv.gz`, as `tfrc reproduce` stores its runs): either form is read. Every error names
+//! the file and, where there is one, the line.
 //!
 //! Columns are matched by header name, so columns added at the end by a later schema version
 //! are ignored; a `schema_version` other than [`SCHEMA_VERSION`] is refused, since it means a
@@ -16,6 +17,7 @@ use std::path::{Path, PathBuf};
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
 
+use tfrc_output::RowFile;
 pub use tfrc_output::{
     BottleneckSummary, FlowRow, FlowSummary, LinkRow, LinkSummary, Rows, StateRow, Summary,
     FLOWS_FILE, LINKS_FILE, SCHEMA_VERSION, STATE_FILE, SUMMARY_FILE,
@@ -148,20 +150,19 @@ impl Run {
         })
     }
 
-    /// Loads the four files of a run directory. Every file must exist (a header-only CSV is
-    /// fine); every row's flow must be listed in `summary.json`.
+    /// Loads the four files of a run directory. Every file must exist, each CSV file plain or
+    /// gzip-compressed (`flows.csv.gz`; the plain one is read when both are there), a
+    /// header-only CSV is fine; every row's flow must be listed in `summary.json`.
     pub fn load(dir: impl AsRef<Path>) -> Result<Run, RunError> {
         let dir = dir.as_ref().to_path_buf();
         let summary = read_summary(&dir.join(SUMMARY_FILE))?;
         let known: HashSet<&str> = summary.flows.iter().map(|f| f.name.as_str()).collect();
 
-        let flows_path = dir.join(FLOWS_FILE);
-        let flows: Vec<FlowRow> = read_csv(&flows_path)?;
+        let (flows_path, flows) = read_csv::<FlowRow>(&dir, RowFile::Flows)?;
         check_flows(&flows_path, flows.iter().map(|r| r.flow.as_str()), &known)?;
-        let state_path = dir.join(STATE_FILE);
-        let states: Vec<StateRow> = read_csv(&state_path)?;
+        let (state_path, states) = read_csv::<StateRow>(&dir, RowFile::State)?;
         check_flows(&state_path, states.iter().map(|r| r.flow.as_str()), &known)?;
-        let links: Vec<LinkRow> = read_csv(&dir.join(LINKS_FILE))?;
+        let (_, links) = read_csv::<LinkRow>(&dir, RowFile::Links)?;
         Ok(Run {
             dir,
             summary,
@@ -283,21 +284,24 @@ fn read_summary(path: &Path) -> Result<Summary, RunError> {
     serde_json::from_str(&text).map_err(json_error)
 }
 
-fn read_csv<T: DeserializeOwned>(path: &Path) -> Result<Vec<T>, RunError> {
-    let file = std::fs::File::open(path).map_err(|source| RunError::Io {
-        path: path.to_path_buf(),
+/// The rows of one CSV file of `dir`, plain or compressed ([`tfrc_output::open_row_file`]),
+/// with the path read (errors name it).
+fn read_csv<T: DeserializeOwned>(dir: &Path, file: RowFile) -> Result<(PathBuf, Vec<T>), RunError> {
+    let (path, opened) = tfrc_output::open_row_file(dir, file);
+    let input = opened.map_err(|source| RunError::Io {
+        path: path.clone(),
         source,
     })?;
-    let mut reader = csv::ReaderBuilder::new().from_reader(std::io::BufReader::new(file));
+    let mut reader = csv::ReaderBuilder::new().from_reader(std::io::BufReader::new(input));
     let headers = reader
         .headers()
-        .map_err(|e| csv_error(path, None, e))?
+        .map_err(|e| csv_error(&path, None, e))?
         .clone();
     let mut rows = Vec::new();
     for result in reader.deserialize::<T>() {
-        rows.push(result.map_err(|e| csv_error(path, Some(&headers), e))?);
+        rows.push(result.map_err(|e| csv_error(&path, Some(&headers), e))?);
     }
-    Ok(rows)
+    Ok((path, rows))
 }
 
 fn csv_error(path: &Path, headers: Option<&csv::StringRecord>, error: csv::Error) -> RunError {

@@ -2,6 +2,7 @@
 
 use std::collections::BTreeSet;
 
+use crate::markdown::{self, Flow};
 use crate::metrics::loss_event_rate_ratio;
 
 /// A table of text cells with a caption. Rows shorter than the header are padded with empty
@@ -70,21 +71,26 @@ impl Table {
         out
     }
 
-    /// An HTML `<table>` with a `<caption>`, every text escaped.
+    /// An HTML `<table>` with a `<caption>`. The caption and every cell are Markdown rendered
+    /// inline ([`markdown::to_html`]: no `<p>` wrapper, raw HTML escaped), as `report.md` shows
+    /// them.
     pub fn to_html(&self) -> String {
         let width = self.width();
         let mut out = String::from("<table>\n");
         if !self.caption.is_empty() {
             out.push_str(&format!(
                 "<caption>{}</caption>\n",
-                escape_html(&self.caption)
+                markdown::to_html(&self.caption, Flow::Inline)
             ));
         }
         let line = |cells: &[String], tag: &str| {
             let mut text = String::from("<tr>");
             for index in 0..width {
                 let cell = cells.get(index).map(String::as_str).unwrap_or("");
-                text.push_str(&format!("<{tag}>{}</{tag}>", escape_html(cell)));
+                text.push_str(&format!(
+                    "<{tag}>{}</{tag}>",
+                    markdown::to_html(cell, Flow::Inline)
+                ));
             }
             text.push_str("</tr>\n");
             text
@@ -116,9 +122,26 @@ pub fn escape_html(text: &str) -> String {
     out
 }
 
-/// A Markdown table cell: `|` escaped, line breaks turned into spaces.
+/// A Markdown table cell: line breaks turned into spaces and every `|` escaped, so a cell can
+/// never end early. A `|` the text already escapes (`\\|`) is escaped again after the
+/// backslashes it follows are paired: a delimiter is a `|` after an even number of backslashes.
 pub fn markdown_cell(text: &str) -> String {
-    text.replace('|', "\\|").replace(['\n', '\r'], " ")
+    let mut out = String::with_capacity(text.len());
+    let mut backslashes = 0usize;
+    for c in text.chars() {
+        match c {
+            '\n' | '\r' => out.push(' '),
+            '|' => {
+                if backslashes % 2 == 1 {
+                    out.push('\\');
+                }
+                out.push_str("\\|");
+            }
+            _ => out.push(c),
+        }
+        backslashes = if c == '\\' { backslashes + 1 } else { 0 };
+    }
+    out
 }
 
 /// One measured loss event rate for paper 002's Table I.
@@ -186,12 +209,100 @@ mod tests {
 
     #[test]
     fn html_escapes_every_cell() {
-        let table = Table::new("<T>", vec!["a&b".into()]).row(vec!["\"q\" 'r'".into()]);
+        let table = Table::new("<T>", vec!["a&b".into()]).row(vec!["\"q\" 'r' <i>".into()]);
         let html = table.to_html();
         assert!(html.contains("<caption>&lt;T&gt;</caption>"), "{html}");
         assert!(html.contains("<th>a&amp;b</th>"), "{html}");
+        // Body text: quotes need no escaping, tags do.
+        assert!(html.contains("<td>\"q\" 'r' &lt;i&gt;</td>"), "{html}");
+    }
+
+    #[test]
+    fn html_cells_and_caption_are_inline_markdown() {
+        let table =
+            Table::new("Claims of `e000-loss`", vec!["claim".into(), "why".into()]).row(vec![
+                "the claim **holds**".into(),
+                "see `tfrc sim`<script>alert(1)</script>".into(),
+            ]);
+        let html = table.to_html();
         assert!(
-            html.contains("<td>&quot;q&quot; &#39;r&#39;</td>"),
+            html.contains("<caption>Claims of <code>e000-loss</code></caption>"),
+            "{html}"
+        );
+        assert!(
+            html.contains("<td>the claim <strong>holds</strong></td>"),
+            "{html}"
+        );
+        assert!(
+            html.contains(
+                "<td>see <code>tfrc sim</code>&lt;script&gt;alert(1)&lt;/script&gt;</td>"
+            ),
+            "{html}"
+        );
+        assert!(!html.contains("<script"), "{html}");
+        assert!(!html.contains("<p>"), "cells are inline: {html}");
+    }
+
+    /// The cells of every row of the GFM table `markdown`, as pulldown-cmark (tables on) reads
+    /// them: plain text per cell.
+    fn parsed_cells(markdown: &str) -> Vec<Vec<String>> {
+        use pulldown_cmark::{Event, Options, Parser, Tag, TagEnd};
+        let mut rows = Vec::new();
+        let mut cell: Option<String> = None;
+        for event in Parser::new_ext(markdown, Options::ENABLE_TABLES) {
+            match event {
+                Event::Start(Tag::TableHead | Tag::TableRow) => rows.push(Vec::new()),
+                Event::Start(Tag::TableCell) => cell = Some(String::new()),
+                Event::End(TagEnd::TableCell) => {
+                    let text = cell.take().unwrap_or_default();
+                    rows.last_mut().expect("a row").push(text);
+                }
+                Event::Text(text) | Event::Code(text) => {
+                    if let Some(cell) = &mut cell {
+                        cell.push_str(&text);
+                    }
+                }
+                _ => {}
+            }
+        }
+        rows
+    }
+
+    #[test]
+    fn a_pipe_or_line_break_in_a_cell_does_not_break_the_table() {
+        let cells = [
+            "a | b",
+            "line\nbreak\r\nand\n\nparagraph",
+            "`code | span`",
+            "escaped \\| already",
+            "backslash \\\\| then pipe",
+        ];
+        let mut table = Table::new("caption | with\npipe", vec!["x".into(), "y".into()]);
+        for cell in cells {
+            table = table.row(vec![cell.into(), "end".into()]);
+        }
+        let markdown = table.to_markdown();
+        assert!(
+            markdown.starts_with("**caption \\| with pipe**\n\n"),
+            "{markdown}"
+        );
+        let rows = parsed_cells(&markdown);
+        assert_eq!(rows.len(), 1 + cells.len(), "{markdown}");
+        for row in &rows {
+            assert_eq!(row.len(), 2, "{markdown}");
+        }
+        assert_eq!(rows[1][0], "a | b");
+        assert_eq!(rows[2][0], "line break  and  paragraph");
+        assert_eq!(rows[3][0], "code | span");
+        // Every row ends with its second cell.
+        assert!(rows[1..].iter().all(|row| row[1] == "end"), "{markdown}");
+
+        // In HTML, a `|` is text and a line break stays inside its cell.
+        let html = table.to_html();
+        assert_eq!(html.matches("<td>").count(), 2 * cells.len(), "{html}");
+        assert!(html.contains("<td>a | b</td>"), "{html}");
+        assert!(
+            html.contains("<td>line\nbreak\nand<br>paragraph</td>"),
             "{html}"
         );
     }

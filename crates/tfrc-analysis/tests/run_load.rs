@@ -36,6 +36,32 @@ fn loads_every_file_of_the_fixture() {
     assert_eq!(bottleneck.capacity_bps, Some(1_000_000.0));
 }
 
+/// A run stored gzip-compressed (as `tfrc reproduce` stores its runs) loads as the same rows,
+/// and an error in a compressed file names that file.
+#[test]
+fn compressed_csv_files_load_as_the_plain_ones() {
+    let plain = Run::load(fixture()).unwrap();
+    let dir = broken_copy("", |t| t.to_string());
+    tfrc_output::compress_row_files(dir.path()).unwrap();
+    for name in ["flows.csv", "state.csv", "links.csv"] {
+        assert!(!dir.path().join(name).exists(), "{name} left plain");
+        assert!(dir.path().join(format!("{name}.gz")).is_file(), "{name}.gz");
+    }
+    let compressed = Run::load(dir.path()).unwrap();
+    assert_eq!(
+        Run {
+            dir: plain.dir.clone(),
+            ..compressed
+        },
+        plain
+    );
+
+    let dir = broken_copy("flows.csv", |t| t.replacen("62500,62000", "62500,lots", 1));
+    tfrc_output::compress_row_files(dir.path()).unwrap();
+    let message = Run::load(dir.path()).unwrap_err().to_string();
+    assert!(message.contains("flows.csv.gz: line 4"), "{message}");
+}
+
 #[test]
 fn series_come_from_the_right_columns() {
     let run = Run::load(fixture()).unwrap();

@@ -12,8 +12,8 @@ use tfrc_analysis::run::{Direction, Run};
 #[derive(Debug, Args)]
 pub struct PlotArgs {
     /// Run directories, each with the files a run writes (`summary.json`, `flows.csv`,
-    /// `state.csv`): `tfrc sim --out`, `tfrc ns2 --out`, `tfrc testbed run --out`, or a
-    /// variant's directory of a sweep.
+    /// `state.csv`, plain or `.csv.gz`): `tfrc sim --out`, `tfrc ns2 --out`, `tfrc testbed run
+    /// --out`, a variant's directory of a sweep, or a run of `tfrc reproduce` (`runs/ID/RUN`).
     #[arg(required = true, value_name = "RUN_DIR")]
     pub runs: Vec<PathBuf>,
     /// What to draw: the receiver's throughput, the sender's, the goodput, or the senders' RTT

@@ -333,6 +333,7 @@ pub fn run(args: &RmcatArgs) -> Result<()> {
                     directory,
                     replication: 0,
                     keep_files: true,
+                    compress_files: false,
                 });
                 job_protocols.push(protocol);
             }

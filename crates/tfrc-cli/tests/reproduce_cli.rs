@@ -197,7 +197,14 @@ fn quick_reproduction_reports_every_experiment_with_numbers() {
             .collect();
         files.sort();
         if replication == 0 {
-            assert!(files.contains(&"flows.csv".to_string()), "{files:?}");
+            // The raw files, gzip-compressed (Run::load and pandas read them as they are).
+            for name in ["flows.csv.gz", "state.csv.gz", "links.csv.gz"] {
+                assert!(files.contains(&name.to_string()), "{files:?}");
+            }
+            assert!(
+                !files.iter().any(|name| name.ends_with(".csv")),
+                "{files:?}"
+            );
         } else {
             assert_eq!(files, ["summary.json"], "{}", directory.display());
         }

@@ -11,6 +11,10 @@
 //! column, and [`CsvRow::into_written`] gives the row a reader would parse back from that text,
 //! bit for bit. A run kept in memory (`tfrc reproduce` keeps most replications that way) is
 //! therefore the same run as its files read back.
+//!
+//! The three CSV files may also be stored gzip-compressed, as `flows.csv.gz` and so on
+//! ([`compress_row_files`]; `tfrc reproduce` stores its runs that way): [`open_row_file`] reads
+//! either form, so every reader goes through it.
 
 use std::sync::OnceLock;
 
@@ -31,7 +35,9 @@ pub use summary::{
     bottleneck_direction, is_protocol_kind, jain_over_flows, utilization, FlowIdentity, FlowTotals,
     RunIdentity,
 };
-pub use writer::{header, CsvRow, RowFile, RunWriter, WriteError};
+pub use writer::{
+    compress_row_files, header, open_row_file, CsvRow, RowFile, RunWriter, WriteError,
+};
 
 /// Version of the output schema, written in `summary.json`. A reader refuses any other
 /// version: a change of version means a column was renamed or removed, or changed meaning (a
@@ -51,6 +57,8 @@ pub const STATE_FILE: &str = "state.csv";
 pub const LINKS_FILE: &str = "links.csv";
 /// One object per run.
 pub const SUMMARY_FILE: &str = "summary.json";
+/// What a gzip-compressed CSV file's name adds to the plain name (`flows.csv.gz`).
+pub const COMPRESSED_SUFFIX: &str = ".gz";
 
 /// One row of `flows.csv`: bytes and packets of one flow in one interval.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

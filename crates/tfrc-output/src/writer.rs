@@ -1,11 +1,18 @@
 //! One writer for a run's three CSV files: rows go to the files, to memory, to both or nowhere.
 
 use std::fs::File;
-use std::io::{self, BufWriter, Write};
+use std::io::{self, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use crate::{CsvLine, FlowRow, LinkRow, Rows, StateRow, FLOWS_FILE, LINKS_FILE, STATE_FILE};
+use flate2::read::MultiGzDecoder;
+use flate2::write::GzEncoder;
+use flate2::Compression;
+
+use crate::{
+    CsvLine, FlowRow, LinkRow, Rows, StateRow, COMPRESSED_SUFFIX, FLOWS_FILE, LINKS_FILE,
+    STATE_FILE,
+};
 
 /// Which of a run's CSV files a row type belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -19,7 +26,8 @@ pub enum RowFile {
 }
 
 impl RowFile {
-    const ALL: [RowFile; 3] = [RowFile::Flows, RowFile::State, RowFile::Links];
+    /// The three files, in the order flows, state, links.
+    pub const ALL: [RowFile; 3] = [RowFile::Flows, RowFile::State, RowFile::Links];
 
     /// The file name.
     pub fn name(self) -> &'static str {
@@ -28,6 +36,11 @@ impl RowFile {
             RowFile::State => STATE_FILE,
             RowFile::Links => LINKS_FILE,
         }
+    }
+
+    /// The name of its gzip-compressed form: `flows.csv.gz`, `state.csv.gz`, `links.csv.gz`.
+    pub fn compressed_name(self) -> String {
+        format!("{}{COMPRESSED_SUFFIX}", self.name())
     }
 
     /// The header line: the row type's field names, in order (see [`header`]).
@@ -191,5 +204,127 @@ impl RunWriter {
             }
         }
         Ok(self.memory)
+    }
+}
+
+/// Replaces each of a run's CSV files found in `directory` by its gzip-compressed form
+/// (`flows.csv` → `flows.csv.gz`, default level): a run kept for reference takes about a fifth
+/// of the space, and [`open_row_file`] reads it back as the same text. The plain file is
+/// removed once its compressed form is complete; a file that is not there is skipped.
+pub fn compress_row_files(directory: &Path) -> Result<(), WriteError> {
+    for file in RowFile::ALL {
+        let plain = directory.join(file.name());
+        if !plain.is_file() {
+            continue;
+        }
+        let compressed = directory.join(file.compressed_name());
+        let write_error = |source| WriteError {
+            path: compressed.clone(),
+            source,
+        };
+        let mut input = File::open(&plain).map_err(|source| WriteError {
+            path: plain.clone(),
+            source,
+        })?;
+        let output = File::create(&compressed).map_err(write_error)?;
+        let mut encoder = GzEncoder::new(
+            BufWriter::with_capacity(1 << 16, output),
+            Compression::default(),
+        );
+        io::copy(&mut input, &mut encoder).map_err(write_error)?;
+        encoder
+            .finish()
+            .and_then(|mut output| output.flush())
+            .map_err(write_error)?;
+        std::fs::remove_file(&plain).map_err(|source| WriteError {
+            path: plain.clone(),
+            source,
+        })?;
+    }
+    Ok(())
+}
+
+/// Opens one of a run's CSV files in `directory` for reading: `FILE.csv` if it is there, else
+/// `FILE.csv.gz`, decompressed as it is read, so a reader takes either form. Gives the path
+/// opened, for messages, with the reader or the error; when neither file exists, the path is
+/// the plain one and the error "not found".
+pub fn open_row_file(
+    directory: &Path,
+    file: RowFile,
+) -> (PathBuf, io::Result<Box<dyn Read + Send>>) {
+    let plain = directory.join(file.name());
+    let compressed = directory.join(file.compressed_name());
+    if !plain.exists() && compressed.exists() {
+        let reader = File::open(&compressed)
+            .map(|handle| Box::new(MultiGzDecoder::new(handle)) as Box<dyn Read + Send>);
+        return (compressed, reader);
+    }
+    let reader = File::open(&plain).map(|handle| Box::new(handle) as Box<dyn Read + Send>);
+    (plain, reader)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read_all(directory: &Path, file: RowFile) -> (PathBuf, String) {
+        let (path, reader) = open_row_file(directory, file);
+        let mut text = String::new();
+        reader
+            .expect("opens")
+            .read_to_string(&mut text)
+            .expect("reads");
+        (path, text)
+    }
+
+    /// Compressed files read back as the text written, under their `.gz` names, and replace
+    /// the plain files.
+    #[test]
+    fn compressed_files_read_back_as_written() {
+        let directory = tempfile::tempdir().expect("temporary directory");
+        let mut writer = RunWriter::new(Some(directory.path())).expect("writer");
+        for index in 0..200 {
+            let row = FlowRow {
+                time_s: f64::from(index) * 0.5,
+                flow: "a".into(),
+                ..FlowRow::default()
+            };
+            writer.push(row).expect("row written");
+        }
+        writer.push(LinkRow::default()).expect("row written");
+        writer.finish().expect("flushed");
+        let plain: Vec<(PathBuf, String)> = RowFile::ALL
+            .iter()
+            .map(|&file| read_all(directory.path(), file))
+            .collect();
+        assert_eq!(plain[0].0, directory.path().join("flows.csv"));
+
+        compress_row_files(directory.path()).expect("compressed");
+        // Nothing left to compress: a second pass changes nothing.
+        compress_row_files(directory.path()).expect("compressed again");
+        for (&file, (_, text)) in RowFile::ALL.iter().zip(&plain) {
+            assert!(!directory.path().join(file.name()).exists(), "{file:?}");
+            let gz = directory.path().join(file.compressed_name());
+            let bytes = std::fs::read(&gz).expect("compressed file");
+            assert_eq!(&bytes[..2], &[0x1f, 0x8b], "{}: gzip magic", gz.display());
+            assert_eq!(read_all(directory.path(), file), (gz, text.clone()));
+        }
+        assert!(
+            plain[0].1.len()
+                > std::fs::read(directory.path().join("flows.csv.gz"))
+                    .unwrap()
+                    .len()
+        );
+    }
+
+    #[test]
+    fn a_missing_file_is_named_by_its_plain_name() {
+        let directory = tempfile::tempdir().expect("temporary directory");
+        let (path, reader) = open_row_file(directory.path(), RowFile::State);
+        assert_eq!(path, directory.path().join("state.csv"));
+        assert_eq!(
+            reader.err().map(|error| error.kind()),
+            Some(io::ErrorKind::NotFound)
+        );
     }
 }

@@ -326,7 +326,7 @@ fn time_series(experiment: &Experiment, out: &Path) -> Result<Vec<(PathBuf, Stri
         figures.push((
             PathBuf::new(),
             format!(
-                "(throughput figures of the other {} runs: plot runs/{}/*/flows.csv)",
+                "(throughput figures of the other {} runs: tfrc plot runs/{}/RUN)",
                 experiment.runs.len() - MAX_TIME_FIGURES,
                 experiment.id
             ),

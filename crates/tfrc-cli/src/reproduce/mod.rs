@@ -242,6 +242,7 @@ fn replication_jobs(
     replication: u32,
     out: &Path,
     keep_files: bool,
+    keep_calibrated: bool,
 ) -> (Vec<Job>, Vec<Vec<(Scenario, usize)>>) {
     let mut jobs: Vec<Job> = Vec::new();
     let mut job_of_key: HashMap<String, usize> = HashMap::new();
@@ -264,9 +265,10 @@ fn replication_jobs(
                     directory,
                     scenario: replicated.clone(),
                     replication,
-                    // The figures show the stated conditions only; a calibrated run's claims
-                    // are measured in memory.
-                    keep_files: keep_files && plan.condition.is_none(),
+                    // The figures show the stated conditions only: a calibrated run's claims
+                    // are measured in memory, its files kept only with --keep-runs.
+                    keep_files: keep_files && (plan.condition.is_none() || keep_calibrated),
+                    compress_files: true,
                 });
                 jobs.len() - 1
             });
@@ -440,7 +442,7 @@ pub fn run(args: &ReproduceArgs) -> Result<Vec<ClaimRow>> {
         plans.extend(calibrated);
     }
     let threads = runner::jobs_or_cores(args.jobs);
-    let distinct = replication_jobs(&plans, 0, &args.out, true).0.len();
+    let distinct = replication_jobs(&plans, 0, &args.out, true, false).0.len();
     if !args.quiet {
         eprintln!(
             "{} experiments, {} runs ({} distinct) × {replications} replication{}{} on {threads} threads → {}",
@@ -501,7 +503,8 @@ pub fn run(args: &ReproduceArgs) -> Result<Vec<ClaimRow>> {
     for replication in 0..replications {
         bar.set_prefix(format!("replication {}/{replications}", replication + 1));
         let keep_files = replication == 0 || args.keep_runs;
-        let (jobs, runs_of) = replication_jobs(&plans, replication, &args.out, keep_files);
+        let (jobs, runs_of) =
+            replication_jobs(&plans, replication, &args.out, keep_files, args.keep_runs);
         let mut outcomes = runner::run_all(jobs, threads, &bar);
         let experiments = load_experiments(&plans, runs_of, &outcomes);
         // The outcomes keep no second reference to the loaded runs.
@@ -1173,6 +1176,20 @@ fn build_report(
                 section = section.raw_data(relative.to_path_buf());
             }
         }
+        let count = |status: Status| outcomes.iter().filter(|o| o.status == status).count();
+        section = section.claim_counts(
+            count(Status::Holds),
+            count(Status::Differs),
+            count(Status::Inconclusive),
+        );
+        section = section.causes(
+            outcomes
+                .iter()
+                .map(Outcome::cause)
+                .filter(|cause| !cause.is_empty())
+                .map(String::from)
+                .collect(),
+        );
         report = report.section(section.verdict(verdict(experiment, outcomes)));
     }
     std::fs::create_dir_all(&args.out)
