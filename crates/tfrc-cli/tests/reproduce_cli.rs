@@ -122,6 +122,8 @@ fn quick_reproduction_reports_every_experiment_with_numbers() {
         column("ci_high"),
         column("quote"),
     );
+    let (experiment, cause, calibrated) =
+        (column("experiment"), column("cause"), column("calibrated"));
     let records: Vec<csv::StringRecord> = reader.records().map(Result::unwrap).collect();
     assert_eq!(records.len(), claim_count);
     let mut judged = 0;
@@ -142,6 +144,18 @@ fn quick_reproduction_reports_every_experiment_with_numbers() {
             ]
             .contains(&verdict),
             "{verdict}"
+        );
+        // Every non-hold names its cause; the e004 claims are judged under the calibrated
+        // condition too, the others are not.
+        assert_eq!(
+            ["differs", "inconclusive"].contains(&verdict),
+            !record[cause].is_empty(),
+            "{record:?}"
+        );
+        assert_eq!(
+            record[experiment].starts_with("e004-"),
+            !record[calibrated].is_empty(),
+            "{record:?}"
         );
         if ["holds", "differs", "inconclusive"].contains(&verdict) {
             judged += 1;
@@ -196,7 +210,10 @@ fn quick_reproduction_reports_every_experiment_with_numbers() {
             .map(|e| e.file_name().to_string_lossy().into_owned())
             .collect();
         files.sort();
-        if replication == 0 {
+        // Runs under a calibrated condition are measured in memory and keep their summary only
+        // (their raw files with --keep-runs).
+        let calibrated = record[4].contains("calibrated-");
+        if replication == 0 && !calibrated {
             // The raw files, gzip-compressed (Run::load and pandas read them as they are).
             for name in ["flows.csv.gz", "state.csv.gz", "links.csv.gz"] {
                 assert!(files.contains(&name.to_string()), "{files:?}");
