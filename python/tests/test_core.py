@@ -119,7 +119,9 @@ def header(document, file):
 
 
 def test_simulate_releases_the_gil_while_it_runs():
-    long_run = tfrc.Scenario.from_toml(DUMBBELL).set("duration", "600s")
+    # Long enough that the run itself takes a good fraction of a second on a fast machine (the
+    # check below needs a run to measure, not a speed).
+    long_run = tfrc.Scenario.from_toml(DUMBBELL).set("duration", "6000s")
     ticks = 0
     running = threading.Event()
     stop = threading.Event()
