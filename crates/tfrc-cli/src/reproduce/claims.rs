@@ -364,6 +364,11 @@ pub fn validate(file: &ClaimsFile) -> Result<()> {
                     ))?;
                 }
             }
+            if claim.metric == SERIES_DIFFERENCE && claim.baseline.is_none() {
+                fail(format!(
+                    "metric {SERIES_DIFFERENCE:?} compares a run with its `baseline` run: give one"
+                ))?;
+            }
             if claim.metric == "time to level" && claim.level.is_none() {
                 fail("metric \"time to level\" needs `level` (kb/s)".into())?;
             }
@@ -1188,7 +1193,6 @@ pub fn sample(
     };
     let mut per_run = Vec::new();
     for view in &selected {
-        let mut measured = run_values(view, claim, claim.flows.as_deref());
         let base_flows = claim.baseline_flows.as_deref().or(claim.flows.as_deref());
         let base = match &claim.baseline {
             Some(baseline) => match find_baseline(claim, baseline, view.labels, baseline_runs) {
@@ -1198,9 +1202,22 @@ pub fn sample(
             // Other flows of the same run.
             None => claim.baseline_flows.is_some().then_some(*view),
         };
-        if let Some(base) = base {
-            measured = divided(&measured, &run_values(base, claim, base_flows));
-        }
+        let measured: Vec<Option<f64>> = if claim.metric == SERIES_DIFFERENCE {
+            // A paired metric: the run's series against its baseline's, not a ratio.
+            let Some(base) = base else {
+                return Err(format!("{SERIES_DIFFERENCE} needs a `baseline` run"));
+            };
+            flow_names(view.run, claim.flows.as_deref())
+                .iter()
+                .map(|flow| series_difference(view, base, flow, claim.window))
+                .collect()
+        } else {
+            let measured = run_values(view, claim, claim.flows.as_deref());
+            match base {
+                Some(base) => divided(&measured, &run_values(base, claim, base_flows)),
+                None => measured,
+            }
+        };
         let measured = measured
             .into_iter()
             .map(|value| value.filter(|v| v.is_finite()))
@@ -1208,6 +1225,33 @@ pub fn sample(
         per_run.push((view.labels.to_vec(), measured));
     }
     Ok(reduce_across(claim, &per_run))
+}
+
+/// The paired metric comparing two runs' series bin by bin.
+pub const SERIES_DIFFERENCE: &str = "series difference";
+
+/// The mean absolute difference of `flow`'s receiver rate per interval in `view` and in `base`
+/// (intervals ending at the same time, within `window`), as a fraction of `view`'s bottleneck
+/// capacity: 0 when the two series are identical bin by bin, 0.05 when they differ by 5 % of
+/// the link on average. `None` without a capacity or a common interval.
+fn series_difference(
+    view: &RunView<'_>,
+    base: &RunView<'_>,
+    flow: &str,
+    window: Option<[f64; 2]>,
+) -> Option<f64> {
+    let key = |t: f64| (t * 1e6).round() as i64;
+    let base_rates: BTreeMap<i64, f64> = window_rows(base.run, flow, window)
+        .map(|row| (key(row.time_s), row.recv_kbps))
+        .collect();
+    let differences: Vec<f64> = window_rows(view.run, flow, window)
+        .filter_map(|row| {
+            let other = base_rates.get(&key(row.time_s))?;
+            Some((row.recv_kbps - other).abs())
+        })
+        .collect();
+    let capacity = view.capacity_kbps.filter(|c| *c > 0.0)?;
+    metrics::mean(&differences).map(|mean| mean / capacity)
 }
 
 /// How close an interval is to the edge of what the claim accepts (larger: further inside).
@@ -1830,6 +1874,18 @@ mod tests {
                 .unwrap_err()
                 .contains("threshold")
         );
+        // A paired metric needs the run it is paired with.
+        let paired = text("relation = \"at_most\"\nvalue = 0.05")
+            .replace("metric = \"goodput\"", "metric = \"series difference\"")
+            .replace("goodput = \"g\"", "\"series difference\" = \"d\"");
+        let file: ClaimsFile = toml::from_str(&paired).unwrap();
+        assert!(validate(&file)
+            .unwrap_err()
+            .to_string()
+            .contains("compares a run with its `baseline`"));
+        let file: ClaimsFile =
+            toml::from_str(&format!("{paired}baseline = {{ profile = \"ns2\" }}\n")).unwrap();
+        assert!(validate(&file).is_ok());
         let mut bad_metric = text("relation = \"approx\"\nvalue = 1.0");
         bad_metric = bad_metric.replace("metric = \"goodput\"", "metric = \"speed\"");
         let file: ClaimsFile = toml::from_str(&bad_metric).unwrap();
