@@ -140,23 +140,54 @@ fn escape_cell(text: &str) -> String {
     text.replace('|', "\\|").replace('\n', " ")
 }
 
+/// One experiment's claims as a Markdown table: number, claim, encoding, threshold, cause.
+fn experiment_table(id: &str, experiment: &claims::ExperimentClaims) -> String {
+    let mut out = String::new();
+    writeln!(
+        out,
+        "### {id}\n\nPaper {}, {}. {} claims.\n\n\
+         | # | claim | encoding | threshold | cause, where it does not hold |\n|---|---|---|---|---|",
+        experiment.paper,
+        experiment.location,
+        experiment.claim.len()
+    )
+    .ok();
+    for (index, claim) in experiment.claim.iter().enumerate() {
+        let mut threshold = claim.threshold.clone().unwrap_or_default();
+        if claim.tolerance.is_some() {
+            threshold.push_str(" (tolerance ours)");
+        }
+        if let Some(name) = &claim.calibrates {
+            threshold.push_str(&format!("; fixes {name}"));
+        }
+        writeln!(
+            out,
+            "| {} | {} | {} | {} | {} |",
+            index + 1,
+            escape_cell(&claim.text),
+            escape_cell(&encoding(claim)),
+            escape_cell(&threshold),
+            claim.cause.as_deref().unwrap_or("")
+        )
+        .ok();
+    }
+    writeln!(out).ok();
+    out
+}
+
 /// The catalogue in Markdown.
 pub fn markdown(file: &ClaimsFile) -> String {
     let mut out = String::new();
     let total = claim_count(file);
-    let judged = file
-        .experiment
-        .values()
-        .flat_map(|e| &e.claim)
-        .filter(|c| !matches!(c.relation.as_str(), "reference" | "qualitative"))
-        .count();
-    let references = file
-        .experiment
-        .values()
-        .flat_map(|e| &e.claim)
-        .filter(|c| c.relation == "reference")
-        .count();
-    let qualitative = total - judged - references;
+    let relation_count = |relation: &str| {
+        file.experiment
+            .values()
+            .flat_map(|e| &e.claim)
+            .filter(|c| c.relation == relation)
+            .count()
+    };
+    let (references, qualitative) = (relation_count("reference"), relation_count("qualitative"));
+    let judged = total - references - qualitative;
     writeln!(
         out,
         "# The papers' claims, as `tfrc reproduce` judges them\n\n\
@@ -218,35 +249,7 @@ pub fn markdown(file: &ClaimsFile) -> String {
     }
     writeln!(out, "## Claims by experiment\n").ok();
     for (id, experiment) in &file.experiment {
-        writeln!(
-            out,
-            "### {id}\n\nPaper {}, {}. {} claims.\n\n\
-             | # | claim | encoding | threshold | cause, where it does not hold |\n|---|---|---|---|---|",
-            experiment.paper,
-            experiment.location,
-            experiment.claim.len()
-        )
-        .ok();
-        for (index, claim) in experiment.claim.iter().enumerate() {
-            let mut threshold = claim.threshold.clone().unwrap_or_default();
-            if claim.tolerance.is_some() {
-                threshold.push_str(" (tolerance ours)");
-            }
-            if let Some(name) = &claim.calibrates {
-                threshold.push_str(&format!("; fixes {name}"));
-            }
-            writeln!(
-                out,
-                "| {} | {} | {} | {} | {} |",
-                index + 1,
-                escape_cell(&claim.text),
-                escape_cell(&encoding(claim)),
-                escape_cell(&threshold),
-                claim.cause.as_deref().unwrap_or("")
-            )
-            .ok();
-        }
-        writeln!(out).ok();
+        out.push_str(&experiment_table(id, experiment));
     }
     out
 }

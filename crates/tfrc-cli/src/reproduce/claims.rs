@@ -318,59 +318,8 @@ pub fn validate(file: &ClaimsFile) -> Result<()> {
                     fail(format!("across = {across:?} needs `along` (a sweep label)"))?;
                 }
             }
-            if let Some(threshold) = &claim.threshold {
-                if !THRESHOLDS.iter().any(|(name, _)| name == threshold) {
-                    fail(format!(
-                        "threshold must be one of {}, got {threshold:?}",
-                        names(&THRESHOLDS)
-                    ))?;
-                }
-            }
-            if let Some(aggregate) = &claim.aggregate {
-                if !AGGREGATES.contains(&aggregate.as_str()) {
-                    fail(format!(
-                        "unknown aggregate {aggregate:?} (known: {})",
-                        AGGREGATES.join(", ")
-                    ))?;
-                }
-            }
-            match (&claim.cause, &claim.explanation) {
-                (Some(cause), _) if !CAUSES.iter().any(|(name, _)| name == cause) => fail(
-                    format!("unknown cause {cause:?} (known: {})", names(&CAUSES)),
-                )?,
-                (None, Some(_)) => fail(format!(
-                    "an `explanation` needs a `cause` ({})",
-                    names(&CAUSES)
-                ))?,
-                (Some(_), None) => {
-                    fail("a `cause` needs the `explanation` that measures it".into())?
-                }
-                _ => {}
-            }
-            if let Some(name) = &claim.calibrates {
-                if !file.calibration.contains_key(name) {
-                    fail(format!("calibrates {name:?}: no such [calibration.{name}]"))?;
-                }
-            }
-            for (field, value) in [("bin_s", claim.bin_s), ("level", claim.level)] {
-                if value.is_some_and(|v| !(v.is_finite() && v > 0.0)) {
-                    fail(format!("`{field}` must be a positive number"))?;
-                }
-            }
-            if let Some(side) = &claim.side {
-                if side != "sender" && side != "receiver" {
-                    fail(format!(
-                        "side must be \"sender\" or \"receiver\", got {side:?}"
-                    ))?;
-                }
-            }
-            if claim.metric == SERIES_DIFFERENCE && claim.baseline.is_none() {
-                fail(format!(
-                    "metric {SERIES_DIFFERENCE:?} compares a run with its `baseline` run: give one"
-                ))?;
-            }
-            if claim.metric == "time to level" && claim.level.is_none() {
-                fail("metric \"time to level\" needs `level` (kb/s)".into())?;
+            if let Err(message) = check_words(file, claim) {
+                fail(message)?;
             }
         }
     }
@@ -383,6 +332,70 @@ pub fn validate(file: &ClaimsFile) -> Result<()> {
         if calibration.set.is_empty() {
             anyhow::bail!("claims.toml: [calibration.{name}]: `set` is empty");
         }
+    }
+    Ok(())
+}
+
+/// The checks of a claim's words against their vocabularies and of the fields that go
+/// together (a cause with its explanation, a paired metric with its baseline run, a level with
+/// `time to level`); the message names what is wrong.
+fn check_words(file: &ClaimsFile, claim: &Claim) -> std::result::Result<(), String> {
+    if let Some(threshold) = &claim.threshold {
+        if !THRESHOLDS.iter().any(|(name, _)| name == threshold) {
+            return Err(format!(
+                "threshold must be one of {}, got {threshold:?}",
+                names(&THRESHOLDS)
+            ));
+        }
+    }
+    if let Some(aggregate) = &claim.aggregate {
+        if !AGGREGATES.contains(&aggregate.as_str()) {
+            return Err(format!(
+                "unknown aggregate {aggregate:?} (known: {})",
+                AGGREGATES.join(", ")
+            ));
+        }
+    }
+    match (&claim.cause, &claim.explanation) {
+        (Some(cause), _) if !CAUSES.iter().any(|(name, _)| name == cause) => {
+            return Err(format!(
+                "unknown cause {cause:?} (known: {})",
+                names(&CAUSES)
+            ))
+        }
+        (None, Some(_)) => {
+            return Err(format!(
+                "an `explanation` needs a `cause` ({})",
+                names(&CAUSES)
+            ))
+        }
+        (Some(_), None) => return Err("a `cause` needs the `explanation` that measures it".into()),
+        _ => {}
+    }
+    if let Some(name) = &claim.calibrates {
+        if !file.calibration.contains_key(name) {
+            return Err(format!("calibrates {name:?}: no such [calibration.{name}]"));
+        }
+    }
+    for (field, value) in [("bin_s", claim.bin_s), ("level", claim.level)] {
+        if value.is_some_and(|v| !(v.is_finite() && v > 0.0)) {
+            return Err(format!("`{field}` must be a positive number"));
+        }
+    }
+    if let Some(side) = &claim.side {
+        if side != "sender" && side != "receiver" {
+            return Err(format!(
+                "side must be \"sender\" or \"receiver\", got {side:?}"
+            ));
+        }
+    }
+    if claim.metric == SERIES_DIFFERENCE && claim.baseline.is_none() {
+        return Err(format!(
+            "metric {SERIES_DIFFERENCE:?} compares a run with its `baseline` run: give one"
+        ));
+    }
+    if claim.metric == "time to level" && claim.level.is_none() {
+        return Err("metric \"time to level\" needs `level` (kb/s)".into());
     }
     Ok(())
 }

@@ -235,6 +235,32 @@ struct Plan {
     condition: Option<String>,
 }
 
+/// The selected experiments again under each calibrated condition that names them
+/// (`[calibration.NAME]` of claims.toml: its overrides applied to the scenario as loaded).
+fn calibrated_plans(claims: &claims::ClaimsFile, stated: &[Plan]) -> Result<Vec<Plan>> {
+    let mut calibrated = Vec::new();
+    for (name, calibration) in &claims.calibration {
+        for plan in stated
+            .iter()
+            .filter(|plan| calibration.experiments.contains(&plan.id))
+        {
+            let mut scenario = plan.scenario.clone();
+            scenario
+                .apply_sets(&calibration.set)
+                .map_err(anyhow::Error::new)
+                .with_context(|| format!("claims.toml: [calibration.{name}] on {}", plan.id))?;
+            let variants = scenario.expand().map_err(anyhow::Error::new)?;
+            calibrated.push(Plan {
+                id: plan.id.clone(),
+                scenario,
+                variants,
+                condition: Some(name.clone()),
+            });
+        }
+    }
+    Ok(calibrated)
+}
+
 /// The jobs of replication `replication` (runs shared by experiments that summarise others are
 /// run once) and, per plan, each variant's replicated scenario with its job index.
 fn replication_jobs(
@@ -418,29 +444,8 @@ pub fn run(args: &ReproduceArgs) -> Result<Vec<ClaimRow>> {
             condition: None,
         });
     }
-    // The same experiments again under each calibrated condition that names them.
-    for (name, calibration) in &claims.calibration {
-        let stated: Vec<&Plan> = plans
-            .iter()
-            .filter(|plan| calibration.experiments.contains(&plan.id))
-            .collect();
-        let mut calibrated = Vec::new();
-        for plan in stated {
-            let mut scenario = plan.scenario.clone();
-            scenario
-                .apply_sets(&calibration.set)
-                .map_err(anyhow::Error::new)
-                .with_context(|| format!("claims.toml: [calibration.{name}] on {}", plan.id))?;
-            let variants = scenario.expand().map_err(anyhow::Error::new)?;
-            calibrated.push(Plan {
-                id: plan.id.clone(),
-                scenario,
-                variants,
-                condition: Some(name.clone()),
-            });
-        }
-        plans.extend(calibrated);
-    }
+    let calibrated = calibrated_plans(&claims, &plans)?;
+    plans.extend(calibrated);
     let threads = runner::jobs_or_cores(args.jobs);
     let distinct = replication_jobs(&plans, 0, &args.out, true, false).0.len();
     if !args.quiet {
@@ -567,7 +572,7 @@ pub fn run(args: &ReproduceArgs) -> Result<Vec<ClaimRow>> {
             experiment.replicas.push(runs);
         }
     }
-    let mut outcomes: Vec<Vec<Outcome>> = claim_lists
+    let outcomes: Vec<Vec<Outcome>> = claim_lists
         .iter()
         .zip(&samples)
         .map(|(list, collected)| {
@@ -577,31 +582,7 @@ pub fn run(args: &ReproduceArgs) -> Result<Vec<ClaimRow>> {
                 .collect()
         })
         .collect();
-    // Each claim's verdict under a calibrated condition goes beside its stated-condition one;
-    // the report's sections are the stated conditions' experiments.
-    let mut calibrated: HashMap<String, (String, Vec<Outcome>)> = HashMap::new();
-    let mut stated = Vec::new();
-    let mut stated_outcomes = Vec::new();
-    for (experiment, judged) in experiments.into_iter().zip(outcomes.drain(..)) {
-        match &experiment.condition {
-            Some(name) => {
-                calibrated.insert(experiment.id.clone(), (name.clone(), judged));
-            }
-            None => {
-                stated.push(experiment);
-                stated_outcomes.push(judged);
-            }
-        }
-    }
-    let mut experiments = stated;
-    for (experiment, judged) in experiments.iter().zip(stated_outcomes.iter_mut()) {
-        if let Some((name, under)) = calibrated.remove(&experiment.id) {
-            for (outcome, other) in judged.iter_mut().zip(under) {
-                outcome.calibrated = Some((name.clone(), Box::new(other)));
-            }
-        }
-    }
-    let outcomes = stated_outcomes;
+    let (mut experiments, outcomes) = beside_stated(experiments, outcomes);
     for experiment in &mut experiments {
         let id = experiment.id.clone();
         if NS2_CONFORMANCE.contains(&id.as_str()) {
@@ -641,6 +622,37 @@ pub fn run(args: &ReproduceArgs) -> Result<Vec<ClaimRow>> {
         println!("{}", files.html.display());
     }
     Ok(claim_rows)
+}
+
+/// The experiments under their stated conditions (the report's sections) with their claims'
+/// outcomes, each outcome carrying the same claim's outcome under a calibrated condition
+/// (`Outcome::calibrated`) where the experiment was also run under one.
+fn beside_stated(
+    experiments: Vec<Experiment>,
+    outcomes: Vec<Vec<Outcome>>,
+) -> (Vec<Experiment>, Vec<Vec<Outcome>>) {
+    let mut calibrated: HashMap<String, (String, Vec<Outcome>)> = HashMap::new();
+    let mut stated = Vec::new();
+    let mut stated_outcomes = Vec::new();
+    for (experiment, judged) in experiments.into_iter().zip(outcomes) {
+        match &experiment.condition {
+            Some(name) => {
+                calibrated.insert(experiment.id.clone(), (name.clone(), judged));
+            }
+            None => {
+                stated.push(experiment);
+                stated_outcomes.push(judged);
+            }
+        }
+    }
+    for (experiment, judged) in stated.iter().zip(stated_outcomes.iter_mut()) {
+        if let Some((name, under)) = calibrated.remove(&experiment.id) {
+            for (outcome, other) in judged.iter_mut().zip(under) {
+                outcome.calibrated = Some((name.clone(), Box::new(other)));
+            }
+        }
+    }
+    (stated, stated_outcomes)
 }
 
 /// `runs.csv`: every distinct run with its directory, wall time and events, then one
@@ -1062,6 +1074,82 @@ pub struct ClaimRow {
     pub calibration: String,
 }
 
+impl ClaimRow {
+    /// The row of one judged claim of experiment `id`.
+    fn of(id: &str, outcome: &Outcome, claims_file: &claims::ClaimsFile) -> ClaimRow {
+        let claim = &outcome.claim;
+        let under = outcome.calibrated.as_ref().map(|(_, under)| under.as_ref());
+        ClaimRow {
+            experiment: id.to_string(),
+            claim: claim.text.clone(),
+            metric: claim.metric.clone(),
+            relation: claim.relation.clone(),
+            paper: outcome.paper.clone(),
+            ours: outcome.ours.clone(),
+            status: outcome.status.text(),
+            replications: outcome.interval.map(|i| i.n),
+            mean: outcome.interval.map(|i| i.mean),
+            ci_low: outcome.interval.map(|i| i.low),
+            ci_high: outcome.interval.map(|i| i.high),
+            threshold: claim.threshold.clone().unwrap_or_default(),
+            source: claim.source.clone().unwrap_or_default(),
+            quote: claim.quote.clone().unwrap_or_default(),
+            reading: claim.reading.clone().unwrap_or_default(),
+            cause: outcome.cause().to_string(),
+            calibrated: under.map(|u| u.status.text()).unwrap_or_default(),
+            calibrated_mean: under.and_then(|u| u.interval.map(|i| i.mean)),
+            calibrated_ci_low: under.and_then(|u| u.interval.map(|i| i.low)),
+            calibrated_ci_high: under.and_then(|u| u.interval.map(|i| i.high)),
+            calibration: outcome
+                .calibrated
+                .as_ref()
+                .map(|(name, _)| {
+                    claims_file
+                        .calibration
+                        .get(name)
+                        .map_or(name.clone(), |c| format!("{name}: {}", c.value))
+                })
+                .unwrap_or_default(),
+        }
+    }
+}
+
+/// An experiment's claims held / differ / inconclusive under its stated conditions and under
+/// its calibrated one (which never replaces them), as a measurement row: the quantity and the
+/// counts. `None` for an experiment without a calibrated condition.
+fn calibrated_counts(
+    outcomes: &[Outcome],
+    claims_file: &claims::ClaimsFile,
+) -> Option<(String, String)> {
+    let (name, _) = outcomes.iter().find_map(|o| o.calibrated.as_ref())?;
+    let counts = |statuses: Vec<&Status>| {
+        let count = |wanted: Status| statuses.iter().filter(|s| ***s == wanted).count();
+        format!(
+            "{} / {} / {}",
+            count(Status::Holds),
+            count(Status::Differs),
+            count(Status::Inconclusive)
+        )
+    };
+    let stated = counts(outcomes.iter().map(|o| &o.status).collect());
+    let under = counts(
+        outcomes
+            .iter()
+            .filter_map(|o| o.calibrated.as_ref().map(|(_, under)| &under.status))
+            .collect(),
+    );
+    let level = claims_file
+        .calibration
+        .get(name)
+        .map_or(String::new(), |c| format!(": {}", c.value));
+    Some((
+        format!(
+            "claims held / differ / inconclusive, stated conditions → calibrated condition {name}{level}"
+        ),
+        format!("{stated} → {under}"),
+    ))
+}
+
 fn build_report(
     experiments: &[Experiment],
     claims_file: &claims::ClaimsFile,
@@ -1138,42 +1226,11 @@ fn build_report(
         for (quantity, simulated, real) in figures::testbed_comparison(experiment) {
             section = section.measurement(quantity, simulated, real);
         }
-        for outcome in outcomes {
-            let claim = &outcome.claim;
-            let under = outcome.calibrated.as_ref().map(|(_, under)| under.as_ref());
-            claim_rows.push(ClaimRow {
-                experiment: experiment.id.clone(),
-                claim: claim.text.clone(),
-                metric: claim.metric.clone(),
-                relation: claim.relation.clone(),
-                paper: outcome.paper.clone(),
-                ours: outcome.ours.clone(),
-                status: outcome.status.text(),
-                replications: outcome.interval.map(|i| i.n),
-                mean: outcome.interval.map(|i| i.mean),
-                ci_low: outcome.interval.map(|i| i.low),
-                ci_high: outcome.interval.map(|i| i.high),
-                threshold: claim.threshold.clone().unwrap_or_default(),
-                source: claim.source.clone().unwrap_or_default(),
-                quote: claim.quote.clone().unwrap_or_default(),
-                reading: claim.reading.clone().unwrap_or_default(),
-                cause: outcome.cause().to_string(),
-                calibrated: under.map(|u| u.status.text()).unwrap_or_default(),
-                calibrated_mean: under.and_then(|u| u.interval.map(|i| i.mean)),
-                calibrated_ci_low: under.and_then(|u| u.interval.map(|i| i.low)),
-                calibrated_ci_high: under.and_then(|u| u.interval.map(|i| i.high)),
-                calibration: outcome
-                    .calibrated
-                    .as_ref()
-                    .map(|(name, _)| {
-                        claims_file
-                            .calibration
-                            .get(name)
-                            .map_or(name.clone(), |c| format!("{name}: {}", c.value))
-                    })
-                    .unwrap_or_default(),
-            });
-        }
+        claim_rows.extend(
+            outcomes
+                .iter()
+                .map(|outcome| ClaimRow::of(&experiment.id, outcome, claims_file)),
+        );
         for failure in &experiment.failures {
             section = section.measurement("run failed", "—", failure.clone());
         }
@@ -1184,31 +1241,8 @@ fn build_report(
             }
         }
         let count = |status: Status| outcomes.iter().filter(|o| o.status == status).count();
-        // The claims under the experiment's calibrated condition, counted beside the default
-        // ones (which they never replace).
-        let under: Vec<&Outcome> = outcomes
-            .iter()
-            .filter_map(|o| o.calibrated.as_ref().map(|(_, under)| under.as_ref()))
-            .collect();
-        if let Some((name, _)) = outcomes.iter().find_map(|o| o.calibrated.as_ref()) {
-            let count_under = |status: Status| under.iter().filter(|o| o.status == status).count();
-            let level = claims_file
-                .calibration
-                .get(name)
-                .map_or(String::new(), |c| format!(": {}", c.value));
-            section = section.measurement(
-                format!("claims held / differ / inconclusive, stated conditions → calibrated condition {name}{level}"),
-                "—",
-                format!(
-                    "{} / {} / {} → {} / {} / {}",
-                    count(Status::Holds),
-                    count(Status::Differs),
-                    count(Status::Inconclusive),
-                    count_under(Status::Holds),
-                    count_under(Status::Differs),
-                    count_under(Status::Inconclusive)
-                ),
-            );
+        if let Some((quantity, counts)) = calibrated_counts(outcomes, claims_file) {
+            section = section.measurement(quantity, "—", counts);
         }
         section = section.claim_counts(
             count(Status::Holds),
