@@ -13,7 +13,7 @@ use std::time::Instant as WallInstant;
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use tfrc_analysis::report::{Images, Report, Section, Verdict};
+use tfrc_analysis::report::{ClaimCounts, Images, Report, Section, Verdict};
 use tfrc_analysis::run::Run;
 use tfrc_analysis::table::Table;
 use tfrc_scenario::{Capacity, FlowKind, Scenario};
@@ -1114,6 +1114,20 @@ impl ClaimRow {
     }
 }
 
+/// How many of `outcomes` hold, differ and are inconclusive.
+fn claim_counts<'a>(outcomes: impl Iterator<Item = &'a Outcome>) -> ClaimCounts {
+    let mut counts = ClaimCounts::default();
+    for outcome in outcomes {
+        match outcome.status {
+            Status::Holds => counts.held += 1,
+            Status::Differs => counts.differ += 1,
+            Status::Inconclusive => counts.inconclusive += 1,
+            _ => {}
+        }
+    }
+    counts
+}
+
 /// An experiment's claims held / differ / inconclusive under its stated conditions and under
 /// its calibrated one (which never replaces them), as a measurement row: the quantity and the
 /// counts. `None` for an experiment without a calibrated condition.
@@ -1122,21 +1136,11 @@ fn calibrated_counts(
     claims_file: &claims::ClaimsFile,
 ) -> Option<(String, String)> {
     let (name, _) = outcomes.iter().find_map(|o| o.calibrated.as_ref())?;
-    let counts = |statuses: Vec<&Status>| {
-        let count = |wanted: Status| statuses.iter().filter(|s| ***s == wanted).count();
-        format!(
-            "{} / {} / {}",
-            count(Status::Holds),
-            count(Status::Differs),
-            count(Status::Inconclusive)
-        )
-    };
-    let stated = counts(outcomes.iter().map(|o| &o.status).collect());
-    let under = counts(
+    let stated = claim_counts(outcomes.iter());
+    let under = claim_counts(
         outcomes
             .iter()
-            .filter_map(|o| o.calibrated.as_ref().map(|(_, under)| &under.status))
-            .collect(),
+            .filter_map(|o| o.calibrated.as_ref().map(|(_, under)| under.as_ref())),
     );
     let level = claims_file
         .calibration
@@ -1240,15 +1244,11 @@ fn build_report(
                 section = section.raw_data(relative.to_path_buf());
             }
         }
-        let count = |status: Status| outcomes.iter().filter(|o| o.status == status).count();
         if let Some((quantity, counts)) = calibrated_counts(outcomes, claims_file) {
             section = section.measurement(quantity, "—", counts);
         }
-        section = section.claim_counts(
-            count(Status::Holds),
-            count(Status::Differs),
-            count(Status::Inconclusive),
-        );
+        let counts = claim_counts(outcomes.iter());
+        section = section.claim_counts(counts.held, counts.differ, counts.inconclusive);
         section = section.causes(
             outcomes
                 .iter()
