@@ -11,16 +11,20 @@
 -- Layout (big-endian): common header 0 version (1), 1 kind, 2..4 flags, 4..8 session id.
 -- Data (kind 1, 32-byte header): 8 sequence, 12 send timestamp (ns), 20 sender RTT (µs),
 -- 24 Veno backlog (1/1000 packet), 28 nonce (session token, packet mark).
--- Feedback (kind 2, 40 bytes): 8 echoed sequence, 12 echoed timestamp (ns), 20 t_delay (µs),
--- 24 X_recv (bytes/s, 64 bits), 32 p (fraction of 2^32), 36 session token and receipt-proof sum;
--- the flags carry the proof's run (bits 13..16 offset, bits 0..13 length).
+-- Feedback (kind 3, wire format 2: 52 + 12·n bytes): 8 echoed sequence, 12 echoed timestamp (ns),
+-- 20 t_delay (µs), 24 X_recv (bytes/s, 64 bits), 32 p (fraction of 2^32), 36 session token and
+-- receipt-proof sum; the flags carry the proof's run (bits 13..16 offset, bits 0..13 length);
+-- 40 n loss intervals, 44 the open interval's first sequence number, 48 its unproven tail, then
+-- n entries of 12 bytes, open first: 0 lossy part, 4 data part (packets), 8 sum of the data
+-- part's marks, 10 flags (bit 0 Veno-stretched, bit 1 synthetic). Kind 2 is wire format 1's
+-- 40-byte feedback, refused by senders of format 2.
 -- Control: 0x10 END, 0x11 END-ACK, 0x12 HELLO, 0x13 COOKIE, 0x14 REVERSE (`tfrc send -R`: 4 request
 -- id, 8 segment size, 12 duration ns, 20 rate cap and 28 target rate in bytes/s, 0 = none).
 
 local tfrc = Proto("tfrc", "TCP-Friendly Rate Control (RFC 5348, tfrc toolkit)")
 
 local kinds = {
-    [1] = "data", [2] = "feedback",
+    [1] = "data", [2] = "feedback (wire format 1, refused)", [3] = "feedback",
     [0x10] = "end of session", [0x11] = "end acknowledgement",
     [0x12] = "hello", [0x13] = "cookie", [0x14] = "reverse request",
 }
@@ -45,6 +49,13 @@ f.p = ProtoField.double("tfrc.p", "Loss event rate p")
 f.proof_offset = ProtoField.uint16("tfrc.proof.offset", "Receipt proof: run ends this far below the echo")
 f.proof_length = ProtoField.uint16("tfrc.proof.length", "Receipt proof: packets in the run")
 f.proof_sum = ProtoField.uint16("tfrc.proof.sum", "Receipt proof: sum of their marks", base.HEX)
+f.intervals = ProtoField.uint8("tfrc.intervals", "Loss intervals")
+f.open_start = ProtoField.uint32("tfrc.open_start", "Open interval: first sequence number")
+f.open_tail = ProtoField.uint32("tfrc.open_tail", "Open interval: unproven tail (packets)")
+f.lossy = ProtoField.uint32("tfrc.interval.lossy", "Lossy part (packets)")
+f.data = ProtoField.uint32("tfrc.interval.data", "Data part (packets, proven)")
+f.data_sum = ProtoField.uint16("tfrc.interval.sum", "Sum of the data part's marks", base.HEX)
+f.interval_flags = ProtoField.uint8("tfrc.interval.flags", "Flags (1 Veno-stretched, 2 synthetic)", base.HEX)
 f.nonce = ProtoField.uint32("tfrc.nonce", "Nonce", base.HEX)
 f.cookie = ProtoField.uint64("tfrc.cookie", "Cookie", base.HEX)
 f.count = ProtoField.uint64("tfrc.count", "Count")
@@ -81,7 +92,7 @@ function tfrc.dissector(buffer, pinfo, tree)
         subtree:add(f.mark, buffer(30, 2))
         pinfo.cols.info = string.format("TFRC data session=%08x seq=%u RTT=%u us", session, seq,
             buffer(20, 4):uint())
-    elseif kind == 2 and length >= 40 then
+    elseif kind == 3 and length >= 52 then
         local flags = buffer(2, 2):uint()
         local raw = buffer(32, 4):uint()
         local p = raw / 4294967296.0
@@ -96,6 +107,21 @@ function tfrc.dissector(buffer, pinfo, tree)
         subtree:add(f.proof_offset, buffer(2, 2), bit.rshift(flags, 13))
         subtree:add(f.proof_length, buffer(2, 2), bit.band(flags, 0x1fff))
         subtree:add(f.proof_sum, buffer(38, 2))
+        local count = buffer(40, 1):uint()
+        subtree:add(f.intervals, buffer(40, 1))
+        subtree:add(f.open_start, buffer(44, 4))
+        subtree:add(f.open_tail, buffer(48, 4))
+        for i = 0, count - 1 do
+            local at = 52 + 12 * i
+            if at + 12 > length then break end
+            local name = "Loss interval I_" .. i
+            if i == 0 then name = name .. " (open)" end
+            local item = subtree:add(tfrc, buffer(at, 12), name)
+            item:add(f.lossy, buffer(at, 4))
+            item:add(f.data, buffer(at + 4, 4))
+            item:add(f.data_sum, buffer(at + 8, 2))
+            item:add(f.interval_flags, buffer(at + 10, 1))
+        end
         pinfo.cols.info = string.format("TFRC feedback session=%08x echo=%u X_recv=%s B/s p=%.6f",
             session, buffer(8, 4):uint(), tostring(buffer(24, 8):uint64()), p)
     elseif kind == 0x14 and length >= 36 then
@@ -140,7 +166,7 @@ on_any_udp_port(tfrc, is_tfrc)
 -- 0 PADDING (the rest); 1 FRAGMENT stream u16, domain u16, flags u8 (bit 0 ordered), message
 -- u32, message length u32, offset u32, deadline u64 (ns, 0 = none), length u16, bytes;
 -- 2 FORWARD domain u16, flags u8, forward u32. ACK: 8 rate epoch u16, 10 ack delay µs u32,
--- 14 has-feedback u8, [40-byte TFRC feedback], range count u8, ranges (first u64, last u64).
+-- 14 has-feedback u8, [TFRC feedback, 52 + 12·n bytes], range count u8, ranges (first u64, last u64).
 local etp = Proto("etp", "ETP, compositional transport over TFRC (tfrc toolkit)")
 
 local etp_types = {
@@ -267,9 +293,12 @@ function etp.dissector(buffer, pinfo, tree)
         subtree:add(e.ack_delay, buffer(10, 4))
         subtree:add(e.has_feedback, buffer(14, 1))
         local offset = 15
-        if buffer(14, 1):uint() == 1 and length >= offset + 40 then
-            tfrc.dissector(buffer(offset, 40):tvb(), pinfo, subtree)
-            offset = offset + 40
+        if buffer(14, 1):uint() == 1 and length >= offset + 52 then
+            local size = 52 + 12 * buffer(offset + 40, 1):uint()
+            if length >= offset + size then
+                tfrc.dissector(buffer(offset, size):tvb(), pinfo, subtree)
+                offset = offset + size
+            end
         end
         if offset < length then
             local count = buffer(offset, 1):uint()

@@ -20,7 +20,7 @@
 //! 5  DATA             packet number u64, rate epoch u16, sender's minimum RTT µs u32,
 //!                     then a whole TFRC data packet (tfrc_proto::wire) whose payload is frames
 //! 6  ACK              rate epoch u16, ack delay µs u32, has-feedback u8,
-//!                     [TFRC feedback packet, 40 bytes], range count u8,
+//!                     [TFRC feedback packet, 64–160 bytes, its length in its header], range count u8,
 //!                     ranges (first u64, last u64), newest first, at most 64
 //! 7  CLOSE            code u16, reason length u16, reason (UTF-8)
 //! 8  CLOSE_ACK        -
@@ -199,6 +199,11 @@ impl<'a> Reader<'a> {
         let (head, tail) = self.bytes.split_at(count);
         self.bytes = tail;
         Ok(head)
+    }
+
+    /// What is left, not consumed.
+    pub fn peek(&self) -> &'a [u8] {
+        self.bytes
     }
 
     /// Everything left.
@@ -485,7 +490,9 @@ impl<'a> Repr<'a> {
                 let feedback = match reader.u8("feedback flag")? {
                     0 => None,
                     1 => {
-                        let bytes = reader.take(tfrc_proto::wire::FEEDBACK_LEN, "feedback")?;
+                        let length = tfrc_proto::wire::feedback_len_of(reader.peek())
+                            .map_err(|_| WireError::Invalid("embedded TFRC feedback packet"))?;
+                        let bytes = reader.take(length, "feedback")?;
                         tfrc_proto::wire::Packet::new_checked(bytes)
                             .ok()
                             .filter(|inner| inner.kind() == tfrc_proto::wire::PacketKind::Feedback)
@@ -991,10 +998,11 @@ mod tests {
         ) {
             let tfrc = tfrc_data(&text);
             let pairs: Vec<(u64, u64)> = ranges.iter().map(|(first, extra)| (*first, first.saturating_add(*extra))).collect();
-            let mut feedback = [0u8; tfrc_proto::wire::FEEDBACK_LEN];
+            let mut feedback = [0u8; tfrc_proto::wire::MIN_FEEDBACK_LEN];
             tfrc_proto::wire::FeedbackRepr {
                 session_id: 1, echo_sequence: 2, echo_timestamp: 3, elapsed_micros: 4,
                 x_recv: 5, loss_event_rate_raw: 6, echo_nonce: 7, proof_flags: 8,
+                intervals: Default::default(),
             }.emit(&mut feedback).unwrap();
             let reprs = [
                 Repr::Init { connection_id, client_tag: tag, descriptor: &text },

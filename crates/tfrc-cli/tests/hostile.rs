@@ -67,10 +67,22 @@ fn liar(
                 loss_event_rate_raw: 0,
                 echo_nonce,
                 proof_flags,
+                // No loss since packet 0, proven by this packet's mark alone: true of the
+                // first packet only.
+                intervals: {
+                    let mut intervals = wire::LossIntervals::default();
+                    intervals.entries[0] = wire::LossInterval {
+                        lossy: 0,
+                        data: data.sequence.wrapping_add(1),
+                        sum: data.nonce as u16,
+                        flags: 0,
+                    };
+                    intervals
+                },
             };
-            let mut out = [0u8; wire::FEEDBACK_LEN];
-            feedback.emit(&mut out).expect("a feedback fits 40 bytes");
-            let _ = socket.send_to(&out, from);
+            let mut out = [0u8; wire::MAX_FEEDBACK_LEN];
+            feedback.emit(&mut out).expect("a feedback fits");
+            let _ = socket.send_to(&out[..feedback.buffer_len()], from);
         }
         arrivals
     })
@@ -81,10 +93,11 @@ fn liar(
 /// sender stays at its initial rate of about one packet per second (halved by each no-feedback
 /// expiry) and exits 1 naming the refusals. Proving only the packet it echoes, its first
 /// feedback is taken (the first proof of an honest receiver is one packet too: RFC 5348 §4.2
-/// then gives W_init/R, with its X_recv capped) and every later one refused as unconfirmed, so
-/// the no-feedback timer brings the rate down within a second: after 2 s the liar gets tens of
-/// packets (as a receiver gone silent after its first report would). Before the receipt proof, the same liar behind a 1 Mb/s link drove
-/// `tfrc send` to 1.48 Gb/s.
+/// then gives W_init/R, with its X_recv capped) and every later one is a proven lie (its loss
+/// intervals claim no loss since packet 0 with a sum that proves only one packet): refused, and
+/// the rate halves at once, then falls to one packet per 64 s; after 2 s the liar gets no more
+/// than a receiver gone silent after its first report would. Before the receipt proof, the
+/// same liar behind a 1 Mb/s link drove `tfrc send` to 1.48 Gb/s.
 #[test]
 fn a_lying_receiver_does_not_raise_tfrc_sends_rate() {
     let no_proof: fn(u32) -> (u16, u32) = |nonce| (0, nonce);
@@ -116,8 +129,10 @@ fn a_lying_receiver_does_not_raise_tfrc_sends_rate() {
             "{name}: the liar got {received} data packets in 4 s, {late} after the first 2 s; counters {counters}; {}",
             stderr.trim()
         );
-        let refused =
-            counters["unproven"].as_u64().unwrap() + counters["unconfirmed"].as_u64().unwrap();
+        let refused = ["unproven", "unconfirmed", "false_intervals"]
+            .iter()
+            .map(|name| counters[*name].as_u64().unwrap())
+            .sum::<u64>();
         assert!(refused + 1 >= received as u64, "{counters}");
         if name == "no proof" {
             assert_eq!(output.status.code(), Some(1), "{stderr}");

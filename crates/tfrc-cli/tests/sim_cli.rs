@@ -416,6 +416,8 @@ fn the_wireshark_dissector_decodes_a_simulator_capture() {
         "X_recv (bytes/s)",
         "Loss event rate p",
         "Receipt proof: packets in the run",
+        "Loss interval I_0 (open)",
+        "Data part (packets, proven)",
     ] {
         assert!(text.contains(field), "tshark did not show {field:?}");
     }

@@ -230,7 +230,7 @@ fn core_operations(criterion: &mut Criterion) {
             &format!("{profile}/receiver/feedback"),
             &recording.receiver_feedback,
             |receiver: &mut Receiver, at, _, buffer| {
-                let _ = receiver.poll_transmit(at, &mut buffer[..wire::FEEDBACK_LEN.max(64)]);
+                let _ = receiver.poll_transmit(at, &mut buffer[..wire::MAX_FEEDBACK_LEN]);
             },
         );
     }

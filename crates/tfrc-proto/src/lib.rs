@@ -25,7 +25,7 @@
 //! let one_way = Duration::from_millis(50);
 //!
 //! let mut packet = [0u8; 1500];
-//! let mut feedback = [0u8; 64];
+//! let mut feedback = [0u8; tfrc_proto::wire::MAX_FEEDBACK_LEN];
 //! for _ in 0..20 {
 //!     // Send whatever the schedule allows, deliver it after the one-way delay.
 //!     while sender.can_send(now) {
@@ -48,12 +48,14 @@
 //! assert!(state.sending_rate > 1000.0);   // and the rate left the initial one packet/second
 //! ```
 
+pub mod adversary;
 pub mod application;
 pub mod config;
 pub mod equation;
 pub mod loss_history;
 pub mod media;
 pub mod ns2;
+mod receipts;
 pub mod receive_rate;
 pub mod receiver;
 pub mod sender;

@@ -14,6 +14,45 @@ pub const WEIGHTS: [f64; INTERVALS_AVERAGED] = [1.0, 1.0, 1.0, 1.0, 0.8, 0.6, 0.
 /// Lower bound of the general history discount factor (RFC 5348 §5.5: "THRESHOLD = 0.5").
 pub const DISCOUNT_THRESHOLD: f64 = 0.5;
 
+/// I_mean of RFC 5348 §5.4 from the open interval I_0 and the closed ones (I_1 first, at least
+/// one), each with its discount factor DF_i, the general discount DF applied to the closed ones in
+/// I_tot0: max(I_tot0/W_tot0, I_tot1/W_tot1), where I_tot0 counts I_0 with weight w_1 and drops
+/// the oldest closed interval (under ns-2.35's counting, `ns2_counting`, it keeps all k < 8 of
+/// them, [`LossHistory::new_ns2`]), and I_tot1 uses the closed intervals only. The one
+/// definition of the weighting: the receiver's p ([`LossHistory::mean_interval`]) and the p a
+/// sender recomputes from a feedback's proven intervals (`Sender::handle_packet`) both use it.
+pub fn weighted_mean(
+    open: f64,
+    closed: impl Iterator<Item = (f64, f64)> + Clone,
+    discount: f64,
+    ns2_counting: bool,
+) -> f64 {
+    let k = closed.clone().take(INTERVALS_AVERAGED).count();
+    let included = if ns2_counting {
+        k.min(INTERVALS_AVERAGED - 1)
+    } else {
+        k.saturating_sub(1)
+    };
+    let (mut total0, mut weights0) = (open * WEIGHTS[0], WEIGHTS[0]);
+    for ((length, own), weight) in closed.clone().take(included).zip(&WEIGHTS[1..]) {
+        let weight = weight * own * discount;
+        total0 += length * weight;
+        weights0 += weight;
+    }
+    let mean1 = closed_mean_of(closed).unwrap_or(0.0);
+    (total0 / weights0).max(mean1)
+}
+
+/// I_tot1/W_tot1: the weighted mean of the closed intervals alone, each (length, DF_i).
+fn closed_mean_of(closed: impl Iterator<Item = (f64, f64)>) -> Option<f64> {
+    let (mut total, mut weights) = (0.0, 0.0);
+    for ((length, own), weight) in closed.take(INTERVALS_AVERAGED).zip(&WEIGHTS) {
+        total += length * weight * own;
+        weights += weight * own;
+    }
+    (weights > 0.0).then(|| total / weights)
+}
+
 /// A closed loss interval.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ClosedInterval {
@@ -30,6 +69,13 @@ pub struct ClosedInterval {
     pub losses: u64,
     /// TFRC-SP: it lasted at most two RTTs, so its length counts N/K (RFC 4828 §3).
     pub short: bool,
+    /// Packets of its lossy part (RFC 4342 §8.6's Loss Length): from its first packet to the
+    /// last loss of the loss event that opened it; the rest, its data part, was all received.
+    /// 0 for the synthetic first interval.
+    pub lossy: u64,
+    /// The synthetic first interval of RFC 5348 §6.3.1, derived from the receive rate (it
+    /// spans no packets).
+    pub synthetic: bool,
 }
 
 /// The loss history: the open interval I_0 and up to eight closed intervals I_1..I_8.
@@ -53,6 +99,8 @@ pub struct LossHistory {
     open_losses: u64,
     /// The RTT that "two round-trip times" refers to (TFRC-SP), set by the receiver.
     rtt: core::time::Duration,
+    /// The last loss of the current loss event (the end of the open interval's lossy part).
+    open_last_loss: Option<u64>,
 }
 
 impl LossHistory {
@@ -68,6 +116,7 @@ impl LossHistory {
             short_intervals: false,
             open_losses: 0,
             rtt: core::time::Duration::ZERO,
+            open_last_loss: None,
         }
     }
 
@@ -89,6 +138,51 @@ impl LossHistory {
     /// Sets the RTT that TFRC-SP's "two round-trip times" refers to (the receiver's R_m).
     pub fn set_rtt(&mut self, rtt: core::time::Duration) {
         self.rtt = rtt;
+    }
+
+    /// Records that packet `sequence` was lost (or marked) and belongs to the current loss
+    /// event: the open interval's lossy part reaches at least to it.
+    ///
+    /// A loss below the open interval's start (revealed after a later loss event, e.g. a CE
+    /// mark that arrived before the gap below it was declared lost) lies in a closed interval:
+    /// that interval's lossy part is extended to it, so that no data part holds a loss.
+    /// Returns false when the loss lies before every interval (the synthetic one's domain).
+    pub fn note_loss(&mut self, sequence: u64) -> bool {
+        let Some((start, _)) = self.event_start else {
+            return false;
+        };
+        if sequence >= start {
+            self.open_last_loss = Some(
+                self.open_last_loss
+                    .map_or(sequence, |last| last.max(sequence)),
+            );
+            return true;
+        }
+        let mut end = start;
+        for interval in &mut self.closed {
+            if interval.synthetic {
+                break;
+            }
+            let first = end.saturating_sub(interval.raw_length);
+            if sequence >= first {
+                interval.lossy = interval.lossy.max(sequence - first + 1);
+                return true;
+            }
+            end = first;
+        }
+        false
+    }
+
+    /// The open interval's start and the last packet of its lossy part (its loss event's last
+    /// loss), once a loss happened.
+    pub fn open_lossy_part(&self) -> Option<(u64, u64)> {
+        self.event_start
+            .map(|(start, _)| (start, self.open_last_loss.unwrap_or(start).max(start)))
+    }
+
+    /// Whether Veno stretched the open interval.
+    pub fn open_is_stretched(&self) -> bool {
+        self.open_stretch.is_some()
     }
 
     /// Counts `count` packets lost or marked in the open interval I_0 (K of RFC 4828 §3).
@@ -163,8 +257,11 @@ impl LossHistory {
             stretched: false,
             losses: 0,
             short: false,
+            lossy: 0,
+            synthetic: true,
         });
         self.event_start = Some((sequence, time));
+        self.open_last_loss = None;
         self.open_losses = 0;
         self.events = 1;
         self.open_stretch = stretch;
@@ -211,6 +308,10 @@ impl LossHistory {
             None => (counted, false),
         };
         self.open_stretch = stretch;
+        let lossy = self
+            .open_last_loss
+            .map_or(1, |last| last.saturating_sub(start) + 1)
+            .min(raw_length);
         self.closed.push_front(ClosedInterval {
             length,
             raw_length,
@@ -218,7 +319,10 @@ impl LossHistory {
             stretched,
             losses,
             short,
+            lossy,
+            synthetic: false,
         });
+        self.open_last_loss = None;
         self.open_losses = 0;
         self.closed.truncate(INTERVALS_AVERAGED);
         self.event_start = Some((sequence, time));
@@ -236,12 +340,11 @@ impl LossHistory {
 
     /// Mean of the closed intervals alone, I_tot1/W_tot with their own discounts.
     fn closed_mean(&self) -> Option<f64> {
-        let (mut total, mut weights) = (0.0, 0.0);
-        for (i, interval) in self.closed.iter().enumerate() {
-            total += interval.length * WEIGHTS[i] * interval.discount;
-            weights += WEIGHTS[i] * interval.discount;
-        }
-        (weights > 0.0).then(|| total / weights)
+        closed_mean_of(
+            self.closed
+                .iter()
+                .map(|interval| (interval.length, interval.discount)),
+        )
     }
 
     /// General discount factor DF (RFC 5348 §5.5): when I_0 > 2·I_mean, DF = max(0.5, 2·I_mean/I_0);
@@ -275,19 +378,14 @@ impl LossHistory {
             return self.closed_mean();
         }
         let discount = self.general_discount(highest);
-        let (mut total0, mut weights0) = (open * WEIGHTS[0], WEIGHTS[0]);
-        let included = if self.ns2_counting {
-            k.min(INTERVALS_AVERAGED - 1)
-        } else {
-            k - 1
-        };
-        for (interval, weight) in self.closed.iter().take(included).zip(&WEIGHTS[1..]) {
-            let weight = weight * interval.discount * discount;
-            total0 += interval.length * weight;
-            weights0 += weight;
-        }
-        let mean1 = self.closed_mean().unwrap_or(0.0);
-        Some((total0 / weights0).max(mean1))
+        Some(weighted_mean(
+            open,
+            self.closed
+                .iter()
+                .map(|interval| (interval.length, interval.discount)),
+            discount,
+            self.ns2_counting,
+        ))
     }
 
     /// p = 1 / I_mean, or 0 before the first loss event; `now` as in

@@ -20,6 +20,7 @@ use crate::config::{Config, ConfigError};
 use crate::equation;
 use crate::loss_history::LossHistory;
 use crate::ns2::Ns2ReceiverState;
+use crate::receipts::ReceivedLedger;
 use crate::receive_rate::ArrivalWindow;
 use crate::time::{duration_from_secs, secs, Instant};
 use crate::wire::{self, DataRepr, FeedbackRepr, Packet, PacketKind};
@@ -181,6 +182,11 @@ pub struct Receiver {
     stats: ReceiverStats,
     /// ns-2.35 sink state, under [`crate::Profile::Ns2`] only.
     ns2: Option<Ns2ReceiverState>,
+    /// The sums of the marks received, for the loss intervals' proofs
+    /// ([`wire::LossIntervals`]).
+    ledger: ReceivedLedger,
+    /// The open interval's last loss whose sum the ledger was asked for.
+    requested_last_loss: Option<u64>,
 }
 
 impl Receiver {
@@ -221,6 +227,8 @@ impl Receiver {
             feedback_timer: None,
             feedback_pending: false,
             stats: ReceiverStats::default(),
+            ledger: ReceivedLedger::default(),
+            requested_last_loss: None,
         })
     }
 
@@ -387,9 +395,16 @@ impl Receiver {
             return;
         }
         self.lowest = Some(self.lowest.map_or(sequence, |lowest| lowest.min(sequence)));
-        if first_packet && self.ns2.is_none() {
-            self.note_lost_first_packets(data.sequence, sequence, loss_clock);
+        if first_packet {
+            let ahead = wire::sequence_distance(0, data.sequence);
+            if self.ns2.is_none() && ahead > 0 {
+                self.note_lost_first_packets(data.sequence, sequence, loss_clock);
+                self.ledger.start(sequence - ahead as u64);
+            } else {
+                self.ledger.start(sequence);
+            }
         }
+        self.ledger.received(sequence, data.nonce as u16);
         if let Some(state) = &mut self.ns2 {
             // ns-2 takes round_id from every new packet before judging the losses it reveals.
             state.round = flags & wire::NS2_ROUND_MASK;
@@ -416,6 +431,7 @@ impl Receiver {
             self.stats.ecn_marked += 1;
             self.register_loss(sequence, loss_clock, now);
         }
+        self.ledger.settle();
         let new_event = self.history.loss_events() > events_before;
 
         if self.ns2.is_some() {
@@ -582,6 +598,7 @@ impl Receiver {
             }
             self.gaps.pop_front();
             self.stats.lost += gap.end - gap.first;
+            self.ledger.lost(gap.first, gap.end);
             self.register_gap_losses(&gap, now);
         }
     }
@@ -603,6 +620,9 @@ impl Receiver {
                     break;
                 }
                 self.history.add_losses(sequence - counted_to);
+                if sequence > counted_to {
+                    self.note_loss(sequence - 1);
+                }
                 counted_to = sequence;
                 self.start_event(sequence, time, now);
                 events += 1;
@@ -616,6 +636,36 @@ impl Receiver {
             }
         }
         self.history.add_losses(gap.end - counted_to);
+        // Every lost packet of the gap lies in the lossy part of an event: those that started
+        // no event (within one RTT of its first loss, or refused by ns-2's rounds) in the last.
+        self.note_loss(gap.end - 1);
+    }
+
+    /// Packet `sequence` was lost and belongs to the current loss event: its lossy part
+    /// reaches to it, and the ledger keeps the sum through it (where the data part starts).
+    fn note_loss(&mut self, sequence: u64) {
+        if !self.history.note_loss(sequence) {
+            return;
+        }
+        let Some((start, last)) = self.history.open_lossy_part() else {
+            return;
+        };
+        if sequence < start {
+            // In a closed interval: its data part now starts after this loss.
+            self.ledger.request(sequence);
+            return;
+        }
+        if self.requested_last_loss == Some(last) {
+            return;
+        }
+        if let Some(previous) = self
+            .requested_last_loss
+            .filter(|&previous| previous != start)
+        {
+            self.ledger.forget(previous);
+        }
+        self.ledger.request(last);
+        self.requested_last_loss = Some(last);
     }
 
     /// A single loss (a CE mark) at a known time, revealed at `now`.
@@ -625,6 +675,7 @@ impl Receiver {
             self.start_event(sequence, time, now);
         }
         self.history.add_losses(1);
+        self.note_loss(sequence);
     }
 
     /// ns-2 `new_loss()` with `PreciseLoss_ 1`: a loss starts a new event only when the packet
@@ -640,6 +691,33 @@ impl Receiver {
 
     /// Starts a loss event at `sequence` (nominal loss time `time`), revealed at `now`.
     fn start_event(&mut self, sequence: u64, time: Instant, now: Instant) {
+        self.start_event_history(sequence, time, now);
+        // The proofs need the sum below the new interval's start; sums older than every
+        // reported interval are no longer needed.
+        self.requested_last_loss = None;
+        if let Some((start, _)) = self.history.open_lossy_part() {
+            self.ledger.request(start);
+        }
+        if let Some(oldest) = self.oldest_interval_start() {
+            self.ledger.forget_below(oldest);
+        }
+    }
+
+    /// The first packet of the oldest closed interval that spans packets (the synthetic one
+    /// spans none).
+    fn oldest_interval_start(&self) -> Option<u64> {
+        let (mut start, _) = self.history.open_lossy_part()?;
+        for interval in self.history.closed_intervals() {
+            if interval.synthetic {
+                break;
+            }
+            start = start.saturating_sub(interval.raw_length);
+        }
+        Some(start)
+    }
+
+    /// Records a loss event in the history (RFC 5348, or ns-2.35 under its profile).
+    fn start_event_history(&mut self, sequence: u64, time: Instant, now: Instant) {
         let highest = self.highest.map_or(sequence, |(highest, _)| highest);
         self.stats.loss_events += 1;
         if self.ns2.is_some() {
@@ -830,11 +908,97 @@ impl Receiver {
         best
     }
 
+    /// The loss intervals a feedback reports ([`wire::LossIntervals`]): the open interval I_0
+    /// and the closed ones, each split into its lossy part (its loss event's first to last
+    /// loss) and its data part (all received), with the sum of the data part's marks. Before
+    /// any loss, the open interval runs from the first packet sent. Packets above the settled
+    /// ones (a gap not yet declared lost, RFC 5348 §5.1) are the open interval's tail. A data
+    /// part whose sums the ledger no longer holds is reported as lossy (unproven).
+    fn loss_intervals(&self) -> wire::LossIntervals {
+        let clamp = |value: u64| u32::try_from(value).unwrap_or(u32::MAX);
+        let mut intervals = wire::LossIntervals::default();
+        let (Some((highest, _)), Some(origin)) = (self.highest, self.ledger.origin()) else {
+            return intervals;
+        };
+        let settled = self.ledger.settled();
+        let (start, lossy, data, sum) = match self.history.open_lossy_part() {
+            None => match settled {
+                Some((through, sum)) => (origin, 0, through + 1 - origin, sum),
+                None => (origin, 0, 0, 0),
+            },
+            Some((start, last_loss)) => {
+                let lossy = (last_loss + 1).saturating_sub(start);
+                match (settled, self.ledger.sum_through(last_loss)) {
+                    (Some((through, sum)), Some(at_last)) if through > last_loss => {
+                        (start, lossy, through - last_loss, sum.wrapping_sub(at_last))
+                    }
+                    _ => (start, lossy, 0, 0),
+                }
+            }
+        };
+        let total = (highest + 1).saturating_sub(start);
+        let lossy = lossy.min(total);
+        let data = data.min(total - lossy);
+        intervals.open_start = start as u32;
+        intervals.tail = clamp(total - lossy - data);
+        intervals.entries[0] = wire::LossInterval {
+            lossy: clamp(lossy),
+            data: clamp(data),
+            sum,
+            flags: if self.history.open_is_stretched() {
+                wire::LossInterval::STRETCHED
+            } else {
+                0
+            },
+        };
+        let mut end = start;
+        for closed in self.history.closed_intervals() {
+            if closed.synthetic {
+                // Rounded up, and one more: the sender's recomputed p must never exceed ours.
+                let length = closed.length.ceil().min(f64::from(u32::MAX - 1)) as u32 + 1;
+                intervals.push(wire::LossInterval {
+                    lossy: 0,
+                    data: length,
+                    sum: 0,
+                    flags: wire::LossInterval::SYNTHETIC,
+                });
+                break;
+            }
+            let first = end.saturating_sub(closed.raw_length);
+            let lossy = closed.lossy.min(closed.raw_length);
+            let proven = match (
+                self.ledger.sum_below(end),
+                self.ledger.sum_through(first + lossy.max(1) - 1),
+            ) {
+                (Some(below_next), Some(at_last)) if lossy > 0 => {
+                    Some(below_next.wrapping_sub(at_last))
+                }
+                _ => None,
+            };
+            let (lossy, data, sum) = match proven {
+                Some(sum) => (lossy, closed.raw_length - lossy, sum),
+                None => (closed.raw_length, 0, 0),
+            };
+            intervals.push(wire::LossInterval {
+                lossy: clamp(lossy),
+                data: clamp(data),
+                sum,
+                flags: if closed.stretched {
+                    wire::LossInterval::STRETCHED
+                } else {
+                    0
+                },
+            });
+            end = first;
+        }
+        intervals
+    }
+
     /// Writes the next feedback packet into `buffer` and returns its length, if one is due.
-    /// `buffer` must hold at least [`wire::FEEDBACK_LEN`] bytes.
+    /// `buffer` must hold [`wire::MAX_FEEDBACK_LEN`] bytes (a feedback is 64 to 160 bytes).
     #[must_use]
     pub fn poll_transmit(&mut self, now: Instant, buffer: &mut [u8]) -> Option<usize> {
-        if !self.feedback_pending || buffer.len() < wire::FEEDBACK_LEN {
+        if !self.feedback_pending || buffer.len() < wire::MAX_FEEDBACK_LEN {
             return None;
         }
         let (session_id, token) = self.session?;
@@ -870,6 +1034,7 @@ impl Receiver {
             loss_event_rate_raw: wire::encode_loss_event_rate(p),
             echo_nonce: proof.echo_nonce(token),
             proof_flags: proof.flags(),
+            intervals: self.loss_intervals(),
         };
         repr.emit(buffer).ok()?;
         self.last_feedback = Some(now);
@@ -881,7 +1046,7 @@ impl Receiver {
         } else {
             self.feedback_interval().map(|interval| now + interval)
         };
-        Some(wire::FEEDBACK_LEN)
+        Some(repr.buffer_len())
     }
 
     /// ns-2's report timer, 1.5·R/NumFeedback (`TfrcSinkAgent::nextpkt()`); `None` without R.
@@ -889,5 +1054,28 @@ impl Receiver {
         self.feedback_interval()
             .filter(|interval| !interval.is_zero())
             .map(|interval| duration_from_secs(1.5 * secs(interval)))
+    }
+}
+
+#[cfg(test)]
+mod ledger_tests {
+    use super::*;
+    use crate::Sender;
+
+    #[test]
+    fn a_loss_free_stream_has_no_tail() {
+        let config = Config::default();
+        let mut sender = Sender::new(config.clone(), 1, 2, Instant::ZERO).unwrap();
+        let mut receiver = Receiver::new(config).unwrap();
+        let mut buffer = [0u8; 1500];
+        let mut now = Instant::ZERO;
+        for _ in 0..30 {
+            now = now.max(sender.next_send_time());
+            let length = sender.send_padded(now, &mut buffer).unwrap();
+            receiver.handle_packet(now, &buffer[..length]).unwrap();
+            let intervals = receiver.loss_intervals();
+            assert_eq!(intervals.tail, 0, "{intervals:?}");
+            now += Duration::from_millis(1);
+        }
     }
 }

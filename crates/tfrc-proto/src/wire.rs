@@ -9,7 +9,8 @@
 //! ```text
 //! common header (8 bytes)
 //!   0      version (= 1)
-//!   1      kind: 1 = data, 2 = feedback
+//!   1      kind: 1 = data, 3 = feedback (kind 2, the 40-byte feedback of wire format 1
+//!          without loss intervals, is refused: [`Error`])
 //!   2..4   flags: data packets of the RFC profile send 0; data packets of the ns-2
 //!          profile: bit 15 = ns-2's UrgentFlag, bits 0..15 = its round_id mod 2^15;
 //!          feedback: the receipt proof's run (bits 13..16 offset, bits 0..13 length; below)
@@ -22,7 +23,7 @@
 //!   28..32 nonce: bits 16..32 the session token (the same in every packet of a session),
 //!          bits 0..16 the packet's mark (a keyed hash of its sequence number, unpredictable
 //!          without the sender's key)
-//! feedback (40 bytes)
+//! feedback (52 + 12·n bytes: 64 with one loss interval, 160 with nine)
 //!   8..12  sequence number of the data packet whose timestamp is echoed
 //!   12..20 echoed send timestamp (t_recvdata)
 //!   20..24 elapsed time at the receiver (t_delay) in microseconds (saturating)
@@ -30,7 +31,33 @@
 //!   32..36 loss event rate p as a fraction of 2^32 (0 = no loss; saturates just below 1)
 //!   36..40 receipt proof: bits 16..32 the session token, bits 0..16 the sum (mod 2^16) of
 //!          the marks of the proven run
+//!   40     n: loss intervals that follow (1..=9: the open one, then up to 8 closed, newest
+//!          first; RFC 5348 §5.4's n = 8)
+//!   41..44 reserved (0)
+//!   44..48 sequence number of the open interval's first packet (its loss event's first
+//!          loss; before any loss, the first packet the receiver was sent)
+//!   48..52 the open interval's tail: packets above its proven part, up to the highest
+//!          received (losses not yet detected, RFC 5348 §5.1), not proven
+//!   52..   n entries of 12 bytes, the open interval first; each interval starts where the
+//!          older one ends, so only the open one names its start
+//!     0..4   lossy part: packets from the interval's first to its loss event's last loss
+//!     4..8   data part: the packets after it, every one received (a synthetic interval,
+//!            RFC 5348 §6.3.1: its length)
+//!     8..10  sum (mod 2^16) of the marks of the data part's packets
+//!     10     flags: bit 0 Veno-stretched (paper 003), bit 1 synthetic (RFC 5348 §6.3.1)
+//!     11     reserved (0)
 //! ```
+//!
+//! **Loss intervals with proofs** (wire format 2). The receiver reports its loss intervals as
+//! RFC 4342 §8.6's Loss Intervals option does ("Loss Length" and "Data Length", with "the ECN
+//! Nonce Echo for the non-lossy part of the loss interval"), and the sender recomputes p from
+//! them ([`crate::Sender::handle_packet`]). The data part of an interval holds no loss, so its
+//! receiver knows every mark in it: its sum proves the part was received, as RFC 4342 §9.2's
+//! nonce echo does ("the receiver cannot successfully lie about the data length of a loss
+//! interval unless it also guesses the ECN nonce sum"). A lossy part is not proven, but it
+//! cannot span more than a loss event (one RTT of sending, with slack), so a receiver can
+//! shorten an interval but not lengthen one, nor hide a loss event, without guessing 16-bit
+//! marks.
 //!
 //! **Receipt proof.** A feedback proves that its receiver got a run of consecutive packets:
 //! the `length` packets ending `offset` packets below the echoed one (offset ≤
@@ -77,10 +104,13 @@ impl PacketKind {
     fn code(self) -> u8 {
         match self {
             PacketKind::Data => 1,
-            PacketKind::Feedback => 2,
+            PacketKind::Feedback => FEEDBACK_KIND,
         }
     }
 }
+
+/// The kind code of a feedback packet (wire format 2, with loss intervals).
+const FEEDBACK_KIND: u8 = 3;
 
 /// Byte ranges of the fields.
 mod field {
@@ -104,13 +134,37 @@ mod field {
     pub const X_RECV: Range<usize> = 24..32;
     pub const LOSS_RATE: Range<usize> = 32..36;
     pub const ECHO_NONCE: Range<usize> = 36..40;
-    pub const FEEDBACK_END: usize = 40;
+    pub const INTERVAL_COUNT: usize = 40;
+    pub const OPEN_START: Range<usize> = 44..48;
+    pub const OPEN_TAIL: Range<usize> = 48..52;
+    pub const INTERVALS: usize = 52;
 }
 
 /// Length of a data packet's header; the payload follows it.
 pub const DATA_HEADER_LEN: usize = field::DATA_HEADER_END;
-/// Length of a feedback packet.
-pub const FEEDBACK_LEN: usize = field::FEEDBACK_END;
+/// Most loss intervals a feedback carries: the open one and RFC 5348 §5.4's n = 8 closed ones.
+pub const MAX_LOSS_INTERVALS: usize = 1 + crate::loss_history::INTERVALS_AVERAGED;
+/// Bytes of one loss interval entry.
+pub const LOSS_INTERVAL_LEN: usize = 12;
+/// Length of the shortest feedback packet (one loss interval).
+pub const MIN_FEEDBACK_LEN: usize = field::INTERVALS + LOSS_INTERVAL_LEN;
+/// Length of the longest feedback packet (nine loss intervals): a buffer this long holds any.
+pub const MAX_FEEDBACK_LEN: usize = field::INTERVALS + MAX_LOSS_INTERVALS * LOSS_INTERVAL_LEN;
+
+/// Length of a feedback packet carrying `count` loss intervals.
+pub const fn feedback_len(count: usize) -> usize {
+    field::INTERVALS + count * LOSS_INTERVAL_LEN
+}
+
+/// The length of the feedback packet at the start of `bytes` (which may go on past it), read
+/// from its header: for carriers that embed one (ETP's ACK).
+pub fn feedback_len_of(bytes: &[u8]) -> Result<usize> {
+    let packet = Packet::new_checked(bytes)?;
+    if packet.kind() != PacketKind::Feedback {
+        return Err(Error);
+    }
+    Ok(feedback_len(usize::from(bytes[field::INTERVAL_COUNT])))
+}
 
 /// A read (and, for `AsMut`, write) view of a TFRC packet.
 #[derive(Debug, Clone)]
@@ -143,7 +197,13 @@ impl<T: AsRef<[u8]>> Packet<T> {
         }
         let needed = match data[field::KIND] {
             1 => field::DATA_HEADER_END,
-            2 => field::FEEDBACK_END,
+            FEEDBACK_KIND => {
+                let count = usize::from(*data.get(field::INTERVAL_COUNT).ok_or(Error)?);
+                if count == 0 || count > MAX_LOSS_INTERVALS {
+                    return Err(Error);
+                }
+                feedback_len(count)
+            }
             _ => return Err(Error),
         };
         if data.len() < needed {
@@ -170,7 +230,7 @@ impl<T: AsRef<[u8]>> Packet<T> {
 
     /// The packet kind (valid after `check_len`).
     pub fn kind(&self) -> PacketKind {
-        if self.buffer.as_ref()[field::KIND] == 1 {
+        if self.buffer.as_ref()[field::KIND] == PacketKind::Data.code() {
             PacketKind::Data
         } else {
             PacketKind::Feedback
@@ -245,6 +305,28 @@ impl<T: AsRef<[u8]>> Packet<T> {
     /// Feedback: the session token and the receipt proof's sum ([`ReceiptProof`]).
     pub fn echo_nonce(&self) -> u32 {
         u32::from_be_bytes(self.bytes(field::ECHO_NONCE))
+    }
+
+    /// Feedback: the loss intervals ([`LossIntervals`]; valid after `check_len`).
+    pub fn loss_intervals(&self) -> LossIntervals {
+        let data = self.buffer.as_ref();
+        let count = usize::from(data[field::INTERVAL_COUNT]).min(MAX_LOSS_INTERVALS);
+        let mut intervals = LossIntervals {
+            open_start: u32::from_be_bytes(self.bytes(field::OPEN_START)),
+            tail: u32::from_be_bytes(self.bytes(field::OPEN_TAIL)),
+            count: count as u8,
+            entries: [LossInterval::default(); MAX_LOSS_INTERVALS],
+        };
+        for (index, entry) in intervals.entries.iter_mut().take(count).enumerate() {
+            let at = field::INTERVALS + index * LOSS_INTERVAL_LEN;
+            *entry = LossInterval {
+                lossy: u32::from_be_bytes(self.bytes(at..at + 4)),
+                data: u32::from_be_bytes(self.bytes(at + 4..at + 8)),
+                sum: u16::from_be_bytes(self.bytes(at + 8..at + 10)),
+                flags: data[at + 10],
+            };
+        }
+        intervals
     }
 }
 
@@ -497,6 +579,98 @@ pub struct FeedbackRepr {
     pub echo_nonce: u32,
     /// The flags field: the receipt proof's run ([`ReceiptProof::flags`]).
     pub proof_flags: u16,
+    /// The receiver's loss intervals with their proofs.
+    pub intervals: LossIntervals,
+}
+
+/// One loss interval as a feedback carries it (RFC 4342 §8.6's Loss Length and Data Length).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LossInterval {
+    /// Packets of the lossy part: from the interval's first (its loss event's first loss) to
+    /// the event's last loss. Not proven; the sender bounds its span.
+    pub lossy: u32,
+    /// Packets of the data part, after the lossy part, every one received; a synthetic
+    /// interval's length.
+    pub data: u32,
+    /// Sum (mod 2^16) of the marks of the data part's packets.
+    pub sum: u16,
+    /// [`LossInterval::STRETCHED`], [`LossInterval::SYNTHETIC`].
+    pub flags: u8,
+}
+
+impl LossInterval {
+    /// Flag: Veno counted the interval α times (paper 003, §III-B).
+    pub const STRETCHED: u8 = 1;
+    /// Flag: the synthetic first interval of RFC 5348 §6.3.1 (no packets; `data` is its length).
+    pub const SYNTHETIC: u8 = 2;
+
+    /// Packets the interval spans (lossy and data parts; 0 for a synthetic one).
+    pub fn span(&self) -> u64 {
+        if self.is_synthetic() {
+            0
+        } else {
+            u64::from(self.lossy) + u64::from(self.data)
+        }
+    }
+
+    /// Whether this is the synthetic first interval.
+    pub fn is_synthetic(&self) -> bool {
+        self.flags & Self::SYNTHETIC != 0
+    }
+
+    /// Whether Veno stretched it.
+    pub fn is_stretched(&self) -> bool {
+        self.flags & Self::STRETCHED != 0
+    }
+}
+
+/// A feedback's loss intervals: the open interval I_0 (`entries[0]`), then the closed ones,
+/// newest first, each ending where the newer one starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LossIntervals {
+    /// Sequence number of the open interval's first packet.
+    pub open_start: u32,
+    /// Packets of the open interval above its data part, up to the highest received: losses
+    /// not yet detected; not proven.
+    pub tail: u32,
+    /// Entries in use (1..=[`MAX_LOSS_INTERVALS`]).
+    pub count: u8,
+    /// The intervals, open first.
+    pub entries: [LossInterval; MAX_LOSS_INTERVALS],
+}
+
+impl Default for LossIntervals {
+    fn default() -> Self {
+        LossIntervals {
+            open_start: 0,
+            tail: 0,
+            count: 1,
+            entries: [LossInterval::default(); MAX_LOSS_INTERVALS],
+        }
+    }
+}
+
+impl LossIntervals {
+    /// The entries in use, open first.
+    pub fn iter(&self) -> core::slice::Iter<'_, LossInterval> {
+        self.entries[..usize::from(self.count).min(MAX_LOSS_INTERVALS)].iter()
+    }
+
+    /// Appends an entry (older than those present); false when full.
+    pub fn push(&mut self, entry: LossInterval) -> bool {
+        if self.count == 0 {
+            self.entries[0] = entry;
+            self.count = 1;
+            return true;
+        }
+        let index = usize::from(self.count);
+        if index >= MAX_LOSS_INTERVALS {
+            return false;
+        }
+        self.entries[index] = entry;
+        self.count += 1;
+        true
+    }
 }
 
 impl FeedbackRepr {
@@ -515,6 +689,7 @@ impl FeedbackRepr {
             loss_event_rate_raw: packet.loss_event_rate_raw(),
             echo_nonce: packet.echo_nonce(),
             proof_flags: packet.flags(),
+            intervals: packet.loss_intervals(),
         })
     }
 
@@ -528,14 +703,15 @@ impl FeedbackRepr {
         decode_loss_event_rate(self.loss_event_rate_raw)
     }
 
-    /// Length of a feedback packet.
-    pub const fn buffer_len(&self) -> usize {
-        FEEDBACK_LEN
+    /// Length of this feedback packet.
+    pub fn buffer_len(&self) -> usize {
+        feedback_len(usize::from(self.intervals.count))
     }
 
-    /// Writes the packet into the first [`FEEDBACK_LEN`] bytes of `buffer`.
+    /// Writes the packet into the first [`FeedbackRepr::buffer_len`] bytes of `buffer`.
     pub fn emit(&self, buffer: &mut [u8]) -> Result<()> {
-        if buffer.len() < FEEDBACK_LEN {
+        let count = usize::from(self.intervals.count);
+        if count == 0 || count > MAX_LOSS_INTERVALS || buffer.len() < self.buffer_len() {
             return Err(Error);
         }
         let mut packet = Packet::new_unchecked(buffer);
@@ -547,6 +723,19 @@ impl FeedbackRepr {
         packet.put(field::LOSS_RATE, &self.loss_event_rate_raw.to_be_bytes());
         packet.put(field::ECHO_NONCE, &self.echo_nonce.to_be_bytes());
         packet.put(field::FLAGS, &self.proof_flags.to_be_bytes());
+        let data = packet.into_inner();
+        data[field::INTERVAL_COUNT] = count as u8;
+        data[field::INTERVAL_COUNT + 1..field::OPEN_START.start].fill(0);
+        data[field::OPEN_START].copy_from_slice(&self.intervals.open_start.to_be_bytes());
+        data[field::OPEN_TAIL].copy_from_slice(&self.intervals.tail.to_be_bytes());
+        for (index, entry) in self.intervals.iter().enumerate() {
+            let at = field::INTERVALS + index * LOSS_INTERVAL_LEN;
+            data[at..at + 4].copy_from_slice(&entry.lossy.to_be_bytes());
+            data[at + 4..at + 8].copy_from_slice(&entry.data.to_be_bytes());
+            data[at + 8..at + 10].copy_from_slice(&entry.sum.to_be_bytes());
+            data[at + 10] = entry.flags;
+            data[at + 11] = 0;
+        }
         Ok(())
     }
 }
@@ -593,8 +782,8 @@ mod tests {
         b'a', b'b', b'c', b'd', // payload
     ];
 
-    const FEEDBACK_BYTES: [u8; 40] = [
-        1, 2, 0x40, 0x05, // version, kind, flags: proof offset 2, length 5
+    const FEEDBACK_BYTES: [u8; 76] = [
+        1, 3, 0x40, 0x05, // version, kind, flags: proof offset 2, length 5
         0, 0, 0, 9, // session
         0xff, 0xff, 0xff, 0xff, // echo sequence
         0, 0, 0, 0, 0, 0, 0, 5, // echo timestamp
@@ -602,7 +791,34 @@ mod tests {
         0, 0, 0, 0, 0, 1, 0x86, 0xa0, // x_recv 100000
         0x01, 0, 0, 0, // p = 1/256
         0x12, 0x34, 0x56, 0x78, // echoed nonce
+        2, 0, 0, 0, // two loss intervals, reserved
+        0, 0, 0x01, 0x00, // the open interval starts at 256
+        0, 0, 0, 3, // its tail: 3 packets
+        0, 0, 0, 1, 0, 0, 0, 20, 0xab, 0xcd, 0, 0, // open: lossy 1, data 20, sum 0xabcd
+        0, 0, 0, 0, 0, 0, 0, 99, 0, 0, 2, 0, // synthetic, length 99
     ];
+
+    fn intervals() -> LossIntervals {
+        let mut intervals = LossIntervals {
+            open_start: 256,
+            tail: 3,
+            count: 0,
+            entries: Default::default(),
+        };
+        intervals.push(LossInterval {
+            lossy: 1,
+            data: 20,
+            sum: 0xabcd,
+            flags: 0,
+        });
+        intervals.push(LossInterval {
+            lossy: 0,
+            data: 99,
+            sum: 0,
+            flags: LossInterval::SYNTHETIC,
+        });
+        intervals
+    }
 
     fn data_repr() -> DataRepr {
         DataRepr {
@@ -659,8 +875,13 @@ mod tests {
             loss_event_rate_raw: 1 << 24,
             echo_nonce: 0x1234_5678,
             proof_flags: 0x4005,
+            intervals: intervals(),
         };
         assert_eq!(Repr::parse(&FEEDBACK_BYTES).unwrap(), Repr::Feedback(repr));
+        assert_eq!(repr.buffer_len(), 76);
+        assert_eq!(feedback_len_of(&FEEDBACK_BYTES).unwrap(), 76);
+        assert_eq!(repr.intervals.entries[1].span(), 0);
+        assert_eq!(repr.intervals.entries[0].span(), 21);
         assert_eq!(
             repr.proof(),
             ReceiptProof {
@@ -672,16 +893,41 @@ mod tests {
         assert_eq!(repr.proof().flags(), 0x4005);
         assert_eq!(repr.proof().echo_nonce(0x1234), 0x1234_5678);
         assert_eq!(repr.loss_event_rate(), 1.0 / 256.0);
-        let mut buffer = [0u8; FEEDBACK_LEN];
+        let mut buffer = [0xffu8; 76];
         repr.emit(&mut buffer).unwrap();
         assert_eq!(buffer, FEEDBACK_BYTES);
+        assert!(repr.emit(&mut [0u8; 75]).is_err());
+    }
+
+    #[test]
+    fn loss_intervals_hold_at_most_nine() {
+        let mut intervals = LossIntervals::default();
+        for _ in 1..MAX_LOSS_INTERVALS {
+            assert!(intervals.push(LossInterval::default()));
+        }
+        assert_eq!(usize::from(intervals.count), MAX_LOSS_INTERVALS);
+        assert!(!intervals.push(LossInterval::default()));
+        assert_eq!(intervals.iter().count(), MAX_LOSS_INTERVALS);
+        assert_eq!(feedback_len(MAX_LOSS_INTERVALS), MAX_FEEDBACK_LEN);
+        assert_eq!(MAX_FEEDBACK_LEN, 160);
+        assert_eq!(MIN_FEEDBACK_LEN, 64);
     }
 
     #[test]
     fn rejects_malformed() {
         assert_eq!(Repr::parse(&[]), Err(Error));
         assert_eq!(Repr::parse(&DATA_BYTES[..31]), Err(Error));
-        assert_eq!(Repr::parse(&FEEDBACK_BYTES[..39]), Err(Error));
+        assert_eq!(Repr::parse(&FEEDBACK_BYTES[..75]), Err(Error));
+        assert_eq!(Repr::parse(&FEEDBACK_BYTES[..40]), Err(Error));
+        // Wire format 1's feedback (kind 2, 40 bytes, no loss intervals) is refused.
+        let mut version_one = FEEDBACK_BYTES;
+        version_one[1] = 2;
+        assert_eq!(Repr::parse(&version_one), Err(Error));
+        for count in [0, 10, 255] {
+            let mut wrong_count = FEEDBACK_BYTES;
+            wrong_count[40] = count;
+            assert_eq!(Repr::parse(&wrong_count), Err(Error), "count {count}");
+        }
         let mut wrong_version = DATA_BYTES;
         wrong_version[0] = 2;
         assert_eq!(Repr::parse(&wrong_version), Err(Error));
@@ -738,21 +984,31 @@ mod tests {
 
         #[test]
         fn feedback_round_trip(session_id: u32, echo_sequence: u32, echo_timestamp: u64,
-                               elapsed_micros: u32, x_recv: u64, loss_event_rate_raw: u32, echo_nonce: u32, proof_flags: u16) {
-            let repr = FeedbackRepr { session_id, echo_sequence, echo_timestamp, elapsed_micros, x_recv, loss_event_rate_raw, echo_nonce, proof_flags };
+                               elapsed_micros: u32, x_recv: u64, loss_event_rate_raw: u32, echo_nonce: u32, proof_flags: u16,
+                               open_start: u32, tail: u32,
+                               entries in proptest::collection::vec((any::<u32>(), any::<u32>(), any::<u16>(), 0u8..4), 1..=MAX_LOSS_INTERVALS)) {
+            let mut intervals = LossIntervals { open_start, tail, count: 0, entries: Default::default() };
+            for (lossy, data, sum, flags) in entries {
+                let pushed = intervals.push(LossInterval { lossy, data, sum, flags });
+                prop_assert!(pushed);
+            }
+            let repr = FeedbackRepr { session_id, echo_sequence, echo_timestamp, elapsed_micros, x_recv, loss_event_rate_raw, echo_nonce, proof_flags, intervals };
             let mut buffer = vec![0u8; repr.buffer_len()];
             repr.emit(&mut buffer).unwrap();
             prop_assert_eq!(Repr::parse(&buffer).unwrap(), Repr::Feedback(repr));
         }
 
         #[test]
-        fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..80)) {
+        fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..200)) {
             if let Ok(packet) = Packet::new_checked(&bytes[..]) {
                 // Every accessor of the packet's kind is safe after the check.
                 let _ = (packet.version(), packet.flags(), packet.session_id());
                 match packet.kind() {
                     PacketKind::Data => { let _ = (packet.sequence(), packet.timestamp(), packet.payload()); }
-                    PacketKind::Feedback => { let _ = (packet.echo_timestamp(), packet.x_recv(), packet.echo_nonce()); }
+                    PacketKind::Feedback => {
+                        let _ = (packet.echo_timestamp(), packet.x_recv(), packet.echo_nonce(), packet.loss_intervals());
+                        prop_assert!(feedback_len_of(&bytes).unwrap() <= bytes.len());
+                    }
                 }
             }
             let _ = Repr::parse(&bytes);

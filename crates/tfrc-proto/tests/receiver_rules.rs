@@ -24,7 +24,7 @@ fn data(sequence: u32, rtt: Duration, veno_packets: f64) -> Vec<u8> {
 
 fn drain(receiver: &mut Receiver, now: Instant) -> Vec<FeedbackRepr> {
     let mut out = Vec::new();
-    let mut buffer = [0u8; 64];
+    let mut buffer = [0u8; wire::MAX_FEEDBACK_LEN];
     while let Some(length) = receiver.poll_transmit(now, &mut buffer) {
         out.push(FeedbackRepr::parse(&Packet::new_checked(&buffer[..length]).unwrap()).unwrap());
     }
@@ -495,7 +495,7 @@ fn hostile_input_is_counted_and_bounded() {
         receiver.handle_packet(now, &foreign),
         Err(ReceiveError::ForeignSession)
     );
-    let mut feedback = vec![0u8; wire::FEEDBACK_LEN];
+    let mut feedback = vec![0u8; wire::MAX_FEEDBACK_LEN];
     FeedbackRepr {
         session_id: SESSION,
         echo_sequence: 0,
@@ -505,6 +505,7 @@ fn hostile_input_is_counted_and_bounded() {
         loss_event_rate_raw: 0,
         echo_nonce: NONCE,
         proof_flags: 1,
+        intervals: Default::default(),
     }
     .emit(&mut feedback)
     .unwrap();

@@ -186,7 +186,7 @@ fn data(sequence: u32, payload: usize) -> Vec<u8> {
 /// those `lost` says; returns the reported p of each feedback.
 fn receive(receiver: &mut Receiver, count: u32, lost: impl Fn(u32) -> bool) -> Vec<f64> {
     let mut reported = Vec::new();
-    let mut buffer = [0u8; 64];
+    let mut buffer = [0u8; wire::MAX_FEEDBACK_LEN];
     for sequence in (0..count).filter(|s| !lost(*s)) {
         let now = Instant::from_millis(u64::from(sequence) * 10);
         while let Some(due) = receiver.poll_timeout().filter(|due| *due <= now) {

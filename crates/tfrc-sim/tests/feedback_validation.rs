@@ -1,7 +1,8 @@
-//! The sender's feedback validation (receipt proof, hidden-loss and replay checks, the X_recv
-//! cap; `tfrc_proto::Sender::handle_packet`) never refuses an honest receiver: every
-//! paper scenario, over its first and last sweep variants, runs with no TFRC feedback refused,
-//! and X_recv capped for at most a few feedbacks.
+//! The sender's feedback validation (receipt proof, loss intervals with their proofs, p against
+//! the proven intervals, hidden-loss and replay checks, the X_recv cap;
+//! `tfrc_proto::Sender::handle_packet`) never refuses an honest receiver: every paper scenario,
+//! over its first and last sweep variants, runs with no TFRC feedback refused and no lie found,
+//! X_recv capped for at most a few feedbacks and p seldom raised.
 
 use std::path::Path;
 use std::time::Duration;
@@ -26,6 +27,7 @@ fn honest_receivers_of_every_paper_scenario_are_never_refused() {
     files.sort();
     assert!(files.len() >= 10, "{files:?}");
     let (mut flows, mut feedbacks, mut capped, mut unconfirmed, mut lossy) = (0u64, 0, 0, 0, 0u64);
+    let mut raised = 0u64;
     for file in &files {
         let scenario = Scenario::from_path(file).expect("valid scenario");
         let variants = scenario.expand().expect("expands");
@@ -45,16 +47,20 @@ fn honest_receivers_of_every_paper_scenario_are_never_refused() {
                     stats.replayed,
                     stats.foreign,
                     stats.malformed,
+                    stats.false_intervals,
+                    stats.under_reported,
+                    stats.lies,
                 );
                 assert_eq!(
                     refused,
-                    (0, 0, 0, 0, 0),
+                    (0, 0, 0, 0, 0, 0, 0, 0),
                     "{} flow {name}: {stats:?}",
                     file.display()
                 );
                 flows += 1;
                 feedbacks += stats.feedbacks;
                 capped += stats.x_recv_capped;
+                raised += stats.p_raised;
                 unconfirmed += stats.unconfirmed;
                 let flow = summary.flows.iter().find(|flow| flow.name == name);
                 lossy += u64::from(flow.and_then(|flow| flow.mean_p).is_some_and(|p| p > 0.0));
@@ -63,7 +69,8 @@ fn honest_receivers_of_every_paper_scenario_are_never_refused() {
     }
     println!(
         "{} files, {flows} TFRC flows ({lossy} with losses), {feedbacks} feedbacks accepted, \
-         {capped} with X_recv capped, {unconfirmed} unconfirmed (p = 0 above an undetected loss)",
+         {capped} with X_recv capped, {unconfirmed} unconfirmed (p = 0 above an undetected loss), \
+         {raised} with p raised to the sender's reading of the loss intervals",
         files.len()
     );
     assert!(
@@ -77,4 +84,9 @@ fn honest_receivers_of_every_paper_scenario_are_never_refused() {
     );
     // A cap that fires on honest feedback is a cap set too low: at most 1 in 1000.
     assert!(capped * 1000 <= feedbacks, "{capped} of {feedbacks} capped");
+    // The sender's reading of honest intervals is the receiver's but for outages and bursts.
+    assert!(
+        raised * 1000 <= feedbacks,
+        "{raised} of {feedbacks} with p raised"
+    );
 }

@@ -290,6 +290,22 @@ pub struct RecvArgs {
     /// A TFRC flow with no packet for this long is closed.
     #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = duration_argument, conflicts_with = "tcp")]
     pub idle_timeout: Duration,
+    /// Lie in the feedback, to test a sender's defences (docs/udp-tools.md, threat model):
+    /// p=0, p=min, p=VALUE, p/N, x-recv=BYTES_PER_S, t-delay+MICROS, merge, tail, synthetic,
+    /// no-loss, replay; several joined by commas.
+    #[arg(long, value_name = "LIES", value_parser = lies_argument, conflicts_with = "tcp")]
+    pub lie: Option<Lies>,
+}
+
+/// The lies of `--lie` ([`tfrc_proto::adversary::Lie`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Lies(pub Vec<tfrc_proto::adversary::Lie>);
+
+/// `--lie`: lies joined by commas.
+fn lies_argument(text: &str) -> std::result::Result<Lies, String> {
+    tfrc_proto::adversary::Lie::parse_list(text)
+        .map(Lies)
+        .map_err(|error| error.to_string())
 }
 
 /// A stop flag set by SIGINT or SIGTERM; a second signal exits at once (status 130).
@@ -705,15 +721,19 @@ fn flow_failure(report: &SenderReport, to: SocketAddr) -> Option<String> {
         + stats.unproven
         + stats.hidden_loss
         + stats.unconfirmed
-        + stats.replayed;
+        + stats.replayed
+        + stats.false_intervals
+        + stats.under_reported;
     if stats.feedbacks == 0 && refused > 0 {
         // Something answered, but nothing it said could be used (a lying or foreign peer).
         Some(format!(
-            "no feedback from {} was accepted in {:.1} s: {refused} refused ({} unproven, {} hiding loss, {} unconfirmed, {} replayed, {} foreign, {} invalid echo, {} malformed)",
+            "no feedback from {} was accepted in {:.1} s: {refused} refused ({} unproven, {} hiding loss, {} false loss intervals, {} under-reporting p, {} unconfirmed, {} replayed, {} foreign, {} invalid echo, {} malformed)",
             to,
             report.seconds,
             stats.unproven,
             stats.hidden_loss,
+            stats.false_intervals,
+            stats.under_reported,
             stats.unconfirmed,
             stats.replayed,
             stats.foreign,
@@ -795,6 +815,10 @@ fn flow_end(report: &SenderReport) -> Value {
             "hidden_loss": stats.hidden_loss,
             "unconfirmed": stats.unconfirmed,
             "replayed": stats.replayed,
+            "false_intervals": stats.false_intervals,
+            "under_reported": stats.under_reported,
+            "lies": stats.lies,
+            "p_raised": stats.p_raised,
             "x_recv_capped": stats.x_recv_capped,
             "no_feedback_expiries": stats.no_feedback_expiries,
             "send_errors": report.send_errors,
@@ -850,13 +874,15 @@ fn print_flow_end(session: &str, report: &SenderReport) {
         report.cpu_utilization_percent.host_total,
     );
     say!(
-        "feedback: {} accepted, {} malformed, {} foreign, {} invalid echo, {} unproven, {} hiding loss, {} replayed; {} send errors, {} ICMP errors{}",
+        "feedback: {} accepted, {} malformed, {} foreign, {} invalid echo, {} unproven, {} hiding loss, {} false loss intervals, {} under-reporting p, {} replayed; {} send errors, {} ICMP errors{}",
         stats.feedbacks,
         stats.malformed,
         stats.foreign,
         stats.invalid_echo,
         stats.unproven,
         stats.hidden_loss,
+        stats.false_intervals,
+        stats.under_reported,
         stats.replayed,
         report.send_errors,
         report.icmp_errors,
@@ -1051,6 +1077,7 @@ pub fn run_recv(args: &RecvArgs) -> Result<()> {
     options.log = args.log.clone().map(|path| (path, args.log_interval));
     options.once = args.once;
     options.accept_reverse = !args.no_reverse;
+    options.lies = args.lie.clone().map(|lies| lies.0).unwrap_or_default();
     let receiver = UdpReceiver::bind(options.clone()).context("cannot start the TFRC receiver")?;
     let local = receiver
         .local_addr()

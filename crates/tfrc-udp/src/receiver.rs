@@ -23,6 +23,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use socket2::{Domain, Protocol, Socket, Type};
+use tfrc_proto::adversary::Lie;
 use tfrc_proto::wire::{self, Packet, PacketKind};
 use tfrc_proto::{Instant, ReceiveError, Receiver, ReceiverStats};
 
@@ -68,6 +69,9 @@ pub struct ReceiverOptions {
     /// A datagram to send from this receiver's socket until its first flow starts (`tfrc send
     /// -R`'s reverse request, so that the flow comes back to this socket).
     pub announce: Option<Announce>,
+    /// Lies told in every feedback ([`tfrc_proto::adversary::Lie`]): for testing a sender's
+    /// defences; empty for an honest receiver.
+    pub lies: Vec<tfrc_proto::adversary::Lie>,
 }
 
 /// What [`ReceiverOptions::announce`] sends, how often, and for how long at most.
@@ -98,6 +102,7 @@ impl ReceiverOptions {
             delivered_payload: None,
             accept_reverse: false,
             announce: None,
+            lies: Vec::new(),
         }
     }
 }
@@ -350,6 +355,8 @@ struct Flow {
     rtt: RttAccumulator,
     last_rtt: Option<Duration>,
     jitter: Jitter,
+    /// The feedback sent before the latest one (kept when lying with `replay`).
+    previous_feedback: Vec<u8>,
 }
 
 /// Interarrival jitter as RFC 3550 §6.4.1 defines it for RTP: "the mean deviation (smoothed
@@ -425,7 +432,7 @@ pub struct UdpReceiver {
     /// GRO and batched receives ([`crate::batch`]).
     offload: Offload,
     buffers: ReceiveBuffers,
-    feedback: [u8; 64],
+    feedback: [u8; wire::MAX_FEEDBACK_LEN],
     /// Makes and checks the cookies of new senders ([`control::Cookie`]).
     cookies: CookieJar,
     /// The latest reverse requests passed on, (address, request id), most recent last: a
@@ -494,7 +501,7 @@ impl UdpReceiver {
             summaries: Vec::new(),
             timeline_start: None,
             csv,
-            feedback: [0; 64],
+            feedback: [0; wire::MAX_FEEDBACK_LEN],
             cookies: {
                 use rand::RngCore;
                 let mut random = rand::rngs::OsRng;
@@ -803,6 +810,7 @@ impl UdpReceiver {
             rtt: RttAccumulator::default(),
             last_rtt: None,
             jitter: Jitter::default(),
+            previous_feedback: Vec::new(),
         };
         flow.jitter.record(packet.timestamp(), now.as_nanos());
         if let Some(rtt) = flow.receiver.rtt() {
@@ -884,10 +892,26 @@ impl UdpReceiver {
         let Some(flow) = self.flows.get_mut(&session) else {
             return;
         };
-        while let Some(length) = flow.receiver.poll_transmit(now, &mut self.feedback) {
-            match self.socket.send_to(&self.feedback[..length], flow.peer) {
-                Ok(_) => self.counters.feedbacks_sent += 1,
-                Err(_) => self.counters.send_errors += 1,
+        while let Some(mut length) = flow.receiver.poll_transmit(now, &mut self.feedback) {
+            if !self.options.lies.is_empty() {
+                length = Lie::apply_all(&self.options.lies, &mut self.feedback[..length]);
+            }
+            let mut copies = vec![&self.feedback[..length]];
+            let replays = Lie::replays(&self.options.lies);
+            if replays {
+                copies.push(&self.feedback[..length]);
+                if !flow.previous_feedback.is_empty() {
+                    copies.push(&flow.previous_feedback);
+                }
+            }
+            for copy in copies {
+                match self.socket.send_to(copy, flow.peer) {
+                    Ok(_) => self.counters.feedbacks_sent += 1,
+                    Err(_) => self.counters.send_errors += 1,
+                }
+            }
+            if replays {
+                flow.previous_feedback = self.feedback[..length].to_vec();
             }
         }
     }

@@ -459,8 +459,11 @@ impl UdpSender {
 
     /// Asks the receiver for its cookie ([`crate::control::Hello`]): a hello at once, again
     /// 200 ms later and at doubling intervals (at most 1 s apart) until a cookie for this
-    /// session comes back or `connect_timeout` has passed.
-    fn handshake(&self, stop: &AtomicBool) -> Result<u64, SenderError> {
+    /// session comes back or `connect_timeout` has passed. Returns the cookie and the time
+    /// since the last hello was sent: a round trip the receiver cannot shorten (it is at most
+    /// the real one, an answer to an earlier hello arriving sooner after the last), which the
+    /// sender takes as the least RTT sample ([`tfrc_proto::Sender::set_rtt_floor`]).
+    fn handshake(&self, stop: &AtomicBool) -> Result<(u64, Duration), SenderError> {
         let hello = Hello {
             session_id: self.session_id,
             nonce: self.nonce,
@@ -471,6 +474,7 @@ impl UdpSender {
         let deadline = started + self.options.connect_timeout;
         let mut interval = Duration::from_millis(200);
         let mut next_hello = started;
+        let mut last_hello = started;
         let mut unreachable = false;
         let mut answer = [0u8; 2048];
         loop {
@@ -492,6 +496,7 @@ impl UdpSender {
             if now >= next_hello {
                 // A send refused by an earlier ICMP error is retried at the next hello.
                 let _ = self.socket.send(&request[..length]);
+                last_hello = std::time::Instant::now();
                 next_hello = now + interval;
                 interval = (interval * 2).min(Duration::from_secs(1));
             }
@@ -499,7 +504,7 @@ impl UdpSender {
                 Ok(received) => {
                     if let Some(cookie) = Cookie::parse(&answer[..received]) {
                         if cookie.session_id == self.session_id && cookie.nonce == self.nonce {
-                            return Ok(cookie.cookie);
+                            return Ok((cookie.cookie, last_hello.elapsed()));
                         }
                     }
                 }
@@ -527,8 +532,9 @@ impl UdpSender {
         if let Some(priority) = self.options.realtime_priority {
             crate::pacing::set_realtime_priority(priority).map_err(SenderError::Realtime)?;
         }
-        let cookie = self.handshake(stop)?;
+        let (cookie, handshake_rtt) = self.handshake(stop)?;
         let mut run = Run::new(self, cookie)?;
+        run.sender.set_rtt_floor(handshake_rtt);
         run.send_phase(stop, on_interval)?;
         run.end_phase();
         Ok(run.report())

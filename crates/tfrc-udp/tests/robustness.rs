@@ -49,8 +49,16 @@ fn sender_snapshot(flow_id: &str) -> SenderSnapshot {
 }
 
 /// A feedback echoing `echo_sequence` whose receipt proof covers that one packet: `nonce` is
-/// the packet's (session token and mark, which is the proof's sum for a run of one).
+/// the packet's (session token and mark, which is the proof's sum for a run of one). Its loss
+/// intervals claim no loss since packet 0, proven by that mark alone: true of packet 0.
 fn feedback(session_id: u32, nonce: u32, echo_sequence: u32, echo_timestamp: u64) -> Vec<u8> {
+    let mut intervals = tfrc_proto::wire::LossIntervals::default();
+    intervals.entries[0] = tfrc_proto::wire::LossInterval {
+        lossy: 0,
+        data: echo_sequence.wrapping_add(1),
+        sum: nonce as u16,
+        flags: 0,
+    };
     let repr = FeedbackRepr {
         session_id,
         echo_sequence,
@@ -60,6 +68,7 @@ fn feedback(session_id: u32, nonce: u32, echo_sequence: u32, echo_timestamp: u64
         loss_event_rate_raw: 0,
         echo_nonce: nonce,
         proof_flags: 1,
+        intervals,
     };
     let mut buffer = vec![0u8; repr.buffer_len()];
     repr.emit(&mut buffer).unwrap();

@@ -435,7 +435,7 @@ pub struct Connection {
     /// TFRC receiver of the peer's current rate-control epoch.
     tfrc_receiver: Option<(u16, tfrc_proto::Receiver)>,
     /// TFRC feedback waiting to ride on the next ACK.
-    pending_feedback: Option<[u8; tfrc_proto::wire::FEEDBACK_LEN]>,
+    pending_feedback: Option<([u8; tfrc_proto::wire::MAX_FEEDBACK_LEN], usize)>,
     /// Smallest (local arrival - sender timestamp) seen, ns: maps the peer's clock to ours.
     clock_offset: Option<i128>,
     /// The peer's minimum RTT, from its DATA headers (zero until known).
@@ -1115,9 +1115,9 @@ impl Connection {
             }
         }
         if let Some((_, receiver)) = &mut self.tfrc_receiver {
-            let mut feedback = [0u8; tfrc_proto::wire::FEEDBACK_LEN];
-            if receiver.poll_transmit(now, &mut feedback).is_some() {
-                self.pending_feedback = Some(feedback);
+            let mut feedback = [0u8; tfrc_proto::wire::MAX_FEEDBACK_LEN];
+            if let Some(length) = receiver.poll_transmit(now, &mut feedback) {
+                self.pending_feedback = Some((feedback, length));
             }
         }
         if self.ack_now || self.pending_feedback.is_some() {

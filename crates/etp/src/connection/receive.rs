@@ -437,7 +437,7 @@ impl Connection {
             connection_id: self.connection_id,
             epoch,
             ack_delay_micros: u32::try_from(delay.as_micros()).unwrap_or(u32::MAX),
-            feedback: feedback.as_ref().map(|bytes| &bytes[..]),
+            feedback: feedback.as_ref().map(|(bytes, length)| &bytes[..*length]),
             ranges: wire::AckRanges::Pairs(&ranges),
         };
         let length = repr.emit(buffer).ok()?;

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use core::time::Duration;
-use tfrc_proto::wire::FEEDBACK_LEN;
+use tfrc_proto::wire::MAX_FEEDBACK_LEN;
 use tfrc_proto::Instant;
 use tfrc_scenario::{
     Capacity, FlowKind, FlowSpec, LinkDirectionSpec, LossModel as LossSpecModel, OnOffSpec, Output,
@@ -92,7 +92,7 @@ impl Runtime {
             .flows
             .iter()
             .map(|spec| spec.packet_size as usize)
-            .fold(FEEDBACK_LEN, usize::max);
+            .fold(MAX_FEEDBACK_LEN, usize::max);
         Ok(Runtime {
             scenario,
             end,

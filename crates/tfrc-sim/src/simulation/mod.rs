@@ -49,7 +49,7 @@ mod record;
 use std::path::{Path, PathBuf};
 
 use core::time::Duration;
-use tfrc_proto::wire::{DATA_HEADER_LEN, FEEDBACK_LEN};
+use tfrc_proto::wire::{DATA_HEADER_LEN, MAX_FEEDBACK_LEN};
 use tfrc_proto::Instant;
 use tfrc_scenario::Scenario;
 use tfrc_tcp::{Ack, Segment, TcpSender, TcpSink};
@@ -165,7 +165,9 @@ enum Body {
     /// A TFRC data packet's header, and the piece of the media stream a media flow's packet
     /// carries.
     TfrcData([u8; DATA_HEADER_LEN], Option<tfrc_proto::Chunk>),
-    TfrcFeedback([u8; FEEDBACK_LEN]),
+    /// A TFRC feedback packet (64 to 160 bytes: boxed, so that every packet in flight does not
+    /// carry room for the largest).
+    TfrcFeedback(Box<[u8]>),
     /// A TCP segment and its connection (0 for a bulk flow; group and index for `downloads`).
     TcpData(u32, Segment),
     /// A TCP ACK and its connection.
@@ -1095,7 +1097,7 @@ impl Simulation {
         let (node, destination) = (flow.destination_node, flow.source_node);
         let want = match &mut flow.protocol {
             Protocol::Tfrc { receiver, .. } => {
-                let mut buffer = [0u8; FEEDBACK_LEN];
+                let mut buffer = [0u8; MAX_FEEDBACK_LEN];
                 while let Some(length) = receiver.poll_transmit(now, &mut buffer) {
                     self.outbox.push(Outgoing {
                         node,
@@ -1103,7 +1105,7 @@ impl Simulation {
                         destination,
                         size: length as u32,
                         reverse: true,
-                        body: Body::TfrcFeedback(buffer),
+                        body: Body::TfrcFeedback(buffer[..length].into()),
                     });
                 }
                 receiver.poll_timeout()
