@@ -34,6 +34,9 @@ pub(crate) struct ReceivedLedger {
     origin: Option<u64>,
     settled: u64,
     sum: u16,
+    /// The packet right after the settled ones when nothing else waits (the usual case, a
+    /// packet in order), kept apart so that it costs no queue operation.
+    in_order: Option<(u64, u16)>,
     unsettled: VecDeque<(u64, u16)>,
     lost: VecDeque<(u64, u64)>,
     requests: VecDeque<u64>,
@@ -72,6 +75,13 @@ impl ReceivedLedger {
     pub(crate) fn received(&mut self, sequence: u64, mark: u16) {
         if self.is_settled(sequence) {
             return;
+        }
+        if self.in_order.is_none() && self.unsettled.is_empty() && sequence == self.settled + 1 {
+            self.in_order = Some((sequence, mark));
+            return;
+        }
+        if let Some(waiting) = self.in_order.take() {
+            self.unsettled.push_front(waiting);
         }
         let index = self
             .unsettled
@@ -150,10 +160,35 @@ impl ReceivedLedger {
         }
     }
 
+    /// Settles received packet `sequence` (the next one), keeping its sums if asked for.
+    fn settle_received(&mut self, sequence: u64, mark: u16) {
+        while self
+            .requests
+            .front()
+            .is_some_and(|&stored| stored < sequence)
+        {
+            self.requests.pop_front();
+        }
+        let below = self.sum;
+        self.sum = self.sum.wrapping_add(mark);
+        if self.requests.front() == Some(&sequence) {
+            self.requests.pop_front();
+            self.keep(sequence, below, self.sum);
+        }
+        self.settled = sequence;
+    }
+
     /// Settles as far as received and declared-lost packets reach.
     pub(crate) fn settle(&mut self) {
         if self.origin.is_none() {
             return;
+        }
+        if let Some((sequence, mark)) = self.in_order.take() {
+            if sequence == self.settled + 1 {
+                self.settle_received(sequence, mark);
+            } else {
+                self.unsettled.push_front((sequence, mark));
+            }
         }
         loop {
             let next = self.settled + 1;
@@ -174,13 +209,7 @@ impl ReceivedLedger {
             if let Some(&(sequence, mark)) = self.unsettled.front() {
                 if sequence == next {
                     self.unsettled.pop_front();
-                    let below = self.sum;
-                    self.sum = self.sum.wrapping_add(mark);
-                    if self.requests.front() == Some(&next) {
-                        self.requests.pop_front();
-                        self.keep(next, below, self.sum);
-                    }
-                    self.settled = next;
+                    self.settle_received(sequence, mark);
                     continue;
                 }
             }
@@ -202,8 +231,92 @@ impl ReceivedLedger {
     }
 }
 
+/// A ring buffer whose storage is all initialized (its length is its capacity): a copy of it
+/// (a sender's clone) keeps its room, so the next push writes in place instead of growing a
+/// copy that had none (which a `VecDeque`'s clone would do). Grows by doubling when full.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Ring<T: Copy + Default> {
+    slots: Vec<T>,
+    head: usize,
+    len: usize,
+}
+
+impl<T: Copy + Default> Ring<T> {
+    /// Entries held.
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    fn slot(&self, index: usize) -> usize {
+        (self.head + index) & (self.slots.len() - 1)
+    }
+
+    /// Appends an entry.
+    pub(crate) fn push_back(&mut self, value: T) {
+        if self.len == self.slots.len() {
+            let capacity = (self.slots.len() * 2).max(16);
+            let mut slots = vec![T::default(); capacity];
+            for (index, slot) in slots.iter_mut().take(self.len).enumerate() {
+                *slot = self.slots[self.slot(index)];
+            }
+            self.slots = slots;
+            self.head = 0;
+        }
+        let at = self.slot(self.len);
+        self.slots[at] = value;
+        self.len += 1;
+    }
+
+    /// Removes the oldest entry.
+    pub(crate) fn pop_front(&mut self) -> Option<T> {
+        if self.len == 0 {
+            return None;
+        }
+        let value = self.slots[self.head];
+        self.head = self.slot(1);
+        self.len -= 1;
+        Some(value)
+    }
+
+    /// The entry `index` places from the oldest.
+    pub(crate) fn get(&self, index: usize) -> Option<&T> {
+        (index < self.len).then(|| &self.slots[self.slot(index)])
+    }
+
+    /// The oldest entry.
+    pub(crate) fn front(&self) -> Option<&T> {
+        self.get(0)
+    }
+
+    /// The newest entry.
+    pub(crate) fn back(&self) -> Option<&T> {
+        self.len.checked_sub(1).and_then(|index| self.get(index))
+    }
+
+    /// The number of leading entries for which `before` holds (they must come first).
+    pub(crate) fn partition_point(&self, before: impl Fn(&T) -> bool) -> usize {
+        let (mut low, mut high) = (0, self.len);
+        while low < high {
+            let middle = (low + high) / 2;
+            if before(&self.slots[self.slot(middle)]) {
+                low = middle + 1;
+            } else {
+                high = middle;
+            }
+        }
+        low
+    }
+
+    /// The entries, newest first.
+    pub(crate) fn iter_rev(&self) -> impl Iterator<Item = &T> {
+        (0..self.len)
+            .rev()
+            .map(|index| &self.slots[self.slot(index)])
+    }
+}
+
 /// What the sender remembers of one sent packet.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Default)]
 struct SentRecord {
     at: Instant,
     /// Sum of the marks of every packet sent before this one.
@@ -236,7 +349,7 @@ const MAX_CACHED: usize = 32;
 #[derive(Debug, Clone, Default)]
 pub(crate) struct SentLedger {
     first: u64,
-    records: VecDeque<SentRecord>,
+    records: Ring<SentRecord>,
     marks: u16,
     payload: u64,
     /// (index, sum of the marks sent before it).
@@ -246,34 +359,37 @@ pub(crate) struct SentLedger {
 }
 
 impl SentLedger {
-    /// Records the next packet, sent at `at` with `mark` and `payload` bytes; `rtt` is the
-    /// sender's R (carried by the packet), which bounds how far back the record reaches.
+    /// Records the next packet, sent at `at` with `mark` and `payload` bytes; `rtt_micros` is
+    /// the sender's R the packet carries (0: none yet), which bounds how far back the record
+    /// reaches; `silent` and `round` as [`SentRecord`] says.
     pub(crate) fn record(
         &mut self,
         at: Instant,
         mark: u16,
         payload: u64,
-        rtt: Option<Duration>,
+        rtt_micros: u32,
         (silent, round): (bool, u32),
     ) {
         self.records.push_back(SentRecord {
             at,
             marks_before: self.marks,
             payload_before: self.payload,
-            rtt_micros: rtt.map_or(0, |rtt| u32::try_from(rtt.as_micros()).unwrap_or(u32::MAX)),
+            rtt_micros,
             silent,
             round,
         });
         self.marks = self.marks.wrapping_add(mark);
         self.payload += payload;
-        let span = rtt.map(|rtt| rtt * SENT_SPAN_RTTS);
+        // Packets older than SENT_SPAN_RTTS R go (R = 0: none yet, keep them).
+        let span_nanos = u64::from(rtt_micros) * 1000 * u64::from(SENT_SPAN_RTTS);
+        let now = at.as_nanos();
         while self.records.len() > MAX_SENT_RECORDS
             || (self.records.len() > MIN_SENT_RECORDS
-                && span.is_some_and(|span| {
-                    self.records
-                        .front()
-                        .is_some_and(|front| at - front.at > span)
-                }))
+                && span_nanos > 0
+                && self
+                    .records
+                    .front()
+                    .is_some_and(|front| now.saturating_sub(front.at.as_nanos()) > span_nanos))
         {
             self.records.pop_front();
             self.first += 1;
@@ -424,6 +540,22 @@ pub(crate) struct CheckedIntervals {
     pub(crate) synthetic_cap: f64,
 }
 
+/// Up to a dozen spans of packets (first, length), without allocating.
+#[derive(Debug, Default)]
+struct Spans {
+    items: [(u64, u64); 12],
+    len: usize,
+}
+
+impl Spans {
+    fn push(&mut self, span: (u64, u64)) {
+        if let Some(slot) = self.items.get_mut(self.len) {
+            *slot = span;
+            self.len += 1;
+        }
+    }
+}
+
 /// What checking a feedback's intervals needs to know besides the ledger.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct CheckContext {
@@ -437,7 +569,7 @@ pub(crate) struct CheckContext {
     pub(crate) receiver_start: Option<u64>,
     /// The first loss event's first packet, from the first feedback that reported it.
     pub(crate) first_event: Option<u64>,
-    /// Packets sent in (t_echo − 4R, echo]: the window whose proven payload bounds X_recv.
+    /// Packets sent in (t_echo − 2R, echo]: the window whose proven payload bounds X_recv.
     pub(crate) window: (Instant, u64),
     /// The receipt proof's run ([`crate::wire::ReceiptProof`], checked): first packet and
     /// length. Its packets above the intervals' data (in the tail) were received too.
@@ -484,7 +616,7 @@ impl SentLedger {
         intervals: &crate::wire::LossIntervals,
         context: &CheckContext,
     ) -> Result<CheckedIntervals, FalseIntervals> {
-        let entries: Vec<&crate::wire::LossInterval> = intervals.iter().collect();
+        let entries = intervals.iter().as_slice();
         let Some((open, closed)) = entries.split_first() else {
             return Err(FalseIntervals);
         };
@@ -534,7 +666,8 @@ impl SentLedger {
             accounted_end = accounted_end.max(tail_first + tail);
         }
         checked.accounted_payload = self.payload_before(accounted_end.min(context.sent));
-        let mut proven = vec![(start, u64::from(open.lossy) + u64::from(open.data))];
+        let mut proven = Spans::default();
+        proven.push((start, u64::from(open.lossy) + u64::from(open.data)));
         if intervals.tail <= MAX_SHORT_TAIL {
             // A short tail: a pending loss and the few packets after it, taken as received as
             // its span is (at most MAX_SHORT_TAIL packets of X_recv's window).
@@ -567,7 +700,12 @@ impl SentLedger {
                 return Err(FalseIntervals);
             };
             let key = (first, interval.lossy, interval.data, interval.sum);
-            if !self.closed_checked.contains(&key) {
+            if !self
+                .closed_checked
+                .iter()
+                .rev()
+                .any(|checked| *checked == key)
+            {
                 self.check_data(
                     first + u64::from(interval.lossy),
                     interval.data,
@@ -615,7 +753,7 @@ impl SentLedger {
         // Payload accounted for among the packets of the window.
         let (window_start, echo) = context.window;
         let window_first = self.first_sent_after(window_start);
-        checked.proven_payload = proven
+        checked.proven_payload = proven.items[..proven.len]
             .iter()
             .filter(|(_, length)| *length > 0)
             .map(|&(first, length)| {
@@ -648,7 +786,13 @@ impl SentLedger {
 
     /// Whether a lossy part of `length` packets from `first` can be one loss event (cached).
     fn lossy_is_one_event(&mut self, first: u64, length: u32, rtt: Duration, rounds: bool) -> bool {
-        if length <= 1 || self.lossy_checked.contains(&(first, length)) {
+        if length <= 1
+            || self
+                .lossy_checked
+                .iter()
+                .rev()
+                .any(|checked| *checked == (first, length))
+        {
             return true;
         }
         let one = self.spans_one_event(first, first + u64::from(length) - 1, rtt, rounds);

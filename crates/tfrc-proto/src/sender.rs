@@ -20,7 +20,7 @@ use crate::config::{Config, ConfigError, SMALL_PACKET_MIN_INTERVAL};
 use crate::equation;
 use crate::loss_history;
 use crate::ns2::{self, Ns2SenderState};
-use crate::receipts::{CheckContext, CheckedIntervals, SentLedger};
+use crate::receipts::{CheckContext, CheckedIntervals, Ring, SentLedger};
 use crate::receiver::NDUPACK;
 use crate::time::{duration_from_secs, secs, Instant};
 use crate::wire::{self, DataRepr, FeedbackRepr, Packet, PacketKind};
@@ -278,7 +278,7 @@ pub struct Sender {
     previous_tail: Option<u64>,
     /// (arrival, payload accounted for) of recent feedbacks taken: the delivery the receiver
     /// has reported, which bounds X_recv ([`Sender::x_recv_limit`]).
-    delivered: VecDeque<(Instant, u64)>,
+    delivered: Ring<(Instant, u64)>,
     /// Where the receiver's proofs start: the first packet of the first accepted feedback's
     /// run (packets before it may have been lost before the receiver got anything).
     receiver_start: Option<u32>,
@@ -340,7 +340,7 @@ impl Sender {
             silent: false,
             loss_free: None,
             previous_tail: None,
-            delivered: VecDeque::new(),
+            delivered: Ring::default(),
             stats: SenderStats::default(),
             ns2,
             config,
@@ -682,7 +682,7 @@ impl Sender {
             now,
             repr.nonce as u16,
             (length - wire::DATA_HEADER_LEN) as u64,
-            self.rtt,
+            repr.rtt_micros,
             (self.silent, self.round()),
         );
         self.next_sequence = self.next_sequence.wrapping_add(1);
@@ -877,9 +877,10 @@ impl Sender {
         } else {
             checked.first_event.unwrap_or(context.open_start)
         };
-        checked.synthetic_cap = match self.first_event {
-            Some((_, cap)) => cap,
-            None => self.synthetic_cap(now, &checked, rtt),
+        checked.synthetic_cap = match (self.first_event, checked.synthetic) {
+            (Some((_, cap)), _) => cap,
+            (None, Some(_)) => self.synthetic_cap(now, &checked, rtt),
+            (None, None) => f64::INFINITY,
         };
         Ok(checked)
     }
@@ -1090,8 +1091,7 @@ impl Sender {
         let span = self.rtt.unwrap_or(checked.window_rtt);
         let earlier = self
             .delivered
-            .iter()
-            .rev()
+            .iter_rev()
             .find(|(at, _)| now - *at >= span)
             .copied();
         match (earlier, checked.accounted_payload) {
