@@ -9,15 +9,10 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use serde_json::Value;
-use tfrc_test_support::{spawn_listening, wait_bounded};
+use tfrc_test_support::{free_udp_port, spawn_listening, wait_bounded};
 
 fn tfrc() -> Command {
     Command::new(env!("CARGO_BIN_EXE_tfrc"))
-}
-
-fn free_udp_port() -> u16 {
-    let probe = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
-    probe.local_addr().unwrap().port()
 }
 
 /// `tfrc send`'s mean sent rate (bits/s) and its feedback counters, behind the emulated link,

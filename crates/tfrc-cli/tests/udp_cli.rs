@@ -728,12 +728,6 @@ fn iperf3_udp_summary(document: &Value) -> UdpSummary {
     }
 }
 
-/// A free UDP port on loopback (bound, read, released).
-fn free_udp_port() -> u16 {
-    let probe = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
-    probe.local_addr().unwrap().port()
-}
-
 /// The shipped Wireshark dissector decodes ETP as well as TFRC: an ETP video stream (`tfrc
 /// stream`) through the emulator's relay, captured with `--pcap`, shows in tshark its handshake,
 /// DATA packets with the TFRC data header inside and their FRAGMENT frames, and ACKs carrying a
@@ -746,7 +740,10 @@ fn the_wireshark_dissector_decodes_etp_through_the_relay() {
     }
     let scratch = tempfile::tempdir().unwrap();
     let capture = scratch.path().join("etp.pcap");
-    let (relay_port, receiver_port) = (free_udp_port(), free_udp_port());
+    let (relay_port, receiver_port) = (
+        tfrc_test_support::free_udp_port(),
+        tfrc_test_support::free_udp_port(),
+    );
     let relay = format!("127.0.0.1:{relay_port}");
     let receiver_address = format!("127.0.0.1:{receiver_port}");
     let emulator = tfrc()
@@ -905,7 +902,7 @@ fn reverse_mode_receives_a_flow_from_the_server() {
     let mut command = tfrc();
     command.args(["recv", "--listen", "127.0.0.1:0", "--json"]);
     let (server, address) = tfrc_test_support::spawn_listening(command);
-    let relay = format!("127.0.0.1:{}", free_udp_port());
+    let relay = format!("127.0.0.1:{}", tfrc_test_support::free_udp_port());
     let emulator = tfrc()
         .args(["emulate", "--listen", &relay, "--forward", &address])
         .args(["--delay", "10ms", "--time", "4"])

@@ -370,6 +370,21 @@ impl SentLedger {
         rtt_micros: u32,
         (silent, round): (bool, u32),
     ) {
+        // Packets older than SENT_SPAN_RTTS R go (R = 0: none yet, keep them), before the new
+        // one comes in, so that a ring at its steady length does not grow for it.
+        let span_nanos = u64::from(rtt_micros) * 1000 * u64::from(SENT_SPAN_RTTS);
+        let now = at.as_nanos();
+        while self.records.len() >= MAX_SENT_RECORDS
+            || (self.records.len() >= MIN_SENT_RECORDS
+                && span_nanos > 0
+                && self
+                    .records
+                    .front()
+                    .is_some_and(|front| now.saturating_sub(front.at.as_nanos()) > span_nanos))
+        {
+            self.records.pop_front();
+            self.first += 1;
+        }
         self.records.push_back(SentRecord {
             at,
             marks_before: self.marks,
@@ -380,20 +395,6 @@ impl SentLedger {
         });
         self.marks = self.marks.wrapping_add(mark);
         self.payload += payload;
-        // Packets older than SENT_SPAN_RTTS R go (R = 0: none yet, keep them).
-        let span_nanos = u64::from(rtt_micros) * 1000 * u64::from(SENT_SPAN_RTTS);
-        let now = at.as_nanos();
-        while self.records.len() > MAX_SENT_RECORDS
-            || (self.records.len() > MIN_SENT_RECORDS
-                && span_nanos > 0
-                && self
-                    .records
-                    .front()
-                    .is_some_and(|front| now.saturating_sub(front.at.as_nanos()) > span_nanos))
-        {
-            self.records.pop_front();
-            self.first += 1;
-        }
     }
 
     fn get(&self, index: u64) -> Option<&SentRecord> {

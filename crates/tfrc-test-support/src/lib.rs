@@ -203,6 +203,13 @@ pub fn wait_bounded(mut child: std::process::Child, limit: std::time::Duration) 
     child.wait_with_output().expect("child's output")
 }
 
+/// A UDP port on loopback that was free a moment ago (for a process that must be told its
+/// port, such as `tfrc emulate --listen`).
+pub fn free_udp_port() -> u16 {
+    let probe = std::net::UdpSocket::bind("127.0.0.1:0").expect("a loopback UDP socket");
+    probe.local_addr().expect("its address").port()
+}
+
 /// Spawns `command` (`tfrc recv --listen 127.0.0.1:0 --json …`) with its output piped and
 /// returns it with the address it names in its first line on standard error ("Server listening
 /// on ADDR"): the port the system chose.
