@@ -61,7 +61,7 @@ fn run(lies: &str) -> (f64, Value) {
 
 #[test]
 fn no_lying_receiver_gets_tfrc_send_above_2_mbps_through_a_1_mbps_link() {
-    let strategies: [&'static str; 13] = [
+    let strategies: [&'static str; 14] = [
         "",
         "p=0",
         "p=min,x-recv=1250000000",
@@ -69,6 +69,7 @@ fn no_lying_receiver_gets_tfrc_send_above_2_mbps_through_a_1_mbps_link() {
         "p=0.0001",
         "p/10",
         "merge",
+        "since-first",
         "tail",
         "synthetic",
         "no-loss,x-recv=1250000000",

@@ -17,6 +17,7 @@
 //! | `tail` | the open interval's data part claimed as a loss not yet detected; p as claimed |
 //! | `synthetic` | a synthetic first interval of 10^6 packets; p as claimed |
 //! | `no-loss` | no loss ever: one interval from the first packet, its sum that of the marks received; p = 0 |
+//! | `since-first` | one open interval since the first loss event (the synthetic one kept), its data part's sum that of the data parts received; p as claimed |
 //! | `replay` | (drivers) every feedback sent twice, with the one before it again |
 
 use core::fmt;
@@ -46,6 +47,8 @@ pub enum Lie {
     InflatedSynthetic,
     /// No loss ever, with the marks received as the proof.
     HiddenInProvenRun,
+    /// Every loss event since the first merged into one open interval.
+    SinceFirstEvent,
     /// Every feedback sent twice, with the previous one again (for drivers: see
     /// [`Lie::replays`]).
     Replay,
@@ -53,7 +56,7 @@ pub enum Lie {
 
 /// Why a lie could not be read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown lie {0:?}: expected p=0, p=min, p=VALUE, p/N, x-recv=BYTES_PER_S, t-delay+MICROS, merge, tail, synthetic, no-loss or replay")]
+#[error("unknown lie {0:?}: expected p=0, p=min, p=VALUE, p/N, x-recv=BYTES_PER_S, t-delay+MICROS, merge, tail, synthetic, no-loss, since-first or replay")]
 pub struct LieError(pub String);
 
 impl FromStr for Lie {
@@ -74,6 +77,7 @@ impl FromStr for Lie {
             "tail" => Lie::EndlessTail,
             "synthetic" => Lie::InflatedSynthetic,
             "no-loss" => Lie::HiddenInProvenRun,
+            "since-first" => Lie::SinceFirstEvent,
             "replay" => Lie::Replay,
             other => {
                 if let Some(value) = other.strip_prefix("p=") {
@@ -108,6 +112,7 @@ impl fmt::Display for Lie {
             Lie::EndlessTail => f.write_str("tail"),
             Lie::InflatedSynthetic => f.write_str("synthetic"),
             Lie::HiddenInProvenRun => f.write_str("no-loss"),
+            Lie::SinceFirstEvent => f.write_str("since-first"),
             Lie::Replay => f.write_str("replay"),
         }
     }
@@ -149,6 +154,7 @@ impl Lie {
             Lie::EndlessTail => endless_tail(repr),
             Lie::InflatedSynthetic => inflated_synthetic(repr),
             Lie::HiddenInProvenRun => hidden_in_proven_run(repr),
+            Lie::SinceFirstEvent => since_first_event(repr),
             Lie::Replay => {}
         }
     }
@@ -235,6 +241,41 @@ fn inflated_synthetic(repr: &mut FeedbackRepr) {
         if last.is_synthetic() {
             last.data = 1_000_000;
         }
+    }
+    consistent_p(repr);
+}
+
+fn since_first_event(repr: &mut FeedbackRepr) {
+    let intervals = &mut repr.intervals;
+    let count = usize::from(intervals.count);
+    let synthetic = intervals.entries[..count]
+        .last()
+        .copied()
+        .filter(LossInterval::is_synthetic);
+    let real = count - usize::from(synthetic.is_some());
+    if real < 2 {
+        return;
+    }
+    let (mut first, mut sum, mut span) = (intervals.open_start, 0u16, 0u32);
+    for entry in &intervals.entries[1..real] {
+        first = first.wrapping_sub(entry.lossy.wrapping_add(entry.data));
+    }
+    for entry in &intervals.entries[..real] {
+        sum = sum.wrapping_add(entry.sum);
+        span = span.wrapping_add(entry.lossy.wrapping_add(entry.data));
+    }
+    let oldest_lossy = intervals.entries[real - 1].lossy;
+    intervals.open_start = first;
+    intervals.entries[0] = LossInterval {
+        lossy: oldest_lossy,
+        data: span - oldest_lossy,
+        sum,
+        flags: 0,
+    };
+    intervals.count = 1;
+    if let Some(synthetic) = synthetic {
+        intervals.entries[1] = synthetic;
+        intervals.count = 2;
     }
     consistent_p(repr);
 }

@@ -481,10 +481,17 @@ impl SentLedger {
     }
 }
 
-/// A feedback's loss intervals are false: a data part's sum is wrong (a packet in it was
-/// lost), or the intervals contradict what was sent or reported before. A proven lie.
+/// Why a feedback's loss intervals were not taken.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct FalseIntervals;
+pub(crate) enum FalseIntervals {
+    /// A data part's sum is wrong (a packet in it was lost), or the intervals contradict what
+    /// was sent or reported before: a proven lie.
+    Proven,
+    /// The open interval's data part starts before what the sender remembers (its ledger and
+    /// the sums it kept at the data parts it checked): nothing to check it against. An honest
+    /// receiver's open interval was checked while its start was recent.
+    Unknown,
+}
 
 /// A feedback's loss intervals, checked: what p is recomputed from, twice.
 ///
@@ -619,20 +626,23 @@ impl SentLedger {
     ) -> Result<CheckedIntervals, FalseIntervals> {
         let entries = intervals.iter().as_slice();
         let Some((open, closed)) = entries.split_first() else {
-            return Err(FalseIntervals);
+            return Err(FalseIntervals::Proven);
         };
         if open.is_synthetic() {
-            return Err(FalseIntervals);
+            return Err(FalseIntervals::Proven);
         }
         let start = context.open_start;
         let tail = u64::from(intervals.tail);
         let total = open.span() + tail;
         if total == 0 || start + total > context.sent {
-            return Err(FalseIntervals);
+            return Err(FalseIntervals::Proven);
         }
         let (rtt, rounds) = (context.rtt, context.rounds);
         // The open interval: lossy part, data part, tail.
         let data_first = start + u64::from(open.lossy);
+        if open.data > 0 && self.marks_before(data_first).is_none() {
+            return Err(FalseIntervals::Unknown);
+        }
         self.check_data(data_first, open.data, open.sum)?;
         if open.data > 0 {
             self.remember_anchor(data_first);
@@ -687,7 +697,7 @@ impl SentLedger {
         for (position, interval) in closed.iter().enumerate() {
             if interval.is_synthetic() {
                 if position + 1 != closed.len() {
-                    return Err(FalseIntervals);
+                    return Err(FalseIntervals::Proven);
                 }
                 let length = u64::from(interval.data);
                 checked.synthetic = Some(length);
@@ -698,7 +708,7 @@ impl SentLedger {
             }
             let span = interval.span();
             let Some(first) = end.checked_sub(span).filter(|_| span > 0) else {
-                return Err(FalseIntervals);
+                return Err(FalseIntervals::Proven);
             };
             let key = (first, interval.lossy, interval.data, interval.sum);
             if !self
@@ -736,20 +746,20 @@ impl SentLedger {
         // The history must reach back as the receiver's does.
         if let (Some(claimed), Some(known)) = (checked.first_event, context.first_event) {
             if claimed != known {
-                return Err(FalseIntervals);
+                return Err(FalseIntervals::Proven);
             }
         }
         if closed.is_empty() {
             // No loss ever: the open interval starts at the receiver's first packet, and
             // nothing in it was lost.
             if open.lossy != 0 || context.receiver_start.is_some_and(|first| first != start) {
-                return Err(FalseIntervals);
+                return Err(FalseIntervals::Proven);
             }
         } else if checked.synthetic.is_none()
             && closed.len() < crate::loss_history::INTERVALS_AVERAGED
         {
             // Fewer than eight loss events and no synthetic interval: history cut short.
-            return Err(FalseIntervals);
+            return Err(FalseIntervals::Proven);
         }
         // Payload accounted for among the packets of the window.
         let (window_start, echo) = context.window;
@@ -780,7 +790,7 @@ impl SentLedger {
             return Ok(());
         }
         match self.sum_matches(first, first + u64::from(length) - 1, sum) {
-            Some(false) => Err(FalseIntervals),
+            Some(false) => Err(FalseIntervals::Proven),
             Some(true) | None => Ok(()),
         }
     }

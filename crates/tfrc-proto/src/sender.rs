@@ -20,7 +20,7 @@ use crate::config::{Config, ConfigError, SMALL_PACKET_MIN_INTERVAL};
 use crate::equation;
 use crate::loss_history;
 use crate::ns2::{self, Ns2SenderState};
-use crate::receipts::{CheckContext, CheckedIntervals, Ring, SentLedger};
+use crate::receipts::{CheckContext, CheckedIntervals, FalseIntervals, Ring, SentLedger};
 use crate::receiver::NDUPACK;
 use crate::time::{duration_from_secs, secs, Instant};
 use crate::wire::{self, DataRepr, FeedbackRepr, Packet, PacketKind};
@@ -867,9 +867,16 @@ impl Sender {
             loss_free: self.loss_free,
             previous_tail: self.previous_tail,
         };
-        let Ok(mut checked) = self.ledger.check(intervals, &context) else {
-            self.stats.false_intervals += 1;
-            return Err(FeedbackError::FalseIntervals);
+        let mut checked = match self.ledger.check(intervals, &context) {
+            Ok(checked) => checked,
+            Err(FalseIntervals::Proven) => {
+                self.stats.false_intervals += 1;
+                return Err(FeedbackError::FalseIntervals);
+            }
+            Err(FalseIntervals::Unknown) => {
+                self.stats.unconfirmed += 1;
+                return Err(FeedbackError::Unconfirmed);
+            }
         };
         checked.window_rtt = rtt;
         checked.origin = if checked.closed_count == 0 {

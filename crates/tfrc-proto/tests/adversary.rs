@@ -68,7 +68,7 @@ fn no_lying_receiver_gets_more_than_an_honest_one() {
         FeedbackError::HiddenLoss,
     ];
     // (lies, the refusals they may earn, how many at least)
-    let liars: [(&str, &[FeedbackError], u64); 12] = [
+    let liars: [(&str, &[FeedbackError], u64); 13] = [
         ("p=0", LIES, 3),
         ("p=min", LIES, 3),
         ("p=0.000001", LIES, 3),
@@ -77,6 +77,7 @@ fn no_lying_receiver_gets_more_than_an_honest_one() {
         // Consistent lies (p as the rewritten intervals give it): the sender's own reading of
         // the intervals stands in their way, or a history cut short gives them away.
         ("merge", FALSE, 0),
+        ("since-first", FALSE, 0),
         ("tail", FALSE, 0),
         ("synthetic", FALSE, 0),
         ("x-recv=1250000000", &[], 0),

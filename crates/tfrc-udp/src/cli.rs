@@ -292,7 +292,7 @@ pub struct RecvArgs {
     pub idle_timeout: Duration,
     /// Lie in the feedback, to test a sender's defences (docs/udp-tools.md, threat model):
     /// p=0, p=min, p=VALUE, p/N, x-recv=BYTES_PER_S, t-delay+MICROS, merge, tail, synthetic,
-    /// no-loss, replay; several joined by commas.
+    /// no-loss, since-first, replay; several joined by commas.
     #[arg(long, value_name = "LIES", value_parser = lies_argument, conflicts_with = "tcp")]
     pub lie: Option<Lies>,
 }
