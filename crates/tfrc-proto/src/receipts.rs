@@ -628,17 +628,58 @@ impl SentLedger {
         let Some((open, closed)) = entries.split_first() else {
             return Err(FalseIntervals::Proven);
         };
-        if open.is_synthetic() {
+        let mut proven = Spans::default();
+        let mut checked = self.check_open(open, intervals.tail, context, &mut proven)?;
+        self.check_closed(closed, context, &mut checked, &mut proven)?;
+        if let (Some((first, last)), Some(first_event)) = (context.loss_free, checked.first_event) {
+            let last = last.min(first_event.saturating_sub(1));
+            if last >= first {
+                proven.push((first, last - first + 1));
+            }
+        }
+        // The history must reach back as the receiver's does.
+        if let (Some(claimed), Some(known)) = (checked.first_event, context.first_event) {
+            if claimed != known {
+                return Err(FalseIntervals::Proven);
+            }
+        }
+        if closed.is_empty() {
+            // No loss ever: the open interval starts at the receiver's first packet, and
+            // nothing in it was lost.
+            if open.lossy != 0
+                || context
+                    .receiver_start
+                    .is_some_and(|first| first != context.open_start)
+            {
+                return Err(FalseIntervals::Proven);
+            }
+        } else if checked.synthetic.is_none()
+            && closed.len() < crate::loss_history::INTERVALS_AVERAGED
+        {
+            // Fewer than eight loss events and no synthetic interval: history cut short.
             return Err(FalseIntervals::Proven);
         }
+        checked.proven_payload = self.payload_in_window(&proven, context.window);
+        Ok(checked)
+    }
+
+    /// The open interval: its lossy part, its data part (checked), its tail, how the sender
+    /// reads them, what they account for; the spans it proves go to `proven`.
+    fn check_open(
+        &mut self,
+        open: &crate::wire::LossInterval,
+        tail: u32,
+        context: &CheckContext,
+        proven: &mut Spans,
+    ) -> Result<CheckedIntervals, FalseIntervals> {
         let start = context.open_start;
-        let tail = u64::from(intervals.tail);
+        let short_tail = tail <= MAX_SHORT_TAIL;
+        let tail = u64::from(tail);
         let total = open.span() + tail;
-        if total == 0 || start + total > context.sent {
+        if open.is_synthetic() || total == 0 || start + total > context.sent {
             return Err(FalseIntervals::Proven);
         }
         let (rtt, rounds) = (context.rtt, context.rounds);
-        // The open interval: lossy part, data part, tail.
         let data_first = start + u64::from(open.lossy);
         if open.data > 0 && self.marks_before(data_first).is_none() {
             return Err(FalseIntervals::Unknown);
@@ -653,7 +694,7 @@ impl SentLedger {
             1
         };
         let tail_first = data_first + u64::from(open.data);
-        let tail_read = if intervals.tail <= MAX_SHORT_TAIL
+        let tail_read = if short_tail
             || context.previous_tail != Some(tail_first)
             || self.spans_one_event(tail_first, tail_first + tail - 1, rtt, rounds)
         {
@@ -661,39 +702,42 @@ impl SentLedger {
         } else {
             0
         };
-        let mut checked = CheckedIntervals {
+        // Accounted for: up to the data part's end, a short tail's, or the receipt run's.
+        let (run_first, run_length) = context.receipt_run;
+        let run_end = run_first + run_length;
+        let mut accounted_end = tail_first.max(run_end);
+        proven.push((start, u64::from(open.lossy) + u64::from(open.data)));
+        if short_tail {
+            // A pending loss and the few packets after it, taken as received as its span is
+            // (at most MAX_SHORT_TAIL packets of X_recv's window).
+            accounted_end = accounted_end.max(tail_first + tail);
+            proven.push((tail_first, tail));
+        } else if run_end > tail_first {
+            // Of a long tail, the receipt proof's run (checked) is known received.
+            let first = run_first.max(tail_first);
+            proven.push((first, run_end - first));
+        }
+        Ok(CheckedIntervals {
             open: total,
             open_counted: lossy_read + u64::from(open.data) + tail_read,
             open_data: u64::from(open.data),
             tail_first: (tail > 0).then_some(tail_first),
-            accounted_payload: None,
+            accounted_payload: self.payload_before(accounted_end.min(context.sent)),
             open_stretched: open.is_stretched(),
             ..CheckedIntervals::default()
-        };
-        // Accounted for: up to the data part's end, a short tail's, or the receipt run's.
-        let (run_first, run_length) = context.receipt_run;
-        let mut accounted_end = tail_first.max(run_first + run_length);
-        if intervals.tail <= MAX_SHORT_TAIL {
-            accounted_end = accounted_end.max(tail_first + tail);
-        }
-        checked.accounted_payload = self.payload_before(accounted_end.min(context.sent));
-        let mut proven = Spans::default();
-        proven.push((start, u64::from(open.lossy) + u64::from(open.data)));
-        if intervals.tail <= MAX_SHORT_TAIL {
-            // A short tail: a pending loss and the few packets after it, taken as received as
-            // its span is (at most MAX_SHORT_TAIL packets of X_recv's window).
-            proven.push((tail_first, tail));
-        } else {
-            // Of a long tail, the receipt proof's run (checked) is known received.
-            let (run_first, run_length) = context.receipt_run;
-            let run_end = run_first + run_length;
-            if run_end > tail_first {
-                let first = run_first.max(tail_first);
-                proven.push((first, run_end - first));
-            }
-        }
-        // The closed intervals, newest first, each ending where the newer one starts.
-        let mut end = start;
+        })
+    }
+
+    /// The closed intervals, newest first, each ending where the newer one starts: their data
+    /// parts checked (once each), how the sender reads them; the spans go to `proven`.
+    fn check_closed(
+        &mut self,
+        closed: &[crate::wire::LossInterval],
+        context: &CheckContext,
+        checked: &mut CheckedIntervals,
+        proven: &mut Spans,
+    ) -> Result<(), FalseIntervals> {
+        let mut end = context.open_start;
         for (position, interval) in closed.iter().enumerate() {
             if interval.is_synthetic() {
                 if position + 1 != closed.len() {
@@ -711,23 +755,17 @@ impl SentLedger {
                 return Err(FalseIntervals::Proven);
             };
             let key = (first, interval.lossy, interval.data, interval.sum);
-            if !self
-                .closed_checked
-                .iter()
-                .rev()
-                .any(|checked| *checked == key)
-            {
-                self.check_data(
-                    first + u64::from(interval.lossy),
-                    interval.data,
-                    interval.sum,
-                )?;
+            if !self.closed_checked.iter().rev().any(|done| *done == key) {
+                let data_first = first + u64::from(interval.lossy);
+                self.check_data(data_first, interval.data, interval.sum)?;
                 self.closed_checked.push_back(key);
                 if self.closed_checked.len() > MAX_CACHED {
                     self.closed_checked.pop_front();
                 }
             }
-            let read = if self.lossy_is_one_event(first, interval.lossy, rtt, rounds) {
+            let one_event =
+                self.lossy_is_one_event(first, interval.lossy, context.rtt, context.rounds);
+            let read = if one_event {
                 span
             } else {
                 u64::from(interval.data) + 1
@@ -737,34 +775,14 @@ impl SentLedger {
             checked.closed_count += 1;
             end = first;
         }
-        if let (Some((first, last)), Some(first_event)) = (context.loss_free, checked.first_event) {
-            let last = last.min(first_event.saturating_sub(1));
-            if last >= first {
-                proven.push((first, last - first + 1));
-            }
-        }
-        // The history must reach back as the receiver's does.
-        if let (Some(claimed), Some(known)) = (checked.first_event, context.first_event) {
-            if claimed != known {
-                return Err(FalseIntervals::Proven);
-            }
-        }
-        if closed.is_empty() {
-            // No loss ever: the open interval starts at the receiver's first packet, and
-            // nothing in it was lost.
-            if open.lossy != 0 || context.receiver_start.is_some_and(|first| first != start) {
-                return Err(FalseIntervals::Proven);
-            }
-        } else if checked.synthetic.is_none()
-            && closed.len() < crate::loss_history::INTERVALS_AVERAGED
-        {
-            // Fewer than eight loss events and no synthetic interval: history cut short.
-            return Err(FalseIntervals::Proven);
-        }
-        // Payload accounted for among the packets of the window.
-        let (window_start, echo) = context.window;
+        Ok(())
+    }
+
+    /// Payload of the `proven` spans' packets sent in the window (after its start, up to the
+    /// echoed packet).
+    fn payload_in_window(&self, proven: &Spans, (window_start, echo): (Instant, u64)) -> u64 {
         let window_first = self.first_sent_after(window_start);
-        checked.proven_payload = proven.items[..proven.len]
+        proven.items[..proven.len]
             .iter()
             .filter(|(_, length)| *length > 0)
             .map(|&(first, length)| {
@@ -776,8 +794,7 @@ impl SentLedger {
                     self.payload_between(first, last)
                 }
             })
-            .sum();
-        Ok(checked)
+            .sum()
     }
 
     /// A data part of `length` packets from `first` must sum to `sum`. Packets the ledger no

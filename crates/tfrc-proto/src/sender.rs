@@ -642,18 +642,7 @@ impl Sender {
             }
         }
 
-        // Data-limited accounting: a packet sent right after a data-limited opportunity is not a
-        // full-rate packet.
-        if !self.data_limited {
-            self.full_rate_count += 1;
-        }
-        self.send_records.push_back(SendRecord {
-            sequence: self.next_sequence,
-            full_rate_count: self.full_rate_count,
-        });
-        if self.send_records.len() > MAX_SEND_RECORDS {
-            self.send_records.pop_front();
-        }
+        self.record_sent(now, &repr, length);
 
         // RFC 5348 §4.6: t_nom advances by t_ipi per packet, so a sender that the operating
         // system scheduled late sends the packets it owes at once and keeps its average rate,
@@ -678,6 +667,26 @@ impl Sender {
         self.next_send = nominal + interval;
         self.data_limited = false;
         self.last_send = Some(now);
+        self.next_sequence = self.next_sequence.wrapping_add(1);
+        self.stats.packets += 1;
+        self.stats.bytes += length as u64;
+        Ok(())
+    }
+
+    /// What the sender remembers of a packet it sends: for the data-limited test (a packet sent
+    /// right after a data-limited opportunity is not a full-rate packet, §4.3 step 4) and for
+    /// the loss intervals' proofs ([`SentLedger`]).
+    fn record_sent(&mut self, now: Instant, repr: &DataRepr, length: usize) {
+        if !self.data_limited {
+            self.full_rate_count += 1;
+        }
+        self.send_records.push_back(SendRecord {
+            sequence: self.next_sequence,
+            full_rate_count: self.full_rate_count,
+        });
+        if self.send_records.len() > MAX_SEND_RECORDS {
+            self.send_records.pop_front();
+        }
         self.ledger.record(
             now,
             repr.nonce as u16,
@@ -685,10 +694,6 @@ impl Sender {
             repr.rtt_micros,
             (self.silent, self.round()),
         );
-        self.next_sequence = self.next_sequence.wrapping_add(1);
-        self.stats.packets += 1;
-        self.stats.bytes += length as u64;
-        Ok(())
     }
 
     /// The interval after the packet being sent. Under the ns-2 profile the slow-start creep
