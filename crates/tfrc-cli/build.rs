@@ -3,8 +3,12 @@
 //! `(git unknown)` outside a git checkout (a source tarball) or without git. Rebuilt when HEAD
 //! moves; editing files without committing does not rerun it (the index is not watched, since
 //! `git status` itself rewrites it).
+//!
+//! Only files that exist are watched: Cargo treats a missing watched file as always stale, so
+//! watching `packed-refs` in a checkout that has none (no `git gc` yet) reran this script and
+//! relinked `tfrc` on every build. `tests/build_script.rs` checks the watched paths exist.
 
-use std::path::Path;
+use std::path::PathBuf;
 use std::process::Command;
 
 fn git(args: &[&str]) -> Option<String> {
@@ -13,6 +17,22 @@ fn git(args: &[&str]) -> Option<String> {
         return None;
     }
     Some(String::from_utf8(output.stdout).ok()?.trim().to_owned())
+}
+
+/// The git files whose change means a new commit or checkout: HEAD, the ref it points to and
+/// `packed-refs`, each only if it exists (a worktree's HEAD and the shared refs are found
+/// through `git rev-parse --git-path`).
+fn watched_git_files() -> Vec<PathBuf> {
+    let mut names = vec!["HEAD".to_owned(), "packed-refs".to_owned()];
+    if let Some(reference) = git(&["symbolic-ref", "-q", "HEAD"]) {
+        names.push(reference);
+    }
+    names
+        .iter()
+        .filter_map(|name| git(&["rev-parse", "--path-format=absolute", "--git-path", name]))
+        .map(PathBuf::from)
+        .filter(|path| path.is_file())
+        .collect()
 }
 
 fn main() {
@@ -28,18 +48,8 @@ fn main() {
         "cargo:rustc-env=TFRC_LONG_VERSION={} (git {described})",
         env!("CARGO_PKG_VERSION")
     );
-    // A new commit or checkout changes HEAD or the ref it points to.
-    if let Some(git_dir) = git(&["rev-parse", "--git-dir"]) {
-        let git_dir = Path::new(&git_dir);
-        for file in ["HEAD", "packed-refs"] {
-            println!("cargo:rerun-if-changed={}", git_dir.join(file).display());
-        }
-        if let Some(reference) = git(&["symbolic-ref", "-q", "HEAD"]) {
-            println!(
-                "cargo:rerun-if-changed={}",
-                git_dir.join(reference).display()
-            );
-        }
+    for file in watched_git_files() {
+        println!("cargo:rerun-if-changed={}", file.display());
     }
     println!("cargo:rerun-if-changed=build.rs");
 }
