@@ -9,6 +9,7 @@ pub mod reproduce;
 pub mod rmcat;
 pub mod sim;
 pub mod sweep;
+pub mod udp;
 
 /// This build's version and git commit, e.g. `0.1.0 (git 1a2b3c4d5e6f)` (from `build.rs`;
 /// `-dirty` when tracked files had uncommitted changes at build time).

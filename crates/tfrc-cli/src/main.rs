@@ -29,9 +29,9 @@ enum Command {
     /// gTFRC and TFRC-SP and write a report (RFC 8868's metrics, one figure per case).
     Rmcat(rmcat::RmcatArgs),
     /// Send a TFRC (or --tcp: kernel TCP) flow to a `tfrc recv`, iperf3-style.
-    Send(tfrc_udp::cli::SendArgs),
+    Send(tfrc_cli::udp::SendArgs),
     /// Receive TFRC flows (or --tcp: TCP connections), iperf3-style.
-    Recv(tfrc_udp::cli::RecvArgs),
+    Recv(tfrc_cli::udp::RecvArgs),
     /// Run a scenario file in the simulator and write flows.csv, state.csv, links.csv and
     /// summary.json.
     Sim(sim::SimArgs),
@@ -133,8 +133,8 @@ fn main() -> Result<()> {
     tfrc_cli::record_tool();
     match cli.command {
         Command::Equation(args) => run_equation(&args),
-        Command::Send(args) => tfrc_udp::cli::run_send(&args),
-        Command::Recv(args) => tfrc_udp::cli::run_recv(&args),
+        Command::Send(args) => tfrc_cli::udp::run_send(&args),
+        Command::Recv(args) => tfrc_cli::udp::run_recv(&args),
         Command::Sim(args) => sim::run(&args),
         Command::Sweep(args) => sweep::run(&args),
         Command::Ns2(args) => ns2_compare::run(&args),

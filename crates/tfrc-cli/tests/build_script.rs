@@ -51,8 +51,9 @@ fn a_checkout_records_its_commit() {
     // In a git checkout HEAD is watched, so that a new commit rebuilds the version string.
     if !version.ends_with("(git unknown)") {
         assert!(
-            output.lines().any(|line| line.starts_with("cargo:rerun-if-changed=")
-                && line.ends_with("HEAD")),
+            output
+                .lines()
+                .any(|line| line.starts_with("cargo:rerun-if-changed=") && line.ends_with("HEAD")),
             "{output}"
         );
     }

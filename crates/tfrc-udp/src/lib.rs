@@ -13,13 +13,13 @@
 //! - [`logger`]: the one-call logger: local ports and an interval in, one CSV file per flow out
 //!   (TFRC flows of this process and TCP connections of any process via [`diag`]).
 //! - [`batch`]: many datagrams per system call (UDP GSO and GRO).
-//! - [`cli`]: `tfrc send` and `tfrc recv`.
+//!
+//! The `tfrc send` and `tfrc recv` commands built on these live in `tfrc-cli` (`udp/`).
 //!
 //! Linux only: pacing uses `ppoll` and `PR_SET_TIMERSLACK`, TCP sampling `TCP_INFO` and
 //! sock_diag.
 
 pub mod batch;
-pub mod cli;
 pub mod clock;
 pub mod control;
 pub mod csvlog;
@@ -32,7 +32,7 @@ pub mod sender;
 pub mod sockopt;
 pub mod tcp;
 pub mod tcp_info;
-pub mod units;
+pub mod port_set;
 
 pub use receiver::{ReceiverOptions, ReceiverReport, UdpReceiver};
 pub use sender::{SenderOptions, SenderReport, UdpSender};

@@ -38,7 +38,7 @@ use crate::clock::{unix_time_seconds, unix_time_whole_seconds};
 use crate::csvlog::FlowCsv;
 use crate::diag;
 use crate::registry::{self, FlowKind, FlowProbe, FlowSnapshot};
-use crate::units::{ParseError, PortSet};
+use crate::port_set::{ParseError, PortSet};
 
 /// Why the logger could not start.
 #[derive(Debug, thiserror::Error)]
