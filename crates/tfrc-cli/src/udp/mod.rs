@@ -34,6 +34,7 @@ pub(crate) fn write_stdout(line: std::fmt::Arguments<'_>) {
 
 mod args;
 mod recv;
+mod report;
 mod send;
 mod tcp;
 
@@ -41,7 +42,7 @@ pub use args::{Lies, RecvArgs, SendArgs};
 pub use recv::run_recv;
 pub use send::run_send;
 #[allow(unused_imports)]
-use {args::*, recv::*, send::*, tcp::*};
+use {args::*, recv::*, report::*, send::*, tcp::*};
 
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
@@ -93,6 +94,20 @@ struct FlowName {
     local: String,
 }
 
+impl FlowName {
+    /// The names of `sender`'s flow (its local address empty if the socket cannot tell).
+    fn of(sender: &UdpSender) -> FlowName {
+        FlowName {
+            session: format!("{:08x}", sender.session_id()),
+            flow_id: sender.flow_id(),
+            local: sender
+                .local_addr()
+                .map(|address| address.to_string())
+                .unwrap_or_default(),
+        }
+    }
+}
+
 /// `--log FILE` for flow `index` of `count`: the file itself for one flow, `STEM-K.EXT`
 /// (K = 1…N) for each of several.
 fn flow_log_path(path: &std::path::Path, index: usize, count: u32) -> PathBuf {
@@ -134,13 +149,10 @@ fn json_text(document: &Value) -> serde_json::Result<String> {
     serde_json::to_string_pretty(&document)
 }
 
-/// JSON has no infinity: infinite rates become null.
-fn finite(value: f64) -> Value {
-    if value.is_finite() {
-        json!(value)
-    } else {
-        Value::Null
-    }
+/// A typed document part as JSON (for [`json_text`]); serializing these plain structs cannot
+/// fail, and a failure would show as `null` rather than end the run.
+fn to_value(part: &impl serde::Serialize) -> Value {
+    serde_json::to_value(part).unwrap_or(Value::Null)
 }
 
 #[cfg(test)]

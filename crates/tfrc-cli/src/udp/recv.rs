@@ -107,7 +107,7 @@ pub(super) fn send_reverse_flow(
             if !json_mode {
                 print_flow_end(&session, &report);
             }
-            let mut end = flow_end(&report);
+            let mut end = to_value(&FlowEnd::new(&report));
             end["session_id"] = json!(session);
             end["peer"] = json!(peer.to_string());
             end
@@ -227,16 +227,16 @@ pub(super) fn print_receiver_end(
                 0.0
             }
         };
-        let sum_sent = sent_bytes.map(|sent| iperf3_sum(seconds, sent, rate(sent), None));
-        let mut sum_received = iperf3_sum(
+        let sum_sent = sent_bytes.map(|sent| Iperf3Sum::new(seconds, sent, rate(sent), None));
+        let mut sum_received = Iperf3Sum::new(
             seconds,
             bytes,
             rate(bytes),
             sent_packets.map(|sent| (sent.saturating_sub(packets), sent)),
         );
         if !streams.is_empty() {
-            sum_received["jitter_ms"] =
-                json!(streams.iter().map(|s| s.jitter_ms).sum::<f64>() / streams.len() as f64);
+            sum_received.jitter_ms =
+                Some(streams.iter().map(|s| s.jitter_ms).sum::<f64>() / streams.len() as f64);
         }
         let document = json!({
             "start": start,
@@ -244,8 +244,8 @@ pub(super) fn print_receiver_end(
             "end": {
                 "streams": report.streams,
                 "sum": {"packets": packets, "bytes": bytes, "lost": lost},
-                "sum_sent": sum_sent,
-                "sum_received": sum_received,
+                "sum_sent": to_value(&sum_sent),
+                "sum_received": to_value(&sum_received),
                 "reverse_flows": reverse,
                 "counters": counters,
                 "cpu_utilization_percent": report.cpu_utilization_percent,

@@ -22,6 +22,47 @@ pub fn run_send(args: &SendArgs) -> Result<()> {
             args.parallel
         );
     }
+    let senders = start_senders(args, to, &tfrc_config(args))?;
+    let names: Vec<FlowName> = senders.iter().map(FlowName::of).collect();
+    let config = senders[0].config().clone();
+    let start = SendStart::new(
+        args,
+        to,
+        &names,
+        &config,
+        &senders[0].calibration(),
+        senders[0].send_offload(),
+    );
+    if !args.json {
+        print_start_text(args, to, &names, &start.timer);
+    }
+    let (intervals, results) = run_flows(senders, &names, &stop, args.json);
+    let mut reports = Vec::new();
+    for result in results {
+        match result {
+            Ok(report) => reports.push(report),
+            Err(error) => {
+                if args.json {
+                    print_failed_document(to_value(&start), intervals, &error)?;
+                }
+                return Err(error);
+            }
+        }
+    }
+    let failure = failure_of_flows(&reports, &names, to);
+    if args.json {
+        print_send_document(&start, intervals, &reports, &names, failure.as_deref())?;
+    } else {
+        print_send_end_text(&reports, &names);
+    }
+    if let Some(failure) = failure {
+        bail!(failure);
+    }
+    Ok(())
+}
+
+/// The TFRC core's configuration the flags ask for.
+fn tfrc_config(args: &SendArgs) -> Config {
     let mut config = Config {
         packet_size: args.packet_size,
         target_rate: args.target_rate.map(|bits| bits / 8.0),
@@ -43,6 +84,11 @@ pub fn run_send(args: &SendArgs) -> Result<()> {
             alpha: args.veno_alpha.unwrap_or(Veno::default().alpha),
         });
     }
+    config
+}
+
+/// One sender per flow of `-P`, each with its own socket (and its own log file).
+fn start_senders(args: &SendArgs, to: SocketAddr, config: &Config) -> Result<Vec<UdpSender>> {
     let mut senders = Vec::new();
     for index in 0..args.parallel as usize {
         let mut options = SenderOptions::new(to);
@@ -61,100 +107,42 @@ pub fn run_send(args: &SendArgs) -> Result<()> {
         options.ecn = args.ecn;
         senders.push(UdpSender::new(options).context("cannot start the TFRC sender")?);
     }
-    let names: Vec<FlowName> = senders
-        .iter()
-        .map(|sender| FlowName {
-            session: format!("{:08x}", sender.session_id()),
-            flow_id: sender.flow_id(),
-            local: sender
-                .local_addr()
-                .map(|address| address.to_string())
-                .unwrap_or_default(),
-        })
-        .collect();
-    let calibration = senders[0].calibration();
-    let config = senders[0].config().clone();
-    let first = &names[0];
-    let start = json!({
-        "version": version(),
-        "protocol": "tfrc",
-        "role": "sender",
-        "timestamp": {"unix_s": unix_time_seconds()},
-        "connecting_to": {"host": to.ip().to_string(), "port": to.port()},
-        "local": first.local,
-        "session_id": first.session,
-        "flow_id": first.flow_id,
-        // iperf3's list of streams, with our session and flow ids.
-        "connected": names.iter().map(|name| json!({
-            "local": name.local,
-            "session_id": name.session,
-            "flow_id": name.flow_id,
-        })).collect::<Vec<_>>(),
-        "test_start": {
-            "duration_s": args.time.as_secs_f64(),
-            "packet_size": args.packet_size,
-            "num_streams": args.parallel,
-            "target_rate_bps": args.target_rate,
-            "max_rate_bps": args.max_rate,
-            "rtt_ref_s": args.rtt_ref.map(|rtt| rtt.as_secs_f64()),
-            "veno": config.veno.map(|veno| json!({"beta": veno.beta, "alpha": veno.alpha})),
-            "history_discounting": config.history_discounting,
-            "oscillation_damping": config.oscillation_damping,
-            "small_packets": config.small_packets.map(|small| json!({
-                "nominal_segment_size": small.nominal_segment_size,
-                "header_size": small.header_size,
-            })),
-            "ecn": args.ecn,
-            "log": args.log.as_ref().map(|path| path.display().to_string()),
-            "realtime": args.realtime,
-        },
-        // Many datagrams per system call (UDP GSO), or one ("none") where the kernel has no GSO.
-        "offload": {"send": senders[0].send_offload()},
-        "timer": {
-            "sleep_late_p50_us": calibration.sleep_late_p50_us,
-            "sleep_late_p90_us": calibration.sleep_late_p90_us,
-            "spin_margin_us": calibration.spin_margin_us,
-            "timer_granularity_us": config.timer_granularity.as_secs_f64() * 1e6,
-        },
-    });
-    if !args.json {
-        for name in &names {
-            say!(
-                "Connecting to {} from {}, TFRC session {}, s = {} bytes, {} s",
-                to,
-                name.local,
-                name.session,
-                args.packet_size,
-                args.time.as_secs_f64()
-            );
-        }
+    Ok(senders)
+}
+
+/// The text report's header: each flow's connection, the timer calibration, the column titles.
+fn print_start_text(args: &SendArgs, to: SocketAddr, names: &[FlowName], timer: &TimerStart) {
+    for name in names {
         say!(
-            "Timer: kernel sleep late by {:.0} µs (p50) / {:.0} µs (p90); spinning the last {:.0} µs; granularity {:.1} µs",
-            calibration.sleep_late_p50_us,
-            calibration.sleep_late_p90_us,
-            calibration.spin_margin_us,
-            config.timer_granularity.as_secs_f64() * 1e6
-        );
-        say!(
-            "[      ID] Interval          Transfer      Bitrate         X (rate)        p           RTT"
+            "Connecting to {} from {}, TFRC session {}, s = {} bytes, {} s",
+            to,
+            name.local,
+            name.session,
+            args.packet_size,
+            args.time.as_secs_f64()
         );
     }
-    let (intervals, results) = run_flows(senders, &names, &stop, args.json);
-    let mut reports = Vec::new();
-    for result in results {
-        match result {
-            Ok(report) => reports.push(report),
-            Err(error) => {
-                if args.json {
-                    print_failed_document(start, intervals, &error)?;
-                }
-                return Err(error);
-            }
-        }
-    }
+    say!(
+        "Timer: kernel sleep late by {:.0} µs (p50) / {:.0} µs (p90); spinning the last {:.0} µs; granularity {:.1} µs",
+        timer.sleep_late_p50_us,
+        timer.sleep_late_p90_us,
+        timer.spin_margin_us,
+        timer.timer_granularity_us
+    );
+    say!(
+        "[      ID] Interval          Transfer      Bitrate         X (rate)        p           RTT"
+    );
+}
+
+/// Why the run failed, if a flow did (named by its session when there are several).
+fn failure_of_flows(
+    reports: &[SenderReport],
+    names: &[FlowName],
+    to: SocketAddr,
+) -> Option<String> {
     let failures: Vec<String> = reports
         .iter()
-        .zip(&names)
+        .zip(names)
         .filter_map(|(report, name)| {
             let failure = flow_failure(report, to)?;
             Some(if reports.len() > 1 {
@@ -164,68 +152,83 @@ pub fn run_send(args: &SendArgs) -> Result<()> {
             })
         })
         .collect();
-    let failure = (!failures.is_empty()).then(|| failures.join("; "));
-    if args.json {
-        // One flow: its end at the top, as before -P; several: each in `streams`.
-        let mut end = if reports.len() == 1 {
-            flow_end(&reports[0])
-        } else {
-            json!({
-                "streams": reports.iter().zip(&names).map(|(report, name)| {
-                    let mut stream = flow_end(report);
-                    stream["session_id"] = json!(name.session);
-                    stream["flow_id"] = json!(name.flow_id);
-                    stream
-                }).collect::<Vec<_>>(),
-                "cpu_utilization_percent": reports[0].cpu_utilization_percent,
-            })
-        };
-        end["sum_sent"] = sum_sent(&reports);
-        end["sum_received"] = sum_received(&reports);
-        let mut document = json!({
-            "start": start,
-            "intervals": intervals,
-            "end": end,
-        });
-        if let Some(failure) = &failure {
-            document["error"] = json!(failure);
+    (!failures.is_empty()).then(|| failures.join("; "))
+}
+
+/// The whole JSON document of a finished run: `start`, `intervals`, `end` and, when a flow
+/// failed, `error`.
+fn print_send_document(
+    start: &SendStart,
+    intervals: Vec<Value>,
+    reports: &[SenderReport],
+    names: &[FlowName],
+    failure: Option<&str>,
+) -> Result<()> {
+    let sum_sent = Iperf3Sum::sent(reports);
+    let sum_received = Iperf3Sum::received(reports);
+    let end = if reports.len() == 1 {
+        SendEnd::Single {
+            flow: FlowEnd::new(&reports[0]),
+            sum_sent,
+            sum_received,
         }
-        say!("{}", json_text(&document)?);
     } else {
-        say!("- - - - - - - - - - - - - - - - - - - - - - - - -");
-        for (report, name) in reports.iter().zip(&names) {
-            print_flow_end(&name.session, report);
+        SendEnd::Several {
+            streams: reports
+                .iter()
+                .zip(names)
+                .map(|(report, name)| FlowEnd {
+                    session_id: Some(name.session.clone()),
+                    flow_id: Some(name.flow_id.clone()),
+                    ..FlowEnd::new(report)
+                })
+                .collect(),
+            cpu_utilization_percent: &reports[0].cpu_utilization_percent,
+            sum_sent,
+            sum_received,
         }
-        if reports.len() > 1 {
-            let sent = sum_sent(&reports);
-            say!(
-                "[     SUM] {:6.2}-{:<6.2} s  {:>12}  {:>14}  sender",
-                0.0,
-                sent["seconds"].as_f64().unwrap_or_default(),
-                format_bytes(sent["bytes"].as_f64().unwrap_or_default()),
-                format_bits_per_second(sent["bits_per_second"].as_f64().unwrap_or_default()),
-            );
-            let received = sum_received(&reports);
-            if received.is_object() {
-                say!(
-                    "[     SUM] {:6.2}-{:<6.2} s  {:>12}  {:>14}  receiver  lost {}/{} ({:.3}%)",
-                    0.0,
-                    received["seconds"].as_f64().unwrap_or_default(),
-                    format_bytes(received["bytes"].as_f64().unwrap_or_default()),
-                    format_bits_per_second(
-                        received["bits_per_second"].as_f64().unwrap_or_default()
-                    ),
-                    received["lost_packets"],
-                    received["packets"],
-                    received["lost_percent"].as_f64().unwrap_or_default(),
-                );
-            }
-        }
-    }
+    };
+    let mut document = json!({
+        "start": to_value(start),
+        "intervals": intervals,
+        "end": to_value(&end),
+    });
     if let Some(failure) = failure {
-        bail!(failure);
+        document["error"] = json!(failure);
     }
+    say!("{}", json_text(&document)?);
     Ok(())
+}
+
+/// The text report's end: each flow's summary and, with several, their sums.
+fn print_send_end_text(reports: &[SenderReport], names: &[FlowName]) {
+    say!("- - - - - - - - - - - - - - - - - - - - - - - - -");
+    for (report, name) in reports.iter().zip(names) {
+        print_flow_end(&name.session, report);
+    }
+    if reports.len() <= 1 {
+        return;
+    }
+    let sent = Iperf3Sum::sent(reports);
+    say!(
+        "[     SUM] {:6.2}-{:<6.2} s  {:>12}  {:>14}  sender",
+        0.0,
+        sent.seconds,
+        format_bytes(sent.bytes as f64),
+        format_bits_per_second(sent.bits_per_second.0),
+    );
+    if let Some(received) = Iperf3Sum::received(reports) {
+        say!(
+            "[     SUM] {:6.2}-{:<6.2} s  {:>12}  {:>14}  receiver  lost {}/{} ({:.3}%)",
+            0.0,
+            received.seconds,
+            format_bytes(received.bytes as f64),
+            format_bits_per_second(received.bits_per_second.0),
+            received.lost_packets.unwrap_or_default(),
+            received.packets.unwrap_or_default(),
+            received.lost_percent.map_or(0.0, |percent| percent.0),
+        );
+    }
 }
 
 /// As iperf3 -J: a run that fails still prints its document, with an empty `end` and what
@@ -298,7 +301,7 @@ pub(super) fn run_flows(
                 );
             }
             while printed < groups.len() && groups[printed].iter().all(Option::is_some) {
-                intervals.push(interval_json(&groups[printed], names));
+                intervals.push(to_value(&IntervalReport::new(&groups[printed], names)));
                 if !json_mode && count > 1 {
                     let sum = &intervals[printed]["sum"];
                     say!(
@@ -315,7 +318,7 @@ pub(super) fn run_flows(
         // Intervals that not every flow reached (a flow ended early) are reported with the
         // flows that did.
         for group in &groups[printed..] {
-            intervals.push(interval_json(group, names));
+            intervals.push(to_value(&IntervalReport::new(group, names)));
         }
         let results = handles
             .into_iter()
@@ -325,43 +328,6 @@ pub(super) fn run_flows(
             })
             .collect();
         (intervals, results)
-    })
-}
-
-/// One of iperf3's `intervals[]` entries: the reports of one interval of the flows that gave
-/// it (`group[k]`: flow k's, if any) and their sum.
-pub(super) fn interval_json(group: &[Option<SenderInterval>], names: &[FlowName]) -> Value {
-    let given: Vec<(&FlowName, &SenderInterval)> = names
-        .iter()
-        .zip(group)
-        .filter_map(|(name, interval)| Some((name, interval.as_ref()?)))
-        .collect();
-    let streams: Vec<Value> = given
-        .iter()
-        .map(|(name, interval)| {
-            let mut stream = serde_json::to_value(interval).unwrap_or(Value::Null);
-            stream["flow_id"] = json!(name.flow_id);
-            stream
-        })
-        .collect();
-    let start = given
-        .iter()
-        .map(|(_, i)| i.start)
-        .fold(f64::INFINITY, f64::min);
-    let end = given
-        .iter()
-        .map(|(_, i)| i.end)
-        .fold(f64::NEG_INFINITY, f64::max);
-    json!({
-        "streams": streams,
-        "sum": {
-            "start": start,
-            "end": end,
-            "seconds": end - start,
-            "bytes": given.iter().map(|(_, i)| i.bytes).sum::<u64>(),
-            "packets": given.iter().map(|(_, i)| i.packets).sum::<u64>(),
-            "bits_per_second": given.iter().map(|(_, i)| i.bits_per_second).sum::<f64>(),
-        },
     })
 }
 
@@ -403,92 +369,6 @@ pub(super) fn flow_failure(report: &SenderReport, to: SocketAddr) -> Option<Stri
     } else {
         None
     }
-}
-
-/// iperf3's `sum_sent` over the flows: bytes and rates add up, over the longest flow's time.
-pub(super) fn sum_sent(reports: &[SenderReport]) -> Value {
-    let seconds = reports.iter().map(|r| r.seconds).fold(0.0, f64::max);
-    iperf3_sum(
-        seconds,
-        reports.iter().map(|r| r.bytes).sum(),
-        reports.iter().map(|r| r.bits_per_second).sum(),
-        None,
-    )
-}
-
-/// iperf3's `sum_received` over the flows (null when a receiver did not acknowledge its end of
-/// session): bytes, rates, lost and sent packets add up; `jitter_ms` is the flows' mean, as
-/// iperf3's sum of UDP streams.
-pub(super) fn sum_received(reports: &[SenderReport]) -> Value {
-    let Some(receivers) = reports
-        .iter()
-        .map(|report| report.receiver)
-        .collect::<Option<Vec<_>>>()
-    else {
-        return Value::Null;
-    };
-    let sent: u64 = reports.iter().map(|r| r.packets).sum();
-    let received: u64 = receivers.iter().map(|r| r.packets).sum();
-    let seconds = reports.iter().map(|r| r.seconds).fold(0.0, f64::max);
-    let mut sum = iperf3_sum(
-        seconds,
-        receivers.iter().map(|r| r.bytes).sum(),
-        receivers.iter().map(|r| r.bits_per_second).sum(),
-        Some((sent.saturating_sub(received), sent)),
-    );
-    sum["jitter_ms"] =
-        json!(receivers.iter().map(|r| r.jitter_ms).sum::<f64>() / receivers.len() as f64);
-    sum
-}
-
-/// The `end` of one flow: what it sent, what its receiver acknowledged, and its TFRC state.
-pub(super) fn flow_end(report: &SenderReport) -> Value {
-    let stats = &report.stats;
-    let state = &report.final_state;
-    json!({
-        "reason": report.reason,
-        "sender": {
-            "seconds": report.seconds,
-            "packets": report.packets,
-            "bytes": report.bytes,
-            "payload_bytes": report.payload_bytes,
-            "bits_per_second": report.bits_per_second,
-        },
-        "receiver": report.receiver,
-        "mean_p": report.mean_p,
-        "rtt": report.rtt,
-        "pacing": report.pacing,
-        "timer_granularity_max_us": report.timer_granularity_max_us,
-        "counters": {
-            "feedbacks": stats.feedbacks,
-            "malformed": stats.malformed,
-            "foreign": stats.foreign,
-            "invalid_echo": stats.invalid_echo,
-            "unproven": stats.unproven,
-            "hidden_loss": stats.hidden_loss,
-            "unconfirmed": stats.unconfirmed,
-            "replayed": stats.replayed,
-            "false_intervals": stats.false_intervals,
-            "under_reported": stats.under_reported,
-            "lies": stats.lies,
-            "p_raised": stats.p_raised,
-            "x_recv_capped": stats.x_recv_capped,
-            "no_feedback_expiries": stats.no_feedback_expiries,
-            "send_errors": report.send_errors,
-            "icmp_errors": report.icmp_errors,
-        },
-        "final_state": {
-            "x_bps": finite(state.x * 8.0),
-            "sending_rate_bps": finite(state.sending_rate * 8.0),
-            "x_calc_bps": finite(state.x_calc * 8.0),
-            "x_recv_bps": finite(state.x_recv * 8.0),
-            "p": state.p,
-            "rtt_s": state.rtt.map(|rtt| rtt.as_secs_f64()),
-            "rto_s": state.rto.as_secs_f64(),
-            "slow_start": state.slow_start,
-        },
-        "cpu_utilization_percent": report.cpu_utilization_percent,
-    })
 }
 
 /// The text summary of one flow.
@@ -545,33 +425,6 @@ pub(super) fn print_flow_end(session: &str, report: &SenderReport) {
             ""
         }
     );
-}
-
-/// An iperf3 `sum_sent` / `sum_received` object: the whole run from 0 to `seconds`, and for
-/// datagrams `(lost, sent)` packets as iperf3's `lost_packets`, `packets`, `lost_percent`.
-pub(super) fn iperf3_sum(
-    seconds: f64,
-    bytes: u64,
-    bits_per_second: f64,
-    lost_of: Option<(u64, u64)>,
-) -> Value {
-    let mut sum = json!({
-        "start": 0.0,
-        "end": seconds,
-        "seconds": seconds,
-        "bytes": bytes,
-        "bits_per_second": finite(bits_per_second),
-    });
-    if let Some((lost, sent)) = lost_of {
-        sum["lost_packets"] = json!(lost);
-        sum["packets"] = json!(sent);
-        sum["lost_percent"] = finite(if sent > 0 {
-            lost as f64 * 100.0 / sent as f64
-        } else {
-            0.0
-        });
-    }
-    sum
 }
 
 /// `tfrc send -R` (iperf3's reverse mode): asks the `tfrc recv` at `to` to send a TFRC flow

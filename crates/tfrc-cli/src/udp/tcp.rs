@@ -70,8 +70,8 @@ pub(super) fn run_send_tcp(args: &SendArgs, to: SocketAddr, stop: &AtomicBool) -
             "start": start,
             "intervals": intervals,
             "end": {
-                "sum_sent": iperf3_sum(summary.seconds, summary.bytes, summary.bits_per_second, None),
-                "sum_received": iperf3_sum(summary.seconds, acked, acked_bps, None),
+                "sum_sent": to_value(&Iperf3Sum::new(summary.seconds, summary.bytes, summary.bits_per_second, None)),
+                "sum_received": to_value(&Iperf3Sum::new(summary.seconds, acked, acked_bps, None)),
                 "streams": [summary],
             },
         });
