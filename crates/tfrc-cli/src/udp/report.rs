@@ -384,7 +384,7 @@ pub(super) enum SendEnd<'a> {
     /// One flow.
     Single {
         #[serde(flatten)]
-        flow: FlowEnd<'a>,
+        flow: Box<FlowEnd<'a>>,
         sum_sent: Iperf3Sum,
         sum_received: Option<Iperf3Sum>,
     },

@@ -168,7 +168,7 @@ fn print_send_document(
     let sum_received = Iperf3Sum::received(reports);
     let end = if reports.len() == 1 {
         SendEnd::Single {
-            flow: FlowEnd::new(&reports[0]),
+            flow: Box::new(FlowEnd::new(&reports[0])),
             sum_sent,
             sum_received,
         }
