@@ -214,6 +214,19 @@ pub struct RunIdentity {
 }
 
 impl Summary {
+    /// Writes this summary as `directory/summary.json` ([`crate::SUMMARY_FILE`]): pretty-printed JSON
+    /// and a final newline. The one writer of the file, used by the simulator, the testbed and
+    /// the ns-2 converter; an error names the file and never leaves it half-written by a
+    /// serialization failure (the text is made before the file is opened).
+    pub fn write(&self, directory: &std::path::Path) -> Result<(), crate::WriteError> {
+        let path = directory.join(crate::SUMMARY_FILE);
+        let text = serde_json::to_string_pretty(self).map_err(|error| crate::WriteError {
+            path: path.clone(),
+            source: std::io::Error::other(error),
+        })? + "\n";
+        std::fs::write(&path, text).map_err(|source| crate::WriteError { path, source })
+    }
+
     /// A run's summary at the current schema version, Jain's index from the flows
     /// ([`jain_over_flows`]).
     pub fn new(

@@ -331,3 +331,48 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn summary_write_is_pretty_json_with_a_newline_that_reads_back() {
+    let directory = tempfile::tempdir().unwrap();
+    let summary = Summary::new(
+        RunIdentity {
+            tool: "tfrc test".to_owned(),
+            scenario: "written".to_owned(),
+            seed: 7,
+            duration_s: 1.5,
+            interval_s: 0.5,
+            parameters: Vec::new(),
+        },
+        Vec::new(),
+        None,
+        Vec::new(),
+    );
+    summary.write(directory.path()).unwrap();
+    let text = std::fs::read_to_string(directory.path().join(SUMMARY_FILE)).unwrap();
+    assert!(text.ends_with("}\n"), "{text}");
+    assert!(text.contains("\n  \"scenario\": \"written\""), "{text}");
+    let read: Summary = serde_json::from_str(&text).unwrap();
+    assert_eq!(read, summary);
+}
+
+#[test]
+fn summary_write_names_the_file_it_cannot_write() {
+    let directory = tempfile::tempdir().unwrap();
+    let missing = directory.path().join("no such folder");
+    let summary = Summary::new(
+        RunIdentity {
+            tool: "tfrc test".to_owned(),
+            scenario: "s".to_owned(),
+            seed: 1,
+            duration_s: 1.0,
+            interval_s: 1.0,
+            parameters: Vec::new(),
+        },
+        Vec::new(),
+        None,
+        Vec::new(),
+    );
+    let error = summary.write(&missing).unwrap_err().to_string();
+    assert!(error.contains("no such folder/summary.json"), "{error}");
+}
