@@ -64,7 +64,7 @@ pub mod wire;
 
 pub use application::CappedApplication;
 pub use config::{Config, ConfigError, Profile, SmallPackets, Veno, SMALL_PACKET_MIN_INTERVAL};
-pub use media::{Chunk, Frame, FrameLog, MediaConfig, MediaSource};
+pub use media::{Chunk, Frame, FrameLog, MediaConfig, MediaError, MediaSource};
 pub use receiver::{ReceiveError, Receiver, ReceiverStats};
 pub use sender::{FeedbackError, SendError, Sender, SenderState, SenderStats};
 pub use time::Instant;

@@ -49,13 +49,10 @@ pub struct MediaConfig {
 }
 
 impl MediaConfig {
-    /// Checks the values; the message names the bad one.
-    pub fn validate(&self) -> Result<(), String> {
+    /// Checks the values; the error names the bad one.
+    pub fn validate(&self) -> Result<(), MediaError> {
         if !(self.fps.is_finite() && self.fps > 0.0 && self.fps <= 1e6) {
-            return Err(format!(
-                "fps must be a frame rate above 0, got {}",
-                self.fps
-            ));
+            return Err(MediaError::FrameRate(self.fps));
         }
         for (name, rate) in [
             ("min_rate", self.min_rate),
@@ -63,34 +60,70 @@ impl MediaConfig {
             ("start_rate", self.start_rate),
         ] {
             if !(rate.is_finite() && rate > 0.0) {
-                return Err(format!(
-                    "{name} must be a positive rate, got {rate} bytes/s"
-                ));
+                return Err(MediaError::Rate { name, rate });
             }
         }
         if self.min_rate > self.max_rate {
-            return Err(format!(
-                "min_rate ({} bit/s) is above max_rate ({} bit/s)",
-                self.min_rate * 8.0,
-                self.max_rate * 8.0
-            ));
+            return Err(MediaError::MinAboveMax {
+                min_bps: self.min_rate * 8.0,
+                max_bps: self.max_rate * 8.0,
+            });
         }
         if !(self.min_rate..=self.max_rate).contains(&self.start_rate) {
-            return Err(format!(
-                "start_rate ({} bit/s) is outside [min_rate, max_rate]",
-                self.start_rate * 8.0
-            ));
+            return Err(MediaError::StartOutside {
+                start_bps: self.start_rate * 8.0,
+            });
         }
         if self.deadline.is_zero() {
-            return Err("the deadline must be positive".into());
+            return Err(MediaError::Deadline);
         }
         if let Some((from, until)) = self.pause {
             if until <= from {
-                return Err("the pause must end after it starts".into());
+                return Err(MediaError::Pause);
             }
         }
         Ok(())
     }
+}
+
+/// A media source's configuration that cannot be used ([`MediaConfig::validate`],
+/// [`MediaSource::new`]); the message names the bad value.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum MediaError {
+    /// `fps` is not a frame rate in (0, 10^6].
+    #[error("fps must be a frame rate above 0, got {0}")]
+    FrameRate(f64),
+    /// A rate (`name`) is not positive and finite.
+    #[error("{name} must be a positive rate, got {rate} bytes/s")]
+    Rate {
+        /// The field.
+        name: &'static str,
+        /// Its value, bytes/s.
+        rate: f64,
+    },
+    /// `min_rate` above `max_rate`.
+    #[error("min_rate ({min_bps} bit/s) is above max_rate ({max_bps} bit/s)")]
+    MinAboveMax {
+        /// min_rate, bit/s.
+        min_bps: f64,
+        /// max_rate, bit/s.
+        max_bps: f64,
+    },
+    /// `start_rate` outside [min_rate, max_rate].
+    #[error("start_rate ({start_bps} bit/s) is outside [min_rate, max_rate]")]
+    StartOutside {
+        /// start_rate, bit/s.
+        start_bps: f64,
+    },
+    /// A zero deadline.
+    #[error("the deadline must be positive")]
+    Deadline,
+    /// A pause that ends before it starts.
+    #[error("the pause must end after it starts")]
+    Pause,
+    /// Packets without room for a payload byte.
+    #[error("media packets need a payload of at least 1 byte")]
+    EmptyPayload,
 }
 
 /// Counters of a media source.
@@ -155,10 +188,14 @@ pub struct MediaSource {
 impl MediaSource {
     /// A source whose first frame is captured at `start`, sending packets of at most
     /// `max_payload` bytes (at least 1).
-    pub fn new(config: MediaConfig, max_payload: usize, start: Instant) -> Result<Self, String> {
+    pub fn new(
+        config: MediaConfig,
+        max_payload: usize,
+        start: Instant,
+    ) -> Result<Self, MediaError> {
         config.validate()?;
         if max_payload == 0 {
-            return Err("media packets need a payload of at least 1 byte".into());
+            return Err(MediaError::EmptyPayload);
         }
         Ok(MediaSource {
             config,
@@ -567,13 +604,13 @@ mod tests {
     fn bad_configurations_are_refused_by_name() {
         let mut config = video();
         config.min_rate = config.max_rate * 2.0;
-        assert!(config.validate().unwrap_err().contains("min_rate"));
+        assert!(config.validate().unwrap_err().to_string().contains("min_rate"));
         let mut config = video();
         config.start_rate = config.max_rate * 2.0;
-        assert!(config.validate().unwrap_err().contains("start_rate"));
+        assert!(config.validate().unwrap_err().to_string().contains("start_rate"));
         let mut config = video();
         config.fps = 0.0;
-        assert!(config.validate().unwrap_err().contains("fps"));
+        assert!(config.validate().unwrap_err().to_string().contains("fps"));
         assert!(MediaSource::new(video(), 0, Instant::ZERO).is_err());
     }
 }

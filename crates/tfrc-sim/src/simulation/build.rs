@@ -350,7 +350,7 @@ fn media_flow(
         return Ok(None);
     };
     let source = tfrc_proto::MediaSource::new(media_config, config.max_payload(), start)
-        .map_err(|message| SimulationError::scenario(&format!("{key}.media"), message))?;
+        .map_err(|error| SimulationError::scenario(&format!("{key}.media"), error.to_string()))?;
     Ok(Some(Box::new(MediaFlow {
         frames: tfrc_proto::FrameLog::new(media.deadline),
         source,

@@ -115,7 +115,8 @@ impl EtpMedia {
             .validate()
             .map_err(|error| format!("the ETP descriptor of this flow: {error}"))?;
         // Frames are whole messages: the source hands them over as they are captured.
-        let source = MediaSource::new(media, usize::MAX, start)?;
+        let source =
+            MediaSource::new(media, usize::MAX, start).map_err(|error| error.to_string())?;
         let mut secret = [0u8; 16];
         secret[..8].copy_from_slice(&seed.to_be_bytes());
         secret[8..].copy_from_slice(&(!seed).to_be_bytes());
