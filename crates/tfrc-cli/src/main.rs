@@ -64,13 +64,6 @@ enum Command {
 }
 
 #[derive(Debug, Args)]
-struct ReproduceArgs {
-    /// Directory for the report.
-    #[arg(long, default_value = "report")]
-    out: std::path::PathBuf,
-}
-
-#[derive(Debug, Args)]
 struct EquationArgs {
     /// Segment size s in bytes.
     #[arg(
