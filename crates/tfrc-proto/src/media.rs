@@ -604,10 +604,18 @@ mod tests {
     fn bad_configurations_are_refused_by_name() {
         let mut config = video();
         config.min_rate = config.max_rate * 2.0;
-        assert!(config.validate().unwrap_err().to_string().contains("min_rate"));
+        assert!(config
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("min_rate"));
         let mut config = video();
         config.start_rate = config.max_rate * 2.0;
-        assert!(config.validate().unwrap_err().to_string().contains("start_rate"));
+        assert!(config
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("start_rate"));
         let mut config = video();
         config.fps = 0.0;
         assert!(config.validate().unwrap_err().to_string().contains("fps"));

@@ -358,6 +358,9 @@ impl Receiver {
         }
     }
 
+    /// RFC 5348 §6.1: a data packet arrives. Its sequence number is extended to 64 bits, the
+    /// packet is recorded (duplicates counted and dropped), losses it reveals are detected,
+    /// and feedback is scheduled (§6.1 step 3, §6.2, §6.3; or ns-2's rules).
     fn on_data(
         &mut self,
         now: Instant,
@@ -375,17 +378,9 @@ impl Receiver {
         self.veno_backlog = f64::from(data.veno_backlog_millipackets) / 1000.0;
 
         let first_packet = self.highest.is_none();
-        let sequence = match self.highest {
-            None => SEQUENCE_ORIGIN + u64::from(data.sequence),
-            Some((highest, _)) => {
-                let distance = wire::sequence_distance(highest as u32, data.sequence);
-                let extended = highest as i64 + distance;
-                if extended < 0 {
-                    self.stats.duplicates += 1;
-                    return;
-                }
-                extended as u64
-            }
+        let Some(sequence) = self.extended_sequence(data.sequence) else {
+            self.stats.duplicates += 1;
+            return;
         };
         let previous_highest = self.highest.map(|(highest, _)| highest);
         // ns-2 interpolates loss times between send timestamps (tfrc-sink.cc `tsvec_`).
@@ -396,34 +391,14 @@ impl Receiver {
         }
         self.lowest = Some(self.lowest.map_or(sequence, |lowest| lowest.min(sequence)));
         if first_packet {
-            let ahead = wire::sequence_distance(0, data.sequence);
-            if self.ns2.is_none() && ahead > 0 {
-                self.note_lost_first_packets(data.sequence, sequence, loss_clock);
-                self.ledger.start(sequence - ahead as u64);
-            } else {
-                self.ledger.start(sequence);
-            }
+            self.start_ledger(data.sequence, sequence, loss_clock);
         }
         self.ledger.received(sequence, data.nonce as u16);
         if let Some(state) = &mut self.ns2 {
             // ns-2 takes round_id from every new packet before judging the losses it reveals.
             state.round = flags & wire::NS2_ROUND_MASK;
         }
-        self.stats.packets += 1;
-        self.stats.bytes += length;
-        self.stats.payload_bytes += payload;
-        // X_recv counts payload bytes, the unit of s (RFC 5348 §3.1: "excluding IP and
-        // transport protocol headers"), so that it compares with X.
-        self.bytes_since_feedback += payload;
-        self.packets_since_feedback += 1;
-        if self.ns2.is_none() {
-            // Twice R_m is kept so that a growing R_m still finds a full window.
-            let keep = self.rtt.map(|rtt| rtt * 2);
-            self.arrivals.record(now, payload, keep);
-        }
-        if self.latest.is_none_or(|(_, _, arrival)| arrival <= now) {
-            self.latest = Some((data.sequence, data.timestamp, now));
-        }
+        self.count_arrival(now, data, length, payload);
 
         let events_before = self.history.loss_events();
         self.detect_losses(now);
@@ -439,6 +414,55 @@ impl Receiver {
             self.on_data_ns2(now, first_packet, new_highest, new_event);
             return;
         }
+        self.schedule_feedback(now, first_packet, new_event);
+    }
+
+    /// The 64-bit sequence number of a packet carrying `sequence` (its 32 bits), from the
+    /// highest so far; `None` for one from before the first packet received.
+    fn extended_sequence(&self, sequence: u32) -> Option<u64> {
+        match self.highest {
+            None => Some(SEQUENCE_ORIGIN + u64::from(sequence)),
+            Some((highest, _)) => {
+                let distance = wire::sequence_distance(highest as u32, sequence);
+                u64::try_from(highest as i64 + distance).ok()
+            }
+        }
+    }
+
+    /// The receipt ledger starts at the first packet; under RFC rules, packets numbered before
+    /// it (from 0) count as lost first.
+    fn start_ledger(&mut self, wire_sequence: u32, sequence: u64, loss_clock: Instant) {
+        let ahead = wire::sequence_distance(0, wire_sequence);
+        if self.ns2.is_none() && ahead > 0 {
+            self.note_lost_first_packets(wire_sequence, sequence, loss_clock);
+            self.ledger.start(sequence - ahead as u64);
+        } else {
+            self.ledger.start(sequence);
+        }
+    }
+
+    /// Counts a new packet: statistics, what the next feedback's X_recv covers, the arrival
+    /// log and the latest packet (for the echo).
+    fn count_arrival(&mut self, now: Instant, data: &DataRepr, length: u64, payload: u64) {
+        self.stats.packets += 1;
+        self.stats.bytes += length;
+        self.stats.payload_bytes += payload;
+        // X_recv counts payload bytes, the unit of s (RFC 5348 §3.1: "excluding IP and
+        // transport protocol headers"), so that it compares with X.
+        self.bytes_since_feedback += payload;
+        self.packets_since_feedback += 1;
+        if self.ns2.is_none() {
+            // Twice R_m is kept so that a growing R_m still finds a full window.
+            let keep = self.rtt.map(|rtt| rtt * 2);
+            self.arrivals.record(now, payload, keep);
+        }
+        if self.latest.is_none_or(|(_, _, arrival)| arrival <= now) {
+            self.latest = Some((data.sequence, data.timestamp, now));
+        }
+    }
+
+    /// When to send feedback after a packet (RFC rules).
+    fn schedule_feedback(&mut self, now: Instant, first_packet: bool, new_event: bool) {
         if first_packet {
             // RFC 5348 §6.3: the first data packet is answered at once (p = 0, X_recv = 0).
             self.feedback_pending = true;

@@ -1135,7 +1135,9 @@ impl Sender {
     }
 
     /// The feedback's X_recv, capped by [`Sender::x_recv_limit`] (counted in
-    /// [`SenderStats::x_recv_capped`] when it is).
+    /// [`SenderStats::x_recv_capped`] when it is). The caller then records what the feedback
+    /// accounted for ([`Sender::note_delivered`]), after the limit is taken from the records
+    /// before it.
     fn bounded_x_recv(
         &mut self,
         now: Instant,
@@ -1144,7 +1146,6 @@ impl Sender {
     ) -> f64 {
         let claimed = feedback.x_recv as f64;
         let limit = self.x_recv_limit(now, checked);
-        self.note_delivered(now, checked);
         if claimed > limit {
             self.stats.x_recv_capped += 1;
             limit
@@ -1164,8 +1165,37 @@ impl Sender {
         self.stats.feedbacks += 1;
         self.silent = false;
         self.target_cap = f64::INFINITY;
-        let s = self.s();
+        let (sample, rtt) = self.update_rtt(now, feedback);
+        if let Some(state) = &mut self.ns2 {
+            state.rto.update(sample);
+            self.on_feedback_ns2(now, feedback, checked, p);
+            return;
+        }
 
+        // (3) "Update the timeout interval: RTO = max(4*R, 2*s/X)" (§4.3), with the new R and
+        // the X of before step 4 updates it.
+        let rto = self.no_feedback_interval();
+
+        // (4) Update the allowed sending rate.
+        let p_increased = p > self.p;
+        let x_recv = self.bounded_x_recv(now, feedback, checked);
+        self.note_delivered(now, checked);
+        self.x_recv = x_recv;
+        let data_limited = self.interval_was_data_limited(feedback.echo_sequence);
+        self.last_echo = Some(feedback.echo_sequence);
+        self.recv_limit = self.updated_recv_limit(now, x_recv, rtt, data_limited, p_increased);
+        self.p = p;
+        self.update_allowed_rate(now, rtt, p);
+        self.feedback_received = true;
+
+        // (5) "Reset the nofeedback timer to expire after RTO seconds."
+        self.set_no_feedback_timer(now, rto);
+        self.reschedule();
+    }
+
+    /// §4.3 steps (1) and (2) and §4.5's R_sqmean: the feedback's RTT sample (never below the
+    /// floor [`Sender::set_rtt_floor`] set) folded into R. Returns (sample, new R).
+    fn update_rtt(&mut self, now: Instant, feedback: &FeedbackRepr) -> (Duration, Duration) {
         // (1) RTT sample: R_sample = (t_now - t_recvdata) - t_delay.
         let since_sent = now - Instant::from_nanos(feedback.echo_timestamp);
         let held = Duration::from_micros(u64::from(feedback.elapsed_micros));
@@ -1196,39 +1226,38 @@ impl Sender {
             sqrt_filter * self.sqrt_rtt_mean + (1.0 - sqrt_filter) * root
         };
         self.last_rtt_sample = Some(sample);
-        if let Some(state) = &mut self.ns2 {
-            state.rto.update(sample);
-            self.on_feedback_ns2(now, feedback, checked, p);
-            return;
-        }
+        (sample, rtt)
+    }
 
-        // (3) "Update the timeout interval: RTO = max(4*R, 2*s/X)" (§4.3), with the new R and
-        // the X of before step 4 updates it.
-        let rto = self.no_feedback_interval();
-
-        // (4) Update the allowed sending rate.
-        let p_increased = p > self.p;
-        let x_recv = self.bounded_x_recv(now, feedback, checked);
-        self.x_recv = x_recv;
-        let data_limited = self.interval_was_data_limited(feedback.echo_sequence);
-        self.last_echo = Some(feedback.echo_sequence);
-        self.recv_limit = if data_limited {
-            if p_increased {
-                // A new loss event or a higher p during a data-limited interval.
-                for item in &mut self.x_recv_set {
-                    item.1 /= 2.0;
-                }
-                self.maximize_x_recv_set(now, 0.85 * x_recv);
-                self.max_x_recv_set()
-            } else {
-                self.maximize_x_recv_set(now, x_recv);
-                2.0 * self.max_x_recv_set()
-            }
-        } else {
+    /// §4.3 step (4)'s recv_limit: the X_recv set's maximum, halved first when a data-limited
+    /// interval saw p increase, else twice it.
+    fn updated_recv_limit(
+        &mut self,
+        now: Instant,
+        x_recv: f64,
+        rtt: Duration,
+        data_limited: bool,
+        p_increased: bool,
+    ) -> f64 {
+        if !data_limited {
             self.update_x_recv_set(now, x_recv, rtt);
+            return 2.0 * self.max_x_recv_set();
+        }
+        if p_increased {
+            // A new loss event or a higher p during a data-limited interval.
+            for item in &mut self.x_recv_set {
+                item.1 /= 2.0;
+            }
+            self.maximize_x_recv_set(now, 0.85 * x_recv);
+            self.max_x_recv_set()
+        } else {
+            self.maximize_x_recv_set(now, x_recv);
             2.0 * self.max_x_recv_set()
-        };
-        self.p = p;
+        }
+    }
+
+    /// §4.3 step (4)'s X: from the equation once p > 0, else slow start's doubling once per R.
+    fn update_allowed_rate(&mut self, now: Instant, rtt: Duration, p: f64) {
         if p > 0.0 {
             // TFRC-SP (RFC 4828 §3): the equation with the nominal segment size, and "The
             // allowed transmit rate X in bytes per second is reduced by a factor that accounts
@@ -1241,16 +1270,11 @@ impl Sender {
             let due = self.last_doubled.is_none_or(|last| now - last >= rtt);
             if due {
                 // Initial slow start: double, bounded by recv_limit, never below W_init/R.
-                let initial = self.initial_rate().unwrap_or(s);
+                let initial = self.initial_rate().unwrap_or(self.s());
                 self.x = (2.0 * self.x).min(self.recv_limit).max(initial);
                 self.last_doubled = Some(now);
             }
         }
-        self.feedback_received = true;
-
-        // (5) "Reset the nofeedback timer to expire after RTO seconds."
-        self.set_no_feedback_timer(now, rto);
-        self.reschedule();
     }
 
     /// ns-2.35 `TfrcAgent::recv()` after `update_rtt()`: X_recv bounds, X_calc with `tzero_`,
@@ -1266,6 +1290,7 @@ impl Sender {
         let s = self.s();
         let r = self.rtt.map_or(1e-9, secs).max(1e-9);
         let x_recv = self.bounded_x_recv(now, feedback, checked);
+        self.note_delivered(now, checked);
         self.x_recv = x_recv;
         // Keeps the send records bounded; ns-2 has no data-limited X_recv rules.
         let _ = self.interval_was_data_limited(feedback.echo_sequence);
