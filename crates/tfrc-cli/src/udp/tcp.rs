@@ -4,6 +4,8 @@
 #[allow(unused_imports)]
 use super::*;
 
+/// `tfrc send --tcp`: one kernel TCP bulk flow with the chosen congestion control, reported
+/// per interval from `TCP_INFO` and summed as iperf3 does.
 pub(super) fn run_send_tcp(args: &SendArgs, to: SocketAddr, stop: &AtomicBool) -> Result<()> {
     let mut options = TcpSenderOptions::new(to);
     options.duration = args.time;
@@ -58,40 +60,61 @@ pub(super) fn run_send_tcp(args: &SendArgs, to: SocketAddr, stop: &AtomicBool) -
         }
     })?;
     if args.json {
-        // A TCP sender knows what it wrote and what the receiver acknowledged: iperf3's
-        // sum_sent and sum_received.
-        let acked = summary.bytes_acked.unwrap_or(summary.bytes);
-        let acked_bps = if summary.seconds > 0.0 {
-            acked as f64 * 8.0 / summary.seconds
-        } else {
-            0.0
-        };
-        let document = json!({
-            "start": start,
-            "intervals": intervals,
-            "end": {
-                "sum_sent": to_value(&Iperf3Sum::new(summary.seconds, summary.bytes, summary.bits_per_second, None)),
-                "sum_received": to_value(&Iperf3Sum::new(summary.seconds, acked, acked_bps, None)),
-                "streams": [summary],
-            },
-        });
-        say!("{}", json_text(&document)?);
+        print_tcp_send_document(start, intervals, &summary)
     } else {
-        say!("- - - - - - - - - - - - - - - - - - - - - - - - -");
-        say!(
-            "[tcp] {:6.2}-{:<6.2} s  {:>12}  {:>14}  sender, {} retransmissions, RTT mean {}; CPU {:.1}%",
-            0.0,
-            summary.seconds,
-            format_bytes(summary.bytes as f64),
-            format_bits_per_second(summary.bits_per_second),
-            summary.total_retrans,
-            optional_millis(summary.rtt.mean_s),
-            summary.cpu_utilization_percent.host_total,
-        );
+        print_tcp_send_end_text(&summary);
+        Ok(())
     }
+}
+
+/// The JSON document of a finished `tfrc send --tcp`. A TCP sender knows what it wrote and
+/// what the receiver acknowledged: iperf3's `sum_sent` and `sum_received`.
+fn print_tcp_send_document(
+    start: Value,
+    intervals: Vec<Value>,
+    summary: &tfrc_udp::tcp::TcpFlowSummary,
+) -> Result<()> {
+    let acked = summary.bytes_acked.unwrap_or(summary.bytes);
+    let acked_bps = if summary.seconds > 0.0 {
+        acked as f64 * 8.0 / summary.seconds
+    } else {
+        0.0
+    };
+    let sum_sent = Iperf3Sum::new(
+        summary.seconds,
+        summary.bytes,
+        summary.bits_per_second,
+        None,
+    );
+    let document = json!({
+        "start": start,
+        "intervals": intervals,
+        "end": {
+            "sum_sent": to_value(&sum_sent),
+            "sum_received": to_value(&Iperf3Sum::new(summary.seconds, acked, acked_bps, None)),
+            "streams": [summary],
+        },
+    });
+    say!("{}", json_text(&document)?);
     Ok(())
 }
 
+/// The text summary of a finished `tfrc send --tcp`.
+fn print_tcp_send_end_text(summary: &tfrc_udp::tcp::TcpFlowSummary) {
+    say!("- - - - - - - - - - - - - - - - - - - - - - - - -");
+    say!(
+        "[tcp] {:6.2}-{:<6.2} s  {:>12}  {:>14}  sender, {} retransmissions, RTT mean {}; CPU {:.1}%",
+        0.0,
+        summary.seconds,
+        format_bytes(summary.bytes as f64),
+        format_bits_per_second(summary.bits_per_second),
+        summary.total_retrans,
+        optional_millis(summary.rtt.mean_s),
+        summary.cpu_utilization_percent.host_total,
+    );
+}
+
+/// ssthresh as the text report shows it.
 pub(super) fn ssthresh_text(ssthresh: u32) -> String {
     // The kernel reports "infinite" (never set) as a huge number.
     if ssthresh >= 0x7fff_ffff {
