@@ -612,6 +612,181 @@ impl EndAcknowledgement {
 mod tests {
     use super::*;
 
+    /// The bytes on the wire, field by field (emitted into buffers full of 0xff, so that every
+    /// reserved or padding byte is seen written as 0).
+    const HELLO_BYTES: [u8; HELLO_LEN] = [
+        1, 0x12, 0, 0, // version, kind, flags
+        1, 2, 3, 4, // session id
+        0xab, 0xcd, 0, 5, // nonce
+        0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, // padding
+    ];
+    const COOKIE_BYTES: [u8; COOKIE_LEN] = [
+        1, 0x13, 0, 0, // version, kind, flags
+        1, 2, 3, 4, // session id
+        0xab, 0xcd, 0, 5, // nonce
+        0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88, // cookie
+    ];
+    const END_BYTES: [u8; END_LEN] = [
+        1, 0x10, 0, 0, // version, kind, flags
+        0, 0, 0, 7, // session id
+        0, 0, 0, 9, // nonce
+        0, 0, 0, 0, 0, 0, 1, 2, // packets sent
+        0, 0, 0, 0, 3, 4, 5, 6, // bytes sent
+        0, 0, 0, 1, 0x2a, 0x05, 0xf2, 0x00, // duration: 5 s in ns
+    ];
+    const END_ACK_BYTES: [u8; END_ACK_LEN] = [
+        1, 0x11, 0, 0, // version, kind, flags
+        0, 0, 0, 7, // session id
+        0, 0, 0, 9, // nonce
+        0, 0, 0, 0, 0, 0, 0, 1, // packets received
+        0, 0, 0, 0, 0, 0, 0, 2, // bytes received
+        0, 0, 0, 0, 0, 0, 0, 3, // packets lost
+        0, 0, 0, 0, 0, 0, 0, 4, // loss events
+        0, 0, 0, 5, // p
+        0, 0, 0, 0, 0, 0, 0, 6, // duplicates
+        0, 0, 0, 7, // jitter
+    ];
+    const REVERSE_BYTES: [u8; REVERSE_LEN] = [
+        1, 0x14, 0, 0, // version, kind, flags
+        0xde, 0xad, 0xbe, 0xef, // request id
+        0, 0, 0x04, 0xb0, // segment size 1200
+        0, 0, 0, 0, 0x95, 0x02, 0xf9, 0x00, // duration: 2.5 s in ns
+        0, 0, 0, 0, 0, 0x03, 0xd0, 0x90, // rate cap 250000 B/s
+        0, 0, 0, 0, 0, 0, 0, 0, // no target rate
+    ];
+    const OPTIONS_BYTES: [u8; FLOW_OPTIONS_LEN] = [
+        b'T', b'F', b'U', b'O', 4,    // magic, version
+        0x2f, // flags: rtt_ref, veno, history discounting, ns-2 profile, feedbacks per RTT
+        0, 4, // feedbacks per RTT
+        0, 0x01, 0x86, 0xa0, // rtt_ref 100 ms in us
+        0, 0, 0x03, 0xe8, // veno beta 1.0
+        0, 0, 0x0b, 0xb8, // veno alpha 3.0
+        0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xef, // cookie
+        0, 0, 0, 0, // no nominal segment size, zero
+    ];
+    const SMALL_OPTIONS_BYTES: [u8; FLOW_OPTIONS_LEN] = [
+        b'T', b'F', b'U', b'O', 4,    // magic, version
+        0x50, // flags: ns-2 useHeaders_, TFRC-SP
+        0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, // nothing else announced
+        0, 0, 0, 0, 0, 0, 0, 1, // cookie
+        0x05, 0xb4, 0, 0, // nominal segment size 1460, zero
+    ];
+
+    fn golden_hello() -> Hello {
+        Hello {
+            session_id: 0x0102_0304,
+            nonce: 0xabcd_0005,
+        }
+    }
+
+    fn golden_end() -> EndOfSession {
+        EndOfSession {
+            session_id: 7,
+            nonce: 9,
+            packets_sent: 0x0102,
+            bytes_sent: 0x0304_0506,
+            duration_nanos: 5_000_000_000,
+        }
+    }
+
+    fn golden_end_ack() -> EndAcknowledgement {
+        EndAcknowledgement {
+            session_id: 7,
+            nonce: 9,
+            packets_received: 1,
+            bytes_received: 2,
+            packets_lost: 3,
+            loss_events: 4,
+            loss_event_rate_raw: 5,
+            duplicates: 6,
+            jitter_micros: 7,
+        }
+    }
+
+    fn golden_reverse() -> ReverseRequest {
+        ReverseRequest {
+            request_id: 0xdead_beef,
+            packet_size: 1200,
+            duration: Duration::from_millis(2500),
+            max_rate: Some(250_000.0),
+            target_rate: None,
+        }
+    }
+
+    fn golden_options() -> FlowOptions {
+        FlowOptions {
+            rtt_ref: Some(Duration::from_millis(100)),
+            feedbacks_per_rtt: Some(4),
+            veno: Some(Veno {
+                beta: 1.0,
+                alpha: 3.0,
+            }),
+            history_discounting: true,
+            profile: Profile::Ns2,
+            ns2_use_headers: false,
+            small_packets_segment_size: None,
+            cookie: 0x0123_4567_89ab_cdef,
+        }
+    }
+
+    fn golden_small_options() -> FlowOptions {
+        FlowOptions {
+            ns2_use_headers: true,
+            small_packets_segment_size: Some(1460),
+            cookie: 1,
+            ..FlowOptions::default()
+        }
+    }
+
+    #[test]
+    fn control_datagrams_are_these_bytes() {
+        let mut buffer = [0xffu8; HELLO_LEN];
+        assert_eq!(golden_hello().emit(&mut buffer), HELLO_LEN);
+        assert_eq!(buffer, HELLO_BYTES);
+        let mut buffer = [0xffu8; COOKIE_LEN];
+        golden_hello()
+            .answer(0x1122_3344_5566_7788)
+            .emit(&mut buffer);
+        assert_eq!(buffer, COOKIE_BYTES);
+        let mut buffer = [0xffu8; END_LEN];
+        assert_eq!(golden_end().emit(&mut buffer), END_LEN);
+        assert_eq!(buffer, END_BYTES);
+        let mut buffer = [0xffu8; END_ACK_LEN];
+        assert_eq!(golden_end_ack().emit(&mut buffer), END_ACK_LEN);
+        assert_eq!(buffer, END_ACK_BYTES);
+        let mut buffer = [0xffu8; REVERSE_LEN];
+        assert_eq!(golden_reverse().emit(&mut buffer), REVERSE_LEN);
+        assert_eq!(buffer, REVERSE_BYTES);
+        let mut buffer = [0xffu8; FLOW_OPTIONS_LEN];
+        golden_options().emit(&mut buffer);
+        assert_eq!(buffer, OPTIONS_BYTES);
+        golden_small_options().emit(&mut buffer);
+        assert_eq!(buffer, SMALL_OPTIONS_BYTES);
+    }
+
+    #[test]
+    fn these_bytes_parse_to_the_control_datagrams() {
+        assert_eq!(Hello::parse(&HELLO_BYTES), Some(golden_hello()));
+        assert_eq!(
+            Cookie::parse(&COOKIE_BYTES),
+            Some(golden_hello().answer(0x1122_3344_5566_7788))
+        );
+        assert_eq!(EndOfSession::parse(&END_BYTES), Some(golden_end()));
+        assert_eq!(
+            EndAcknowledgement::parse(&END_ACK_BYTES),
+            Some(golden_end_ack())
+        );
+        assert_eq!(
+            ReverseRequest::parse(&REVERSE_BYTES),
+            Some(golden_reverse())
+        );
+        assert_eq!(FlowOptions::parse(&OPTIONS_BYTES), Some(golden_options()));
+        assert_eq!(
+            FlowOptions::parse(&SMALL_OPTIONS_BYTES),
+            Some(golden_small_options())
+        );
+    }
+
     #[test]
     fn reverse_requests_round_trip_and_refuse_nonsense() {
         let request = ReverseRequest {

@@ -26,13 +26,13 @@ pub mod csvlog;
 pub mod diag;
 pub mod logger;
 pub mod pacing;
+pub mod port_set;
 pub mod receiver;
 pub mod registry;
 pub mod sender;
 pub mod sockopt;
 pub mod tcp;
 pub mod tcp_info;
-pub mod port_set;
 
 pub use receiver::{ReceiverOptions, ReceiverReport, UdpReceiver};
 pub use sender::{SenderOptions, SenderReport, UdpSender};

@@ -37,8 +37,8 @@ use std::thread::JoinHandle;
 use crate::clock::{unix_time_seconds, unix_time_whole_seconds};
 use crate::csvlog::FlowCsv;
 use crate::diag;
-use crate::registry::{self, FlowKind, FlowProbe, FlowSnapshot};
 use crate::port_set::{ParseError, PortSet};
+use crate::registry::{self, FlowKind, FlowProbe, FlowSnapshot};
 
 /// Why the logger could not start.
 #[derive(Debug, thiserror::Error)]

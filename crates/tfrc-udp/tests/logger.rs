@@ -9,9 +9,9 @@ use std::sync::Arc;
 
 use tfrc_udp::csvlog::{RECEIVER_COLUMNS, SENDER_COLUMNS, TCP_COLUMNS};
 use tfrc_udp::logger::{self, LoggerConfig};
+use tfrc_udp::port_set::PortSet;
 use tfrc_udp::receiver::{ReceiverOptions, UdpReceiver};
 use tfrc_udp::sender::{SenderOptions, UdpSender};
-use tfrc_udp::port_set::PortSet;
 
 fn loopback() -> SocketAddr {
     "127.0.0.1:0".parse().unwrap()
