@@ -639,7 +639,7 @@ impl UdpReceiver {
         /// Requests remembered to recognise repeats.
         const REMEMBERED: usize = 64;
         let request = match control::ReverseRequest::parse(bytes) {
-            Some(request) if self.options.accept_reverse => request,
+            Ok(request) if self.options.accept_reverse => request,
             _ => {
                 self.counters.reverse_refused += 1;
                 return;
@@ -707,9 +707,9 @@ impl UdpReceiver {
     ) {
         if let Some(kind) = control::control_kind(bytes) {
             match kind {
-                control::KIND_END => self.handle_end(now, bytes, from, on_event),
-                control::KIND_HELLO => self.answer_hello(now, bytes, from),
-                control::KIND_REVERSE => self.handle_reverse(bytes, from, on_event),
+                control::ControlKind::End => self.handle_end(now, bytes, from, on_event),
+                control::ControlKind::Hello => self.answer_hello(now, bytes, from),
+                control::ControlKind::Reverse => self.handle_reverse(bytes, from, on_event),
                 _ => self.counters.malformed += 1,
             }
             return;
@@ -757,7 +757,7 @@ impl UdpReceiver {
         }
         // A new session: it must announce valid flow options, with a cookie this receiver gave
         // to this address for this session.
-        let Some(options) = FlowOptions::parse(packet.payload()) else {
+        let Ok(options) = FlowOptions::parse(packet.payload()) else {
             self.counters.malformed += 1;
             return;
         };
@@ -833,7 +833,7 @@ impl UdpReceiver {
         from: SocketAddr,
         on_event: &mut dyn FnMut(ReceiverEvent<'_>),
     ) {
-        let Some(end) = EndOfSession::parse(bytes) else {
+        let Ok(end) = EndOfSession::parse(bytes) else {
             self.counters.malformed += 1;
             return;
         };
@@ -862,7 +862,7 @@ impl UdpReceiver {
 
     /// Answers a hello with the cookie for its sender's address and session: no state kept.
     fn answer_hello(&mut self, now: Instant, bytes: &[u8], from: SocketAddr) {
-        let Some(hello) = Hello::parse(bytes) else {
+        let Ok(hello) = Hello::parse(bytes) else {
             self.counters.malformed += 1;
             return;
         };

@@ -502,7 +502,7 @@ impl UdpSender {
             }
             match self.socket.recv(&mut answer) {
                 Ok(received) => {
-                    if let Some(cookie) = Cookie::parse(&answer[..received]) {
+                    if let Ok(cookie) = Cookie::parse(&answer[..received]) {
                         if cookie.session_id == self.session_id && cookie.nonce == self.nonce {
                             return Ok((cookie.cookie, last_hello.elapsed()));
                         }
@@ -780,7 +780,13 @@ impl Run {
                 })
             }
         }
-        self.flow_options.emit(&mut slot[wire::DATA_HEADER_LEN..]);
+        // Cannot fail either: the segment size was checked to hold the flow options.
+        if let Err(error) = self.flow_options.emit(&mut slot[wire::DATA_HEADER_LEN..]) {
+            return Err(SenderError::Io {
+                context: "the flow options do not fit the packet".to_string(),
+                source: std::io::Error::other(error),
+            });
+        }
         self.pacing.record((now - scheduled).as_nanos() as u64);
         self.lateness.record(now, scheduled);
         self.queued += 1;
@@ -839,7 +845,7 @@ impl Run {
                 Ok(length) => {
                     let now = self.flow.clock.now();
                     let bytes = &datagram[..length];
-                    if let Some(acknowledgement) = EndAcknowledgement::parse(bytes) {
+                    if let Ok(acknowledgement) = EndAcknowledgement::parse(bytes) {
                         if acknowledgement.session_id == self.flow.session_id
                             && acknowledgement.nonce == self.flow.nonce
                             && end_expected
@@ -850,7 +856,7 @@ impl Run {
                         // Otherwise: stray or spoofed; nothing to act on.
                         continue;
                     }
-                    if Cookie::parse(bytes).is_some() {
+                    if Cookie::parse(bytes).is_ok() {
                         // A late answer to a repeated hello: nothing to act on.
                         continue;
                     }
