@@ -21,7 +21,7 @@ where
 
 /// The log time after `due`: one `interval` on, or one `interval` after `now` when the loop
 /// fell behind (no burst of catch-up rows).
-fn next_log_time<T>(due: T, interval: Duration, now: T) -> T
+pub(crate) fn next_log_time<T>(due: T, interval: Duration, now: T) -> T
 where
     T: Copy + PartialOrd + Add<Duration, Output = T>,
 {
