@@ -23,6 +23,15 @@
 //!    sender repeats its END until acknowledged or a second has passed; the receiver also expires
 //!    flows that stay idle (a sender that crashed never says goodbye).
 //!
+//! The code follows `tfrc_proto::wire` (smoltcp's style): the byte ranges of the layout below
+//! are named once (`mod field`) and used by both directions; [`ControlDatagram`] is a view
+//! whose [`ControlDatagram::check_len`] checks version, kind and length once; each datagram's
+//! representation ([`Hello`], [`Cookie`], [`EndOfSession`], [`EndAcknowledgement`],
+//! [`ReverseRequest`], [`FlowOptions`]) parses to a value or a [`ControlError`] that says why
+//! not. A fixed-size datagram is emitted into an array of exactly its length, so emitting
+//! cannot fail; the flow options, written at the start of a longer payload, refuse a buffer
+//! too short for them.
+//!
 //! ```text
 //! hello (28 bytes)
 //!   0 version (1) · 1 kind 0x12 · 2..4 flags (0) · 4..8 session id · 8..12 nonce (session

@@ -132,8 +132,9 @@ pub enum ReceiverError {
     },
 }
 
-/// Fastest packet rate an END may claim: 100 million packets per second, beyond any link.
-const MAX_PLAUSIBLE_PACKET_RATE: f64 = 1e8;
+/// Fastest packet rate an END may claim ([`plausible_end`]): 100 million packets per second,
+/// beyond any link.
+pub const MAX_PLAUSIBLE_PACKET_RATE: f64 = 1e8;
 
 /// Whether an END's totals can be true given what this receiver saw: at least as many packets
 /// sent as the highest sequence number received plus one (the sender numbers from 0) and as
