@@ -41,7 +41,7 @@ fn liar(
                 continue;
             };
             let bytes = &buffer[..length];
-            if let Some(hello) = Hello::parse(bytes) {
+            if let Ok(hello) = Hello::parse(bytes) {
                 let mut answer = [0u8; COOKIE_LEN];
                 let length = hello.answer(1).emit(&mut answer);
                 let _ = socket.send_to(&answer[..length], from);
@@ -189,7 +189,8 @@ fn strangers_do_not_lock_tfrc_recv_out() {
             cookie: u64::from(session),
             ..FlowOptions::default()
         }
-        .emit(&mut packet[wire::DATA_HEADER_LEN..]);
+        .emit(&mut packet[wire::DATA_HEADER_LEN..])
+        .unwrap();
         stranger.send_to(&packet, address).unwrap();
     }
     let sender = tfrc()

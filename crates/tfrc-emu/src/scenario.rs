@@ -1011,9 +1011,10 @@ mod tests {
         // What the testbed's receiver builds from the first packet's flow options.
         let options = tfrc_udp::control::FlowOptions::from_config(config).unwrap();
         let mut block = [0u8; tfrc_udp::control::FLOW_OPTIONS_LEN];
-        options.emit(&mut block);
+        options.emit(&mut block).unwrap();
         let payload = 972 - tfrc_proto::wire::DATA_HEADER_LEN as u32;
         let receiver = tfrc_udp::control::FlowOptions::parse(&block)
+            .ok()
             .and_then(|options| options.receiver_config(payload))
             .unwrap();
         assert_eq!(receiver.profile, tfrc_proto::Profile::Ns2);

@@ -23,6 +23,15 @@
 //!    sender repeats its END until acknowledged or a second has passed; the receiver also expires
 //!    flows that stay idle (a sender that crashed never says goodbye).
 //!
+//! The code follows `tfrc_proto::wire` (smoltcp's style): the byte ranges of the layout below
+//! are named once (`mod field`) and used by both directions; [`ControlDatagram`] is a view
+//! whose [`ControlDatagram::check_len`] checks version, kind and length once; each datagram's
+//! representation ([`Hello`], [`Cookie`], [`EndOfSession`], [`EndAcknowledgement`],
+//! [`ReverseRequest`], [`FlowOptions`]) parses to a value or a [`ControlError`] that says why
+//! not. A fixed-size datagram is emitted into an array of exactly its length, so emitting
+//! cannot fail; the flow options, written at the start of a longer payload, refuse a buffer
+//! too short for them.
+//!
 //! ```text
 //! hello (28 bytes)
 //!   0 version (1) · 1 kind 0x12 · 2..4 flags (0) · 4..8 session id · 8..12 nonce (session
@@ -55,13 +64,91 @@
 //!   48..56 duplicate packets · 56..60 interarrival jitter in microseconds (RFC 3550 §6.4.1)
 //! ```
 
+use core::ops::Range;
 use core::time::Duration;
 
 use tfrc_proto::wire;
 use tfrc_proto::{Config, Profile, SmallPackets, Veno};
 
+/// Byte ranges of the fields (the layout above): the one place that both `parse` and `emit`
+/// take them from.
+mod field {
+    use core::ops::Range;
+
+    /// Version byte, shared with the core's packets.
+    pub const VERSION: usize = 0;
+    /// Kind byte ([`super::ControlKind`]).
+    pub const KIND: usize = 1;
+    /// Flags: 0 in every control datagram.
+    pub const FLAGS: Range<usize> = 2..4;
+    /// Session id of the datagrams of a session.
+    pub const SESSION: Range<usize> = 4..8;
+    /// Session nonce of the datagrams of a session.
+    pub const NONCE: Range<usize> = 8..12;
+
+    pub mod hello {
+        use core::ops::Range;
+        /// Zero: the hello is as long as the answer.
+        pub const PADDING: Range<usize> = 12..28;
+        pub const END: usize = 28;
+    }
+
+    pub mod cookie {
+        use core::ops::Range;
+        pub const COOKIE: Range<usize> = 12..20;
+        pub const END: usize = 20;
+    }
+
+    pub mod end {
+        use core::ops::Range;
+        pub const PACKETS_SENT: Range<usize> = 12..20;
+        pub const BYTES_SENT: Range<usize> = 20..28;
+        pub const DURATION: Range<usize> = 28..36;
+        pub const END: usize = 36;
+    }
+
+    pub mod end_ack {
+        use core::ops::Range;
+        pub const PACKETS_RECEIVED: Range<usize> = 12..20;
+        pub const BYTES_RECEIVED: Range<usize> = 20..28;
+        pub const PACKETS_LOST: Range<usize> = 28..36;
+        pub const LOSS_EVENTS: Range<usize> = 36..44;
+        pub const LOSS_RATE: Range<usize> = 44..48;
+        pub const DUPLICATES: Range<usize> = 48..56;
+        pub const JITTER: Range<usize> = 56..60;
+        pub const END: usize = 60;
+    }
+
+    /// A reverse request is not part of a session: where the others carry the session id and
+    /// nonce, it carries the request id and the segment size.
+    pub mod reverse {
+        use core::ops::Range;
+        pub const REQUEST_ID: Range<usize> = super::SESSION;
+        pub const PACKET_SIZE: Range<usize> = super::NONCE;
+        pub const DURATION: Range<usize> = 12..20;
+        pub const MAX_RATE: Range<usize> = 20..28;
+        pub const TARGET_RATE: Range<usize> = 28..36;
+        pub const END: usize = 36;
+    }
+
+    /// The flow-options block at the start of every data payload.
+    pub mod options {
+        use core::ops::Range;
+        pub const MAGIC: Range<usize> = 0..4;
+        pub const VERSION: usize = 4;
+        pub const FLAGS: usize = 5;
+        pub const FEEDBACKS_PER_RTT: Range<usize> = 6..8;
+        pub const RTT_REF: Range<usize> = 8..12;
+        pub const VENO_BETA: Range<usize> = 12..16;
+        pub const VENO_ALPHA: Range<usize> = 16..20;
+        pub const COOKIE: Range<usize> = 20..28;
+        pub const NOMINAL_SEGMENT_SIZE: Range<usize> = 28..30;
+        pub const END: usize = 32;
+    }
+}
+
 /// Length of the flow-options block at the start of every data payload.
-pub const FLOW_OPTIONS_LEN: usize = 32;
+pub const FLOW_OPTIONS_LEN: usize = field::options::END;
 const OPTIONS_MAGIC: &[u8; 4] = b"TFUO";
 /// Version 2 added the history-discounting, profile and feedbacks-per-RTT flags; version 3 the
 /// cookie; version 4 TFRC-SP and its nominal segment size (the block grew from 28 to 32 bytes).
@@ -77,25 +164,267 @@ const FLAG_FEEDBACKS_PER_RTT: u8 = 1 << 5;
 const FLAG_SMALL_PACKETS: u8 = 1 << 6;
 const KNOWN_FLAGS: u8 = (1 << 7) - 1;
 
-/// Kind byte of an end-of-session datagram.
-pub const KIND_END: u8 = 0x10;
-/// Kind byte of an end acknowledgement.
-pub const KIND_END_ACK: u8 = 0x11;
-/// Kind byte of a sender's hello.
-pub const KIND_HELLO: u8 = 0x12;
-/// Kind byte of the receiver's cookie.
-pub const KIND_COOKIE: u8 = 0x13;
-/// Kind byte of a reverse request (a client asking a receiver to send it a flow).
-pub const KIND_REVERSE: u8 = 0x14;
 /// Length of a hello (padded to at least the cookie's length).
-pub const HELLO_LEN: usize = 28;
+pub const HELLO_LEN: usize = field::hello::END;
 /// Length of a cookie datagram.
-pub const COOKIE_LEN: usize = 20;
+pub const COOKIE_LEN: usize = field::cookie::END;
 const _: () = assert!(HELLO_LEN >= COOKIE_LEN);
 /// Length of an end-of-session datagram.
-pub const END_LEN: usize = 36;
+pub const END_LEN: usize = field::end::END;
 /// Length of an end acknowledgement.
-pub const END_ACK_LEN: usize = 60;
+pub const END_ACK_LEN: usize = field::end_ack::END;
+/// Length of a reverse request.
+pub const REVERSE_LEN: usize = field::reverse::END;
+/// Highest rate a reverse request may ask for, bytes/s (8 Pb/s, far beyond any link; below
+/// 2^53, so that it is exact as the `f64` the sender takes).
+pub const MAX_REQUESTED_RATE: u64 = 1_000_000_000_000_000;
+/// Largest segment size a reverse request may ask for: the largest UDP payload over IPv4
+/// (65,507 bytes) less the data header.
+pub const MAX_SEGMENT_SIZE: u32 = 65_475;
+/// Shortest and longest flow a reverse request may ask for.
+const REVERSE_DURATIONS: core::ops::RangeInclusive<Duration> =
+    Duration::from_millis(1)..=Duration::from_secs(3600);
+
+/// What a control datagram is: its kind byte, one the core does not use (it has 1, data, and
+/// 3, feedback).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ControlKind {
+    /// [`EndOfSession`], kind 0x10.
+    End,
+    /// [`EndAcknowledgement`], kind 0x11.
+    EndAck,
+    /// [`Hello`], kind 0x12.
+    Hello,
+    /// [`Cookie`], kind 0x13.
+    Cookie,
+    /// [`ReverseRequest`], kind 0x14.
+    Reverse,
+}
+
+impl ControlKind {
+    /// Every kind, in the order of their codes.
+    pub const ALL: [ControlKind; 5] = [
+        ControlKind::End,
+        ControlKind::EndAck,
+        ControlKind::Hello,
+        ControlKind::Cookie,
+        ControlKind::Reverse,
+    ];
+
+    /// The kind byte on the wire.
+    pub const fn code(self) -> u8 {
+        match self {
+            ControlKind::End => 0x10,
+            ControlKind::EndAck => 0x11,
+            ControlKind::Hello => 0x12,
+            ControlKind::Cookie => 0x13,
+            ControlKind::Reverse => 0x14,
+        }
+    }
+
+    /// The kind whose byte this is, if any.
+    pub fn from_code(code: u8) -> Option<ControlKind> {
+        ControlKind::ALL
+            .into_iter()
+            .find(|kind| kind.code() == code)
+    }
+
+    /// Length of a datagram of this kind.
+    pub const fn datagram_len(self) -> usize {
+        match self {
+            ControlKind::End => END_LEN,
+            ControlKind::EndAck => END_ACK_LEN,
+            ControlKind::Hello => HELLO_LEN,
+            ControlKind::Cookie => COOKIE_LEN,
+            ControlKind::Reverse => REVERSE_LEN,
+        }
+    }
+
+    /// Its name, as the module's documentation writes it.
+    pub const fn name(self) -> &'static str {
+        match self {
+            ControlKind::End => "end of session",
+            ControlKind::EndAck => "end acknowledgement",
+            ControlKind::Hello => "hello",
+            ControlKind::Cookie => "cookie",
+            ControlKind::Reverse => "reverse request",
+        }
+    }
+}
+
+impl core::fmt::Display for ControlKind {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Why bytes are not the control datagram (or flow-options block) asked for, or why a buffer
+/// cannot hold one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum ControlError {
+    /// Fewer bytes than the datagram or block needs.
+    #[error("{length} bytes where {needed} are needed")]
+    TooShort {
+        /// Bytes needed.
+        needed: usize,
+        /// Bytes there are.
+        length: usize,
+    },
+    /// Not the version this driver speaks.
+    #[error("version {0}, not {ours}", ours = wire::VERSION)]
+    Version(u8),
+    /// A kind byte that is no control datagram's.
+    #[error("kind 0x{0:02x} is not a control datagram's")]
+    UnknownKind(u8),
+    /// A control datagram of another kind.
+    #[error("a {found} where a {expected} was expected")]
+    WrongKind {
+        /// The kind asked for.
+        expected: ControlKind,
+        /// The kind the datagram is.
+        found: ControlKind,
+    },
+    /// A reverse request for a segment size outside [`FLOW_OPTIONS_LEN`]..=[`MAX_SEGMENT_SIZE`].
+    #[error(
+        "a reverse request for {0}-byte segments (they must be {FLOW_OPTIONS_LEN} to \
+         {MAX_SEGMENT_SIZE} bytes)"
+    )]
+    SegmentSize(u32),
+    /// A reverse request for a flow shorter than 1 ms or longer than an hour.
+    #[error("a reverse request for a flow of {0:?} (it must last 1 ms to 1 h)")]
+    ReverseDuration(Duration),
+    /// A reverse request for a rate above [`MAX_REQUESTED_RATE`].
+    #[error("a reverse request for {0} bytes/s (at most {MAX_REQUESTED_RATE})")]
+    RequestedRate(u64),
+    /// A payload that does not start with the flow options' magic.
+    #[error("no flow options: the payload starts {0:02x?}, not \"TFUO\"")]
+    Magic([u8; 4]),
+    /// Flow options of another version.
+    #[error("flow options of version {0} (this driver speaks {OPTIONS_VERSION})")]
+    OptionsVersion(u8),
+    /// Flow options with a flag this version does not know.
+    #[error("flow option flags 0x{0:02x} include bits this version does not know")]
+    UnknownFlags(u8),
+}
+
+/// `Ok` if `bytes` holds `needed` bytes.
+fn check_len(bytes: &[u8], needed: usize) -> Result<(), ControlError> {
+    if bytes.len() < needed {
+        return Err(ControlError::TooShort {
+            needed,
+            length: bytes.len(),
+        });
+    }
+    Ok(())
+}
+
+/// The bytes of `range` as an array, for `from_be_bytes`.
+fn array<const N: usize>(bytes: &[u8], range: Range<usize>) -> [u8; N] {
+    let mut out = [0u8; N];
+    out.copy_from_slice(&bytes[range]);
+    out
+}
+
+/// A read (and, for `AsMut`, write) view of a control datagram, as [`wire::Packet`] is of the
+/// core's packets: [`ControlDatagram::new_checked`] checks the version, the kind and the
+/// length once, after which no accessor panics.
+#[derive(Debug, Clone)]
+pub struct ControlDatagram<T: AsRef<[u8]>> {
+    buffer: T,
+}
+
+impl<T: AsRef<[u8]>> ControlDatagram<T> {
+    /// Wraps a buffer without checking it: accessors may panic until
+    /// [`ControlDatagram::check_len`] passes.
+    pub const fn new_unchecked(buffer: T) -> ControlDatagram<T> {
+        ControlDatagram { buffer }
+    }
+
+    /// Wraps a buffer and checks that it holds a whole control datagram of its kind.
+    pub fn new_checked(buffer: T) -> Result<ControlDatagram<T>, ControlError> {
+        let datagram = ControlDatagram::new_unchecked(buffer);
+        datagram.check_len()?;
+        Ok(datagram)
+    }
+
+    /// Wraps a buffer and checks that it holds a whole control datagram of kind `expected`.
+    pub fn of_kind(buffer: T, expected: ControlKind) -> Result<ControlDatagram<T>, ControlError> {
+        let datagram = ControlDatagram::new_unchecked(buffer);
+        let found = datagram.check_header()?;
+        if found != expected {
+            return Err(ControlError::WrongKind { expected, found });
+        }
+        check_len(datagram.buffer.as_ref(), expected.datagram_len())?;
+        Ok(datagram)
+    }
+
+    /// The kind, if the version is ours and the kind byte one of ours (the length unchecked).
+    pub fn check_header(&self) -> Result<ControlKind, ControlError> {
+        let data = self.buffer.as_ref();
+        check_len(data, field::KIND + 1)?;
+        if data[field::VERSION] != wire::VERSION {
+            return Err(ControlError::Version(data[field::VERSION]));
+        }
+        let kind = data[field::KIND];
+        ControlKind::from_code(kind).ok_or(ControlError::UnknownKind(kind))
+    }
+
+    /// Checks the version, the kind and that the buffer holds the whole datagram of that kind.
+    /// After it succeeds no accessor panics.
+    pub fn check_len(&self) -> Result<(), ControlError> {
+        let kind = self.check_header()?;
+        check_len(self.buffer.as_ref(), kind.datagram_len())
+    }
+
+    /// Consumes the view, returning the buffer.
+    pub fn into_inner(self) -> T {
+        self.buffer
+    }
+
+    /// Session id (a reverse request's request id).
+    pub fn session_id(&self) -> u32 {
+        self.u32_at(field::SESSION)
+    }
+
+    /// Session nonce (a reverse request's segment size).
+    pub fn nonce(&self) -> u32 {
+        self.u32_at(field::NONCE)
+    }
+
+    fn u32_at(&self, range: Range<usize>) -> u32 {
+        u32::from_be_bytes(array(self.buffer.as_ref(), range))
+    }
+
+    fn u64_at(&self, range: Range<usize>) -> u64 {
+        u64::from_be_bytes(array(self.buffer.as_ref(), range))
+    }
+}
+
+impl<T: AsRef<[u8]> + AsMut<[u8]>> ControlDatagram<T> {
+    fn put(&mut self, range: Range<usize>, bytes: &[u8]) {
+        self.buffer.as_mut()[range].copy_from_slice(bytes);
+    }
+
+    /// Writes version, kind and (zero) flags.
+    fn set_header(&mut self, kind: ControlKind) {
+        let data = self.buffer.as_mut();
+        data[field::VERSION] = wire::VERSION;
+        data[field::KIND] = kind.code();
+        data[field::FLAGS].fill(0);
+    }
+
+    /// Writes the header and the session id and nonce: what authenticates a control datagram.
+    fn set_session(&mut self, kind: ControlKind, session_id: u32, nonce: u32) {
+        self.set_header(kind);
+        self.put(field::SESSION, &session_id.to_be_bytes());
+        self.put(field::NONCE, &nonce.to_be_bytes());
+    }
+}
+
+/// The kind of a datagram that looks like one of ours (version 1, a control kind), if any.
+pub fn control_kind(bytes: &[u8]) -> Option<ControlKind> {
+    ControlDatagram::new_unchecked(bytes).check_header().ok()
+}
 
 /// The receiver-side options a sender announces in its data payloads: every field of a
 /// [`Config`] that the receiver acts on, so the receiver runs the configuration the sender was
@@ -160,84 +489,91 @@ impl FlowOptions {
         })
     }
 
-    /// Writes the block into the first [`FLOW_OPTIONS_LEN`] bytes of `buffer` (which must hold them).
-    pub fn emit(&self, buffer: &mut [u8]) {
-        let block = &mut buffer[..FLOW_OPTIONS_LEN];
-        block.fill(0);
-        block[0..4].copy_from_slice(OPTIONS_MAGIC);
-        block[4] = OPTIONS_VERSION;
-        let mut flags = 0;
-        if let Some(rtt_ref) = self.rtt_ref {
-            flags |= FLAG_RTT_REF;
-            let micros = u32::try_from(rtt_ref.as_micros()).unwrap_or(u32::MAX);
-            block[8..12].copy_from_slice(&micros.to_be_bytes());
-        }
-        if let Some(count) = self.feedbacks_per_rtt {
-            flags |= FLAG_FEEDBACKS_PER_RTT;
-            block[6..8].copy_from_slice(&count.to_be_bytes());
-        }
-        if let Some(veno) = self.veno {
-            flags |= FLAG_VENO;
-            let thousandths =
-                |value: f64| (value * 1000.0).round().clamp(0.0, u32::MAX as f64) as u32;
-            block[12..16].copy_from_slice(&thousandths(veno.beta).to_be_bytes());
-            block[16..20].copy_from_slice(&thousandths(veno.alpha).to_be_bytes());
-        }
-        if self.history_discounting {
-            flags |= FLAG_HISTORY_DISCOUNTING;
-        }
-        if self.profile == Profile::Ns2 {
-            flags |= FLAG_NS2_PROFILE;
-        }
-        if self.ns2_use_headers {
-            flags |= FLAG_NS2_USE_HEADERS;
-        }
-        if let Some(nominal) = self.small_packets_segment_size {
-            flags |= FLAG_SMALL_PACKETS;
-            block[28..30].copy_from_slice(&nominal.to_be_bytes());
-        }
-        block[5] = flags;
-        block[20..28].copy_from_slice(&self.cookie.to_be_bytes());
+    /// The flags byte: which options are present and the boolean ones.
+    fn flags(&self) -> u8 {
+        [
+            (self.rtt_ref.is_some(), FLAG_RTT_REF),
+            (self.feedbacks_per_rtt.is_some(), FLAG_FEEDBACKS_PER_RTT),
+            (self.veno.is_some(), FLAG_VENO),
+            (self.history_discounting, FLAG_HISTORY_DISCOUNTING),
+            (self.profile == Profile::Ns2, FLAG_NS2_PROFILE),
+            (self.ns2_use_headers, FLAG_NS2_USE_HEADERS),
+            (
+                self.small_packets_segment_size.is_some(),
+                FLAG_SMALL_PACKETS,
+            ),
+        ]
+        .into_iter()
+        .filter(|(set, _)| *set)
+        .fold(0, |flags, (_, flag)| flags | flag)
     }
 
-    /// Reads the block at the start of a data payload; `None` if it is absent or malformed
-    /// (another version, or a flag this version does not know).
-    pub fn parse(payload: &[u8]) -> Option<FlowOptions> {
-        let block = payload.get(..FLOW_OPTIONS_LEN)?;
-        if &block[0..4] != OPTIONS_MAGIC || block[4] != OPTIONS_VERSION {
-            return None;
+    /// Writes the block into the first [`FLOW_OPTIONS_LEN`] bytes of `buffer`, or says that
+    /// `buffer` is too short (and writes nothing).
+    pub fn emit(&self, buffer: &mut [u8]) -> Result<(), ControlError> {
+        use field::options as at;
+        check_len(buffer, FLOW_OPTIONS_LEN)?;
+        let block = &mut buffer[..FLOW_OPTIONS_LEN];
+        block.fill(0);
+        block[at::MAGIC].copy_from_slice(OPTIONS_MAGIC);
+        block[at::VERSION] = OPTIONS_VERSION;
+        block[at::FLAGS] = self.flags();
+        if let Some(count) = self.feedbacks_per_rtt {
+            block[at::FEEDBACKS_PER_RTT].copy_from_slice(&count.to_be_bytes());
         }
-        let word = |range: core::ops::Range<usize>| {
-            let mut bytes = [0u8; 4];
-            bytes.copy_from_slice(&block[range]);
-            u32::from_be_bytes(bytes)
-        };
-        let flags = block[5];
+        if let Some(rtt_ref) = self.rtt_ref {
+            let micros = u32::try_from(rtt_ref.as_micros()).unwrap_or(u32::MAX);
+            block[at::RTT_REF].copy_from_slice(&micros.to_be_bytes());
+        }
+        if let Some(veno) = self.veno {
+            let thousandths =
+                |value: f64| (value * 1000.0).round().clamp(0.0, u32::MAX as f64) as u32;
+            block[at::VENO_BETA].copy_from_slice(&thousandths(veno.beta).to_be_bytes());
+            block[at::VENO_ALPHA].copy_from_slice(&thousandths(veno.alpha).to_be_bytes());
+        }
+        block[at::COOKIE].copy_from_slice(&self.cookie.to_be_bytes());
+        if let Some(nominal) = self.small_packets_segment_size {
+            block[at::NOMINAL_SEGMENT_SIZE].copy_from_slice(&nominal.to_be_bytes());
+        }
+        Ok(())
+    }
+
+    /// Reads the block at the start of a data payload, or says why there is none: too short,
+    /// another magic or version, or a flag this version does not know.
+    pub fn parse(payload: &[u8]) -> Result<FlowOptions, ControlError> {
+        use field::options as at;
+        check_len(payload, FLOW_OPTIONS_LEN)?;
+        let magic = array(payload, at::MAGIC);
+        if &magic != OPTIONS_MAGIC {
+            return Err(ControlError::Magic(magic));
+        }
+        if payload[at::VERSION] != OPTIONS_VERSION {
+            return Err(ControlError::OptionsVersion(payload[at::VERSION]));
+        }
+        let flags = payload[at::FLAGS];
         if flags & !KNOWN_FLAGS != 0 {
-            return None;
+            return Err(ControlError::UnknownFlags(flags));
         }
-        let rtt_ref =
-            (flags & FLAG_RTT_REF != 0).then(|| Duration::from_micros(u64::from(word(8..12))));
-        let feedbacks_per_rtt =
-            (flags & FLAG_FEEDBACKS_PER_RTT != 0).then(|| u16::from_be_bytes([block[6], block[7]]));
-        let veno = (flags & FLAG_VENO != 0).then(|| Veno {
-            beta: f64::from(word(12..16)) / 1000.0,
-            alpha: f64::from(word(16..20)) / 1000.0,
-        });
-        Some(FlowOptions {
-            rtt_ref,
-            feedbacks_per_rtt,
-            veno,
-            history_discounting: flags & FLAG_HISTORY_DISCOUNTING != 0,
-            profile: if flags & FLAG_NS2_PROFILE != 0 {
+        let has = |flag: u8| flags & flag != 0;
+        let word = |range| u32::from_be_bytes(array(payload, range));
+        let half = |range| u16::from_be_bytes(array(payload, range));
+        Ok(FlowOptions {
+            rtt_ref: has(FLAG_RTT_REF).then(|| Duration::from_micros(u64::from(word(at::RTT_REF)))),
+            feedbacks_per_rtt: has(FLAG_FEEDBACKS_PER_RTT).then(|| half(at::FEEDBACKS_PER_RTT)),
+            veno: has(FLAG_VENO).then(|| Veno {
+                beta: f64::from(word(at::VENO_BETA)) / 1000.0,
+                alpha: f64::from(word(at::VENO_ALPHA)) / 1000.0,
+            }),
+            history_discounting: has(FLAG_HISTORY_DISCOUNTING),
+            profile: if has(FLAG_NS2_PROFILE) {
                 Profile::Ns2
             } else {
                 Profile::Rfc5348
             },
-            ns2_use_headers: flags & FLAG_NS2_USE_HEADERS != 0,
-            small_packets_segment_size: (flags & FLAG_SMALL_PACKETS != 0)
-                .then(|| u16::from_be_bytes([block[28], block[29]])),
-            cookie: read_u64(block, 20),
+            ns2_use_headers: has(FLAG_NS2_USE_HEADERS),
+            small_packets_segment_size: has(FLAG_SMALL_PACKETS)
+                .then(|| half(at::NOMINAL_SEGMENT_SIZE)),
+            cookie: u64::from_be_bytes(array(payload, at::COOKIE)),
         })
     }
 
@@ -266,49 +602,6 @@ impl FlowOptions {
     }
 }
 
-/// Session id and nonce: what authenticates a control datagram.
-fn put_common(buffer: &mut [u8], kind: u8, session_id: u32, nonce: u32) {
-    buffer[0] = wire::VERSION;
-    buffer[1] = kind;
-    buffer[2..4].fill(0);
-    buffer[4..8].copy_from_slice(&session_id.to_be_bytes());
-    buffer[8..12].copy_from_slice(&nonce.to_be_bytes());
-}
-
-fn read_u32(bytes: &[u8], at: usize) -> u32 {
-    let mut word = [0u8; 4];
-    word.copy_from_slice(&bytes[at..at + 4]);
-    u32::from_be_bytes(word)
-}
-
-fn read_u64(bytes: &[u8], at: usize) -> u64 {
-    let mut word = [0u8; 8];
-    word.copy_from_slice(&bytes[at..at + 8]);
-    u64::from_be_bytes(word)
-}
-
-/// The kind byte of a datagram that looks like one of ours (version 1), if any.
-pub fn control_kind(bytes: &[u8]) -> Option<u8> {
-    match bytes {
-        [version, kind, ..]
-            if *version == wire::VERSION
-                && matches!(
-                    *kind,
-                    KIND_END | KIND_END_ACK | KIND_HELLO | KIND_COOKIE | KIND_REVERSE
-                ) =>
-        {
-            Some(*kind)
-        }
-        _ => None,
-    }
-}
-
-/// Length of a reverse request.
-pub const REVERSE_LEN: usize = 36;
-/// Highest rate a reverse request may ask for, bytes/s (8 Pb/s, far beyond any link; below
-/// 2^53, so that it is exact as the `f64` the sender takes).
-pub const MAX_REQUESTED_RATE: u64 = 1_000_000_000_000_000;
-
 /// `tfrc send -R`'s request to a `tfrc recv`: send me a TFRC flow with these parameters. The
 /// flow that answers is an ordinary one — its sender's HELLO must be answered from the
 /// requesting address before any data leaves — so a request with a spoofed source address
@@ -328,42 +621,49 @@ pub struct ReverseRequest {
 }
 
 impl ReverseRequest {
-    /// Writes the datagram; `buffer` must hold [`REVERSE_LEN`] bytes. Returns the length.
-    pub fn emit(&self, buffer: &mut [u8]) -> usize {
+    /// Writes the datagram. Returns its length.
+    pub fn emit(&self, buffer: &mut [u8; REVERSE_LEN]) -> usize {
+        use field::reverse as at;
         let rate = |rate: Option<f64>| rate.map_or(0, |bytes| bytes.round() as u64);
-        put_common(buffer, KIND_REVERSE, self.request_id, self.packet_size);
         let nanos = u64::try_from(self.duration.as_nanos()).unwrap_or(u64::MAX);
-        buffer[12..20].copy_from_slice(&nanos.to_be_bytes());
-        buffer[20..28].copy_from_slice(&rate(self.max_rate).to_be_bytes());
-        buffer[28..36].copy_from_slice(&rate(self.target_rate).to_be_bytes());
+        let mut datagram = ControlDatagram::new_unchecked(&mut buffer[..]);
+        datagram.set_header(ControlKind::Reverse);
+        datagram.put(at::REQUEST_ID, &self.request_id.to_be_bytes());
+        datagram.put(at::PACKET_SIZE, &self.packet_size.to_be_bytes());
+        datagram.put(at::DURATION, &nanos.to_be_bytes());
+        datagram.put(at::MAX_RATE, &rate(self.max_rate).to_be_bytes());
+        datagram.put(at::TARGET_RATE, &rate(self.target_rate).to_be_bytes());
         REVERSE_LEN
     }
 
-    /// Parses the datagram; `None` unless it is a well-formed request for a flow of a valid
-    /// segment size ([`FLOW_OPTIONS_LEN`] to 65475 bytes) lasting from 1 ms to one hour, with
-    /// rates up to
-    /// [`MAX_REQUESTED_RATE`].
-    pub fn parse(bytes: &[u8]) -> Option<ReverseRequest> {
-        if bytes.len() < REVERSE_LEN || control_kind(bytes) != Some(KIND_REVERSE) {
-            return None;
+    /// Parses the datagram, or says why it is not a well-formed request for a flow of a valid
+    /// segment size ([`FLOW_OPTIONS_LEN`] to [`MAX_SEGMENT_SIZE`] bytes) lasting from 1 ms to
+    /// one hour, with rates up to [`MAX_REQUESTED_RATE`].
+    pub fn parse(bytes: &[u8]) -> Result<ReverseRequest, ControlError> {
+        use field::reverse as at;
+        let datagram = ControlDatagram::of_kind(bytes, ControlKind::Reverse)?;
+        let rate = |range| match datagram.u64_at(range) {
+            0 => Ok(None),
+            too_high if too_high > MAX_REQUESTED_RATE => Err(ControlError::RequestedRate(too_high)),
+            bytes_per_second => Ok(Some(bytes_per_second as f64)),
+        };
+        let max_rate = rate(at::MAX_RATE)?;
+        let target_rate = rate(at::TARGET_RATE)?;
+        let packet_size = datagram.u32_at(at::PACKET_SIZE);
+        if !(FLOW_OPTIONS_LEN as u32..=MAX_SEGMENT_SIZE).contains(&packet_size) {
+            return Err(ControlError::SegmentSize(packet_size));
         }
-        let rate = |at: usize| match read_u64(bytes, at) {
-            0 => None,
-            bytes_per_second => Some(bytes_per_second as f64),
-        };
-        let request = ReverseRequest {
-            request_id: read_u32(bytes, 4),
-            packet_size: read_u32(bytes, 8),
-            duration: Duration::from_nanos(read_u64(bytes, 12)),
-            max_rate: rate(20),
-            target_rate: rate(28),
-        };
-        let plausible = |rate: u64| rate <= MAX_REQUESTED_RATE;
-        let sane = plausible(read_u64(bytes, 20))
-            && plausible(read_u64(bytes, 28))
-            && (FLOW_OPTIONS_LEN as u32..=65_475).contains(&request.packet_size)
-            && (Duration::from_millis(1)..=Duration::from_secs(3600)).contains(&request.duration);
-        sane.then_some(request)
+        let duration = Duration::from_nanos(datagram.u64_at(at::DURATION));
+        if !REVERSE_DURATIONS.contains(&duration) {
+            return Err(ControlError::ReverseDuration(duration));
+        }
+        Ok(ReverseRequest {
+            request_id: datagram.u32_at(at::REQUEST_ID),
+            packet_size,
+            duration,
+            max_rate,
+            target_rate,
+        })
     }
 }
 
@@ -377,10 +677,11 @@ pub struct Hello {
 }
 
 impl Hello {
-    /// Writes the datagram; `buffer` must hold [`HELLO_LEN`] bytes. Returns the length.
-    pub fn emit(&self, buffer: &mut [u8]) -> usize {
-        put_common(buffer, KIND_HELLO, self.session_id, self.nonce);
-        buffer[12..HELLO_LEN].fill(0);
+    /// Writes the datagram. Returns its length.
+    pub fn emit(&self, buffer: &mut [u8; HELLO_LEN]) -> usize {
+        let mut datagram = ControlDatagram::new_unchecked(&mut buffer[..]);
+        datagram.set_session(ControlKind::Hello, self.session_id, self.nonce);
+        datagram.buffer[field::hello::PADDING].fill(0);
         HELLO_LEN
     }
 
@@ -393,15 +694,13 @@ impl Hello {
         }
     }
 
-    /// Parses the datagram; `None` if it is not a well-formed hello (too short included: the
+    /// Parses the datagram, or says why it is not a well-formed hello (too short included: the
     /// answer must not be longer than the request).
-    pub fn parse(bytes: &[u8]) -> Option<Hello> {
-        if bytes.len() < HELLO_LEN || control_kind(bytes) != Some(KIND_HELLO) {
-            return None;
-        }
-        Some(Hello {
-            session_id: read_u32(bytes, 4),
-            nonce: read_u32(bytes, 8),
+    pub fn parse(bytes: &[u8]) -> Result<Hello, ControlError> {
+        let datagram = ControlDatagram::of_kind(bytes, ControlKind::Hello)?;
+        Ok(Hello {
+            session_id: datagram.session_id(),
+            nonce: datagram.nonce(),
         })
     }
 }
@@ -418,22 +717,21 @@ pub struct Cookie {
 }
 
 impl Cookie {
-    /// Writes the datagram; `buffer` must hold [`COOKIE_LEN`] bytes. Returns the length.
-    pub fn emit(&self, buffer: &mut [u8]) -> usize {
-        put_common(buffer, KIND_COOKIE, self.session_id, self.nonce);
-        buffer[12..20].copy_from_slice(&self.cookie.to_be_bytes());
+    /// Writes the datagram. Returns its length.
+    pub fn emit(&self, buffer: &mut [u8; COOKIE_LEN]) -> usize {
+        let mut datagram = ControlDatagram::new_unchecked(&mut buffer[..]);
+        datagram.set_session(ControlKind::Cookie, self.session_id, self.nonce);
+        datagram.put(field::cookie::COOKIE, &self.cookie.to_be_bytes());
         COOKIE_LEN
     }
 
-    /// Parses the datagram; `None` if it is not a well-formed cookie.
-    pub fn parse(bytes: &[u8]) -> Option<Cookie> {
-        if bytes.len() < COOKIE_LEN || control_kind(bytes) != Some(KIND_COOKIE) {
-            return None;
-        }
-        Some(Cookie {
-            session_id: read_u32(bytes, 4),
-            nonce: read_u32(bytes, 8),
-            cookie: read_u64(bytes, 12),
+    /// Parses the datagram, or says why it is not a well-formed cookie.
+    pub fn parse(bytes: &[u8]) -> Result<Cookie, ControlError> {
+        let datagram = ControlDatagram::of_kind(bytes, ControlKind::Cookie)?;
+        Ok(Cookie {
+            session_id: datagram.session_id(),
+            nonce: datagram.nonce(),
+            cookie: datagram.u64_at(field::cookie::COOKIE),
         })
     }
 }
@@ -523,26 +821,27 @@ pub struct EndOfSession {
 }
 
 impl EndOfSession {
-    /// Writes the datagram; `buffer` must hold [`END_LEN`] bytes. Returns the length.
-    pub fn emit(&self, buffer: &mut [u8]) -> usize {
-        put_common(buffer, KIND_END, self.session_id, self.nonce);
-        buffer[12..20].copy_from_slice(&self.packets_sent.to_be_bytes());
-        buffer[20..28].copy_from_slice(&self.bytes_sent.to_be_bytes());
-        buffer[28..36].copy_from_slice(&self.duration_nanos.to_be_bytes());
+    /// Writes the datagram. Returns its length.
+    pub fn emit(&self, buffer: &mut [u8; END_LEN]) -> usize {
+        use field::end as at;
+        let mut datagram = ControlDatagram::new_unchecked(&mut buffer[..]);
+        datagram.set_session(ControlKind::End, self.session_id, self.nonce);
+        datagram.put(at::PACKETS_SENT, &self.packets_sent.to_be_bytes());
+        datagram.put(at::BYTES_SENT, &self.bytes_sent.to_be_bytes());
+        datagram.put(at::DURATION, &self.duration_nanos.to_be_bytes());
         END_LEN
     }
 
-    /// Parses the datagram; `None` if it is not a well-formed end of session.
-    pub fn parse(bytes: &[u8]) -> Option<EndOfSession> {
-        if bytes.len() < END_LEN || control_kind(bytes) != Some(KIND_END) {
-            return None;
-        }
-        Some(EndOfSession {
-            session_id: read_u32(bytes, 4),
-            nonce: read_u32(bytes, 8),
-            packets_sent: read_u64(bytes, 12),
-            bytes_sent: read_u64(bytes, 20),
-            duration_nanos: read_u64(bytes, 28),
+    /// Parses the datagram, or says why it is not a well-formed end of session.
+    pub fn parse(bytes: &[u8]) -> Result<EndOfSession, ControlError> {
+        use field::end as at;
+        let datagram = ControlDatagram::of_kind(bytes, ControlKind::End)?;
+        Ok(EndOfSession {
+            session_id: datagram.session_id(),
+            nonce: datagram.nonce(),
+            packets_sent: datagram.u64_at(at::PACKETS_SENT),
+            bytes_sent: datagram.u64_at(at::BYTES_SENT),
+            duration_nanos: datagram.u64_at(at::DURATION),
         })
     }
 }
@@ -571,34 +870,35 @@ pub struct EndAcknowledgement {
 }
 
 impl EndAcknowledgement {
-    /// Writes the datagram; `buffer` must hold [`END_ACK_LEN`] bytes. Returns the length.
-    pub fn emit(&self, buffer: &mut [u8]) -> usize {
-        put_common(buffer, KIND_END_ACK, self.session_id, self.nonce);
-        buffer[12..20].copy_from_slice(&self.packets_received.to_be_bytes());
-        buffer[20..28].copy_from_slice(&self.bytes_received.to_be_bytes());
-        buffer[28..36].copy_from_slice(&self.packets_lost.to_be_bytes());
-        buffer[36..44].copy_from_slice(&self.loss_events.to_be_bytes());
-        buffer[44..48].copy_from_slice(&self.loss_event_rate_raw.to_be_bytes());
-        buffer[48..56].copy_from_slice(&self.duplicates.to_be_bytes());
-        buffer[56..60].copy_from_slice(&self.jitter_micros.to_be_bytes());
+    /// Writes the datagram. Returns its length.
+    pub fn emit(&self, buffer: &mut [u8; END_ACK_LEN]) -> usize {
+        use field::end_ack as at;
+        let mut datagram = ControlDatagram::new_unchecked(&mut buffer[..]);
+        datagram.set_session(ControlKind::EndAck, self.session_id, self.nonce);
+        datagram.put(at::PACKETS_RECEIVED, &self.packets_received.to_be_bytes());
+        datagram.put(at::BYTES_RECEIVED, &self.bytes_received.to_be_bytes());
+        datagram.put(at::PACKETS_LOST, &self.packets_lost.to_be_bytes());
+        datagram.put(at::LOSS_EVENTS, &self.loss_events.to_be_bytes());
+        datagram.put(at::LOSS_RATE, &self.loss_event_rate_raw.to_be_bytes());
+        datagram.put(at::DUPLICATES, &self.duplicates.to_be_bytes());
+        datagram.put(at::JITTER, &self.jitter_micros.to_be_bytes());
         END_ACK_LEN
     }
 
-    /// Parses the datagram; `None` if it is not a well-formed end acknowledgement.
-    pub fn parse(bytes: &[u8]) -> Option<EndAcknowledgement> {
-        if bytes.len() < END_ACK_LEN || control_kind(bytes) != Some(KIND_END_ACK) {
-            return None;
-        }
-        Some(EndAcknowledgement {
-            session_id: read_u32(bytes, 4),
-            nonce: read_u32(bytes, 8),
-            packets_received: read_u64(bytes, 12),
-            bytes_received: read_u64(bytes, 20),
-            packets_lost: read_u64(bytes, 28),
-            loss_events: read_u64(bytes, 36),
-            loss_event_rate_raw: read_u32(bytes, 44),
-            duplicates: read_u64(bytes, 48),
-            jitter_micros: read_u32(bytes, 56),
+    /// Parses the datagram, or says why it is not a well-formed end acknowledgement.
+    pub fn parse(bytes: &[u8]) -> Result<EndAcknowledgement, ControlError> {
+        use field::end_ack as at;
+        let datagram = ControlDatagram::of_kind(bytes, ControlKind::EndAck)?;
+        Ok(EndAcknowledgement {
+            session_id: datagram.session_id(),
+            nonce: datagram.nonce(),
+            packets_received: datagram.u64_at(at::PACKETS_RECEIVED),
+            bytes_received: datagram.u64_at(at::BYTES_RECEIVED),
+            packets_lost: datagram.u64_at(at::PACKETS_LOST),
+            loss_events: datagram.u64_at(at::LOSS_EVENTS),
+            loss_event_rate_raw: datagram.u32_at(at::LOSS_RATE),
+            duplicates: datagram.u64_at(at::DUPLICATES),
+            jitter_micros: datagram.u32_at(at::JITTER),
         })
     }
 
@@ -612,6 +912,178 @@ impl EndAcknowledgement {
 mod tests {
     use super::*;
 
+    /// The bytes on the wire, field by field (emitted into buffers full of 0xff, so that every
+    /// reserved or padding byte is seen written as 0).
+    const HELLO_BYTES: [u8; HELLO_LEN] = [
+        1, 0x12, 0, 0, // version, kind, flags
+        1, 2, 3, 4, // session id
+        0xab, 0xcd, 0, 5, // nonce
+        0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, // padding
+    ];
+    const COOKIE_BYTES: [u8; COOKIE_LEN] = [
+        1, 0x13, 0, 0, // version, kind, flags
+        1, 2, 3, 4, // session id
+        0xab, 0xcd, 0, 5, // nonce
+        0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88, // cookie
+    ];
+    const END_BYTES: [u8; END_LEN] = [
+        1, 0x10, 0, 0, // version, kind, flags
+        0, 0, 0, 7, // session id
+        0, 0, 0, 9, // nonce
+        0, 0, 0, 0, 0, 0, 1, 2, // packets sent
+        0, 0, 0, 0, 3, 4, 5, 6, // bytes sent
+        0, 0, 0, 1, 0x2a, 0x05, 0xf2, 0x00, // duration: 5 s in ns
+    ];
+    const END_ACK_BYTES: [u8; END_ACK_LEN] = [
+        1, 0x11, 0, 0, // version, kind, flags
+        0, 0, 0, 7, // session id
+        0, 0, 0, 9, // nonce
+        0, 0, 0, 0, 0, 0, 0, 1, // packets received
+        0, 0, 0, 0, 0, 0, 0, 2, // bytes received
+        0, 0, 0, 0, 0, 0, 0, 3, // packets lost
+        0, 0, 0, 0, 0, 0, 0, 4, // loss events
+        0, 0, 0, 5, // p
+        0, 0, 0, 0, 0, 0, 0, 6, // duplicates
+        0, 0, 0, 7, // jitter
+    ];
+    const REVERSE_BYTES: [u8; REVERSE_LEN] = [
+        1, 0x14, 0, 0, // version, kind, flags
+        0xde, 0xad, 0xbe, 0xef, // request id
+        0, 0, 0x04, 0xb0, // segment size 1200
+        0, 0, 0, 0, 0x95, 0x02, 0xf9, 0x00, // duration: 2.5 s in ns
+        0, 0, 0, 0, 0, 0x03, 0xd0, 0x90, // rate cap 250000 B/s
+        0, 0, 0, 0, 0, 0, 0, 0, // no target rate
+    ];
+    const OPTIONS_BYTES: [u8; FLOW_OPTIONS_LEN] = [
+        b'T', b'F', b'U', b'O', 4,    // magic, version
+        0x2f, // flags: rtt_ref, veno, history discounting, ns-2 profile, feedbacks per RTT
+        0, 4, // feedbacks per RTT
+        0, 0x01, 0x86, 0xa0, // rtt_ref 100 ms in us
+        0, 0, 0x03, 0xe8, // veno beta 1.0
+        0, 0, 0x0b, 0xb8, // veno alpha 3.0
+        0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xef, // cookie
+        0, 0, 0, 0, // no nominal segment size, zero
+    ];
+    const SMALL_OPTIONS_BYTES: [u8; FLOW_OPTIONS_LEN] = [
+        b'T', b'F', b'U', b'O', 4,    // magic, version
+        0x50, // flags: ns-2 useHeaders_, TFRC-SP
+        0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, // nothing else announced
+        0, 0, 0, 0, 0, 0, 0, 1, // cookie
+        0x05, 0xb4, 0, 0, // nominal segment size 1460, zero
+    ];
+
+    fn golden_hello() -> Hello {
+        Hello {
+            session_id: 0x0102_0304,
+            nonce: 0xabcd_0005,
+        }
+    }
+
+    fn golden_end() -> EndOfSession {
+        EndOfSession {
+            session_id: 7,
+            nonce: 9,
+            packets_sent: 0x0102,
+            bytes_sent: 0x0304_0506,
+            duration_nanos: 5_000_000_000,
+        }
+    }
+
+    fn golden_end_ack() -> EndAcknowledgement {
+        EndAcknowledgement {
+            session_id: 7,
+            nonce: 9,
+            packets_received: 1,
+            bytes_received: 2,
+            packets_lost: 3,
+            loss_events: 4,
+            loss_event_rate_raw: 5,
+            duplicates: 6,
+            jitter_micros: 7,
+        }
+    }
+
+    fn golden_reverse() -> ReverseRequest {
+        ReverseRequest {
+            request_id: 0xdead_beef,
+            packet_size: 1200,
+            duration: Duration::from_millis(2500),
+            max_rate: Some(250_000.0),
+            target_rate: None,
+        }
+    }
+
+    fn golden_options() -> FlowOptions {
+        FlowOptions {
+            rtt_ref: Some(Duration::from_millis(100)),
+            feedbacks_per_rtt: Some(4),
+            veno: Some(Veno {
+                beta: 1.0,
+                alpha: 3.0,
+            }),
+            history_discounting: true,
+            profile: Profile::Ns2,
+            ns2_use_headers: false,
+            small_packets_segment_size: None,
+            cookie: 0x0123_4567_89ab_cdef,
+        }
+    }
+
+    fn golden_small_options() -> FlowOptions {
+        FlowOptions {
+            ns2_use_headers: true,
+            small_packets_segment_size: Some(1460),
+            cookie: 1,
+            ..FlowOptions::default()
+        }
+    }
+
+    #[test]
+    fn control_datagrams_are_these_bytes() {
+        let mut buffer = [0xffu8; HELLO_LEN];
+        assert_eq!(golden_hello().emit(&mut buffer), HELLO_LEN);
+        assert_eq!(buffer, HELLO_BYTES);
+        let mut buffer = [0xffu8; COOKIE_LEN];
+        golden_hello()
+            .answer(0x1122_3344_5566_7788)
+            .emit(&mut buffer);
+        assert_eq!(buffer, COOKIE_BYTES);
+        let mut buffer = [0xffu8; END_LEN];
+        assert_eq!(golden_end().emit(&mut buffer), END_LEN);
+        assert_eq!(buffer, END_BYTES);
+        let mut buffer = [0xffu8; END_ACK_LEN];
+        assert_eq!(golden_end_ack().emit(&mut buffer), END_ACK_LEN);
+        assert_eq!(buffer, END_ACK_BYTES);
+        let mut buffer = [0xffu8; REVERSE_LEN];
+        assert_eq!(golden_reverse().emit(&mut buffer), REVERSE_LEN);
+        assert_eq!(buffer, REVERSE_BYTES);
+        let mut buffer = [0xffu8; FLOW_OPTIONS_LEN];
+        golden_options().emit(&mut buffer).unwrap();
+        assert_eq!(buffer, OPTIONS_BYTES);
+        golden_small_options().emit(&mut buffer).unwrap();
+        assert_eq!(buffer, SMALL_OPTIONS_BYTES);
+    }
+
+    #[test]
+    fn these_bytes_parse_to_the_control_datagrams() {
+        assert_eq!(Hello::parse(&HELLO_BYTES), Ok(golden_hello()));
+        assert_eq!(
+            Cookie::parse(&COOKIE_BYTES),
+            Ok(golden_hello().answer(0x1122_3344_5566_7788))
+        );
+        assert_eq!(EndOfSession::parse(&END_BYTES), Ok(golden_end()));
+        assert_eq!(
+            EndAcknowledgement::parse(&END_ACK_BYTES),
+            Ok(golden_end_ack())
+        );
+        assert_eq!(ReverseRequest::parse(&REVERSE_BYTES), Ok(golden_reverse()));
+        assert_eq!(FlowOptions::parse(&OPTIONS_BYTES), Ok(golden_options()));
+        assert_eq!(
+            FlowOptions::parse(&SMALL_OPTIONS_BYTES),
+            Ok(golden_small_options())
+        );
+    }
+
     #[test]
     fn reverse_requests_round_trip_and_refuse_nonsense() {
         let request = ReverseRequest {
@@ -623,21 +1095,46 @@ mod tests {
         };
         let mut buffer = [0u8; REVERSE_LEN];
         assert_eq!(request.emit(&mut buffer), REVERSE_LEN);
-        assert_eq!(ReverseRequest::parse(&buffer), Some(request));
-        assert_eq!(ReverseRequest::parse(&buffer[..REVERSE_LEN - 1]), None);
-        for (size, duration) in [(27, 1.0), (65_476, 1.0), (1000, 0.0), (1000, 7200.0)] {
+        assert_eq!(ReverseRequest::parse(&buffer), Ok(request));
+        assert_eq!(
+            ReverseRequest::parse(&buffer[..REVERSE_LEN - 1]),
+            Err(ControlError::TooShort {
+                needed: REVERSE_LEN,
+                length: REVERSE_LEN - 1
+            })
+        );
+        let second = Duration::from_secs(1);
+        for (size, duration, reason) in [
+            (27, second, ControlError::SegmentSize(27)),
+            (65_476, second, ControlError::SegmentSize(65_476)),
+            (
+                1000,
+                Duration::ZERO,
+                ControlError::ReverseDuration(Duration::ZERO),
+            ),
+            (
+                1000,
+                Duration::from_secs(7200),
+                ControlError::ReverseDuration(Duration::from_secs(7200)),
+            ),
+        ] {
             let request = ReverseRequest {
                 packet_size: size,
-                duration: Duration::from_secs_f64(duration),
+                duration,
                 ..request
             };
             request.emit(&mut buffer);
-            assert_eq!(
-                ReverseRequest::parse(&buffer),
-                None,
-                "{size} B, {duration} s"
-            );
+            assert_eq!(ReverseRequest::parse(&buffer), Err(reason));
         }
+        let greedy = ReverseRequest {
+            target_rate: Some((MAX_REQUESTED_RATE + 1) as f64),
+            ..request
+        };
+        greedy.emit(&mut buffer);
+        assert_eq!(
+            ReverseRequest::parse(&buffer),
+            Err(ControlError::RequestedRate(MAX_REQUESTED_RATE + 1))
+        );
     }
 
     #[test]
@@ -667,8 +1164,14 @@ mod tests {
         };
         let mut buffer = [0u8; HELLO_LEN];
         assert_eq!(hello.emit(&mut buffer), HELLO_LEN);
-        assert_eq!(Hello::parse(&buffer), Some(hello));
-        assert_eq!(Hello::parse(&buffer[..HELLO_LEN - 1]), None);
+        assert_eq!(Hello::parse(&buffer), Ok(hello));
+        assert_eq!(
+            Hello::parse(&buffer[..HELLO_LEN - 1]),
+            Err(ControlError::TooShort {
+                needed: HELLO_LEN,
+                length: HELLO_LEN - 1
+            })
+        );
         let cookie = Cookie {
             session_id: 9,
             nonce: 0xabcd_0000,
@@ -676,8 +1179,14 @@ mod tests {
         };
         let mut answer = [0u8; COOKIE_LEN];
         assert_eq!(cookie.emit(&mut answer), COOKIE_LEN);
-        assert_eq!(Cookie::parse(&answer), Some(cookie));
-        assert_eq!(Cookie::parse(&buffer), None);
+        assert_eq!(Cookie::parse(&answer), Ok(cookie));
+        assert_eq!(
+            Cookie::parse(&buffer),
+            Err(ControlError::WrongKind {
+                expected: ControlKind::Cookie,
+                found: ControlKind::Hello
+            })
+        );
     }
 
     #[test]
@@ -696,19 +1205,28 @@ mod tests {
             cookie: 0x0123_4567_89ab_cdef,
         };
         let mut buffer = [0xffu8; 64];
-        options.emit(&mut buffer);
-        assert_eq!(FlowOptions::parse(&buffer), Some(options));
+        options.emit(&mut buffer).unwrap();
+        assert_eq!(FlowOptions::parse(&buffer), Ok(options));
         assert!(options.receiver_config(1000).is_some());
-        assert_eq!(FlowOptions::parse(&buffer[..10]), None);
-        assert_eq!(FlowOptions::parse(&[0u8; 32]), None);
+        assert_eq!(
+            FlowOptions::parse(&buffer[..10]),
+            Err(ControlError::TooShort {
+                needed: FLOW_OPTIONS_LEN,
+                length: 10
+            })
+        );
+        assert_eq!(
+            FlowOptions::parse(&[0u8; 32]),
+            Err(ControlError::Magic([0; 4]))
+        );
         // TFRC-SP (RFC 4828) under the RFC 5348 profile: the receiver gets its nominal size.
         let small = FlowOptions {
             profile: Profile::Rfc5348,
             small_packets_segment_size: Some(1460),
             ..options
         };
-        small.emit(&mut buffer);
-        assert_eq!(FlowOptions::parse(&buffer), Some(small));
+        small.emit(&mut buffer).unwrap();
+        assert_eq!(FlowOptions::parse(&buffer), Ok(small));
         let config = small.receiver_config(200).unwrap();
         assert_eq!(config.small_packets.unwrap().nominal_segment_size, 1460);
         // ... and under the ns-2 profile the core refuses it, so the receiver does too.
@@ -717,20 +1235,26 @@ mod tests {
             ..small
         };
         assert!(small_ns2.receiver_config(200).is_none());
-        options.emit(&mut buffer);
+        options.emit(&mut buffer).unwrap();
         // A flag this version does not know, or another version, is refused.
         let mut unknown = buffer;
         unknown[5] |= 0x80;
-        assert_eq!(FlowOptions::parse(&unknown), None);
+        assert_eq!(
+            FlowOptions::parse(&unknown),
+            Err(ControlError::UnknownFlags(0xaf))
+        );
         let mut version_1 = buffer;
         version_1[4] = 1;
-        assert_eq!(FlowOptions::parse(&version_1), None);
+        assert_eq!(
+            FlowOptions::parse(&version_1),
+            Err(ControlError::OptionsVersion(1))
+        );
         // Hostile values parse but give no configuration.
         let hostile = FlowOptions {
             rtt_ref: Some(Duration::ZERO),
             ..FlowOptions::default()
         };
-        hostile.emit(&mut buffer);
+        hostile.emit(&mut buffer).unwrap();
         let parsed = FlowOptions::parse(&buffer).unwrap();
         assert!(parsed.receiver_config(1000).is_none());
         let no_feedback = FlowOptions {
@@ -771,7 +1295,7 @@ mod tests {
         for sender in senders {
             let options = FlowOptions::from_config(&sender).unwrap();
             let mut buffer = [0u8; FLOW_OPTIONS_LEN];
-            options.emit(&mut buffer);
+            options.emit(&mut buffer).unwrap();
             let full_payload = sender.packet_size + sender.header_outside_s() as u32
                 - wire::DATA_HEADER_LEN as u32;
             let receiver = FlowOptions::parse(&buffer)
@@ -807,7 +1331,7 @@ mod tests {
                 with_magic[4] = OPTIONS_VERSION;
             }
             for candidate in [&bytes, &with_magic] {
-                if let Some(options) = FlowOptions::parse(candidate) {
+                if let Ok(options) = FlowOptions::parse(candidate) {
                     if let Some(config) = options.receiver_config(candidate.len() as u32) {
                         proptest::prop_assert!(config.validate().is_ok());
                     }
@@ -819,32 +1343,32 @@ mod tests {
         /// kinds parse or are refused without a panic, and what parses re-emits to its bytes.
         #[test]
         fn arbitrary_control_datagrams_parse_without_panic(
-            kind in proptest::sample::select(vec![KIND_END, KIND_END_ACK, KIND_HELLO, KIND_COOKIE, KIND_REVERSE, 0x15]),
+            kind in proptest::sample::select(vec![0x10, 0x11, 0x12, 0x13, 0x14, 0x15]),
             rest in proptest::collection::vec(proptest::num::u8::ANY, 0..70),
         ) {
             let mut bytes = vec![wire::VERSION, kind];
             bytes.extend_from_slice(&rest);
-            if let Some(hello) = Hello::parse(&bytes) {
+            if let Ok(hello) = Hello::parse(&bytes) {
                 let mut buffer = [0u8; HELLO_LEN];
                 hello.emit(&mut buffer);
                 proptest::prop_assert_eq!(&buffer[4..12], &bytes[4..12]);
             }
-            if let Some(cookie) = Cookie::parse(&bytes) {
+            if let Ok(cookie) = Cookie::parse(&bytes) {
                 let mut buffer = [0u8; COOKIE_LEN];
                 cookie.emit(&mut buffer);
                 proptest::prop_assert_eq!(&buffer[4..], &bytes[4..COOKIE_LEN]);
             }
-            if let Some(end) = EndOfSession::parse(&bytes) {
+            if let Ok(end) = EndOfSession::parse(&bytes) {
                 let mut buffer = [0u8; END_LEN];
                 end.emit(&mut buffer);
                 proptest::prop_assert_eq!(&buffer[4..], &bytes[4..END_LEN]);
             }
-            if let Some(acknowledgement) = EndAcknowledgement::parse(&bytes) {
+            if let Ok(acknowledgement) = EndAcknowledgement::parse(&bytes) {
                 let mut buffer = [0u8; END_ACK_LEN];
                 acknowledgement.emit(&mut buffer);
                 proptest::prop_assert_eq!(&buffer[4..], &bytes[4..END_ACK_LEN]);
             }
-            if let Some(request) = ReverseRequest::parse(&bytes) {
+            if let Ok(request) = ReverseRequest::parse(&bytes) {
                 let mut buffer = [0u8; REVERSE_LEN];
                 request.emit(&mut buffer);
                 proptest::prop_assert_eq!(&buffer[4..], &bytes[4..REVERSE_LEN]);
@@ -870,7 +1394,7 @@ mod tests {
             };
             let mut buffer = [0u8; REVERSE_LEN];
             request.emit(&mut buffer);
-            proptest::prop_assert_eq!(ReverseRequest::parse(&buffer), Some(request));
+            proptest::prop_assert_eq!(ReverseRequest::parse(&buffer), Ok(request));
         }
 
         /// What is emitted parses back as it was (Veno values in thousandths).
@@ -897,8 +1421,8 @@ mod tests {
                 cookie,
             };
             let mut buffer = [0u8; FLOW_OPTIONS_LEN];
-            options.emit(&mut buffer);
-            proptest::prop_assert_eq!(FlowOptions::parse(&buffer), Some(options));
+            options.emit(&mut buffer).unwrap();
+            proptest::prop_assert_eq!(FlowOptions::parse(&buffer), Ok(options));
         }
     }
 
@@ -911,11 +1435,24 @@ mod tests {
             bytes_sent: 1_234_000,
             duration_nanos: 5_000_000_000,
         };
-        let mut buffer = [0u8; 64];
+        let mut buffer = [0u8; END_LEN];
         let length = end.emit(&mut buffer);
-        assert_eq!(EndOfSession::parse(&buffer[..length]), Some(end));
-        assert_eq!(EndOfSession::parse(&buffer[..length - 1]), None);
-        assert_eq!(EndAcknowledgement::parse(&buffer[..length]), None);
+        assert_eq!(EndOfSession::parse(&buffer[..length]), Ok(end));
+        assert_eq!(
+            EndOfSession::parse(&buffer[..length - 1]),
+            Err(ControlError::TooShort {
+                needed: END_LEN,
+                length: END_LEN - 1
+            })
+        );
+        assert_eq!(
+            EndAcknowledgement::parse(&buffer[..length]),
+            Err(ControlError::WrongKind {
+                expected: ControlKind::EndAck,
+                found: ControlKind::End
+            })
+        );
+        let mut buffer = [0u8; END_ACK_LEN];
         let ack = EndAcknowledgement {
             session_id: 7,
             nonce: 9,
@@ -928,8 +1465,107 @@ mod tests {
             jitter_micros: 1234,
         };
         let length = ack.emit(&mut buffer);
-        assert_eq!(EndAcknowledgement::parse(&buffer[..length]), Some(ack));
+        assert_eq!(EndAcknowledgement::parse(&buffer[..length]), Ok(ack));
         assert!((ack.loss_event_rate() - 0.01).abs() < 1e-9);
         assert_eq!(control_kind(&[1, 2, 3]), None);
+    }
+
+    /// Each reason a datagram is refused is named, and the message says it.
+    #[test]
+    fn refusals_say_why() {
+        assert_eq!(
+            Hello::parse(&[1]),
+            Err(ControlError::TooShort {
+                needed: 2,
+                length: 1
+            })
+        );
+        let mut hello = HELLO_BYTES;
+        hello[0] = 2;
+        assert_eq!(Hello::parse(&hello), Err(ControlError::Version(2)));
+        hello = HELLO_BYTES;
+        hello[1] = 3;
+        assert_eq!(Hello::parse(&hello), Err(ControlError::UnknownKind(3)));
+        let messages = [
+            (
+                Hello::parse(&hello).unwrap_err(),
+                "kind 0x03 is not a control datagram's",
+            ),
+            (
+                Cookie::parse(&HELLO_BYTES).unwrap_err(),
+                "a hello where a cookie was expected",
+            ),
+            (
+                Hello::parse(&HELLO_BYTES[..20]).unwrap_err(),
+                "20 bytes where 28 are needed",
+            ),
+            (ControlError::Version(2), "version 2, not 1"),
+            (
+                ControlError::SegmentSize(27),
+                "a reverse request for 27-byte segments (they must be 32 to 65475 bytes)",
+            ),
+            (
+                ControlError::ReverseDuration(Duration::ZERO),
+                "a reverse request for a flow of 0ns (it must last 1 ms to 1 h)",
+            ),
+            (
+                ControlError::RequestedRate(2),
+                "a reverse request for 2 bytes/s (at most 1000000000000000)",
+            ),
+            (
+                ControlError::Magic(*b"abcd"),
+                "no flow options: the payload starts [61, 62, 63, 64], not \"TFUO\"",
+            ),
+            (
+                ControlError::OptionsVersion(3),
+                "flow options of version 3 (this driver speaks 4)",
+            ),
+            (
+                ControlError::UnknownFlags(0x80),
+                "flow option flags 0x80 include bits this version does not know",
+            ),
+        ];
+        for (error, message) in messages {
+            assert_eq!(error.to_string(), message);
+        }
+    }
+
+    /// The kinds are the five bytes the module's table gives, and only they are ours.
+    #[test]
+    fn control_kinds_are_the_tables() {
+        let codes: Vec<u8> = ControlKind::ALL.iter().map(|kind| kind.code()).collect();
+        assert_eq!(codes, [0x10, 0x11, 0x12, 0x13, 0x14]);
+        for code in 0..=u8::MAX {
+            let kind = control_kind(&[wire::VERSION, code]);
+            assert_eq!(kind.map(ControlKind::code), kind.and(Some(code)));
+            assert_eq!(kind.is_some(), (0x10..=0x14).contains(&code), "{code}");
+        }
+        assert_eq!(control_kind(&[2, 0x12]), None);
+        assert_eq!(control_kind(&HELLO_BYTES), Some(ControlKind::Hello));
+        let lengths = ControlKind::ALL.map(ControlKind::datagram_len);
+        assert_eq!(
+            lengths,
+            [END_LEN, END_ACK_LEN, HELLO_LEN, COOKIE_LEN, REVERSE_LEN]
+        );
+    }
+
+    /// A buffer too short for the flow options is refused before anything is written.
+    #[test]
+    fn flow_options_refuse_a_short_buffer_untouched() {
+        let mut buffer = [0xffu8; FLOW_OPTIONS_LEN - 1];
+        assert_eq!(
+            golden_options().emit(&mut buffer),
+            Err(ControlError::TooShort {
+                needed: FLOW_OPTIONS_LEN,
+                length: FLOW_OPTIONS_LEN - 1
+            })
+        );
+        assert_eq!(buffer, [0xff; FLOW_OPTIONS_LEN - 1]);
+        // A longer buffer: the block is its start, and the rest is left as it was.
+        let mut payload = [0xffu8; FLOW_OPTIONS_LEN + 4];
+        golden_options().emit(&mut payload).unwrap();
+        assert_eq!(payload[..FLOW_OPTIONS_LEN], OPTIONS_BYTES);
+        assert_eq!(payload[FLOW_OPTIONS_LEN..], [0xff; 4]);
+        assert_eq!(FlowOptions::parse(&payload), Ok(golden_options()));
     }
 }

@@ -29,6 +29,7 @@ pub mod pacing;
 pub mod port_set;
 pub mod receiver;
 pub mod registry;
+mod schedule;
 pub mod sender;
 pub mod sockopt;
 pub mod tcp;

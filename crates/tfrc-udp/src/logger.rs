@@ -39,6 +39,7 @@ use crate::csvlog::FlowCsv;
 use crate::diag;
 use crate::port_set::{ParseError, PortSet};
 use crate::registry::{self, FlowKind, FlowProbe, FlowSnapshot};
+use crate::schedule::next_log_time;
 
 /// Why the logger could not start.
 #[derive(Debug, thiserror::Error)]
@@ -221,11 +222,8 @@ impl Sampler {
         let mut next = std::time::Instant::now();
         loop {
             self.sample();
-            next += self.config.interval;
             let now = std::time::Instant::now();
-            if next <= now {
-                next = now + self.config.interval;
-            }
+            next = next_log_time(next, self.config.interval, now);
             match stopped.recv_timeout(next - now) {
                 Err(mpsc::RecvTimeoutError::Timeout) => {}
                 // Stop asked (or the handle dropped): a last row for every open flow.
@@ -301,8 +299,20 @@ impl Sampler {
         });
     }
 
+    /// One round: a row for every wanted flow of this process and, with TCP wanted, every
+    /// kernel TCP connection on the ports; the files of flows that ended are closed.
     fn sample(&mut self) {
-        // Flows of this process.
+        let own_tcp = self.sample_probes();
+        self.close_vanished_probes();
+        if self.config.tcp {
+            self.sample_kernel_tcp(&own_tcp);
+        }
+    }
+
+    /// A row for every wanted flow of this process (probes on the ports); a finished one is
+    /// closed after its last row. Returns the flow ids of this process's TCP sockets (sampled
+    /// here, not again through the kernel).
+    fn sample_probes(&mut self) -> Vec<String> {
         let mut own_tcp = Vec::new();
         for probe in registry::probes() {
             if !self.config.ports.contains(probe.local_port()) {
@@ -331,13 +341,15 @@ impl Sampler {
             };
             self.write(&key, &snapshot, Some(probe.started()));
             if finished {
-                if let Some(file) = self.open.remove(&key) {
-                    self.close(file);
-                }
+                self.close_key(&key);
                 self.done.push(probe);
             }
         }
-        // Finished probes that already left the registry: a last row, then close.
+        own_tcp
+    }
+
+    /// Finished probes that already left the registry: a last row, then close.
+    fn close_vanished_probes(&mut self) {
         let vanished: Vec<(String, Arc<FlowProbe>)> = self
             .open
             .iter()
@@ -352,17 +364,16 @@ impl Sampler {
             if let Some(snapshot) = probe.sample() {
                 self.write(&key, &snapshot, Some(probe.started()));
             }
-            if let Some(file) = self.open.remove(&key) {
-                self.close(file);
-            }
+            self.close_key(&key);
             self.done.push(probe);
         }
         self.done.retain(|probe| Arc::strong_count(probe) > 1);
+    }
 
-        // TCP connections of any process.
-        if !self.config.tcp {
-            return;
-        }
+    /// TCP connections of any process (sock_diag) on the ports, but this process's own
+    /// (`own_tcp`, sampled through their probes): a row each; the files of connections that
+    /// are gone are closed.
+    fn sample_kernel_tcp(&mut self, own_tcp: &[String]) {
         let Ok(entries) = diag::dump_tcp_sockets() else {
             return;
         };
@@ -383,9 +394,7 @@ impl Sampler {
             // The same address pair reused by a new connection is a new flow.
             if let Some(file) = self.open.get(&key) {
                 if matches!(file.source, Source::Kernel(inode) if inode != entry.inode) {
-                    if let Some(file) = self.open.remove(&key) {
-                        self.close(file);
-                    }
+                    self.close_key(&key);
                 }
             }
             let Some(key) = self.open_file(FlowKind::Tcp, &flow_id, Source::Kernel(entry.inode))
@@ -403,9 +412,14 @@ impl Sampler {
             .map(|(key, _)| key.clone())
             .collect();
         for key in gone {
-            if let Some(file) = self.open.remove(&key) {
-                self.close(file);
-            }
+            self.close_key(&key);
+        }
+    }
+
+    /// Closes the open file of `key`, if there is one.
+    fn close_key(&mut self, key: &str) {
+        if let Some(file) = self.open.remove(key) {
+            self.close(file);
         }
     }
 }

@@ -33,6 +33,7 @@ use crate::control::{self, CookieJar, EndAcknowledgement, EndOfSession, FlowOpti
 use crate::csvlog::FlowCsv;
 use crate::pacing::{lower_timer_slack, poll_readable};
 use crate::registry::{self, FlowKind, FlowSnapshot, ProbeGuard, ReceiverSnapshot};
+use crate::schedule::OutputTimers;
 use crate::sender::{RttAccumulator, RttSummary};
 
 /// Receive buffer asked for (the kernel caps it at `net.core.rmem_max` unless root).
@@ -131,8 +132,9 @@ pub enum ReceiverError {
     },
 }
 
-/// Fastest packet rate an END may claim: 100 million packets per second, beyond any link.
-const MAX_PLAUSIBLE_PACKET_RATE: f64 = 1e8;
+/// Fastest packet rate an END may claim ([`plausible_end`]): 100 million packets per second,
+/// beyond any link.
+pub const MAX_PLAUSIBLE_PACKET_RATE: f64 = 1e8;
 
 /// Whether an END's totals can be true given what this receiver saw: at least as many packets
 /// sent as the highest sequence number received plus one (the sender numbers from 0) and as
@@ -389,6 +391,146 @@ impl Jitter {
 }
 
 impl Flow {
+    /// The flow its first data packet opens (`receiver` has taken it; it was sent at
+    /// `sent_nanos` on the sender's clock and carried `packet_nonce`).
+    fn new(
+        session_id: u32,
+        packet_nonce: u32,
+        peer: SocketAddr,
+        receiver: Receiver,
+        probe: ProbeGuard,
+        now: Instant,
+        sent_nanos: u64,
+    ) -> Flow {
+        let mut flow = Flow {
+            session_id,
+            // The session token: the control datagrams' nonce (the lower half of a data
+            // packet's nonce is its mark, which changes from packet to packet).
+            nonce: packet_nonce & 0xffff_0000,
+            peer,
+            receiver,
+            probe,
+            first_packet: now,
+            last_packet: now,
+            interval_stats: ReceiverStats::default(),
+            p_integral: 0.0,
+            last_accounted: now,
+            rtt: RttAccumulator::default(),
+            last_rtt: None,
+            jitter: Jitter::default(),
+            previous_feedback: Vec::new(),
+        };
+        flow.jitter.record(sent_nanos, now.as_nanos());
+        flow.record_rtt();
+        flow
+    }
+
+    /// Takes one of the flow's data packets (sent at `sent_nanos`): the core's receiver, then
+    /// this driver's accounting of it (p's time integral, jitter, the goodput counter, R_m).
+    fn receive(
+        &mut self,
+        now: Instant,
+        bytes: &[u8],
+        sent_nanos: u64,
+        ce: bool,
+        delivered: Option<&std::sync::atomic::AtomicU64>,
+    ) -> Result<(), ReceiveError> {
+        self.account(now);
+        let payload_before = self.receiver.stats().payload_bytes;
+        self.receiver.handle_packet_ecn(now, bytes, ce)?;
+        self.jitter.record(sent_nanos, now.as_nanos());
+        if let Some(counter) = delivered {
+            let delivered = self.receiver.stats().payload_bytes - payload_before;
+            counter.fetch_add(delivered, std::sync::atomic::Ordering::Relaxed);
+        }
+        self.last_packet = now;
+        self.record_rtt();
+        Ok(())
+    }
+
+    /// Adds the sender's R_m to the flow's RTT summary each time it changes.
+    fn record_rtt(&mut self) {
+        if let Some(rtt) = self.receiver.rtt() {
+            if self.last_rtt != Some(rtt) {
+                self.rtt.record(rtt);
+                self.last_rtt = Some(rtt);
+            }
+        }
+    }
+
+    /// The answer to the sender's END: this receiver's totals.
+    fn acknowledgement(&self) -> EndAcknowledgement {
+        let stats = self.receiver.stats();
+        EndAcknowledgement {
+            session_id: self.session_id,
+            nonce: self.nonce,
+            packets_received: stats.packets,
+            bytes_received: stats.bytes,
+            packets_lost: stats.lost,
+            loss_events: stats.loss_events,
+            loss_event_rate_raw: wire::encode_loss_event_rate(self.receiver.loss_event_rate()),
+            duplicates: stats.duplicates,
+            jitter_micros: (self.jitter.millis() * 1e3)
+                .round()
+                .clamp(0.0, f64::from(u32::MAX)) as u32,
+        }
+    }
+
+    /// The flow's end-of-flow summary; `end` is the sender's (credible) END if it sent one,
+    /// `timeline` the receiver's first packet.
+    fn summary(
+        &self,
+        reason: FlowEnd,
+        end: Option<EndOfSession>,
+        timeline: Instant,
+    ) -> FlowSummary {
+        let stats = self.receiver.stats();
+        let p = self.receiver.loss_event_rate();
+        let seconds = (self.last_packet - self.first_packet).as_secs_f64();
+        let per_second = |bytes: u64| {
+            if seconds > 0.0 {
+                bytes as f64 * 8.0 / seconds
+            } else {
+                0.0
+            }
+        };
+        let sender_packets = end.map(|end| end.packets_sent);
+        FlowSummary {
+            flow_id: self.flow_id(),
+            session_id: format!("{:08x}", self.session_id),
+            peer: self.peer.to_string(),
+            reason,
+            start: (self.first_packet - timeline).as_secs_f64(),
+            seconds,
+            packets: stats.packets,
+            bytes: stats.bytes,
+            payload_bytes: stats.payload_bytes,
+            bits_per_second: per_second(stats.bytes),
+            goodput_bps: per_second(stats.payload_bytes),
+            lost: stats.lost,
+            sender_packets,
+            sender_bytes: end.map(|end| end.bytes_sent),
+            loss_ratio: loss_ratio(&stats, sender_packets),
+            loss_events: stats.loss_events,
+            ecn_marked: stats.ecn_marked,
+            mean_p: if seconds > 0.0 {
+                self.p_integral
+                    / (self.last_accounted - self.first_packet)
+                        .as_secs_f64()
+                        .max(1e-9)
+            } else {
+                p
+            },
+            final_p: p,
+            rtt: self.rtt.summary(),
+            duplicates: stats.duplicates,
+            reordered: stats.reordered,
+            refused: stats.malformed + stats.foreign,
+            feedbacks: stats.feedbacks,
+            jitter_ms: self.jitter.millis(),
+        }
+    }
+
     fn flow_id(&self) -> String {
         format!("{:08x}-receiver", self.session_id)
     }
@@ -407,6 +549,18 @@ impl Flow {
         self.p_integral +=
             self.receiver.loss_event_rate() * (now - self.last_accounted).as_secs_f64();
         self.last_accounted = now;
+    }
+}
+
+/// A flow's loss ratio: 1 − received/sent when the sender said how many it sent, else
+/// lost/(received + lost).
+fn loss_ratio(stats: &ReceiverStats, sender_packets: Option<u64>) -> f64 {
+    match sender_packets {
+        Some(sent) if sent > 0 => (1.0 - stats.packets as f64 / sent as f64).max(0.0),
+        _ if stats.packets + stats.lost > 0 => {
+            stats.lost as f64 / (stats.packets + stats.lost) as f64
+        }
+        _ => 0.0,
     }
 }
 
@@ -529,73 +683,27 @@ impl UdpReceiver {
     ) -> Result<ReceiverReport, ReceiverError> {
         lower_timer_slack();
         let cpu = CpuMeter::start();
-        let fd = self.socket.as_raw_fd();
-        let report_interval = self.options.report_interval;
-        let log_interval = self.options.log.as_ref().map(|(_, interval)| *interval);
-        let mut next_report: Option<Instant> = None;
-        let mut interval_start: Option<Instant> = None;
-        let mut next_log: Option<Instant> = None;
         let started = self.clock.now();
+        let log_interval = self.options.log.as_ref().map(|(_, interval)| *interval);
+        let mut timers = OutputTimers::new(self.options.report_interval, log_interval);
         let mut next_announce = self.options.announce.as_ref().map(|_| started);
-        loop {
-            if stop.load(Ordering::Relaxed) {
-                break;
-            }
-            if let (Some(due), Some(announce)) = (next_announce, &self.options.announce) {
-                let now = self.clock.now();
-                if self.timeline_start.is_some() || !self.summaries.is_empty() {
-                    next_announce = None;
-                } else if now - started >= announce.give_up_after {
-                    return Err(ReceiverError::NoAnswer {
-                        to: announce.to,
-                        after: announce.give_up_after,
-                    });
-                } else if now >= due {
-                    if self
-                        .socket
-                        .send_to(&announce.datagram, announce.to)
-                        .is_err()
-                    {
-                        self.counters.send_errors += 1;
-                    }
-                    next_announce = Some(now + announce.every);
-                }
-            }
+        while !stop.load(Ordering::Relaxed) {
+            self.announce(started, &mut next_announce)?;
             self.read_datagrams(on_event);
             let now = self.clock.now();
             if self.timeline_start.is_none() {
                 if let Some(first) = self.flows.values().map(|flow| flow.first_packet).min() {
                     self.timeline_start = Some(first);
-                    next_report = report_interval.map(|interval| first + interval);
-                    interval_start = Some(first);
-                    next_log = log_interval.map(|_| first);
+                    timers.start(first);
                 }
             }
             self.fire_timers(now);
             self.expire(now, on_event);
-
-            if let (Some(due), Some(interval), Some(start)) =
-                (next_report, report_interval, interval_start)
-            {
-                if now >= due {
-                    self.report_interval(start, due, on_event);
-                    interval_start = Some(due);
-                    let mut next = due + interval;
-                    while next <= now {
-                        next += interval;
-                    }
-                    next_report = Some(next);
-                }
+            if let Some((start, end)) = timers.report_due(now) {
+                self.report_interval(start, end, on_event);
             }
-            if let (Some(due), Some(interval)) = (next_log, log_interval) {
-                if now >= due {
-                    self.write_log_rows(now);
-                    let mut next = due + interval;
-                    if next <= now {
-                        next = now + interval;
-                    }
-                    next_log = Some(next);
-                }
+            if timers.log_due(now) {
+                self.write_log_rows(now);
             }
             for flow in self.flows.values() {
                 flow.probe.probe().publish(flow.snapshot());
@@ -603,17 +711,7 @@ impl UdpReceiver {
             if self.options.once && !self.summaries.is_empty() && self.flows.is_empty() {
                 break;
             }
-
-            let mut deadline = self.next_deadline(now);
-            for due in [next_report, next_log, next_announce].into_iter().flatten() {
-                deadline = deadline.min(due);
-            }
-            let timeout = if deadline == Instant::MAX {
-                Some(Duration::from_secs(1))
-            } else {
-                Some(deadline - self.clock.now())
-            };
-            poll_readable(Some(fd), timeout);
+            self.wait(now, timers.next_due().chain(next_announce));
         }
         // Stopped: close every open flow with its summary.
         let now = self.clock.now();
@@ -628,6 +726,49 @@ impl UdpReceiver {
         })
     }
 
+    /// Reverse mode ([`ReceiverOptions::announce`]): sends the request every `every` until
+    /// the first flow starts; an error once `give_up_after` has passed without one.
+    fn announce(
+        &mut self,
+        started: Instant,
+        next_announce: &mut Option<Instant>,
+    ) -> Result<(), ReceiverError> {
+        let (Some(due), Some(announce)) = (*next_announce, &self.options.announce) else {
+            return Ok(());
+        };
+        let now = self.clock.now();
+        if self.timeline_start.is_some() || !self.summaries.is_empty() {
+            *next_announce = None;
+        } else if now - started >= announce.give_up_after {
+            return Err(ReceiverError::NoAnswer {
+                to: announce.to,
+                after: announce.give_up_after,
+            });
+        } else if now >= due {
+            if self
+                .socket
+                .send_to(&announce.datagram, announce.to)
+                .is_err()
+            {
+                self.counters.send_errors += 1;
+            }
+            *next_announce = Some(now + announce.every);
+        }
+        Ok(())
+    }
+
+    /// Sleeps until a datagram arrives or the next timer, a flow's or one of the loop's
+    /// (`loop_timers`), is due.
+    fn wait(&self, now: Instant, loop_timers: impl Iterator<Item = Instant>) {
+        let deadline = loop_timers.fold(self.next_deadline(now), |deadline, due| deadline.min(due));
+        let timeout = if deadline == Instant::MAX {
+            Some(Duration::from_secs(1))
+        } else {
+            Some(deadline - self.clock.now())
+        };
+        poll_readable(Some(self.socket.as_raw_fd()), timeout);
+    }
+
     /// Passes a reverse request on once per (address, request id), if this receiver accepts
     /// them.
     fn handle_reverse(
@@ -639,7 +780,7 @@ impl UdpReceiver {
         /// Requests remembered to recognise repeats.
         const REMEMBERED: usize = 64;
         let request = match control::ReverseRequest::parse(bytes) {
-            Some(request) if self.options.accept_reverse => request,
+            Ok(request) if self.options.accept_reverse => request,
             _ => {
                 self.counters.reverse_refused += 1;
                 return;
@@ -697,6 +838,8 @@ impl UdpReceiver {
         self.buffers = buffers;
     }
 
+    /// Routes one datagram: a control datagram to its handler, a data packet to its flow or,
+    /// from a session not seen before, to [`UdpReceiver::open_flow`].
     fn dispatch(
         &mut self,
         now: Instant,
@@ -707,9 +850,9 @@ impl UdpReceiver {
     ) {
         if let Some(kind) = control::control_kind(bytes) {
             match kind {
-                control::KIND_END => self.handle_end(now, bytes, from, on_event),
-                control::KIND_HELLO => self.answer_hello(now, bytes, from),
-                control::KIND_REVERSE => self.handle_reverse(bytes, from, on_event),
+                control::ControlKind::End => self.handle_end(now, bytes, from, on_event),
+                control::ControlKind::Hello => self.answer_hello(now, bytes, from),
+                control::ControlKind::Reverse => self.handle_reverse(bytes, from, on_event),
                 _ => self.counters.malformed += 1,
             }
             return;
@@ -728,95 +871,53 @@ impl UdpReceiver {
                 self.counters.spoofed += 1;
                 return;
             }
-            flow.account(now);
-            let payload_before = flow.receiver.stats().payload_bytes;
-            match flow.receiver.handle_packet_ecn(now, bytes, ce) {
-                Ok(()) => {
-                    flow.jitter.record(packet.timestamp(), now.as_nanos());
-                    if let Some(counter) = &self.options.delivered_payload {
-                        let delivered = flow.receiver.stats().payload_bytes - payload_before;
-                        counter.fetch_add(delivered, std::sync::atomic::Ordering::Relaxed);
-                    }
-                    flow.last_packet = now;
-                    if let Some(rtt) = flow.receiver.rtt() {
-                        if flow.last_rtt != Some(rtt) {
-                            flow.rtt.record(rtt);
-                            flow.last_rtt = Some(rtt);
-                        }
-                    }
-                }
+            let delivered = self.options.delivered_payload.as_deref();
+            match flow.receive(now, bytes, packet.timestamp(), ce, delivered) {
+                Ok(()) => {}
                 Err(ReceiveError::ForeignSession) => self.counters.spoofed += 1,
                 Err(_) => self.counters.malformed += 1,
             }
             self.send_feedback(session, now);
-            return;
-        }
-        if self.closed.contains_key(&session) {
+        } else if self.closed.contains_key(&session) {
             self.counters.stray += 1;
-            return;
+        } else {
+            self.open_flow(now, bytes, &packet, from, ce, on_event);
         }
-        // A new session: it must announce valid flow options, with a cookie this receiver gave
-        // to this address for this session.
-        let Some(options) = FlowOptions::parse(packet.payload()) else {
-            self.counters.malformed += 1;
+    }
+
+    /// A data packet of a session not seen before: opens its flow if [`UdpReceiver::admit`]
+    /// lets it in, and answers it.
+    fn open_flow(
+        &mut self,
+        now: Instant,
+        bytes: &[u8],
+        packet: &Packet<&[u8]>,
+        from: SocketAddr,
+        ce: bool,
+        on_event: &mut dyn FnMut(ReceiverEvent<'_>),
+    ) {
+        let Some(receiver) = self.admit(now, bytes, packet, from, ce) else {
             return;
         };
-        let elapsed = Duration::from_nanos(now.as_nanos());
-        if !self
-            .cookies
-            .check(options.cookie, from, session, packet.nonce(), elapsed)
-        {
-            self.counters.unverified += 1;
-            return;
-        }
-        let Some(config) = options.receiver_config(packet.payload().len() as u32) else {
-            self.counters.malformed += 1;
-            return;
-        };
-        if self.flows.len() + self.closed.len() >= self.options.max_flows {
-            self.counters.rejected_flows += 1;
-            return;
-        }
-        let Ok(mut receiver) = Receiver::new(config) else {
-            self.counters.malformed += 1;
-            return;
-        };
-        if receiver.handle_packet_ecn(now, bytes, ce).is_err() {
-            self.counters.malformed += 1;
-            return;
-        }
         if let Some(counter) = &self.options.delivered_payload {
             counter.fetch_add(
                 receiver.stats().payload_bytes,
                 std::sync::atomic::Ordering::Relaxed,
             );
         }
+        let session = packet.session_id();
         let local_port = self.local_addr().map_or(0, |address| address.port());
         let flow_id = format!("{session:08x}-receiver");
         let probe = registry::register_tfrc(FlowKind::TfrcReceiver, flow_id.clone(), local_port);
-        let mut flow = Flow {
-            session_id: session,
-            // The session token: the control datagrams' nonce (the lower half of a data
-            // packet's nonce is its mark, which changes from packet to packet).
-            nonce: packet.nonce() & 0xffff_0000,
-            peer: from,
+        let flow = Flow::new(
+            session,
+            packet.nonce(),
+            from,
             receiver,
             probe,
-            first_packet: now,
-            last_packet: now,
-            interval_stats: ReceiverStats::default(),
-            p_integral: 0.0,
-            last_accounted: now,
-            rtt: RttAccumulator::default(),
-            last_rtt: None,
-            jitter: Jitter::default(),
-            previous_feedback: Vec::new(),
-        };
-        flow.jitter.record(packet.timestamp(), now.as_nanos());
-        if let Some(rtt) = flow.receiver.rtt() {
-            flow.rtt.record(rtt);
-            flow.last_rtt = Some(rtt);
-        }
+            now,
+            packet.timestamp(),
+        );
         self.flows.insert(session, flow);
         self.counters.flows_opened += 1;
         on_event(ReceiverEvent::FlowStarted {
@@ -826,6 +927,49 @@ impl UdpReceiver {
         self.send_feedback(session, now);
     }
 
+    /// The core receiver for a new session, having taken its first packet, or `None` (and the
+    /// reason counted): the packet must announce valid flow options with a cookie this
+    /// receiver gave to this address for this session, and there must be room for a flow.
+    fn admit(
+        &mut self,
+        now: Instant,
+        bytes: &[u8],
+        packet: &Packet<&[u8]>,
+        from: SocketAddr,
+        ce: bool,
+    ) -> Option<Receiver> {
+        let Ok(options) = FlowOptions::parse(packet.payload()) else {
+            self.counters.malformed += 1;
+            return None;
+        };
+        let elapsed = Duration::from_nanos(now.as_nanos());
+        let session = packet.session_id();
+        if !self
+            .cookies
+            .check(options.cookie, from, session, packet.nonce(), elapsed)
+        {
+            self.counters.unverified += 1;
+            return None;
+        }
+        let Some(config) = options.receiver_config(packet.payload().len() as u32) else {
+            self.counters.malformed += 1;
+            return None;
+        };
+        if self.flows.len() + self.closed.len() >= self.options.max_flows {
+            self.counters.rejected_flows += 1;
+            return None;
+        }
+        let Ok(mut receiver) = Receiver::new(config) else {
+            self.counters.malformed += 1;
+            return None;
+        };
+        if receiver.handle_packet_ecn(now, bytes, ce).is_err() {
+            self.counters.malformed += 1;
+            return None;
+        }
+        Some(receiver)
+    }
+
     fn handle_end(
         &mut self,
         now: Instant,
@@ -833,7 +977,7 @@ impl UdpReceiver {
         from: SocketAddr,
         on_event: &mut dyn FnMut(ReceiverEvent<'_>),
     ) {
-        let Some(end) = EndOfSession::parse(bytes) else {
+        let Ok(end) = EndOfSession::parse(bytes) else {
             self.counters.malformed += 1;
             return;
         };
@@ -862,7 +1006,7 @@ impl UdpReceiver {
 
     /// Answers a hello with the cookie for its sender's address and session: no state kept.
     fn answer_hello(&mut self, now: Instant, bytes: &[u8], from: SocketAddr) {
-        let Some(hello) = Hello::parse(bytes) else {
+        let Ok(hello) = Hello::parse(bytes) else {
             self.counters.malformed += 1;
             return;
         };
@@ -966,81 +1110,10 @@ impl UdpReceiver {
             FlowEnd::IdleTimeout => self.counters.flows_expired += 1,
             FlowEnd::Interrupted => {}
         }
-        let stats = flow.receiver.stats();
-        let p = flow.receiver.loss_event_rate();
-        let acknowledgement = EndAcknowledgement {
-            session_id: session,
-            nonce: flow.nonce,
-            packets_received: stats.packets,
-            bytes_received: stats.bytes,
-            packets_lost: stats.lost,
-            loss_events: stats.loss_events,
-            loss_event_rate_raw: wire::encode_loss_event_rate(p),
-            duplicates: stats.duplicates,
-            jitter_micros: (flow.jitter.millis() * 1e3)
-                .round()
-                .clamp(0.0, f64::from(u32::MAX)) as u32,
-        };
-        let seconds = (flow.last_packet - flow.first_packet).as_secs_f64();
-        let per_second = |bytes: u64| {
-            if seconds > 0.0 {
-                bytes as f64 * 8.0 / seconds
-            } else {
-                0.0
-            }
-        };
-        let highest = flow.receiver.highest_sequence();
-        let end = match end {
-            Some(end) if !plausible_end(&end, &stats, highest) => {
-                self.counters.implausible_ends += 1;
-                None
-            }
-            end => end,
-        };
-        let sender_packets = end.map(|end| end.packets_sent);
-        let sender_bytes = end.map(|end| end.bytes_sent);
-        let loss_ratio = match sender_packets {
-            Some(sent) if sent > 0 => (1.0 - stats.packets as f64 / sent as f64).max(0.0),
-            _ if stats.packets + stats.lost > 0 => {
-                stats.lost as f64 / (stats.packets + stats.lost) as f64
-            }
-            _ => 0.0,
-        };
+        let acknowledgement = flow.acknowledgement();
+        let end = self.credible_end(end, &flow);
         let timeline = self.timeline_start.unwrap_or(flow.first_packet);
-        let summary = FlowSummary {
-            flow_id: flow.flow_id(),
-            session_id: format!("{session:08x}"),
-            peer: flow.peer.to_string(),
-            reason,
-            start: (flow.first_packet - timeline).as_secs_f64(),
-            seconds,
-            packets: stats.packets,
-            bytes: stats.bytes,
-            payload_bytes: stats.payload_bytes,
-            bits_per_second: per_second(stats.bytes),
-            goodput_bps: per_second(stats.payload_bytes),
-            lost: stats.lost,
-            sender_packets,
-            sender_bytes,
-            loss_ratio,
-            loss_events: stats.loss_events,
-            ecn_marked: stats.ecn_marked,
-            mean_p: if seconds > 0.0 {
-                flow.p_integral
-                    / (flow.last_accounted - flow.first_packet)
-                        .as_secs_f64()
-                        .max(1e-9)
-            } else {
-                p
-            },
-            final_p: p,
-            rtt: flow.rtt.summary(),
-            duplicates: stats.duplicates,
-            reordered: stats.reordered,
-            refused: stats.malformed + stats.foreign,
-            feedbacks: stats.feedbacks,
-            jitter_ms: flow.jitter.millis(),
-        };
+        let summary = flow.summary(reason, end, timeline);
         // The last row of this flow, then the probe is finished (dropped with the flow).
         flow.probe.probe().publish(flow.snapshot());
         if let Some(csv) = &mut self.csv {
@@ -1060,6 +1133,19 @@ impl UdpReceiver {
             },
         );
         acknowledgement
+    }
+
+    /// The sender's END, if it came and its totals can be true for this flow
+    /// ([`plausible_end`]); one that cannot is counted and left out.
+    fn credible_end(&mut self, end: Option<EndOfSession>, flow: &Flow) -> Option<EndOfSession> {
+        let end = end?;
+        let highest = flow.receiver.highest_sequence();
+        if plausible_end(&end, &flow.receiver.stats(), highest) {
+            Some(end)
+        } else {
+            self.counters.implausible_ends += 1;
+            None
+        }
     }
 
     fn report_interval(

@@ -24,7 +24,7 @@
 
 use core::time::Duration;
 use std::net::{SocketAddr, UdpSocket};
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, RawFd};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -502,7 +502,7 @@ impl UdpSender {
             }
             match self.socket.recv(&mut answer) {
                 Ok(received) => {
-                    if let Some(cookie) = Cookie::parse(&answer[..received]) {
+                    if let Ok(cookie) = Cookie::parse(&answer[..received]) {
                         if cookie.session_id == self.session_id && cookie.nonce == self.nonce {
                             return Ok((cookie.cookie, last_hello.elapsed()));
                         }
@@ -694,26 +694,7 @@ impl Run {
             if now >= self.sender.no_feedback_deadline() {
                 self.sender.handle_timeout(now);
             }
-            // Send what the schedule allows, in one batch.
-            while self.queued * self.segment < self.batch.len() {
-                let core_ready = self.sender.next_send_time();
-                let data_at = self.application.map_or(core_ready, |app| app.next_data());
-                let scheduled = core_ready.max(data_at);
-                if now < scheduled || now >= end {
-                    break;
-                }
-                if data_at > core_ready {
-                    // The core could have sent earlier but the application had no data.
-                    self.sender.note_data_limited(now);
-                }
-                self.queue_packet(now, scheduled)?;
-                let t_gran = self.sender.config().timer_granularity;
-                if let Some(app) = &mut self.application {
-                    app.consume(now, t_gran);
-                }
-                now = self.flow.clock.now();
-            }
-            self.flush();
+            now = self.send_due_packets(now, end)?;
             self.adapt_timer_granularity(now);
             self.account(now);
             self.probe.probe().publish(self.snapshot());
@@ -736,24 +717,7 @@ impl Run {
                 }
             }
 
-            let send_at = self.sender.next_send_time().max(
-                self.application
-                    .map_or(Instant::ZERO, |app| app.next_data()),
-            );
-            let mut deadline = send_at.min(self.sender.no_feedback_deadline()).min(end);
-            for due in [next_report, next_log].into_iter().flatten() {
-                deadline = deadline.min(due);
-            }
-            if deadline > now {
-                // Readable or interrupted: loop around to read the socket or see the stop flag.
-                // While t_gran is raised (the system woke this thread later than the start's
-                // t_gran in the last second), sleep without spinning.
-                if self.sender.config().timer_granularity > self.flow.config.timer_granularity {
-                    let _ = self.flow.waiter.sleep_until(deadline, Some(fd));
-                } else {
-                    let _ = self.flow.waiter.wait_until(deadline, Some(fd));
-                }
-            }
+            self.wait(now, end, [next_report, next_log], fd);
         }
         self.sending_ended = self.flow.clock.now();
         // A last partial interval, as iperf3 prints one.
@@ -764,6 +728,54 @@ impl Run {
             }
         }
         Ok(())
+    }
+
+    /// Sends what the schedule (the core's and the application's) allows at `now`, before
+    /// `end`, in one batch; returns the clock after.
+    fn send_due_packets(&mut self, mut now: Instant, end: Instant) -> Result<Instant, SenderError> {
+        while self.queued * self.segment < self.batch.len() {
+            let core_ready = self.sender.next_send_time();
+            let data_at = self.application.map_or(core_ready, |app| app.next_data());
+            let scheduled = core_ready.max(data_at);
+            if now < scheduled || now >= end {
+                break;
+            }
+            if data_at > core_ready {
+                // The core could have sent earlier but the application had no data.
+                self.sender.note_data_limited(now);
+            }
+            self.queue_packet(now, scheduled)?;
+            let t_gran = self.sender.config().timer_granularity;
+            if let Some(app) = &mut self.application {
+                app.consume(now, t_gran);
+            }
+            now = self.flow.clock.now();
+        }
+        self.flush();
+        Ok(now)
+    }
+
+    /// Waits on socket `fd` until the next packet may go, the no-feedback timer fires, the
+    /// run ends or an output (`outputs`: report, log row) is due; or until feedback arrives.
+    fn wait(&mut self, now: Instant, end: Instant, outputs: [Option<Instant>; 2], fd: RawFd) {
+        let send_at = self.sender.next_send_time().max(
+            self.application
+                .map_or(Instant::ZERO, |app| app.next_data()),
+        );
+        let mut deadline = send_at.min(self.sender.no_feedback_deadline()).min(end);
+        for due in outputs.into_iter().flatten() {
+            deadline = deadline.min(due);
+        }
+        if deadline > now {
+            // Readable or interrupted: loop around to read the socket or see the stop flag.
+            // While t_gran is raised (the system woke this thread later than the start's
+            // t_gran in the last second), sleep without spinning.
+            if self.sender.config().timer_granularity > self.flow.config.timer_granularity {
+                let _ = self.flow.waiter.sleep_until(deadline, Some(fd));
+            } else {
+                let _ = self.flow.waiter.wait_until(deadline, Some(fd));
+            }
+        }
     }
 
     /// Builds the next packet into the batch.
@@ -780,7 +792,13 @@ impl Run {
                 })
             }
         }
-        self.flow_options.emit(&mut slot[wire::DATA_HEADER_LEN..]);
+        // Cannot fail either: the segment size was checked to hold the flow options.
+        if let Err(error) = self.flow_options.emit(&mut slot[wire::DATA_HEADER_LEN..]) {
+            return Err(SenderError::Io {
+                context: "the flow options do not fit the packet".to_string(),
+                source: std::io::Error::other(error),
+            });
+        }
         self.pacing.record((now - scheduled).as_nanos() as u64);
         self.lateness.record(now, scheduled);
         self.queued += 1;
@@ -839,7 +857,7 @@ impl Run {
                 Ok(length) => {
                     let now = self.flow.clock.now();
                     let bytes = &datagram[..length];
-                    if let Some(acknowledgement) = EndAcknowledgement::parse(bytes) {
+                    if let Ok(acknowledgement) = EndAcknowledgement::parse(bytes) {
                         if acknowledgement.session_id == self.flow.session_id
                             && acknowledgement.nonce == self.flow.nonce
                             && end_expected
@@ -850,7 +868,7 @@ impl Run {
                         // Otherwise: stray or spoofed; nothing to act on.
                         continue;
                     }
-                    if Cookie::parse(bytes).is_some() {
+                    if Cookie::parse(bytes).is_ok() {
                         // A late answer to a repeated hello: nothing to act on.
                         continue;
                     }

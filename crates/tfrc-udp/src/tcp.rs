@@ -19,6 +19,7 @@ use socket2::{Domain, Protocol, Socket, Type};
 use crate::clock::{unix_time_seconds, CpuMeter, CpuUtilization};
 use crate::csvlog::FlowCsv;
 use crate::registry::{self, FlowKind, FlowSnapshot, ProbeGuard};
+use crate::schedule::OutputTimers;
 use crate::sender::{EndReason, RttAccumulator, RttSummary};
 use crate::tcp_info::TcpInfo;
 
@@ -252,12 +253,7 @@ impl TcpSender {
         let flow_id = self.flow_id();
         let probe = registry::register_tcp(Arc::clone(&self.stream))
             .map_err(io_error("cannot read the socket's addresses"))?;
-        let mut csv = match &self.options.log {
-            Some((path, _)) => Some(FlowCsv::create(path, FlowKind::Tcp).map_err(io_error(
-                format!("cannot create log file {}", path.display()),
-            ))?),
-            None => None,
-        };
+        let mut csv = open_log(self.options.log.as_ref())?;
         let written = Arc::new(AtomicU64::new(0));
         let writer_stop = Arc::new(AtomicBool::new(false));
         let writer = spawn_writer(
@@ -267,33 +263,14 @@ impl TcpSender {
         );
 
         let start = std::time::Instant::now();
-        let end = start + self.options.duration;
         let mut sampler = Sampler::new(
             flow_id.clone(),
             self.options.report_interval,
             self.options.log.as_ref().map(|(_, interval)| *interval),
             start,
         );
-        let mut reason = EndReason::Time;
-        loop {
-            let now = std::time::Instant::now();
-            if stop.load(Ordering::Relaxed) {
-                reason = EndReason::Interrupted;
-                break;
-            }
-            if now >= end || writer.is_finished() {
-                break;
-            }
-            sampler.tick(
-                now,
-                self.stream.as_fd(),
-                written.load(Ordering::Relaxed),
-                csv.as_mut(),
-                on_interval,
-            );
-            let wake = sampler.next_due().map_or(end, |due| due.min(end));
-            std::thread::sleep(wake.saturating_duration_since(now).min(POLL_PERIOD));
-        }
+        let reason =
+            self.sample_while_writing(stop, &writer, &written, &mut sampler, &mut csv, on_interval);
         writer_stop.store(true, Ordering::Relaxed);
         let write_result = writer.join();
         let sending_ended = std::time::Instant::now();
@@ -306,29 +283,8 @@ impl TcpSender {
                 on_interval,
             );
         }
-        // Let the receiver read everything: close our side and wait for its end of stream.
-        let _ = self.stream.shutdown(std::net::Shutdown::Write);
-        let _ = self.stream.set_read_timeout(Some(POLL_PERIOD));
-        let drain_until = std::time::Instant::now() + DRAIN_TIMEOUT;
-        let mut scratch = [0u8; 4096];
-        while std::time::Instant::now() < drain_until && !stop.load(Ordering::Relaxed) {
-            match (&*self.stream).read(&mut scratch) {
-                Ok(0) => break,
-                Ok(_) => {}
-                Err(error) if is_transient(&error) => {}
-                Err(_) => break,
-            }
-        }
-        let final_info = TcpInfo::from_socket(&self.stream).ok();
-        if let (Some(csv), Some(info)) = (csv.as_mut(), final_info) {
-            let time = (std::time::Instant::now() - start).as_secs_f64();
-            let _ = csv.write(
-                time,
-                unix_time_seconds(),
-                &flow_id,
-                &FlowSnapshot::Tcp(info),
-            );
-        }
+        self.drain(stop);
+        let final_info = final_tcp_info(&self.stream, csv.as_mut(), &flow_id, start);
         drop(probe);
         match write_result {
             Ok(Ok(())) => {}
@@ -361,6 +317,68 @@ impl TcpSender {
             cpu_utilization_percent: cpu.utilization(),
         })
     }
+
+    /// Samples `TCP_INFO` (reports and log rows) while the writer thread writes, until the
+    /// configured time has passed, the writer has stopped (the receiver went away) or `stop`
+    /// is set; says which ended it.
+    fn sample_while_writing(
+        &self,
+        stop: &AtomicBool,
+        writer: &JoinHandle<std::io::Result<()>>,
+        written: &AtomicU64,
+        sampler: &mut Sampler,
+        csv: &mut Option<FlowCsv>,
+        on_interval: &mut dyn FnMut(&TcpInterval),
+    ) -> EndReason {
+        let end = sampler.start + self.options.duration;
+        loop {
+            let now = std::time::Instant::now();
+            if stop.load(Ordering::Relaxed) {
+                return EndReason::Interrupted;
+            }
+            if now >= end || writer.is_finished() {
+                return EndReason::Time;
+            }
+            sampler.tick(
+                now,
+                self.stream.as_fd(),
+                written.load(Ordering::Relaxed),
+                csv.as_mut(),
+                on_interval,
+            );
+            let wake = sampler.next_due().map_or(end, |due| due.min(end));
+            std::thread::sleep(wake.saturating_duration_since(now).min(POLL_PERIOD));
+        }
+    }
+
+    /// Lets the receiver read everything: closes this side and waits (up to
+    /// [`DRAIN_TIMEOUT`], or until `stop`) for the receiver's end of stream.
+    fn drain(&self, stop: &AtomicBool) {
+        let _ = self.stream.shutdown(std::net::Shutdown::Write);
+        let _ = self.stream.set_read_timeout(Some(POLL_PERIOD));
+        let drain_until = std::time::Instant::now() + DRAIN_TIMEOUT;
+        let mut scratch = [0u8; 4096];
+        while std::time::Instant::now() < drain_until && !stop.load(Ordering::Relaxed) {
+            match (&*self.stream).read(&mut scratch) {
+                Ok(0) => break,
+                Ok(_) => {}
+                Err(error) if is_transient(&error) => {}
+                Err(_) => break,
+            }
+        }
+    }
+}
+
+/// The `TCP_INFO` log file asked for, created.
+fn open_log(log: Option<&(PathBuf, Duration)>) -> Result<Option<FlowCsv>, TcpError> {
+    let Some((path, _)) = log else {
+        return Ok(None);
+    };
+    let csv = FlowCsv::create(path, FlowKind::Tcp).map_err(io_error(format!(
+        "cannot create log file {}",
+        path.display()
+    )))?;
+    Ok(Some(csv))
 }
 
 fn spawn_writer(
@@ -388,10 +406,8 @@ fn spawn_writer(
 struct Sampler {
     flow_id: String,
     report_interval: Option<Duration>,
-    log_interval: Option<Duration>,
     start: std::time::Instant,
-    next_report: Option<std::time::Instant>,
-    next_log: Option<std::time::Instant>,
+    timers: OutputTimers<std::time::Instant>,
     interval_start: std::time::Instant,
     interval_bytes: u64,
     interval_retrans: u32,
@@ -405,13 +421,13 @@ impl Sampler {
         log_interval: Option<Duration>,
         start: std::time::Instant,
     ) -> Sampler {
+        let mut timers = OutputTimers::new(report_interval, log_interval);
+        timers.start(start);
         Sampler {
             flow_id,
             report_interval,
-            log_interval,
             start,
-            next_report: report_interval.map(|interval| start + interval),
-            next_log: log_interval.map(|_| start),
+            timers,
             interval_start: start,
             interval_bytes: 0,
             interval_retrans: 0,
@@ -420,10 +436,9 @@ impl Sampler {
     }
 
     fn next_due(&self) -> Option<std::time::Instant> {
-        match (self.next_report, self.next_log) {
-            (Some(report), Some(log)) => Some(report.min(log)),
-            (report, log) => report.or(log),
-        }
+        self.timers
+            .next_due()
+            .reduce(|first, second| first.min(second))
     }
 
     fn tick(
@@ -434,23 +449,13 @@ impl Sampler {
         csv: Option<&mut FlowCsv>,
         on_interval: &mut dyn FnMut(&TcpInterval),
     ) {
-        if let (Some(due), Some(interval)) = (self.next_log, self.log_interval) {
-            if now >= due {
-                if let Some(csv) = csv {
-                    log_tcp_info(csv, socket, &self.flow_id, now - self.start);
-                }
-                self.next_log = Some(next_log_time(due, interval, now));
+        if self.timers.log_due(now) {
+            if let Some(csv) = csv {
+                log_tcp_info(csv, socket, &self.flow_id, now - self.start);
             }
         }
-        if let (Some(due), Some(interval)) = (self.next_report, self.report_interval) {
-            if now >= due {
-                self.report(due, socket, bytes, on_interval);
-                let mut next = due + interval;
-                while next <= now {
-                    next += interval;
-                }
-                self.next_report = Some(next);
-            }
+        if let Some((_, due)) = self.timers.report_due(now) {
+            self.report(due, socket, bytes, on_interval);
         }
     }
 
@@ -595,106 +600,117 @@ impl TcpReceiver {
         on_event: &mut dyn FnMut(TcpReceiverEvent<'_>),
     ) -> Result<Vec<TcpFlowSummary>, TcpError> {
         let cpu = CpuMeter::start();
-        let mut csv = match &self.options.log {
-            Some((path, _)) => Some(FlowCsv::create(path, FlowKind::Tcp).map_err(io_error(
-                format!("cannot create log file {}", path.display()),
-            ))?),
-            None => None,
-        };
-        let report_interval = self.options.report_interval;
+        let mut csv = open_log(self.options.log.as_ref())?;
         let log_interval = self.options.log.as_ref().map(|(_, interval)| *interval);
-        let mut connections: Vec<Connection> = Vec::new();
-        let mut summaries = Vec::new();
-        let mut timeline: Option<std::time::Instant> = None;
-        let mut interval_start = std::time::Instant::now();
-        let mut next_report: Option<std::time::Instant> = None;
-        let mut next_log: Option<std::time::Instant> = None;
+        let mut served = Served {
+            connections: Vec::new(),
+            summaries: Vec::new(),
+            timeline: None,
+            timers: OutputTimers::new(self.options.report_interval, log_interval),
+        };
         let reader_stop = Arc::new(AtomicBool::new(false));
         loop {
             let interrupted = stop.load(Ordering::Relaxed);
             if interrupted {
                 reader_stop.store(true, Ordering::Relaxed);
             }
-            // Accept what is waiting.
-            while !stop.load(Ordering::Relaxed) {
-                match self.listener.accept() {
-                    Ok((stream, peer)) => {
-                        if connections.len() >= self.options.max_flows {
-                            continue; // dropped: closed at once
-                        }
-                        let Some(connection) = accept(stream, peer, &reader_stop) else {
-                            continue;
-                        };
-                        let now = std::time::Instant::now();
-                        if timeline.is_none() {
-                            timeline = Some(now);
-                            interval_start = now;
-                            next_report = report_interval.map(|interval| now + interval);
-                            next_log = log_interval.map(|_| now);
-                        }
-                        on_event(TcpReceiverEvent::FlowStarted {
-                            flow_id: &connection.flow_id,
-                            peer,
-                            congestion: &connection.congestion,
-                        });
-                        connections.push(connection);
-                    }
-                    Err(_) => break,
-                }
-            }
+            self.accept_waiting(stop, &reader_stop, &mut served, on_event);
             let now = std::time::Instant::now();
-            let origin = timeline.unwrap_or(now);
-            if let (Some(due), Some(interval)) = (next_log, log_interval) {
-                if now >= due {
-                    if let Some(csv) = csv.as_mut() {
-                        for connection in &connections {
-                            let elapsed = now - connection.started;
-                            log_tcp_info(csv, &connection.stream, &connection.flow_id, elapsed);
-                        }
+            if served.timers.log_due(now) {
+                if let Some(csv) = csv.as_mut() {
+                    for connection in &served.connections {
+                        let elapsed = now - connection.started;
+                        log_tcp_info(csv, &connection.stream, &connection.flow_id, elapsed);
                     }
-                    next_log = Some(next_log_time(due, interval, now));
                 }
             }
-            if let (Some(due), Some(interval)) = (next_report, report_interval) {
-                if now >= due {
-                    report_connections(&mut connections, origin, interval_start, due, on_event);
-                    interval_start = due;
-                    let mut next = due + interval;
-                    while next <= now {
-                        next += interval;
-                    }
-                    next_report = Some(next);
-                }
+            if let Some((start, due)) = served.timers.report_due(now) {
+                let origin = served.timeline.unwrap_or(now);
+                report_connections(&mut served.connections, origin, start, due, on_event);
             }
-            // Connections whose reader finished (end of stream, error or stop).
-            let mut index = 0;
-            while index < connections.len() {
-                let finished = connections[index]
-                    .reader
-                    .as_ref()
-                    .is_none_or(|reader| reader.is_finished());
-                if finished {
-                    let connection = connections.swap_remove(index);
-                    let summary = finish_connection(connection, interrupted, &cpu, csv.as_mut());
-                    on_event(TcpReceiverEvent::FlowEnded(&summary));
-                    summaries.push(summary);
-                } else {
-                    index += 1;
-                }
-            }
-            if interrupted && connections.is_empty() {
+            served.finish_ended(interrupted, &cpu, csv.as_mut(), on_event);
+            if interrupted && served.connections.is_empty() {
                 break;
             }
-            if self.options.once && !summaries.is_empty() && connections.is_empty() {
+            if self.options.once && !served.summaries.is_empty() && served.connections.is_empty() {
                 break;
             }
-            let mut wake = now + POLL_PERIOD / 4;
-            for due in [next_report, next_log].into_iter().flatten() {
-                wake = wake.min(due);
-            }
+            let wake = served
+                .timers
+                .next_due()
+                .fold(now + POLL_PERIOD / 4, |wake, due| wake.min(due));
             std::thread::sleep(wake.saturating_duration_since(std::time::Instant::now()));
         }
-        Ok(summaries)
+        Ok(served.summaries)
+    }
+
+    /// Accepts the connections waiting (beyond `max_flows` they are closed at once); the
+    /// first one starts the timeline and the output timers.
+    fn accept_waiting(
+        &self,
+        stop: &AtomicBool,
+        reader_stop: &Arc<AtomicBool>,
+        served: &mut Served,
+        on_event: &mut dyn FnMut(TcpReceiverEvent<'_>),
+    ) {
+        while !stop.load(Ordering::Relaxed) {
+            let Ok((stream, peer)) = self.listener.accept() else {
+                break;
+            };
+            if served.connections.len() >= self.options.max_flows {
+                continue; // dropped: closed at once
+            }
+            let Some(connection) = accept(stream, peer, reader_stop) else {
+                continue;
+            };
+            if served.timeline.is_none() {
+                let now = std::time::Instant::now();
+                served.timeline = Some(now);
+                served.timers.start(now);
+            }
+            on_event(TcpReceiverEvent::FlowStarted {
+                flow_id: &connection.flow_id,
+                peer,
+                congestion: &connection.congestion,
+            });
+            served.connections.push(connection);
+        }
+    }
+}
+
+/// What a TCP receiver's loop keeps: its connections, the summaries of those that ended, and
+/// its timeline and output timers (from the first connection).
+struct Served {
+    connections: Vec<Connection>,
+    summaries: Vec<TcpFlowSummary>,
+    timeline: Option<std::time::Instant>,
+    timers: OutputTimers<std::time::Instant>,
+}
+
+impl Served {
+    /// Ends the connections whose reader finished (end of stream, error or stop).
+    fn finish_ended(
+        &mut self,
+        interrupted: bool,
+        cpu: &CpuMeter,
+        mut csv: Option<&mut FlowCsv>,
+        on_event: &mut dyn FnMut(TcpReceiverEvent<'_>),
+    ) {
+        let mut index = 0;
+        while index < self.connections.len() {
+            let finished = self.connections[index]
+                .reader
+                .as_ref()
+                .is_none_or(|reader| reader.is_finished());
+            if finished {
+                let connection = self.connections.swap_remove(index);
+                let summary = finish_connection(connection, interrupted, cpu, csv.as_deref_mut());
+                on_event(TcpReceiverEvent::FlowEnded(&summary));
+                self.summaries.push(summary);
+            } else {
+                index += 1;
+            }
+        }
     }
 }
 
@@ -805,16 +821,12 @@ fn finish_connection(
     if let Some(reader) = connection.reader.take() {
         let _ = reader.join();
     }
-    let final_info = TcpInfo::from_socket(&connection.stream).ok();
-    if let (Some(csv), Some(info)) = (csv, final_info) {
-        let time = connection.started.elapsed().as_secs_f64();
-        let _ = csv.write(
-            time,
-            unix_time_seconds(),
-            &connection.flow_id,
-            &FlowSnapshot::Tcp(info),
-        );
-    }
+    let final_info = final_tcp_info(
+        &connection.stream,
+        csv,
+        &connection.flow_id,
+        connection.started,
+    );
     let seconds = connection.started.elapsed().as_secs_f64();
     let bytes = connection.received.load(Ordering::Relaxed);
     connection.probe.probe().finish();
@@ -846,28 +858,33 @@ fn finish_connection(
 /// socket whose `tcp_info` cannot be read writes nothing.
 fn log_tcp_info(csv: &mut FlowCsv, socket: impl AsFd, flow_id: &str, elapsed: Duration) {
     if let Ok(info) = TcpInfo::from_socket(socket) {
-        let _ = csv.write(
-            elapsed.as_secs_f64(),
-            unix_time_seconds(),
-            flow_id,
-            &FlowSnapshot::Tcp(info),
-        );
+        write_tcp_row(csv, info, flow_id, elapsed);
     }
 }
 
-/// The log time after `due`: one `interval` on, or one `interval` after `now` when the loop
-/// fell behind (no burst of catch-up rows).
-fn next_log_time(
-    due: std::time::Instant,
-    interval: Duration,
-    now: std::time::Instant,
-) -> std::time::Instant {
-    let next = due + interval;
-    if next <= now {
-        now + interval
-    } else {
-        next
+/// A finished flow's last `TCP_INFO` (if it can be read), also written as its last log row
+/// (flow `flow_id`, started at `started`).
+fn final_tcp_info(
+    socket: impl AsFd,
+    csv: Option<&mut FlowCsv>,
+    flow_id: &str,
+    started: std::time::Instant,
+) -> Option<TcpInfo> {
+    let info = TcpInfo::from_socket(socket).ok()?;
+    if let Some(csv) = csv {
+        write_tcp_row(csv, info, flow_id, started.elapsed());
     }
+    Some(info)
+}
+
+/// One log row: `info` of flow `flow_id`, `elapsed` since it started.
+fn write_tcp_row(csv: &mut FlowCsv, info: TcpInfo, flow_id: &str, elapsed: Duration) {
+    let _ = csv.write(
+        elapsed.as_secs_f64(),
+        unix_time_seconds(),
+        flow_id,
+        &FlowSnapshot::Tcp(info),
+    );
 }
 
 /// An I/O error that only means "try again": a socket timeout or an interrupted call.

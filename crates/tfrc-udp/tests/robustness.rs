@@ -8,7 +8,8 @@ use std::sync::Arc;
 use tfrc_proto::wire::{DataRepr, FeedbackRepr, Packet};
 use tfrc_proto::Config;
 use tfrc_udp::control::{
-    Cookie, EndAcknowledgement, EndOfSession, FlowOptions, Hello, COOKIE_LEN, HELLO_LEN,
+    Cookie, EndAcknowledgement, EndOfSession, FlowOptions, Hello, COOKIE_LEN, END_ACK_LEN, END_LEN,
+    HELLO_LEN,
 };
 use tfrc_udp::receiver::{FlowEnd, ReceiverOptions, UdpReceiver};
 use tfrc_udp::registry::{self, FlowSnapshot, SenderSnapshot};
@@ -110,7 +111,7 @@ fn garbage_and_spoofed_feedback_are_counted_and_do_not_change_the_rate() {
     // hello repeated before the answer arrived is skipped).
     let length = loop {
         let (length, _) = fake_receiver.recv_from(&mut buffer).unwrap();
-        if Hello::parse(&buffer[..length]).is_none() {
+        if Hello::parse(&buffer[..length]).is_err() {
             break length;
         }
     };
@@ -169,7 +170,7 @@ fn garbage_and_spoofed_feedback_are_counted_and_do_not_change_the_rate() {
     ));
     let invalid_echo = 2;
     // A forged end acknowledgement (wrong nonce) is ignored too.
-    let mut acknowledgement = [0u8; 64];
+    let mut acknowledgement = [0u8; END_ACK_LEN];
     let ack_length = EndAcknowledgement {
         session_id: data.session_id,
         nonce: data.nonce ^ 1,
@@ -258,7 +259,7 @@ fn cookie_for(client: &UdpSocket, address: SocketAddr, session_id: u32, nonce: u
     // Feedback for flows this client opened before may come first.
     let (cookie, length) = loop {
         let (length, _) = client.recv_from(&mut answer).expect("the receiver answers");
-        if let Some(cookie) = Cookie::parse(&answer[..length]) {
+        if let Ok(cookie) = Cookie::parse(&answer[..length]) {
             break (cookie, length);
         }
     };
@@ -288,7 +289,8 @@ fn data_packet(session_id: u32, nonce: u32, sequence: u32, cookie: Option<u64>) 
             cookie,
             ..FlowOptions::default()
         }
-        .emit(&mut buffer[32..]);
+        .emit(&mut buffer[32..])
+        .unwrap();
     }
     buffer
 }
@@ -335,7 +337,7 @@ fn receiver_demultiplexes_flows_and_counts_bad_input() {
     // A known session from another address (the nonce cannot be known, any value will do).
     send(&data_packet(sessions[0], 42, 5, Some(0)));
     // A forged end of session from another address.
-    let mut end = [0u8; 64];
+    let mut end = [0u8; END_LEN];
     let end_length = EndOfSession {
         session_id: sessions[1],
         nonce: 42,
@@ -687,7 +689,7 @@ fn a_sender_without_a_receiver_fails_after_its_connect_timeout() {
     let mut buffer = [0u8; 2048];
     let mut hellos = 0;
     while let Ok((length, _)) = silent.recv_from(&mut buffer) {
-        assert!(Hello::parse(&buffer[..length]).is_some(), "only hellos");
+        assert!(Hello::parse(&buffer[..length]).is_ok(), "only hellos");
         hellos += 1;
     }
     assert!((2..=3).contains(&hellos), "{hellos} hellos");
@@ -713,7 +715,7 @@ fn an_end_with_impossible_totals_closes_the_flow_without_them() {
             )
             .unwrap();
     }
-    let mut end = [0u8; 64];
+    let mut end = [0u8; END_LEN];
     let length = EndOfSession {
         session_id: session,
         nonce,
@@ -727,7 +729,7 @@ fn an_end_with_impossible_totals_closes_the_flow_without_them() {
     let mut buffer = [0u8; 256];
     let acknowledgement = loop {
         let (length, _) = client.recv_from(&mut buffer).expect("an END-ACK");
-        if let Some(acknowledgement) = EndAcknowledgement::parse(&buffer[..length]) {
+        if let Ok(acknowledgement) = EndAcknowledgement::parse(&buffer[..length]) {
             break acknowledgement;
         }
     };

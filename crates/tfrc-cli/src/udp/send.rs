@@ -447,7 +447,7 @@ pub(super) fn run_send_reverse(args: &SendArgs, to: SocketAddr, stop: &AtomicBoo
         max_rate: args.max_rate.map(|bits| bits / 8.0),
         target_rate: args.target_rate.map(|bits| bits / 8.0),
     };
-    let mut datagram = vec![0; tfrc_udp::control::REVERSE_LEN];
+    let mut datagram = [0; tfrc_udp::control::REVERSE_LEN];
     request.emit(&mut datagram);
     let mut options = ReceiverOptions::new(listen);
     options.max_flows = 1;
@@ -456,7 +456,7 @@ pub(super) fn run_send_reverse(args: &SendArgs, to: SocketAddr, stop: &AtomicBoo
     options.log = args.log.clone().map(|path| (path, args.log_interval));
     options.announce = Some(Announce {
         to,
-        datagram,
+        datagram: datagram.to_vec(),
         every: Duration::from_millis(250),
         give_up_after: args.connect_timeout,
     });
