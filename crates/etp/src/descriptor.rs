@@ -117,18 +117,29 @@ pub enum RateValue {
 }
 
 impl RateValue {
-    /// The rate in bits per second, or a message naming the bad text.
-    pub fn bits_per_second(&self) -> Result<f64, String> {
+    /// The rate in bits per second, or an error naming the bad value.
+    pub fn bits_per_second(&self) -> Result<f64, ValueError> {
         match self {
             RateValue::BitsPerSecond(value) if value.is_finite() && *value > 0.0 => Ok(*value),
-            RateValue::BitsPerSecond(value) => {
-                Err(format!("{value} is not a positive number of bits/s"))
-            }
-            RateValue::Text(text) => tfrc_units::positive_rate(text)
-                .map(|rate| rate.bits_per_second() as f64)
-                .map_err(|error| error.to_string()),
+            RateValue::BitsPerSecond(value) => Err(ValueError::NotPositiveRate(*value)),
+            RateValue::Text(text) => Ok(tfrc_units::positive_rate(text)?.bits_per_second() as f64),
         }
     }
+}
+
+/// Why a descriptor's rate or duration value is unusable (its text is the `problem` of
+/// [`DescriptorError::Invalid`]).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ValueError {
+    /// A number of bits/s that is not finite and positive.
+    #[error("{0} is not a positive number of bits/s")]
+    NotPositiveRate(f64),
+    /// A number of seconds that is not finite and positive.
+    #[error("{0} is not a positive number of seconds")]
+    NotPositiveSeconds(f64),
+    /// A text the units grammar does not read (the grammar's message).
+    #[error(transparent)]
+    Units(#[from] tfrc_units::UnitError),
 }
 
 /// A duration: a text with a unit such as `"150ms"`, or a number of seconds.
@@ -143,18 +154,14 @@ pub enum DurationValue {
 }
 
 impl DurationValue {
-    /// The duration, or a message naming the bad value.
-    pub fn duration(&self) -> Result<Duration, String> {
+    /// The duration, or an error naming the bad value.
+    pub fn duration(&self) -> Result<Duration, ValueError> {
         match self {
             DurationValue::Seconds(value) if value.is_finite() && *value > 0.0 => {
                 Ok(Duration::from_secs_f64(*value))
             }
-            DurationValue::Seconds(value) => {
-                Err(format!("{value} is not a positive number of seconds"))
-            }
-            DurationValue::Text(text) => {
-                tfrc_units::parse_duration_flag(text).map_err(|error| error.to_string())
-            }
+            DurationValue::Seconds(value) => Err(ValueError::NotPositiveSeconds(*value)),
+            DurationValue::Text(text) => Ok(tfrc_units::parse_duration_flag(text)?),
         }
     }
 
@@ -296,10 +303,10 @@ pub enum DescriptorError {
     },
 }
 
-fn invalid(field: impl Into<String>, problem: impl Into<String>) -> DescriptorError {
+fn invalid(field: impl Into<String>, problem: impl ToString) -> DescriptorError {
     DescriptorError::Invalid {
         field: field.into(),
-        problem: problem.into(),
+        problem: problem.to_string(),
     }
 }
 

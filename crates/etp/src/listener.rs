@@ -16,7 +16,7 @@ use std::net::SocketAddr;
 use siphasher::sip::SipHasher24;
 use tfrc_proto::Instant;
 
-use crate::connection::{close_code, Connection, Policy};
+use crate::connection::{close_code, Connection, Policy, PolicyError};
 use crate::descriptor::Descriptor;
 use crate::wire::{Repr, COOKIE_LEN};
 
@@ -158,10 +158,10 @@ impl Listener {
                 descriptor,
             } => {
                 let checked = Descriptor::from_json_bytes(descriptor)
-                    .map_err(|error| error.to_string())
+                    .map_err(PolicyError::from)
                     .and_then(|parsed| self.config.policy.check(&parsed));
                 if let Err(reason) = checked {
-                    return self.refuse(connection_id, &reason, reply);
+                    return self.refuse(connection_id, &reason.to_string(), reply);
                 }
                 let issued_at = now.as_nanos() / 1_000_000;
                 let mac = self.mac(&peer, connection_id, client_tag, issued_at, descriptor);
@@ -205,11 +205,11 @@ impl Listener {
                     return ListenerOutput::Ignore("invalid or stale cookie");
                 }
                 let parsed = match Descriptor::from_json_bytes(descriptor)
-                    .map_err(|error| error.to_string())
+                    .map_err(PolicyError::from)
                     .and_then(|parsed| self.config.policy.check(&parsed).map(|()| parsed))
                 {
                     Ok(parsed) => parsed,
-                    Err(reason) => return self.refuse(connection_id, &reason, reply),
+                    Err(reason) => return self.refuse(connection_id, &reason.to_string(), reply),
                 };
                 let mut seed_hasher = SipHasher24::new_with_key(&self.config.secret);
                 seed_hasher.write(b"connection seed");
@@ -227,7 +227,7 @@ impl Listener {
                         self.stats.accepted += 1;
                         ListenerOutput::Accept(Box::new(connection))
                     }
-                    Err(reason) => self.refuse(connection_id, &reason, reply),
+                    Err(reason) => self.refuse(connection_id, &reason.to_string(), reply),
                 }
             }
             _ => {

@@ -8,6 +8,7 @@ pub mod plot;
 pub mod reproduce;
 pub mod rmcat;
 pub mod sim;
+pub mod stream;
 pub mod sweep;
 
 /// This build's version and git commit, e.g. `0.1.0 (git 1a2b3c4d5e6f)` (from `build.rs`;

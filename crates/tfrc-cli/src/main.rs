@@ -4,7 +4,7 @@ use anyhow::{bail, Result};
 use clap::{Args, Parser, Subcommand};
 use tfrc_proto::equation;
 
-use tfrc_cli::{conformance, ns2_compare, plot, reproduce, rmcat, sim, sweep};
+use tfrc_cli::{conformance, ns2_compare, plot, reproduce, rmcat, sim, stream, sweep};
 
 /// TFRC (RFC 5348) toolkit: the throughput equation, the simulator and the papers' experiments.
 #[derive(Debug, Parser)]
@@ -49,7 +49,7 @@ enum Command {
     /// state column over time, CDFs, goodput against delay.
     Plot(plot::PlotArgs),
     /// Stream synthetic video over ETP and report frames on time / late / lost.
-    Stream(etp::stream_app::StreamArgs),
+    Stream(stream::StreamArgs),
     /// UDP relay through an emulated link (rate, delay, loss, queue, trace, marker).
     Emulate(tfrc_emu::cli::EmulateArgs),
     /// Network namespaces joined through an emulated topology (root): up, down, exec, list, run.
@@ -143,7 +143,7 @@ fn main() -> Result<()> {
         Command::Reproduce(args) => reproduce::run(&args).map(drop),
         Command::Claims(args) => reproduce::catalogue::run(&args),
         Command::Rmcat(args) => rmcat::run(&args),
-        Command::Stream(args) => etp::stream_app::run(&args),
+        Command::Stream(args) => stream::run(&args),
         Command::Emulate(args) => tfrc_emu::cli::run_emulate(&args),
         Command::Testbed(args) => tfrc_emu::cli::run_testbed(&args),
         Command::Completions { shell } => {
