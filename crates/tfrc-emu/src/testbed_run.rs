@@ -33,8 +33,6 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
-use anyhow::{anyhow, bail, Context, Result};
-use clap::Args;
 use socket2::{Domain, SockAddr, SockRef, Socket, Type};
 use tfrc_output::{
     coefficient_of_variation, BottleneckSummary, FlowIdentity, FlowSummary, FlowTotals,
@@ -47,7 +45,8 @@ use tfrc_sim::{
 };
 use tfrc_udp::sender::SenderInterval;
 
-use crate::spec::{DirectionSpec, MarkerSpec};
+use crate::element_syntax::{DirectionSpec, MarkerSpec};
+use crate::error::{chain, failed, invalid, Error, IoContext, Result};
 use crate::testbed::{
     in_namespace, FlowLog, Testbed, TestbedConfig, Topology, TopologyLink, TrackedFlow,
 };
@@ -95,7 +94,7 @@ impl Endpoint {
     /// The endpoint of one flow of a scenario.
     pub fn new(flow: &FlowSpec) -> Result<Endpoint> {
         Ok(match &flow.kind {
-            FlowKind::Tfrc(tfrc) if tfrc.media.is_some() => bail!(
+            FlowKind::Tfrc(tfrc) if tfrc.media.is_some() => invalid!(
                 "flow {}: media sources (key `media`) run in the simulator only; the testbed's \
                  TFRC senders send bulk data or data capped by max_rate",
                 flow.name
@@ -105,7 +104,7 @@ impl Endpoint {
                 flow.packet_size.saturating_sub(UDP_OVERHEAD),
                 &format!("flow {}", flow.name),
             )?),
-            FlowKind::Tcp(tcp) if tcp.downloads.is_some() => bail!(
+            FlowKind::Tcp(tcp) if tcp.downloads.is_some() => invalid!(
                 "flow {}: short TCP transfers (key `downloads`) run in the simulator only; the \
                  testbed's TCP flows are bulk transfers",
                 flow.name
@@ -125,7 +124,7 @@ impl Plan {
     pub fn new(scenario: &Scenario) -> Result<Plan> {
         let flows = scenario.flows.clone();
         if flows.len() > usize::from(u16::MAX - FIRST_PORT) {
-            bail!("too many flows for one testbed: {}", flows.len());
+            invalid!("too many flows for one testbed: {}", flows.len());
         }
         let endpoints = flows.iter().map(Endpoint::new).collect::<Result<_>>()?;
         let ports: Vec<u16> = (0..flows.len()).map(|i| FIRST_PORT + i as u16).collect();
@@ -174,7 +173,9 @@ impl Plan {
                                     .get(name.as_str())
                                     .map(|p| FlowId::from(*p))
                                     .ok_or_else(|| {
-                                        anyhow!("marker on {from}->{to}: no flow named {name}")
+                                        Error::Invalid(format!(
+                                            "marker on {from}->{to}: no flow named {name}"
+                                        ))
                                     })
                             })
                             .collect::<Result<_>>()?;
@@ -216,36 +217,31 @@ impl Plan {
             .hosts
             .iter()
             .position(|host| host == name)
-            .ok_or_else(|| anyhow!("node {name} has no namespace"))
+            .ok_or_else(|| Error::Invalid(format!("node {name} has no namespace")))
     }
 }
 
-/// `tfrc testbed run`.
-#[derive(Debug, Clone, Args)]
-pub struct RunArgs {
+/// What `tfrc testbed run` is asked to do.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
     /// The scenario file (the simulator's format).
     pub scenario: PathBuf,
     /// Output directory (flows.csv, state.csv, links.csv, summary.json, scenario.toml).
-    #[arg(long, default_value = "out/testbed")]
     pub out: PathBuf,
-    /// Override a key, as `tfrc sim --set` (e.g. `--set duration=30s`).
-    #[arg(long = "set", value_name = "KEY=VALUE")]
+    /// Overridden keys, as `tfrc sim --set` (e.g. `duration=30s`).
     pub set: Vec<String>,
     /// With a `[sweep]`: run the variant whose name contains this text (e.g. `profile=rfc5348`).
-    #[arg(long)]
     pub variant: Option<String>,
     /// Kernel congestion control of the TCP flows.
-    #[arg(long, default_value = "reno")]
     pub tcp_congestion: String,
     /// Run the emulator thread as SCHED_FIFO 10.
-    #[arg(long)]
     pub realtime: bool,
 }
 
 /// Runs `tfrc testbed run`: plan the chosen variant (`plan_run`), bring the testbed up and start
 /// the workers of its flows (`launch`), then write the outputs once the duration is over
 /// (`collect`).
-pub fn run(args: &RunArgs) -> Result<()> {
+pub fn run(args: &RunOptions) -> Result<()> {
     let (scenario, plan) = plan_run(args)?;
     let running = launch(args, &scenario, &plan)?;
     collect(args, &scenario, &plan, running)
@@ -257,7 +253,7 @@ pub fn run(args: &RunArgs) -> Result<()> {
 
 /// Loads the scenario, applies `--set`, picks the variant, creates the output directory and
 /// makes the plan.
-fn plan_run(args: &RunArgs) -> Result<(Scenario, Plan)> {
+fn plan_run(args: &RunOptions) -> Result<(Scenario, Plan)> {
     let mut scenario = Scenario::from_path(&args.scenario)?;
     scenario.apply_sets(&args.set)?;
     let scenario = choose_variant(args, &scenario)?;
@@ -269,13 +265,13 @@ fn plan_run(args: &RunArgs) -> Result<(Scenario, Plan)> {
 
 /// The one variant of `scenario` that `--variant` selects (the scenario itself without a
 /// `[sweep]`).
-fn choose_variant(args: &RunArgs, scenario: &Scenario) -> Result<Scenario> {
+fn choose_variant(args: &RunOptions, scenario: &Scenario) -> Result<Scenario> {
     let mut variants = scenario.expand()?;
     if let Some(wanted) = &args.variant {
         variants.retain(|variant| variant.name.contains(wanted.as_str()));
     }
     if variants.len() != 1 {
-        bail!(
+        invalid!(
             "{} gives {} variants{}; choose one with --variant TEXT (names: {})",
             args.scenario.display(),
             variants.len(),
@@ -318,7 +314,7 @@ struct Running {
 }
 
 /// Brings the testbed up and starts the workers of every flow.
-fn launch(args: &RunArgs, scenario: &Scenario, plan: &Plan) -> Result<Running> {
+fn launch(args: &RunOptions, scenario: &Scenario, plan: &Plan) -> Result<Running> {
     let duration = scenario.duration;
     let state_interval = scenario.output.state_sampling_interval();
     // Goodput: what each receiving application got, counted by it (TFRC payload of accepted
@@ -332,7 +328,7 @@ fn launch(args: &RunArgs, scenario: &Scenario, plan: &Plan) -> Result<Running> {
     let testbed = Testbed::up(config)?;
     let origin = testbed
         .origin()
-        .ok_or_else(|| anyhow!("the emulator did not start"))?;
+        .ok_or_else(|| Error::Failed("the emulator did not start".into()))?;
     eprintln!(
         "testbed {}: {} hosts, {} flows, {} s",
         testbed.prefix(),
@@ -355,7 +351,7 @@ fn launch(args: &RunArgs, scenario: &Scenario, plan: &Plan) -> Result<Running> {
             index,
             from: from.namespace.clone(),
             to: to.namespace.clone(),
-            address: format!("{}:{port}", to.address).parse()?,
+            address: SocketAddr::from((to.address, *port)),
             start: origin + flow.start,
             stop_at: origin + flow.stop_time(duration).min(duration),
             delivered: delivered[index].clone(),
@@ -376,7 +372,7 @@ fn launch(args: &RunArgs, scenario: &Scenario, plan: &Plan) -> Result<Running> {
 /// The testbed of a plan: its topology, `links.csv`, and the flows the emulator counts for
 /// `flows.csv` (with the goodput counter each receiver adds to).
 fn testbed_config(
-    args: &RunArgs,
+    args: &RunOptions,
     scenario: &Scenario,
     plan: &Plan,
     delivered: &[Arc<AtomicU64>],
@@ -506,7 +502,7 @@ fn launch_udp(flow: &FlowSpec, ends: &FlowEnds, seed: u64) -> Result<[Worker; 2]
 
 /// Waits for the scenario's duration (or a signal), stops and joins the workers, shuts the
 /// testbed down and writes the output files; worker errors are printed as warnings.
-fn collect(args: &RunArgs, scenario: &Scenario, plan: &Plan, running: Running) -> Result<()> {
+fn collect(args: &RunOptions, scenario: &Scenario, plan: &Plan, running: Running) -> Result<()> {
     let Running {
         testbed,
         origin,
@@ -539,7 +535,7 @@ fn join_workers(workers: Vec<Worker>) -> Vec<String> {
     for worker in workers {
         match worker.join() {
             Ok(Ok(())) => {}
-            Ok(Err(error)) => errors.push(format!("{error:#}")),
+            Ok(Err(error)) => errors.push(chain(&error)),
             Err(_) => errors.push("a flow thread panicked".into()),
         }
     }
@@ -686,17 +682,19 @@ fn connect_tcp(address: SocketAddr, congestion: &str, mss: u32) -> Result<TcpStr
     socket
         .set_tcp_congestion(congestion.as_bytes())
         .map_err(|error| {
-            anyhow!("TCP congestion control {congestion:?} is not available: {error}")
+            Error::Invalid(format!(
+                "TCP congestion control {congestion:?} is not available: {error}"
+            ))
         })?;
     if !address.is_ipv4() {
-        bail!("the testbed uses IPv4");
+        invalid!("the testbed uses IPv4");
     }
     let target = SockAddr::from(address);
     let mut attempts = 0;
     while let Err(error) = socket.connect(&target) {
         attempts += 1;
         if attempts > 50 {
-            bail!("cannot connect to {address}: {error}");
+            failed!("cannot connect to {address}: {error}");
         }
         std::thread::sleep(Duration::from_millis(20));
     }
@@ -751,7 +749,7 @@ fn udp_source(
             },
             seed,
         )?),
-        _ => bail!("flow {} is not a UDP source", flow.name),
+        _ => invalid!("flow {} is not a UDP source", flow.name),
     })
 }
 
@@ -815,7 +813,7 @@ fn departed_bytes_until(links_csv: &str, from: &str, to: &str, until: f64) -> Op
 }
 
 fn write_outputs(
-    args: &RunArgs,
+    args: &RunOptions,
     scenario: &Scenario,
     plan: &Plan,
     flow_log: &FlowLog,
