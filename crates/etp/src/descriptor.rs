@@ -379,6 +379,13 @@ impl Descriptor {
 
     /// Checks every field; the error names the field.
     pub fn validate(&self) -> Result<(), DescriptorError> {
+        self.validate_rate_control()?;
+        self.validate_session_limits()?;
+        self.validate_streams()
+    }
+
+    /// The packet size, the rates, and the rate each rate control needs.
+    fn validate_rate_control(&self) -> Result<(), DescriptorError> {
         if !(MIN_PACKET_SIZE..=MAX_PACKET_SIZE).contains(&self.packet_size) {
             return Err(invalid(
                 "packet_size",
@@ -411,6 +418,12 @@ impl Descriptor {
             }
             _ => {}
         }
+        Ok(())
+    }
+
+    /// The timers (a keep-alive shorter than the idle timeout) and the message and buffer
+    /// sizes.
+    fn validate_session_limits(&self) -> Result<(), DescriptorError> {
         for (field, value) in [
             ("keepalive", &self.keepalive),
             ("idle_timeout", &self.idle_timeout),
@@ -440,6 +453,11 @@ impl Descriptor {
                 ),
             ));
         }
+        Ok(())
+    }
+
+    /// At least one stream, unique ids, each stream valid, not too many ordering groups.
+    fn validate_streams(&self) -> Result<(), DescriptorError> {
         if self.streams.is_empty() {
             return Err(invalid("stream", "at least one [[stream]] is needed"));
         }
@@ -458,36 +476,7 @@ impl Descriptor {
                     format!("stream id {} appears twice", stream.id),
                 ));
             }
-            if let Some(deadline) = &stream.deadline {
-                deadline
-                    .duration()
-                    .map_err(|problem| invalid(field("deadline"), problem))?;
-            }
-            match stream.reliability {
-                ReliabilityKind::Partial => {
-                    if stream.max_retransmissions.is_none() && stream.deadline.is_none() {
-                        return Err(invalid(
-                            field("reliability"),
-                            "partial reliability needs max_retransmissions or a deadline (or \
-                             both)",
-                        ));
-                    }
-                }
-                _ => {
-                    if stream.max_retransmissions.is_some() {
-                        return Err(invalid(
-                            field("max_retransmissions"),
-                            "only meaningful with reliability = \"partial\"",
-                        ));
-                    }
-                }
-            }
-            if stream.group.is_some() && stream.ordering != OrderingKind::Partial {
-                return Err(invalid(
-                    field("group"),
-                    "only meaningful with ordering = \"partial\"",
-                ));
-            }
+            Self::validate_stream(stream, index)?;
         }
         let groups: BTreeSet<&str> = self
             .streams
@@ -496,6 +485,43 @@ impl Descriptor {
             .collect();
         if groups.len() > 0x7ffe {
             return Err(invalid("stream", "too many ordering groups"));
+        }
+        Ok(())
+    }
+
+    /// A stream's deadline, and the reliability and ordering options that only some modes
+    /// take; errors name the field as `stream[index].name`.
+    fn validate_stream(stream: &StreamDescriptor, index: usize) -> Result<(), DescriptorError> {
+        let field = |name: &str| format!("stream[{index}].{name}");
+        if let Some(deadline) = &stream.deadline {
+            deadline
+                .duration()
+                .map_err(|problem| invalid(field("deadline"), problem))?;
+        }
+        match stream.reliability {
+            ReliabilityKind::Partial => {
+                if stream.max_retransmissions.is_none() && stream.deadline.is_none() {
+                    return Err(invalid(
+                        field("reliability"),
+                        "partial reliability needs max_retransmissions or a deadline (or \
+                         both)",
+                    ));
+                }
+            }
+            _ => {
+                if stream.max_retransmissions.is_some() {
+                    return Err(invalid(
+                        field("max_retransmissions"),
+                        "only meaningful with reliability = \"partial\"",
+                    ));
+                }
+            }
+        }
+        if stream.group.is_some() && stream.ordering != OrderingKind::Partial {
+            return Err(invalid(
+                field("group"),
+                "only meaningful with ordering = \"partial\"",
+            ));
         }
         Ok(())
     }

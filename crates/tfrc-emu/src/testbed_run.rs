@@ -133,24 +133,7 @@ impl Plan {
             .zip(&ports)
             .map(|(flow, port)| (flow.name.as_str(), *port))
             .collect();
-        let nodes: Vec<String> = scenario.nodes().iter().map(|n| n.to_string()).collect();
-        let degree = |node: &str| {
-            scenario
-                .links
-                .iter()
-                .filter(|link| link.between.iter().any(|end| end == node))
-                .count()
-        };
-        let hosts: Vec<String> = nodes
-            .iter()
-            .filter(|node| {
-                degree(node) == 1
-                    || flows
-                        .iter()
-                        .any(|flow| flow.from == **node || flow.to == **node)
-            })
-            .cloned()
-            .collect();
+        let hosts = plan_hosts(scenario, &flows);
         let mut topology = Topology {
             attachment: hosts.clone(),
             hosts,
@@ -162,35 +145,10 @@ impl Plan {
                 (first, second, &link.forward),
                 (second, first, &link.reverse),
             ] {
-                let mut direction = DirectionSpec::from_scenario(spec);
-                for marker in &scenario.markers {
-                    if marker.link[0] == *from && marker.link[1] == *to {
-                        let mut marked: Vec<FlowId> = marker
-                            .flows
-                            .iter()
-                            .map(|name| {
-                                port_of
-                                    .get(name.as_str())
-                                    .map(|p| FlowId::from(*p))
-                                    .ok_or_else(|| {
-                                        Error::Invalid(format!(
-                                            "marker on {from}->{to}: no flow named {name}"
-                                        ))
-                                    })
-                            })
-                            .collect::<Result<_>>()?;
-                        marked.sort_unstable();
-                        direction.markers.push(MarkerSpec {
-                            rate_bits_per_second: marker.rate.bits_per_second(),
-                            bucket_bytes: marker.bucket,
-                            flows: Some(marked),
-                        });
-                    }
-                }
                 topology.links.push(TopologyLink {
                     from: from.clone(),
                     to: to.clone(),
-                    spec: direction,
+                    spec: direction_spec(scenario, (from, to), spec, &port_of)?,
                 });
             }
         }
@@ -219,6 +177,63 @@ impl Plan {
             .position(|host| host == name)
             .ok_or_else(|| Error::Invalid(format!("node {name} has no namespace")))
     }
+}
+
+/// The testbed's hosts (namespaces): the nodes that send or receive a flow, and the leaf nodes;
+/// the other nodes are routers inside the emulator.
+fn plan_hosts(scenario: &Scenario, flows: &[FlowSpec]) -> Vec<String> {
+    let nodes: Vec<String> = scenario.nodes().iter().map(|n| n.to_string()).collect();
+    let degree = |node: &str| {
+        scenario
+            .links
+            .iter()
+            .filter(|link| link.between.iter().any(|end| end == node))
+            .count()
+    };
+    nodes
+        .iter()
+        .filter(|node| {
+            degree(node) == 1
+                || flows
+                    .iter()
+                    .any(|flow| flow.from == **node || flow.to == **node)
+        })
+        .cloned()
+        .collect()
+}
+
+/// The emulated direction `from → to` of a scenario link, with the scenario's markers on it
+/// selecting their flows by port (`port_of`: each flow's port, by name).
+fn direction_spec(
+    scenario: &Scenario,
+    (from, to): (&String, &String),
+    spec: &tfrc_scenario::LinkDirectionSpec,
+    port_of: &HashMap<&str, u16>,
+) -> Result<DirectionSpec> {
+    let mut direction = DirectionSpec::from_scenario(spec);
+    for marker in &scenario.markers {
+        if marker.link[0] == *from && marker.link[1] == *to {
+            let mut marked: Vec<FlowId> = marker
+                .flows
+                .iter()
+                .map(|name| {
+                    port_of
+                        .get(name.as_str())
+                        .map(|p| FlowId::from(*p))
+                        .ok_or_else(|| {
+                            Error::Invalid(format!("marker on {from}->{to}: no flow named {name}"))
+                        })
+                })
+                .collect::<Result<_>>()?;
+            marked.sort_unstable();
+            direction.markers.push(MarkerSpec {
+                rate_bits_per_second: marker.rate.bits_per_second(),
+                bucket_bytes: marker.bucket,
+                flows: Some(marked),
+            });
+        }
+    }
+    Ok(direction)
 }
 
 /// What `tfrc testbed run` is asked to do.
@@ -812,6 +827,9 @@ fn departed_bytes_until(links_csv: &str, from: &str, to: &str, until: f64) -> Op
     total
 }
 
+/// Writes the run's output files into `--out`: `flows.csv` and `state.csv` from the
+/// emulator's counts and the senders' reports, `summary.json` (the simulator's summary of the
+/// same counts) and the scenario as run (`scenario.toml`).
 fn write_outputs(
     args: &RunOptions,
     scenario: &Scenario,
@@ -820,90 +838,9 @@ fn write_outputs(
     states: &[(usize, StateRow)],
     report: &crate::testbed::TestbedReport,
 ) -> Result<()> {
-    let interval = scenario.output.interval;
-    let duration = scenario.duration;
-    let intervals = (duration.as_nanos() / interval.as_nanos().max(1)) as usize;
-    let mut writer = RunWriter::with_files(&args.out, &[RowFile::Flows, RowFile::State])?;
-    // flows.csv
-    let zero = vec![FlowTotals::default(); plan.flows.len()];
-    for row in 0..intervals {
-        let now = flow_log.intervals.get(row).unwrap_or(&zero);
-        let before = match row {
-            0 => &zero,
-            _ => flow_log.intervals.get(row - 1).unwrap_or(&zero),
-        };
-        let time_s = interval.as_secs_f64() * (row + 1) as f64;
-        for (index, flow) in plan.flows.iter().enumerate() {
-            let count = |counts: &[FlowTotals]| counts.get(index).copied().unwrap_or_default();
-            let counts = count(now).since(&count(before));
-            writer.push(counts.row(
-                time_s,
-                (&flow.name, flow.kind_name()),
-                interval.as_secs_f64(),
-            ))?;
-        }
-    }
-    // state.csv
-    let mut sorted: Vec<&(usize, StateRow)> = states
-        .iter()
-        .filter(|(_, row)| row.time_s <= duration.as_secs_f64() + 1e-9)
-        .collect();
-    sorted
-        .sort_by(|(a_flow, a), (b_flow, b)| a.time_s.total_cmp(&b.time_s).then(a_flow.cmp(b_flow)));
-    for (_, row) in &sorted {
-        writer.push(row.clone())?;
-    }
-    writer.finish()?;
-    // summary.json
-    let last = flow_log
-        .intervals
-        .get(intervals.saturating_sub(1))
-        .cloned()
-        .unwrap_or_else(|| flow_log.totals.clone());
-    let mut flow_summaries = Vec::new();
-    for (index, flow) in plan.flows.iter().enumerate() {
-        let totals = last.get(index).copied().unwrap_or_default();
-        let (start, stop) = (flow.start, flow.stop_time(duration).min(duration));
-        let (start_s, stop_s) = (start.as_secs_f64(), stop.as_secs_f64());
-        let flow_states: Vec<&StateRow> = sorted
-            .iter()
-            .filter(|(flow, row)| *flow == index && row.time_s >= start_s && row.time_s <= stop_s)
-            .map(|(_, row)| row)
-            .collect();
-        let mean = |values: Vec<f64>| tfrc_output::stats::mean(&values);
-        let mean_p = matches!(flow.kind, FlowKind::Tfrc(_))
-            .then(|| mean(flow_states.iter().filter_map(|row| row.p).collect()))
-            .flatten();
-        let mean_rtt = mean(flow_states.iter().filter_map(|row| row.rtt_s).collect());
-        let bins = flow_log
-            .sent_per_100ms
-            .get(index)
-            .cloned()
-            .unwrap_or_default();
-        let (first_bin, last_bin) = ((start_s * 10.0) as usize, (stop_s * 10.0) as usize);
-        let counts: Vec<f64> = (first_bin..last_bin)
-            .map(|bin| f64::from(bins.get(bin).copied().unwrap_or(0)))
-            .collect();
-        flow_summaries.push(FlowSummary {
-            mean_p,
-            mean_rtt_s: mean_rtt,
-            cov_sent_100ms: coefficient_of_variation(&counts),
-            // The testbed's receivers run in their own threads; their feedback counts are not
-            // collected.
-            feedbacks: None,
-            ..FlowSummary::from_totals(
-                FlowIdentity {
-                    name: &flow.name,
-                    kind: flow.kind_name(),
-                    from: &flow.from,
-                    to: &flow.to,
-                },
-                (start, stop),
-                totals,
-            )
-        });
-    }
-    let seconds = duration.as_secs_f64();
+    let sorted = write_rows(args, scenario, plan, flow_log, states)?;
+    let flow_summaries = flow_summaries(scenario, plan, flow_log, &sorted);
+    let seconds = scenario.duration.as_secs_f64();
     // Bytes each direction sent during the run: the links.csv rows up to its end. The counters at
     // shutdown also hold what drained after the last flow stopped, which would put utilization
     // above 1.
@@ -954,7 +891,7 @@ fn write_outputs(
         scenario: scenario.name.clone(),
         seed: scenario.seed,
         duration_s: seconds,
-        interval_s: interval.as_secs_f64(),
+        interval_s: scenario.output.interval.as_secs_f64(),
         parameters: scenario.variant.clone(),
     };
     let summary = Summary::new(run, flow_summaries, bottleneck, links);
@@ -964,6 +901,112 @@ fn write_outputs(
     )?;
     std::fs::write(args.out.join("scenario.toml"), scenario.to_toml_string())?;
     Ok(())
+}
+
+/// Writes `flows.csv` (one row per flow per interval, from the emulator's cumulative counts)
+/// and `state.csv` (the senders' reports within the run, in time then flow order); returns
+/// those state rows.
+fn write_rows<'a>(
+    args: &RunOptions,
+    scenario: &Scenario,
+    plan: &Plan,
+    flow_log: &FlowLog,
+    states: &'a [(usize, StateRow)],
+) -> Result<Vec<&'a (usize, StateRow)>> {
+    let interval = scenario.output.interval;
+    let duration = scenario.duration;
+    let intervals = (duration.as_nanos() / interval.as_nanos().max(1)) as usize;
+    let mut writer = RunWriter::with_files(&args.out, &[RowFile::Flows, RowFile::State])?;
+    let zero = vec![FlowTotals::default(); plan.flows.len()];
+    for row in 0..intervals {
+        let now = flow_log.intervals.get(row).unwrap_or(&zero);
+        let before = match row {
+            0 => &zero,
+            _ => flow_log.intervals.get(row - 1).unwrap_or(&zero),
+        };
+        let time_s = interval.as_secs_f64() * (row + 1) as f64;
+        for (index, flow) in plan.flows.iter().enumerate() {
+            let count = |counts: &[FlowTotals]| counts.get(index).copied().unwrap_or_default();
+            let counts = count(now).since(&count(before));
+            writer.push(counts.row(
+                time_s,
+                (&flow.name, flow.kind_name()),
+                interval.as_secs_f64(),
+            ))?;
+        }
+    }
+    let mut sorted: Vec<&(usize, StateRow)> = states
+        .iter()
+        .filter(|(_, row)| row.time_s <= duration.as_secs_f64() + 1e-9)
+        .collect();
+    sorted
+        .sort_by(|(a_flow, a), (b_flow, b)| a.time_s.total_cmp(&b.time_s).then(a_flow.cmp(b_flow)));
+    for (_, row) in &sorted {
+        writer.push(row.clone())?;
+    }
+    writer.finish()?;
+    Ok(sorted)
+}
+
+/// Each flow's summary: its totals at the last whole interval, mean p and RTT over its state
+/// rows while it ran, and the variation of its packets sent per 100 ms.
+fn flow_summaries(
+    scenario: &Scenario,
+    plan: &Plan,
+    flow_log: &FlowLog,
+    sorted: &[&(usize, StateRow)],
+) -> Vec<FlowSummary> {
+    let duration = scenario.duration;
+    let intervals = (duration.as_nanos() / scenario.output.interval.as_nanos().max(1)) as usize;
+    let last = flow_log
+        .intervals
+        .get(intervals.saturating_sub(1))
+        .cloned()
+        .unwrap_or_else(|| flow_log.totals.clone());
+    let mut flow_summaries = Vec::new();
+    for (index, flow) in plan.flows.iter().enumerate() {
+        let totals = last.get(index).copied().unwrap_or_default();
+        let (start, stop) = (flow.start, flow.stop_time(duration).min(duration));
+        let (start_s, stop_s) = (start.as_secs_f64(), stop.as_secs_f64());
+        let flow_states: Vec<&StateRow> = sorted
+            .iter()
+            .filter(|(flow, row)| *flow == index && row.time_s >= start_s && row.time_s <= stop_s)
+            .map(|(_, row)| row)
+            .collect();
+        let mean = |values: Vec<f64>| tfrc_output::stats::mean(&values);
+        let mean_p = matches!(flow.kind, FlowKind::Tfrc(_))
+            .then(|| mean(flow_states.iter().filter_map(|row| row.p).collect()))
+            .flatten();
+        let mean_rtt = mean(flow_states.iter().filter_map(|row| row.rtt_s).collect());
+        let bins = flow_log
+            .sent_per_100ms
+            .get(index)
+            .cloned()
+            .unwrap_or_default();
+        let (first_bin, last_bin) = ((start_s * 10.0) as usize, (stop_s * 10.0) as usize);
+        let counts: Vec<f64> = (first_bin..last_bin)
+            .map(|bin| f64::from(bins.get(bin).copied().unwrap_or(0)))
+            .collect();
+        flow_summaries.push(FlowSummary {
+            mean_p,
+            mean_rtt_s: mean_rtt,
+            cov_sent_100ms: coefficient_of_variation(&counts),
+            // The testbed's receivers run in their own threads; their feedback counts are not
+            // collected.
+            feedbacks: None,
+            ..FlowSummary::from_totals(
+                FlowIdentity {
+                    name: &flow.name,
+                    kind: flow.kind_name(),
+                    from: &flow.from,
+                    to: &flow.to,
+                },
+                (start, stop),
+                totals,
+            )
+        });
+    }
+    flow_summaries
 }
 
 #[cfg(test)]

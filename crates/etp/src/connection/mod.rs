@@ -895,6 +895,11 @@ impl Connection {
         {
             return;
         }
+        self.dispatch(now, repr);
+    }
+
+    /// Acts on a datagram for this connection, accepted in its state.
+    fn dispatch(&mut self, now: Instant, repr: Repr<'_>) {
         match repr {
             Repr::InitAck {
                 client_tag, cookie, ..
@@ -928,10 +933,9 @@ impl Connection {
                 ranges,
                 ..
             } => {
-                if let Some(feedback) = feedback {
-                    if epoch == self.epoch {
-                        self.rate.handle_feedback(now, feedback);
-                    }
+                // The feedback of an older epoch measured an older rate control.
+                if let Some(feedback) = feedback.filter(|_| epoch == self.epoch) {
+                    self.rate.handle_feedback(now, feedback);
                 }
                 let pairs: Vec<(u64, u64)> = ranges.iter().collect();
                 self.on_ack(
@@ -954,16 +958,7 @@ impl Connection {
                     self.finish(CloseReason::Local);
                 }
             }
-            Repr::Error { code, reason, .. } => {
-                let text = String::from_utf8_lossy(reason).into_owned();
-                let error =
-                    if self.state == State::Connecting || code == close_code::DESCRIPTOR_REFUSED {
-                        ConnectionError::Refused(text)
-                    } else {
-                        ConnectionError::PeerError(text)
-                    };
-                self.finish(CloseReason::Error(error));
-            }
+            Repr::Error { code, reason, .. } => self.on_error(code, reason),
             Repr::Reconfigure {
                 change_id,
                 descriptor,
@@ -979,6 +974,18 @@ impl Connection {
                 self.stats.malformed_received += 1;
             }
         }
+    }
+
+    /// ERROR from the peer: the connection ends, refused (during set-up or for its
+    /// descriptor) or on the peer's error.
+    fn on_error(&mut self, code: u16, reason: &[u8]) {
+        let text = String::from_utf8_lossy(reason).into_owned();
+        let error = if self.state == State::Connecting || code == close_code::DESCRIPTOR_REFUSED {
+            ConnectionError::Refused(text)
+        } else {
+            ConnectionError::PeerError(text)
+        };
+        self.finish(CloseReason::Error(error));
     }
     // ----- timers -----
 
