@@ -630,6 +630,25 @@ ordering = "full"
 priority = 0
 "#;
 
+    /// Rate and duration values are typed errors with the texts a descriptor error quotes.
+    #[test]
+    fn bad_values_are_typed_and_named() {
+        assert_eq!(
+            RateValue::BitsPerSecond(-1.0).bits_per_second(),
+            Err(ValueError::NotPositiveRate(-1.0))
+        );
+        assert_eq!(
+            DurationValue::Seconds(0.0)
+                .duration()
+                .unwrap_err()
+                .to_string(),
+            "0 is not a positive number of seconds"
+        );
+        assert!(matches!(
+            RateValue::Text("fast".into()).bits_per_second(),
+            Err(ValueError::Units(_))
+        ));
+    }
     #[test]
     fn parses_the_example_and_its_json_form() {
         let descriptor = Descriptor::from_toml(EXAMPLE).unwrap();

@@ -409,6 +409,39 @@ impl Harness {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A link value out of its domain is refused with a typed error whose text names the
+    /// value and its domain; a harness with such a link is refused the same.
+    #[test]
+    fn bad_link_values_are_named() {
+        let lossy = LinkConfig {
+            loss: 1.5,
+            ..LinkConfig::delay(Duration::ZERO)
+        };
+        assert_eq!(lossy.validate(), Err(LinkConfigError::Loss(1.5)));
+        assert_eq!(
+            lossy.validate().unwrap_err().to_string(),
+            "loss must be in [0, 1], got 1.5"
+        );
+        let empty = LinkConfig {
+            queue_limit: 0,
+            ..LinkConfig::delay(Duration::ZERO)
+        };
+        assert_eq!(
+            empty.validate().unwrap_err().to_string(),
+            "queue limit must be at least 1 packet"
+        );
+        let error = Harness::new(
+            Descriptor::single_stream(crate::descriptor::RateControlKind::Tfrc),
+            Policy::permissive(),
+            lossy,
+            LinkConfig::delay(Duration::ZERO),
+            1,
+        )
+        .err()
+        .unwrap();
+        assert_eq!(error, HarnessError::Link(LinkConfigError::Loss(1.5)));
+    }
     use crate::descriptor::{RateControlKind, RateValue, ReliabilityKind};
     use crate::MessageOptions;
 

@@ -686,6 +686,30 @@ mod tests {
         LinkSpec::from_flags(&flags)
     }
 
+    /// A marker with an unknown key is refused with an error that names the valid keys, and
+    /// the flag's error quotes the value.
+    #[test]
+    fn an_unknown_marker_key_names_the_valid_ones() {
+        let error = parse_marker("token-bucket:800kbps:10000:color=red").unwrap_err();
+        assert_eq!(error, MarkerError::UnknownKey("color".into()));
+        assert_eq!(
+            error.to_string(),
+            "unknown marker key `color`; expected rate, bucket, ports"
+        );
+        assert_eq!(
+            parse_marker("leaky-bucket:1Mbps:100").unwrap_err(),
+            MarkerError::Syntax
+        );
+        assert_eq!(
+            parse_marker("token-bucket:1Mbps:100:ports=http")
+                .unwrap_err()
+                .to_string(),
+            "ports: \"http\" is not a port number"
+        );
+        let error = link("--marker", &["token-bucket:1Mbps:100:color=red"]).unwrap_err();
+        assert!(error.to_string().contains("--marker"), "{error}");
+    }
+
     #[test]
     fn traces_take_an_offset_and_mahimahi_s_shared_bytes_by_default() {
         let directory =
