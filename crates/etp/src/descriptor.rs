@@ -117,18 +117,29 @@ pub enum RateValue {
 }
 
 impl RateValue {
-    /// The rate in bits per second, or a message naming the bad text.
-    pub fn bits_per_second(&self) -> Result<f64, String> {
+    /// The rate in bits per second, or an error naming the bad value.
+    pub fn bits_per_second(&self) -> Result<f64, ValueError> {
         match self {
             RateValue::BitsPerSecond(value) if value.is_finite() && *value > 0.0 => Ok(*value),
-            RateValue::BitsPerSecond(value) => {
-                Err(format!("{value} is not a positive number of bits/s"))
-            }
-            RateValue::Text(text) => tfrc_units::positive_rate(text)
-                .map(|rate| rate.bits_per_second() as f64)
-                .map_err(|error| error.to_string()),
+            RateValue::BitsPerSecond(value) => Err(ValueError::NotPositiveRate(*value)),
+            RateValue::Text(text) => Ok(tfrc_units::positive_rate(text)?.bits_per_second() as f64),
         }
     }
+}
+
+/// Why a descriptor's rate or duration value is unusable (its text is the `problem` of
+/// [`DescriptorError::Invalid`]).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ValueError {
+    /// A number of bits/s that is not finite and positive.
+    #[error("{0} is not a positive number of bits/s")]
+    NotPositiveRate(f64),
+    /// A number of seconds that is not finite and positive.
+    #[error("{0} is not a positive number of seconds")]
+    NotPositiveSeconds(f64),
+    /// A text the units grammar does not read (the grammar's message).
+    #[error(transparent)]
+    Units(#[from] tfrc_units::UnitError),
 }
 
 /// A duration: a text with a unit such as `"150ms"`, or a number of seconds.
@@ -143,18 +154,14 @@ pub enum DurationValue {
 }
 
 impl DurationValue {
-    /// The duration, or a message naming the bad value.
-    pub fn duration(&self) -> Result<Duration, String> {
+    /// The duration, or an error naming the bad value.
+    pub fn duration(&self) -> Result<Duration, ValueError> {
         match self {
             DurationValue::Seconds(value) if value.is_finite() && *value > 0.0 => {
                 Ok(Duration::from_secs_f64(*value))
             }
-            DurationValue::Seconds(value) => {
-                Err(format!("{value} is not a positive number of seconds"))
-            }
-            DurationValue::Text(text) => {
-                tfrc_units::parse_duration_flag(text).map_err(|error| error.to_string())
-            }
+            DurationValue::Seconds(value) => Err(ValueError::NotPositiveSeconds(*value)),
+            DurationValue::Text(text) => Ok(tfrc_units::parse_duration_flag(text)?),
         }
     }
 
@@ -296,10 +303,10 @@ pub enum DescriptorError {
     },
 }
 
-fn invalid(field: impl Into<String>, problem: impl Into<String>) -> DescriptorError {
+fn invalid(field: impl Into<String>, problem: impl ToString) -> DescriptorError {
     DescriptorError::Invalid {
         field: field.into(),
-        problem: problem.into(),
+        problem: problem.to_string(),
     }
 }
 
@@ -372,6 +379,13 @@ impl Descriptor {
 
     /// Checks every field; the error names the field.
     pub fn validate(&self) -> Result<(), DescriptorError> {
+        self.validate_rate_control()?;
+        self.validate_session_limits()?;
+        self.validate_streams()
+    }
+
+    /// The packet size, the rates, and the rate each rate control needs.
+    fn validate_rate_control(&self) -> Result<(), DescriptorError> {
         if !(MIN_PACKET_SIZE..=MAX_PACKET_SIZE).contains(&self.packet_size) {
             return Err(invalid(
                 "packet_size",
@@ -404,6 +418,12 @@ impl Descriptor {
             }
             _ => {}
         }
+        Ok(())
+    }
+
+    /// The timers (a keep-alive shorter than the idle timeout) and the message and buffer
+    /// sizes.
+    fn validate_session_limits(&self) -> Result<(), DescriptorError> {
         for (field, value) in [
             ("keepalive", &self.keepalive),
             ("idle_timeout", &self.idle_timeout),
@@ -433,6 +453,11 @@ impl Descriptor {
                 ),
             ));
         }
+        Ok(())
+    }
+
+    /// At least one stream, unique ids, each stream valid, not too many ordering groups.
+    fn validate_streams(&self) -> Result<(), DescriptorError> {
         if self.streams.is_empty() {
             return Err(invalid("stream", "at least one [[stream]] is needed"));
         }
@@ -451,36 +476,7 @@ impl Descriptor {
                     format!("stream id {} appears twice", stream.id),
                 ));
             }
-            if let Some(deadline) = &stream.deadline {
-                deadline
-                    .duration()
-                    .map_err(|problem| invalid(field("deadline"), problem))?;
-            }
-            match stream.reliability {
-                ReliabilityKind::Partial => {
-                    if stream.max_retransmissions.is_none() && stream.deadline.is_none() {
-                        return Err(invalid(
-                            field("reliability"),
-                            "partial reliability needs max_retransmissions or a deadline (or \
-                             both)",
-                        ));
-                    }
-                }
-                _ => {
-                    if stream.max_retransmissions.is_some() {
-                        return Err(invalid(
-                            field("max_retransmissions"),
-                            "only meaningful with reliability = \"partial\"",
-                        ));
-                    }
-                }
-            }
-            if stream.group.is_some() && stream.ordering != OrderingKind::Partial {
-                return Err(invalid(
-                    field("group"),
-                    "only meaningful with ordering = \"partial\"",
-                ));
-            }
+            Self::validate_stream(stream, index)?;
         }
         let groups: BTreeSet<&str> = self
             .streams
@@ -489,6 +485,43 @@ impl Descriptor {
             .collect();
         if groups.len() > 0x7ffe {
             return Err(invalid("stream", "too many ordering groups"));
+        }
+        Ok(())
+    }
+
+    /// A stream's deadline, and the reliability and ordering options that only some modes
+    /// take; errors name the field as `stream[index].name`.
+    fn validate_stream(stream: &StreamDescriptor, index: usize) -> Result<(), DescriptorError> {
+        let field = |name: &str| format!("stream[{index}].{name}");
+        if let Some(deadline) = &stream.deadline {
+            deadline
+                .duration()
+                .map_err(|problem| invalid(field("deadline"), problem))?;
+        }
+        match stream.reliability {
+            ReliabilityKind::Partial => {
+                if stream.max_retransmissions.is_none() && stream.deadline.is_none() {
+                    return Err(invalid(
+                        field("reliability"),
+                        "partial reliability needs max_retransmissions or a deadline (or \
+                         both)",
+                    ));
+                }
+            }
+            _ => {
+                if stream.max_retransmissions.is_some() {
+                    return Err(invalid(
+                        field("max_retransmissions"),
+                        "only meaningful with reliability = \"partial\"",
+                    ));
+                }
+            }
+        }
+        if stream.group.is_some() && stream.ordering != OrderingKind::Partial {
+            return Err(invalid(
+                field("group"),
+                "only meaningful with ordering = \"partial\"",
+            ));
         }
         Ok(())
     }
@@ -597,6 +630,25 @@ ordering = "full"
 priority = 0
 "#;
 
+    /// Rate and duration values are typed errors with the texts a descriptor error quotes.
+    #[test]
+    fn bad_values_are_typed_and_named() {
+        assert_eq!(
+            RateValue::BitsPerSecond(-1.0).bits_per_second(),
+            Err(ValueError::NotPositiveRate(-1.0))
+        );
+        assert_eq!(
+            DurationValue::Seconds(0.0)
+                .duration()
+                .unwrap_err()
+                .to_string(),
+            "0 is not a positive number of seconds"
+        );
+        assert!(matches!(
+            RateValue::Text("fast".into()).bits_per_second(),
+            Err(ValueError::Units(_))
+        ));
+    }
     #[test]
     fn parses_the_example_and_its_json_form() {
         let descriptor = Descriptor::from_toml(EXAMPLE).unwrap();

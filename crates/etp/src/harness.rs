@@ -15,7 +15,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use tfrc_proto::Instant;
 
-use crate::connection::{Connection, Event, Policy};
+use crate::connection::{Connection, Event, Policy, SetupError};
 use crate::descriptor::Descriptor;
 use crate::listener::{Listener, ListenerConfig, ListeningEnd};
 use crate::rate::transmission_time;
@@ -51,23 +51,51 @@ impl LinkConfig {
     }
 
     /// Checks the values.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), LinkConfigError> {
         if !(0.0..=1.0).contains(&self.loss) {
-            return Err(format!("loss must be in [0, 1], got {}", self.loss));
+            return Err(LinkConfigError::Loss(self.loss));
         }
         if !(0.0..=1.0).contains(&self.reorder) {
-            return Err(format!("reorder must be in [0, 1], got {}", self.reorder));
+            return Err(LinkConfigError::Reorder(self.reorder));
         }
         if let Some(rate) = self.rate_bits_per_second {
             if !(rate.is_finite() && rate > 0.0) {
-                return Err(format!("rate must be positive, got {rate}"));
+                return Err(LinkConfigError::Rate(rate));
             }
         }
         if self.queue_limit == 0 {
-            return Err("queue limit must be at least 1 packet".into());
+            return Err(LinkConfigError::EmptyQueue);
         }
         Ok(())
     }
+}
+
+/// A [`LinkConfig`] value outside its domain.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum LinkConfigError {
+    /// The loss probability is not in [0, 1].
+    #[error("loss must be in [0, 1], got {0}")]
+    Loss(f64),
+    /// The reordering probability is not in [0, 1].
+    #[error("reorder must be in [0, 1], got {0}")]
+    Reorder(f64),
+    /// The rate is not finite and positive.
+    #[error("rate must be positive, got {0}")]
+    Rate(f64),
+    /// A queue of no packet.
+    #[error("queue limit must be at least 1 packet")]
+    EmptyQueue,
+}
+
+/// Why a [`Harness`] could not be built.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum HarnessError {
+    /// A link's configuration is invalid.
+    #[error(transparent)]
+    Link(#[from] LinkConfigError),
+    /// The client's connection could not be built.
+    #[error(transparent)]
+    Setup(#[from] SetupError),
 }
 
 /// Counters of a link.
@@ -233,7 +261,7 @@ impl Harness {
         to_server: LinkConfig,
         to_client: LinkConfig,
         seed: u64,
-    ) -> Result<Harness, String> {
+    ) -> Result<Harness, HarnessError> {
         to_server.validate()?;
         to_client.validate()?;
         let now = Instant::from_millis(1);
@@ -381,6 +409,39 @@ impl Harness {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A link value out of its domain is refused with a typed error whose text names the
+    /// value and its domain; a harness with such a link is refused the same.
+    #[test]
+    fn bad_link_values_are_named() {
+        let lossy = LinkConfig {
+            loss: 1.5,
+            ..LinkConfig::delay(Duration::ZERO)
+        };
+        assert_eq!(lossy.validate(), Err(LinkConfigError::Loss(1.5)));
+        assert_eq!(
+            lossy.validate().unwrap_err().to_string(),
+            "loss must be in [0, 1], got 1.5"
+        );
+        let empty = LinkConfig {
+            queue_limit: 0,
+            ..LinkConfig::delay(Duration::ZERO)
+        };
+        assert_eq!(
+            empty.validate().unwrap_err().to_string(),
+            "queue limit must be at least 1 packet"
+        );
+        let error = Harness::new(
+            Descriptor::single_stream(crate::descriptor::RateControlKind::Tfrc),
+            Policy::permissive(),
+            lossy,
+            LinkConfig::delay(Duration::ZERO),
+            1,
+        )
+        .err()
+        .unwrap();
+        assert_eq!(error, HarnessError::Link(LinkConfigError::Loss(1.5)));
+    }
     use crate::descriptor::{RateControlKind, RateValue, ReliabilityKind};
     use crate::MessageOptions;
 

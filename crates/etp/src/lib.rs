@@ -11,9 +11,9 @@
 //! - [`wire`]: packet and frame formats, parsed with bounds checks.
 //! - [`harness`]: a deterministic in-process lossy link driving two connections in virtual
 //!   time (tests, `tfrc stream --simulate`).
-//! - [`udp`]: the UDP driver: `connect` / `listen` → [`udp::Session`], with an optional link
-//!   emulation (delay, rate, loss) on the sending path.
-//! - [`stream_app`]: `tfrc stream`, a synthetic video source over ETP.
+//!
+//! The core does no I/O: the UDP driver is the `etp-udp` crate (`connect` / `listen` →
+//! `Session`), and `tfrc stream`, the synthetic video source over ETP, is in `tfrc-cli`.
 //!
 //! See `docs/etp.md` for the descriptor schema and the API.
 
@@ -23,13 +23,12 @@ pub mod harness;
 pub mod listener;
 pub mod mechanisms;
 pub mod rate;
-pub mod stream_app;
-pub mod udp;
 pub mod wire;
 
 pub use connection::{
     fragment_room, tfrc_rate_carrying, CloseReason, Connection, ConnectionError, ConnectionStats,
-    Event, Message, MessageOptions, Policy, State, StreamStats,
+    Event, Message, MessageOptions, Policy, PolicyError, SetupError, State, StreamStats,
 };
-pub use descriptor::{Descriptor, DescriptorError, StreamDescriptor};
+pub use descriptor::{Descriptor, DescriptorError, StreamDescriptor, ValueError};
+pub use harness::{HarnessError, LinkConfigError};
 pub use listener::{Listener, ListenerConfig, ListenerOutput, ListeningEnd};

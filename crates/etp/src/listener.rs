@@ -16,7 +16,7 @@ use std::net::SocketAddr;
 use siphasher::sip::SipHasher24;
 use tfrc_proto::Instant;
 
-use crate::connection::{close_code, Connection, Policy};
+use crate::connection::{close_code, Connection, Policy, PolicyError};
 use crate::descriptor::Descriptor;
 use crate::wire::{Repr, COOKIE_LEN};
 
@@ -156,84 +156,112 @@ impl Listener {
                 connection_id,
                 client_tag,
                 descriptor,
-            } => {
-                let checked = Descriptor::from_json_bytes(descriptor)
-                    .map_err(|error| error.to_string())
-                    .and_then(|parsed| self.config.policy.check(&parsed));
-                if let Err(reason) = checked {
-                    return self.refuse(connection_id, &reason, reply);
-                }
-                let issued_at = now.as_nanos() / 1_000_000;
-                let mac = self.mac(&peer, connection_id, client_tag, issued_at, descriptor);
-                let mut cookie = [0u8; COOKIE_LEN];
-                cookie[..8].copy_from_slice(&issued_at.to_be_bytes());
-                cookie[16..].copy_from_slice(&mac.to_be_bytes());
-                let answer = Repr::InitAck {
-                    connection_id,
-                    client_tag,
-                    cookie,
-                };
-                match answer.emit(reply) {
-                    Ok(length) => {
-                        self.stats.cookies_sent += 1;
-                        ListenerOutput::Reply(length)
-                    }
-                    Err(_) => ListenerOutput::Ignore("reply buffer too small"),
-                }
-            }
+            } => self.on_init(now, peer, (connection_id, client_tag), descriptor, reply),
             Repr::CookieEcho {
                 connection_id,
                 cookie,
                 client_tag,
                 descriptor,
-            } => {
-                let mut issued = [0u8; 8];
-                issued.copy_from_slice(&cookie[..8]);
-                let issued_at = u64::from_be_bytes(issued);
-                let mut mac = [0u8; 8];
-                mac.copy_from_slice(&cookie[16..]);
-                let expected = self.mac(&peer, connection_id, client_tag, issued_at, descriptor);
-                let now_ms = now.as_nanos() / 1_000_000;
-                let lifetime = self.config.cookie_lifetime.as_millis() as u64;
-                let reserved_clear = cookie[8..16].iter().all(|byte| *byte == 0);
-                if u64::from_be_bytes(mac) != expected
-                    || !reserved_clear
-                    || issued_at > now_ms
-                    || now_ms - issued_at > lifetime
-                {
-                    self.stats.bad_cookies += 1;
-                    return ListenerOutput::Ignore("invalid or stale cookie");
-                }
-                let parsed = match Descriptor::from_json_bytes(descriptor)
-                    .map_err(|error| error.to_string())
-                    .and_then(|parsed| self.config.policy.check(&parsed).map(|()| parsed))
-                {
-                    Ok(parsed) => parsed,
-                    Err(reason) => return self.refuse(connection_id, &reason, reply),
-                };
-                let mut seed_hasher = SipHasher24::new_with_key(&self.config.secret);
-                seed_hasher.write(b"connection seed");
-                seed_hasher.write(&expected.to_be_bytes());
-                match Connection::accept(
-                    now,
-                    parsed,
-                    connection_id,
-                    client_tag,
-                    seed_hasher.finish(),
-                    self.config.policy.clone(),
-                    (now_ms > issued_at).then(|| Duration::from_millis(now_ms - issued_at)),
-                ) {
-                    Ok(connection) => {
-                        self.stats.accepted += 1;
-                        ListenerOutput::Accept(Box::new(connection))
-                    }
-                    Err(reason) => self.refuse(connection_id, &reason, reply),
-                }
-            }
+            } => self.on_cookie_echo(
+                now,
+                peer,
+                (connection_id, client_tag),
+                (&cookie, descriptor),
+                reply,
+            ),
             _ => {
                 self.stats.ignored += 1;
                 ListenerOutput::Ignore("not a connection request")
             }
+        }
+    }
+
+    /// INIT: refuses a descriptor the policy does not accept, else answers with a cookie that
+    /// binds the peer, the ids, the time and the descriptor (no state is kept).
+    fn on_init(
+        &mut self,
+        now: Instant,
+        peer: SocketAddr,
+        (connection_id, client_tag): (u32, u32),
+        descriptor: &[u8],
+        reply: &mut [u8],
+    ) -> ListenerOutput {
+        let checked = Descriptor::from_json_bytes(descriptor)
+            .map_err(PolicyError::from)
+            .and_then(|parsed| self.config.policy.check(&parsed));
+        if let Err(reason) = checked {
+            return self.refuse(connection_id, &reason.to_string(), reply);
+        }
+        let issued_at = now.as_nanos() / 1_000_000;
+        let mac = self.mac(&peer, connection_id, client_tag, issued_at, descriptor);
+        let mut cookie = [0u8; COOKIE_LEN];
+        cookie[..8].copy_from_slice(&issued_at.to_be_bytes());
+        cookie[16..].copy_from_slice(&mac.to_be_bytes());
+        let answer = Repr::InitAck {
+            connection_id,
+            client_tag,
+            cookie,
+        };
+        match answer.emit(reply) {
+            Ok(length) => {
+                self.stats.cookies_sent += 1;
+                ListenerOutput::Reply(length)
+            }
+            Err(_) => ListenerOutput::Ignore("reply buffer too small"),
+        }
+    }
+
+    /// COOKIE_ECHO: a valid, fresh cookie proves the peer's address; the descriptor is checked
+    /// again and the connection created, seeded from the cookie's MAC.
+    fn on_cookie_echo(
+        &mut self,
+        now: Instant,
+        peer: SocketAddr,
+        (connection_id, client_tag): (u32, u32),
+        (cookie, descriptor): (&[u8; COOKIE_LEN], &[u8]),
+        reply: &mut [u8],
+    ) -> ListenerOutput {
+        let mut issued = [0u8; 8];
+        issued.copy_from_slice(&cookie[..8]);
+        let issued_at = u64::from_be_bytes(issued);
+        let mut mac = [0u8; 8];
+        mac.copy_from_slice(&cookie[16..]);
+        let expected = self.mac(&peer, connection_id, client_tag, issued_at, descriptor);
+        let now_ms = now.as_nanos() / 1_000_000;
+        let lifetime = self.config.cookie_lifetime.as_millis() as u64;
+        let reserved_clear = cookie[8..16].iter().all(|byte| *byte == 0);
+        if u64::from_be_bytes(mac) != expected
+            || !reserved_clear
+            || issued_at > now_ms
+            || now_ms - issued_at > lifetime
+        {
+            self.stats.bad_cookies += 1;
+            return ListenerOutput::Ignore("invalid or stale cookie");
+        }
+        let parsed = match Descriptor::from_json_bytes(descriptor)
+            .map_err(PolicyError::from)
+            .and_then(|parsed| self.config.policy.check(&parsed).map(|()| parsed))
+        {
+            Ok(parsed) => parsed,
+            Err(reason) => return self.refuse(connection_id, &reason.to_string(), reply),
+        };
+        let mut seed_hasher = SipHasher24::new_with_key(&self.config.secret);
+        seed_hasher.write(b"connection seed");
+        seed_hasher.write(&expected.to_be_bytes());
+        match Connection::accept(
+            now,
+            parsed,
+            connection_id,
+            client_tag,
+            seed_hasher.finish(),
+            self.config.policy.clone(),
+            (now_ms > issued_at).then(|| Duration::from_millis(now_ms - issued_at)),
+        ) {
+            Ok(connection) => {
+                self.stats.accepted += 1;
+                ListenerOutput::Accept(Box::new(connection))
+            }
+            Err(reason) => self.refuse(connection_id, &reason.to_string(), reply),
         }
     }
 }

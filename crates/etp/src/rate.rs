@@ -83,6 +83,17 @@ pub fn tfrc_config(kind: RateControlKind, target_rate: Option<f64>, packet_size:
     }
 }
 
+/// Why [`build`] could not build a rate control.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum RateSetupError {
+    /// `fixed` without a rate.
+    #[error("fixed rate control needs a fixed_rate")]
+    MissingFixedRate,
+    /// The TFRC sender refused its configuration (its message).
+    #[error(transparent)]
+    Tfrc(#[from] tfrc_proto::ConfigError),
+}
+
 /// Builds the rate control a descriptor asks for. `packet_size` is TFRC's s: the datagram less
 /// the ETP and TFRC headers.
 pub fn build(
@@ -93,17 +104,17 @@ pub fn build(
     session_id: u32,
     key: u64,
     now: Instant,
-) -> Result<Box<dyn RateControl>, String> {
+) -> Result<Box<dyn RateControl>, RateSetupError> {
     Ok(match kind {
         RateControlKind::Fixed => Box::new(FixedRate::new(
-            fixed_rate.ok_or("fixed rate control needs a fixed_rate")?,
+            fixed_rate.ok_or(RateSetupError::MissingFixedRate)?,
             session_id,
             key,
         )),
         RateControlKind::None => Box::new(Unlimited::new(session_id, key)),
         RateControlKind::Tfrc | RateControlKind::Gtfrc | RateControlKind::TfrcSp => {
             let config = tfrc_config(kind, target_rate, packet_size);
-            let sender = Sender::new(config, session_id, key, now).map_err(|e| e.to_string())?;
+            let sender = Sender::new(config, session_id, key, now)?;
             Box::new(TfrcRate { sender, kind })
         }
     })

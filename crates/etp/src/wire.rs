@@ -437,6 +437,63 @@ impl AckRanges<'_> {
     }
 }
 
+/// The body of a DATA packet after the common header: packet number, epoch, minimum RTT and
+/// the embedded TFRC data packet (checked to be one).
+fn parse_data<'a>(reader: &mut Reader<'a>, connection_id: u32) -> Result<Repr<'a>> {
+    let packet_number = reader.u64("packet number")?;
+    let epoch = reader.u16("epoch")?;
+    let min_rtt_micros = reader.u32("minimum RTT")?;
+    let tfrc = reader.rest();
+    tfrc_proto::wire::Packet::new_checked(tfrc)
+        .ok()
+        .filter(|inner| inner.kind() == tfrc_proto::wire::PacketKind::Data)
+        .ok_or(WireError::Invalid("embedded TFRC data packet"))?;
+    Ok(Repr::Data {
+        connection_id,
+        packet_number,
+        epoch,
+        min_rtt_micros,
+        tfrc,
+    })
+}
+
+/// The body of an ACK packet after the common header: epoch, ACK delay, the optional embedded
+/// TFRC feedback packet (checked to be one) and the acknowledged ranges (each first ≤ last).
+fn parse_ack<'a>(reader: &mut Reader<'a>, connection_id: u32) -> Result<Repr<'a>> {
+    let epoch = reader.u16("epoch")?;
+    let ack_delay_micros = reader.u32("ack delay")?;
+    let feedback = match reader.u8("feedback flag")? {
+        0 => None,
+        1 => {
+            let length = tfrc_proto::wire::feedback_len_of(reader.peek())
+                .map_err(|_| WireError::Invalid("embedded TFRC feedback packet"))?;
+            let bytes = reader.take(length, "feedback")?;
+            tfrc_proto::wire::Packet::new_checked(bytes)
+                .ok()
+                .filter(|inner| inner.kind() == tfrc_proto::wire::PacketKind::Feedback)
+                .ok_or(WireError::Invalid("embedded TFRC feedback packet"))?;
+            Some(bytes)
+        }
+        _ => return Err(WireError::Invalid("feedback flag")),
+    };
+    let count = reader.u8("range count")? as usize;
+    if count > MAX_ACK_RANGES {
+        return Err(WireError::Invalid("range count"));
+    }
+    let raw = reader.take(count * 16, "ack ranges")?;
+    let ranges = AckRanges::Wire(raw);
+    if ranges.iter().any(|(first, last)| first > last) {
+        return Err(WireError::Invalid("ack range (first > last)"));
+    }
+    Ok(Repr::Ack {
+        connection_id,
+        epoch,
+        ack_delay_micros,
+        feedback,
+        ranges,
+    })
+}
+
 fn cookie(reader: &mut Reader<'_>) -> Result<[u8; COOKIE_LEN]> {
     let mut out = [0u8; COOKIE_LEN];
     out.copy_from_slice(reader.take(COOKIE_LEN, "cookie")?);
@@ -467,57 +524,8 @@ impl<'a> Repr<'a> {
                 descriptor: reader.bytes16("descriptor")?,
             },
             PacketType::CookieAck => Repr::CookieAck { connection_id },
-            PacketType::Data => {
-                let packet_number = reader.u64("packet number")?;
-                let epoch = reader.u16("epoch")?;
-                let min_rtt_micros = reader.u32("minimum RTT")?;
-                let tfrc = reader.rest();
-                tfrc_proto::wire::Packet::new_checked(tfrc)
-                    .ok()
-                    .filter(|inner| inner.kind() == tfrc_proto::wire::PacketKind::Data)
-                    .ok_or(WireError::Invalid("embedded TFRC data packet"))?;
-                Repr::Data {
-                    connection_id,
-                    packet_number,
-                    epoch,
-                    min_rtt_micros,
-                    tfrc,
-                }
-            }
-            PacketType::Ack => {
-                let epoch = reader.u16("epoch")?;
-                let ack_delay_micros = reader.u32("ack delay")?;
-                let feedback = match reader.u8("feedback flag")? {
-                    0 => None,
-                    1 => {
-                        let length = tfrc_proto::wire::feedback_len_of(reader.peek())
-                            .map_err(|_| WireError::Invalid("embedded TFRC feedback packet"))?;
-                        let bytes = reader.take(length, "feedback")?;
-                        tfrc_proto::wire::Packet::new_checked(bytes)
-                            .ok()
-                            .filter(|inner| inner.kind() == tfrc_proto::wire::PacketKind::Feedback)
-                            .ok_or(WireError::Invalid("embedded TFRC feedback packet"))?;
-                        Some(bytes)
-                    }
-                    _ => return Err(WireError::Invalid("feedback flag")),
-                };
-                let count = reader.u8("range count")? as usize;
-                if count > MAX_ACK_RANGES {
-                    return Err(WireError::Invalid("range count"));
-                }
-                let raw = reader.take(count * 16, "ack ranges")?;
-                let ranges = AckRanges::Wire(raw);
-                if ranges.iter().any(|(first, last)| first > last) {
-                    return Err(WireError::Invalid("ack range (first > last)"));
-                }
-                Repr::Ack {
-                    connection_id,
-                    epoch,
-                    ack_delay_micros,
-                    feedback,
-                    ranges,
-                }
-            }
+            PacketType::Data => parse_data(&mut reader, connection_id)?,
+            PacketType::Ack => parse_ack(&mut reader, connection_id)?,
             PacketType::Close => Repr::Close {
                 connection_id,
                 code: reader.u16("close code")?,
@@ -648,25 +656,7 @@ impl<'a> Repr<'a> {
                 feedback,
                 ranges,
                 ..
-            } => {
-                writer.put(&epoch.to_be_bytes())?;
-                writer.put(&ack_delay_micros.to_be_bytes())?;
-                match feedback {
-                    Some(bytes) => {
-                        writer.put(&[1])?;
-                        writer.put(bytes)?;
-                    }
-                    None => writer.put(&[0])?,
-                }
-                if ranges.len() > MAX_ACK_RANGES {
-                    return Err(WireError::Invalid("range count"));
-                }
-                writer.put(&[ranges.len() as u8])?;
-                for (first, last) in ranges.iter() {
-                    writer.put(&first.to_be_bytes())?;
-                    writer.put(&last.to_be_bytes())?;
-                }
-            }
+            } => emit_ack(&mut writer, (*epoch, *ack_delay_micros), *feedback, ranges)?,
             Repr::Close { code, reason, .. } | Repr::Error { code, reason, .. } => {
                 writer.put(&code.to_be_bytes())?;
                 writer.put16(reason)?;
@@ -692,6 +682,34 @@ impl<'a> Repr<'a> {
         }
         Ok(writer.position())
     }
+}
+
+/// The body of an ACK packet: epoch, ACK delay, the feedback flag and the embedded TFRC
+/// feedback packet if any, then the acknowledged ranges (at most [`MAX_ACK_RANGES`]).
+fn emit_ack(
+    writer: &mut Writer<'_>,
+    (epoch, ack_delay_micros): (u16, u32),
+    feedback: Option<&[u8]>,
+    ranges: &AckRanges<'_>,
+) -> Result<()> {
+    writer.put(&epoch.to_be_bytes())?;
+    writer.put(&ack_delay_micros.to_be_bytes())?;
+    match feedback {
+        Some(bytes) => {
+            writer.put(&[1])?;
+            writer.put(bytes)?;
+        }
+        None => writer.put(&[0])?,
+    }
+    if ranges.len() > MAX_ACK_RANGES {
+        return Err(WireError::Invalid("range count"));
+    }
+    writer.put(&[ranges.len() as u8])?;
+    for (first, last) in ranges.iter() {
+        writer.put(&first.to_be_bytes())?;
+        writer.put(&last.to_be_bytes())?;
+    }
+    Ok(())
 }
 
 /// Writes the ETP part of a DATA packet (the first [`DATA_HEADER_LEN`] bytes) in place, in

@@ -3,11 +3,13 @@
 //! (a simulation, a sweep, the reproduction), so both front ends run one implementation.
 
 pub mod conformance;
+pub mod emu;
 pub mod ns2_compare;
 pub mod plot;
 pub mod reproduce;
 pub mod rmcat;
 pub mod sim;
+pub mod stream;
 pub mod sweep;
 pub mod udp;
 

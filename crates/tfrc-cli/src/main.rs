@@ -4,7 +4,7 @@ use anyhow::{bail, Result};
 use clap::{Args, Parser, Subcommand};
 use tfrc_proto::equation;
 
-use tfrc_cli::{conformance, ns2_compare, plot, reproduce, rmcat, sim, sweep};
+use tfrc_cli::{conformance, emu, ns2_compare, plot, reproduce, rmcat, sim, stream, sweep};
 
 /// TFRC (RFC 5348) toolkit: the throughput equation, the simulator and the papers' experiments.
 #[derive(Debug, Parser)]
@@ -49,11 +49,11 @@ enum Command {
     /// state column over time, CDFs, goodput against delay.
     Plot(plot::PlotArgs),
     /// Stream synthetic video over ETP and report frames on time / late / lost.
-    Stream(etp::stream_app::StreamArgs),
+    Stream(stream::StreamArgs),
     /// UDP relay through an emulated link (rate, delay, loss, queue, trace, marker).
-    Emulate(tfrc_emu::cli::EmulateArgs),
+    Emulate(emu::EmulateArgs),
     /// Network namespaces joined through an emulated topology (root): up, down, exec, list, run.
-    Testbed(tfrc_emu::cli::TestbedArgs),
+    Testbed(emu::TestbedArgs),
     /// Print a shell completion script: `tfrc completions bash > /etc/bash_completion.d/tfrc`
     /// (zsh, fish, elvish, powershell too).
     Completions {
@@ -136,9 +136,9 @@ fn main() -> Result<()> {
         Command::Reproduce(args) => reproduce::run(&args).map(drop),
         Command::Claims(args) => reproduce::catalogue::run(&args),
         Command::Rmcat(args) => rmcat::run(&args),
-        Command::Stream(args) => etp::stream_app::run(&args),
-        Command::Emulate(args) => tfrc_emu::cli::run_emulate(&args),
-        Command::Testbed(args) => tfrc_emu::cli::run_testbed(&args),
+        Command::Stream(args) => stream::run(&args),
+        Command::Emulate(args) => emu::run_emulate(&args),
+        Command::Testbed(args) => emu::run_testbed(&args),
         Command::Completions { shell } => {
             use clap::CommandFactory;
             clap_complete::generate(shell, &mut Cli::command(), "tfrc", &mut std::io::stdout());

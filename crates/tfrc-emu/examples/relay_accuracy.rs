@@ -20,15 +20,15 @@ use std::time::Instant;
 
 use tfrc_udp::batch::{Offload, ReceiveBuffers};
 
+use tfrc_emu::element_syntax::{LinkFlags, LinkSpec};
 use tfrc_emu::realtime::unix_nanos_now;
 use tfrc_emu::relay::{self, RelayConfig};
-use tfrc_emu::spec::{LinkFlags, LinkSpec};
 
 const WIRE_BYTES: u64 = 1000;
 const PAYLOAD: usize = 972;
 const DELAY_MS: u64 = 10;
 
-type RelayHandle = std::thread::JoinHandle<anyhow::Result<relay::RelayReport>>;
+type RelayHandle = std::thread::JoinHandle<tfrc_emu::Result<relay::RelayReport>>;
 
 fn relay_for(
     rate_bps: u64,

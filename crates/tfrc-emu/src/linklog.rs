@@ -4,6 +4,7 @@
 //! counters' differences over it, so real and simulated runs of one scenario are read by the
 //! same scripts.
 
+use crate::error::{Error, Result};
 use core::time::Duration;
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -60,13 +61,14 @@ pub struct LinkLog {
 impl LinkLog {
     /// Creates `path` with the header; one row per entry of `names` per `interval`, the first
     /// interval ending at `Instant::ZERO + interval`.
-    pub fn create(path: &Path, names: Vec<LinkName>, interval: Duration) -> anyhow::Result<Self> {
-        anyhow::ensure!(
-            !interval.is_zero(),
-            "the links.csv interval must be above 0"
-        );
+    pub fn create(path: &Path, names: Vec<LinkName>, interval: Duration) -> Result<Self> {
+        if interval.is_zero() {
+            return Err(Error::Invalid(
+                "the links.csv interval must be above 0".into(),
+            ));
+        }
         let file = File::create(path)
-            .map_err(|error| anyhow::anyhow!("cannot create {}: {error}", path.display()))?;
+            .map_err(|error| Error::Failed(format!("cannot create {}: {error}", path.display())))?;
         let mut writer = BufWriter::new(file);
         writeln!(
             writer,
@@ -93,7 +95,7 @@ impl LinkLog {
     /// Writes the rows of every interval that ended by `now`, from `samples` (one per name).
     /// Several intervals ending at once (a late call) get the same queue state and put every
     /// count in the first of them.
-    pub fn write_due(&mut self, now: Instant, samples: &[LinkSample]) -> anyhow::Result<()> {
+    pub fn write_due(&mut self, now: Instant, samples: &[LinkSample]) -> Result<()> {
         while self.next <= now {
             self.intervals_written += 1;
             let time_s = self.interval.as_secs_f64() * self.intervals_written as f64;
@@ -109,7 +111,7 @@ impl LinkLog {
     }
 
     /// Flushes the file.
-    pub fn flush(&mut self) -> anyhow::Result<()> {
+    pub fn flush(&mut self) -> Result<()> {
         self.writer.flush()?;
         Ok(())
     }

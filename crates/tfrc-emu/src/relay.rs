@@ -17,17 +17,17 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use anyhow::{bail, Context, Result};
 use socket2::SockRef;
 use tfrc_proto::Instant;
 use tfrc_sim::rng::derive_seed;
 use tfrc_sim::{LinkCounters, LinkDirection};
 
+use crate::element_syntax::{Direction, LinkSpec};
+use crate::error::{Error, IoContext, Result};
 use crate::linklog::{LinkLog, LinkName};
 use crate::network::{Delivered, Network, SendOutcome};
 use crate::realtime::unix_nanos_now;
 use crate::realtime::{Clock, KernelStamps, Waiter, Wake, DEFAULT_SPIN_MARGIN};
-use crate::spec::{Direction, LinkSpec};
 use tfrc_sim::pcap::{ipv4_udp_packet, PcapWriter};
 use tfrc_udp::batch::{Datagram, EcnCodepoint, Offload, ReceiveBuffers};
 
@@ -172,7 +172,7 @@ impl Relay {
     /// traces) starts here.
     pub fn bind(config: RelayConfig) -> Result<Relay> {
         if config.max_clients == 0 {
-            bail!("--max-clients must be at least 1");
+            return Err(Error::Invalid("--max-clients must be at least 1".into()));
         }
         let listen = UdpSocket::bind(config.listen)
             .with_context(|| format!("cannot listen on {}", config.listen))?;
@@ -181,10 +181,10 @@ impl Relay {
         if forward.port() == bound.port()
             && (bound.ip().is_unspecified() || bound.ip() == forward.ip())
         {
-            bail!(
+            return Err(Error::Invalid(format!(
                 "--forward {forward} is the relay's own listen address {bound}: datagrams would \
                  loop through the relay; forward to the receiver's address"
-            );
+            )));
         }
         listen.set_nonblocking(true)?;
         set_buffers(&listen);
@@ -553,9 +553,9 @@ fn percentile_us(sorted: &[u64], fraction: f64) -> f64 {
 
 fn connect_upstream(forward: SocketAddr) -> Result<UdpSocket> {
     let any: SocketAddr = if forward.is_ipv4() {
-        "0.0.0.0:0".parse()?
+        SocketAddr::from((std::net::Ipv4Addr::UNSPECIFIED, 0))
     } else {
-        "[::]:0".parse()?
+        SocketAddr::from((std::net::Ipv6Addr::UNSPECIFIED, 0))
     };
     let socket = UdpSocket::bind(any).context("cannot open a socket towards --forward")?;
     socket

@@ -5,8 +5,8 @@ use std::net::{SocketAddr, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use tfrc_emu::element_syntax::{LinkFlags, LinkSpec};
 use tfrc_emu::relay::{self, RelayConfig};
-use tfrc_emu::spec::{LinkFlags, LinkSpec};
 use tfrc_proto::Config;
 use tfrc_udp::receiver::{ReceiverEvent, ReceiverOptions, UdpReceiver};
 use tfrc_udp::sender::{SenderOptions, UdpSender};
@@ -42,7 +42,7 @@ fn link(rate: &str, delay: &str, extra_queue: Option<&str>, loss: Option<&str>) 
     .unwrap()
 }
 
-type RelayThread = std::thread::JoinHandle<anyhow::Result<relay::RelayReport>>;
+type RelayThread = std::thread::JoinHandle<tfrc_emu::Result<relay::RelayReport>>;
 
 /// A relay over `link` to a fresh sink socket (2 s read timeout): the sink, the relay's
 /// address, its stop flag and its thread.

@@ -10,7 +10,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Mutex;
 use std::time::Instant;
 
-use tfrc_emu::spec::{LinkFlags, LinkSpec};
+use tfrc_emu::element_syntax::{LinkFlags, LinkSpec};
 use tfrc_emu::testbed::{self, in_namespace, list_namespaces, Testbed, TestbedConfig, Topology};
 use tfrc_proto::Config;
 use tfrc_udp::receiver::{ReceiverOptions, UdpReceiver};
@@ -392,7 +392,7 @@ fn data_file(name: &str) -> std::path::PathBuf {
 fn run_data_scenario(name: &str) -> (tempfile::TempDir, std::path::PathBuf) {
     let directory = tempfile::tempdir().unwrap();
     let out = directory.path().join("run");
-    let args = tfrc_emu::scenario::RunArgs {
+    let args = tfrc_emu::testbed_run::RunOptions {
         scenario: data_file(name),
         out: out.clone(),
         set: Vec::new(),
@@ -400,7 +400,7 @@ fn run_data_scenario(name: &str) -> (tempfile::TempDir, std::path::PathBuf) {
         tcp_congestion: "reno".into(),
         realtime: false,
     };
-    tfrc_emu::scenario::run(&args).unwrap();
+    tfrc_emu::testbed_run::run(&args).unwrap();
     (directory, out)
 }
 

@@ -152,7 +152,8 @@ impl Connection {
                 self.connection_id,
                 nonce,
                 now,
-            )?;
+            )
+            .map_err(|error| error.to_string())?;
             self.epoch = self.epoch.wrapping_add(1);
         }
         if descriptor.scheduler != self.descriptor.scheduler {
@@ -233,7 +234,7 @@ impl Connection {
             .and_then(|new| {
                 new.check_change_from(&self.descriptor)
                     .map_err(|error| error.to_string())?;
-                self.policy.check(&new)?;
+                self.policy.check(&new).map_err(|error| error.to_string())?;
                 Ok(new)
             })
             .and_then(|new| self.apply_descriptor(now, new));

@@ -46,7 +46,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use tfrc_proto::Instant;
 
-use crate::descriptor::{Descriptor, RateControlKind};
+use crate::descriptor::{Descriptor, DescriptorError, RateControlKind};
 use crate::mechanisms::{self, Scheduler};
 use crate::rate::{self, RateControl};
 use crate::wire::{self, Repr};
@@ -101,10 +101,10 @@ impl Policy {
     }
 
     /// Why `descriptor` is refused, if it is.
-    pub fn check(&self, descriptor: &Descriptor) -> Result<(), String> {
-        descriptor.validate().map_err(|error| error.to_string())?;
+    pub fn check(&self, descriptor: &Descriptor) -> Result<(), PolicyError> {
+        descriptor.validate()?;
         if descriptor.rate_control == RateControlKind::None && !self.allow_unpaced {
-            return Err("rate_control \"none\" (unpaced) is not accepted by this peer".into());
+            return Err(PolicyError::Unpaced);
         }
         if let Some(limit) = self.max_rate_bits_per_second {
             let asked = match descriptor.rate_control {
@@ -114,14 +114,52 @@ impl Policy {
             };
             if let Some(bytes) = asked {
                 if bytes * 8.0 > limit {
-                    return Err(format!(
-                        "requested rate {:.0} bit/s is above this peer's limit of {limit:.0} bit/s",
-                        bytes * 8.0
-                    ));
+                    return Err(PolicyError::AboveLimit {
+                        asked: bytes * 8.0,
+                        limit,
+                    });
                 }
             }
         }
         Ok(())
+    }
+}
+
+/// Why a [`Policy`] refuses a descriptor; the text goes to the peer in the refusal.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum PolicyError {
+    /// The descriptor itself is invalid.
+    #[error(transparent)]
+    Invalid(#[from] DescriptorError),
+    /// Unpaced sending (`rate_control = "none"`) without [`Policy::allow_unpaced`].
+    #[error("rate_control \"none\" (unpaced) is not accepted by this peer")]
+    Unpaced,
+    /// A gTFRC target rate or fixed rate above [`Policy::max_rate_bits_per_second`].
+    #[error("requested rate {asked:.0} bit/s is above this peer's limit of {limit:.0} bit/s")]
+    AboveLimit {
+        /// The rate asked for, bits/s.
+        asked: f64,
+        /// The policy's limit, bits/s.
+        limit: f64,
+    },
+}
+
+/// Why a [`Connection`] could not be built from its descriptor.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum SetupError {
+    /// The descriptor is invalid.
+    #[error(transparent)]
+    Descriptor(#[from] DescriptorError),
+    /// Its rate control could not be built.
+    #[error(transparent)]
+    RateControl(#[from] rate::RateSetupError),
+}
+
+/// The reason as text, for callers that keep or send reasons as text (a refusal, a flow's
+/// outcome in the simulator).
+impl From<SetupError> for String {
+    fn from(error: SetupError) -> String {
+        error.to_string()
     }
 }
 
@@ -519,8 +557,8 @@ impl Connection {
         seed: u64,
         is_client: bool,
         policy: Policy,
-    ) -> Result<Connection, String> {
-        descriptor.validate().map_err(|error| error.to_string())?;
+    ) -> Result<Connection, SetupError> {
+        descriptor.validate()?;
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
         let nonce = rng.gen();
         let rate = rate::build(
@@ -596,7 +634,7 @@ impl Connection {
         descriptor: Descriptor,
         connection_id: u32,
         seed: u64,
-    ) -> Result<Connection, String> {
+    ) -> Result<Connection, SetupError> {
         let mut connection = Connection::new(
             now,
             descriptor,
@@ -627,7 +665,7 @@ impl Connection {
         seed: u64,
         policy: Policy,
         handshake_rtt: Option<Duration>,
-    ) -> Result<Connection, String> {
+    ) -> Result<Connection, SetupError> {
         let mut connection = Connection::new(now, descriptor, connection_id, seed, false, policy)?;
         connection.client_tag = client_tag;
         if let Some(rtt) = handshake_rtt {
@@ -857,6 +895,11 @@ impl Connection {
         {
             return;
         }
+        self.dispatch(now, repr);
+    }
+
+    /// Acts on a datagram for this connection, accepted in its state.
+    fn dispatch(&mut self, now: Instant, repr: Repr<'_>) {
         match repr {
             Repr::InitAck {
                 client_tag, cookie, ..
@@ -890,10 +933,9 @@ impl Connection {
                 ranges,
                 ..
             } => {
-                if let Some(feedback) = feedback {
-                    if epoch == self.epoch {
-                        self.rate.handle_feedback(now, feedback);
-                    }
+                // The feedback of an older epoch measured an older rate control.
+                if let Some(feedback) = feedback.filter(|_| epoch == self.epoch) {
+                    self.rate.handle_feedback(now, feedback);
                 }
                 let pairs: Vec<(u64, u64)> = ranges.iter().collect();
                 self.on_ack(
@@ -916,16 +958,7 @@ impl Connection {
                     self.finish(CloseReason::Local);
                 }
             }
-            Repr::Error { code, reason, .. } => {
-                let text = String::from_utf8_lossy(reason).into_owned();
-                let error =
-                    if self.state == State::Connecting || code == close_code::DESCRIPTOR_REFUSED {
-                        ConnectionError::Refused(text)
-                    } else {
-                        ConnectionError::PeerError(text)
-                    };
-                self.finish(CloseReason::Error(error));
-            }
+            Repr::Error { code, reason, .. } => self.on_error(code, reason),
             Repr::Reconfigure {
                 change_id,
                 descriptor,
@@ -941,6 +974,18 @@ impl Connection {
                 self.stats.malformed_received += 1;
             }
         }
+    }
+
+    /// ERROR from the peer: the connection ends, refused (during set-up or for its
+    /// descriptor) or on the peer's error.
+    fn on_error(&mut self, code: u16, reason: &[u8]) {
+        let text = String::from_utf8_lossy(reason).into_owned();
+        let error = if self.state == State::Connecting || code == close_code::DESCRIPTOR_REFUSED {
+            ConnectionError::Refused(text)
+        } else {
+            ConnectionError::PeerError(text)
+        };
+        self.finish(CloseReason::Error(error));
     }
     // ----- timers -----
 

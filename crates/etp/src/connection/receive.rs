@@ -130,21 +130,7 @@ impl Connection {
             self.ack_now = true;
             return;
         }
-        let gap = self
-            .largest_received
-            .is_some_and(|(largest, _)| packet_number > largest + 1);
-        if self
-            .largest_received
-            .is_none_or(|(largest, _)| packet_number > largest)
-        {
-            self.largest_received = Some((packet_number, now));
-        }
-        self.unacked_data_packets += 1;
-        if gap || self.unacked_data_packets >= ACK_EVERY {
-            self.ack_now = true;
-        } else if self.ack_timer.is_none() {
-            self.ack_timer = Some(now + ACK_DELAY);
-        }
+        self.schedule_ack(now, packet_number);
         if min_rtt > 0 {
             self.peer_min_rtt = Duration::from_micros(u64::from(min_rtt));
         }
@@ -153,25 +139,7 @@ impl Connection {
         };
         let offset = i128::from(now.as_nanos()) - i128::from(inner.timestamp());
         self.clock_offset = Some(self.clock_offset.map_or(offset, |old| old.min(offset)));
-        // TFRC receiver of the current rate-control epoch.
-        let current = self.tfrc_receiver.as_ref().map(|(epoch, _)| *epoch);
-        let newer =
-            current.is_none_or(|current| current != epoch && epoch.wrapping_sub(current) < 0x8000);
-        if newer {
-            let config = crate::rate::tfrc_config(
-                self.descriptor.rate_control,
-                self.descriptor.target_rate_bytes(),
-                tfrc_packet_size(&self.descriptor),
-            );
-            if let Ok(receiver) = tfrc_proto::Receiver::new(config) {
-                self.tfrc_receiver = Some((epoch, receiver));
-            }
-        }
-        if let Some((receiver_epoch, receiver)) = &mut self.tfrc_receiver {
-            if *receiver_epoch == epoch {
-                let _ = receiver.handle_packet(now, tfrc);
-            }
-        }
+        self.tfrc_receive(now, epoch, tfrc);
         let payload = inner.payload();
         let mut touched = BTreeSet::new();
         for frame in Frames::new(payload) {
@@ -196,6 +164,49 @@ impl Connection {
         }
         for domain in touched {
             self.pump(now, domain);
+        }
+    }
+
+    /// Notes a new data packet for the acknowledgements: an ACK at once after a gap or every
+    /// [`ACK_EVERY`] packets, else within [`ACK_DELAY`].
+    fn schedule_ack(&mut self, now: Instant, packet_number: u64) {
+        let gap = self
+            .largest_received
+            .is_some_and(|(largest, _)| packet_number > largest + 1);
+        if self
+            .largest_received
+            .is_none_or(|(largest, _)| packet_number > largest)
+        {
+            self.largest_received = Some((packet_number, now));
+        }
+        self.unacked_data_packets += 1;
+        if gap || self.unacked_data_packets >= ACK_EVERY {
+            self.ack_now = true;
+        } else if self.ack_timer.is_none() {
+            self.ack_timer = Some(now + ACK_DELAY);
+        }
+    }
+
+    /// Passes a data packet to the TFRC receiver of its rate-control epoch, first building a
+    /// new receiver when the packet opens a newer epoch (older epochs' packets are ignored).
+    fn tfrc_receive(&mut self, now: Instant, epoch: u16, tfrc: &[u8]) {
+        let current = self.tfrc_receiver.as_ref().map(|(epoch, _)| *epoch);
+        let newer =
+            current.is_none_or(|current| current != epoch && epoch.wrapping_sub(current) < 0x8000);
+        if newer {
+            let config = crate::rate::tfrc_config(
+                self.descriptor.rate_control,
+                self.descriptor.target_rate_bytes(),
+                tfrc_packet_size(&self.descriptor),
+            );
+            if let Ok(receiver) = tfrc_proto::Receiver::new(config) {
+                self.tfrc_receiver = Some((epoch, receiver));
+            }
+        }
+        if let Some((receiver_epoch, receiver)) = &mut self.tfrc_receiver {
+            if *receiver_epoch == epoch {
+                let _ = receiver.handle_packet(now, tfrc);
+            }
         }
     }
 

@@ -480,8 +480,29 @@ impl Connection {
         let mut payload = core::mem::take(&mut self.payload_scratch);
         payload.clear();
         payload.resize(capacity, 0);
-        let mut used = 0;
         let mut frames = Vec::new();
+        let used = self.emit_forwards(&mut payload, &mut frames);
+        let used = self.emit_fragments(&mut payload, used, &mut frames);
+        if frames.is_empty() {
+            self.payload_scratch = payload;
+            self.rate.note_data_limited(now);
+            return None;
+        }
+        let tfrc_length = self
+            .rate
+            .emit(now, &payload[..used], &mut buffer[wire::DATA_HEADER_LEN..])
+            .ok();
+        self.payload_scratch = payload;
+        let tfrc_length = tfrc_length?;
+        self.seal_data_packet(now, buffer, frames)?;
+        Some(wire::DATA_HEADER_LEN + tfrc_length)
+    }
+
+    /// Writes the FORWARD frames due (one per ordering domain whose forward point moved) at
+    /// the start of `payload` while they fit; returns the bytes written.
+    fn emit_forwards(&mut self, payload: &mut [u8], frames: &mut Vec<SentFrame>) -> usize {
+        let capacity = payload.len();
+        let mut used = 0;
         let forwards: Vec<(u16, bool, u32)> = self
             .domains_out
             .iter()
@@ -506,6 +527,19 @@ impl Connection {
                 domain.forward_sent = domain.forward_sent.max(forward);
             }
         }
+        used
+    }
+
+    /// Fills `payload` after its first `used` bytes with fragments of the streams the
+    /// scheduler picks (retransmissions first within a stream), counting them in the stream
+    /// statistics; returns the bytes used in all.
+    fn emit_fragments(
+        &mut self,
+        payload: &mut [u8],
+        mut used: usize,
+        frames: &mut Vec<SentFrame>,
+    ) -> usize {
+        let capacity = payload.len();
         loop {
             let ready: Vec<(u16, u8)> = self
                 .streams
@@ -554,17 +588,18 @@ impl Connection {
                 ..piece
             }));
         }
-        if frames.is_empty() {
-            self.payload_scratch = payload;
-            self.rate.note_data_limited(now);
-            return None;
-        }
-        let tfrc_length = self
-            .rate
-            .emit(now, &payload[..used], &mut buffer[wire::DATA_HEADER_LEN..])
-            .ok();
-        self.payload_scratch = payload;
-        let tfrc_length = tfrc_length?;
+        used
+    }
+
+    /// Writes the ETP data header (the next packet number, the epoch, our minimum RTT) at the
+    /// start of `buffer` and remembers what the packet carries, for its acknowledgement or
+    /// loss.
+    fn seal_data_packet(
+        &mut self,
+        now: Instant,
+        buffer: &mut [u8],
+        frames: Vec<SentFrame>,
+    ) -> Option<()> {
         let packet_number = self.next_packet_number;
         self.next_packet_number += 1;
         let min_rtt = self.min_rtt.map_or(0, |rtt| {
@@ -586,7 +621,7 @@ impl Connection {
             },
         );
         self.stats.data_packets_sent += 1;
-        Some(wire::DATA_HEADER_LEN + tfrc_length)
+        Some(())
     }
 }
 

@@ -16,19 +16,22 @@
 
 use core::time::Duration;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
 use tfrc_proto::Instant;
 use tfrc_units::{parse_duration_flag as parse_duration, positive_rate};
 
-use crate::connection::{ConnectionStats, MessageOptions, Policy};
-use crate::descriptor::{
+use etp::connection::{ConnectionStats, MessageOptions, Policy};
+use etp::descriptor::{
     Descriptor, DurationValue, OrderingKind, RateControlKind, RateValue, ReliabilityKind,
     StreamDescriptor,
 };
-use crate::harness::{Harness, LinkConfig};
-use crate::udp::{self, DriverOptions};
+use etp::harness::{Harness, LinkConfig};
+use etp_udp::{DriverOptions, Session};
 
 /// Rate control choices on the command line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -187,6 +190,7 @@ struct Settings {
 /// Most frames one run streams (a delivery count of one byte each is kept per frame).
 const MAX_FRAMES: u64 = 10_000_000;
 
+/// Reads and checks the flags into a run's settings; an error names the flag.
 fn settings(args: &StreamArgs) -> Result<Settings> {
     let playout = parse_duration(&args.playout_deadline).context("--playout-deadline")?;
     let duration = parse_duration(&args.duration).context("--duration")?;
@@ -201,74 +205,12 @@ fn settings(args: &StreamArgs) -> Result<Settings> {
     }
     let descriptor = match &args.descriptor {
         Some(path) => Descriptor::from_file(path)?,
-        None => {
-            let rate_control = match args.rate_control {
-                RateChoice::Tfrc => RateControlKind::Tfrc,
-                RateChoice::Gtfrc => RateControlKind::Gtfrc,
-                RateChoice::TfrcSp => RateControlKind::TfrcSp,
-                RateChoice::Fixed => RateControlKind::Fixed,
-            };
-            let mut descriptor = Descriptor::single_stream(rate_control);
-            let rate = RateValue::Text(args.target_rate.clone());
-            match rate_control {
-                RateControlKind::Gtfrc => descriptor.target_rate = Some(rate),
-                RateControlKind::Fixed => descriptor.fixed_rate = Some(rate),
-                _ => {}
-            }
-            let mut stream = StreamDescriptor::new(0);
-            stream.name = Some("video".into());
-            stream.ordering = OrderingKind::None;
-            stream.reliability = match args.reliability {
-                ReliabilityChoice::None => ReliabilityKind::None,
-                ReliabilityChoice::Full => ReliabilityKind::Full,
-                ReliabilityChoice::Partial => ReliabilityKind::Partial,
-            };
-            if args.reliability == ReliabilityChoice::Partial {
-                stream.max_retransmissions = Some(args.max_retransmissions);
-            }
-            if !args.no_time_control {
-                stream.deadline = Some(DurationValue::millis(playout.as_millis() as u64));
-            }
-            descriptor.streams = vec![stream];
-            descriptor.validate()?;
-            descriptor
-        }
+        None => descriptor_from_flags(args, playout)?,
     };
     if descriptor.stream(0).is_none() {
         bail!("the descriptor has no stream 0 to carry the video");
     }
-    let mut link = None;
-    if args.emulate_loss > 0.0
-        || args.emulate_delay.is_some()
-        || args.emulate_rate.is_some()
-        || args.emulate_reorder > 0.0
-    {
-        let delay = match &args.emulate_delay {
-            Some(text) => parse_duration(text).context("--emulate-delay")?,
-            None => Duration::ZERO,
-        };
-        let rate = match &args.emulate_rate {
-            Some(text) => Some(
-                positive_rate(text)
-                    .context("--emulate-rate")?
-                    .bits_per_second() as f64,
-            ),
-            None => None,
-        };
-        let config = LinkConfig {
-            delay,
-            rate_bits_per_second: rate,
-            loss: args.emulate_loss,
-            reorder: args.emulate_reorder,
-            reorder_delay: parse_duration(&args.emulate_reorder_delay)
-                .context("--emulate-reorder-delay")?,
-            queue_limit: args.emulate_queue,
-        };
-        config
-            .validate()
-            .map_err(|problem| anyhow::anyhow!("--emulate-*: {problem}"))?;
-        link = Some(config);
-    }
+    let link = emulated_link(args)?;
     let frame_interval = Duration::from_secs_f64(1.0 / args.fps);
     let frames = (duration.as_secs_f64() * args.fps).round().max(1.0) as u64;
     if frames > MAX_FRAMES {
@@ -291,6 +233,79 @@ fn settings(args: &StreamArgs) -> Result<Settings> {
         drain,
         full_reliability,
     })
+}
+
+/// The descriptor of a run without `--descriptor`: one stream 0 named `video`, unordered, with
+/// the rate control, reliability and (unless `--no-time-control`) the playout deadline of the
+/// flags; validated like a descriptor file.
+fn descriptor_from_flags(args: &StreamArgs, playout: Duration) -> Result<Descriptor> {
+    let rate_control = match args.rate_control {
+        RateChoice::Tfrc => RateControlKind::Tfrc,
+        RateChoice::Gtfrc => RateControlKind::Gtfrc,
+        RateChoice::TfrcSp => RateControlKind::TfrcSp,
+        RateChoice::Fixed => RateControlKind::Fixed,
+    };
+    let mut descriptor = Descriptor::single_stream(rate_control);
+    let rate = RateValue::Text(args.target_rate.clone());
+    match rate_control {
+        RateControlKind::Gtfrc => descriptor.target_rate = Some(rate),
+        RateControlKind::Fixed => descriptor.fixed_rate = Some(rate),
+        _ => {}
+    }
+    let mut stream = StreamDescriptor::new(0);
+    stream.name = Some("video".into());
+    stream.ordering = OrderingKind::None;
+    stream.reliability = match args.reliability {
+        ReliabilityChoice::None => ReliabilityKind::None,
+        ReliabilityChoice::Full => ReliabilityKind::Full,
+        ReliabilityChoice::Partial => ReliabilityKind::Partial,
+    };
+    if args.reliability == ReliabilityChoice::Partial {
+        stream.max_retransmissions = Some(args.max_retransmissions);
+    }
+    if !args.no_time_control {
+        stream.deadline = Some(DurationValue::millis(playout.as_millis() as u64));
+    }
+    descriptor.streams = vec![stream];
+    descriptor.validate()?;
+    Ok(descriptor)
+}
+
+/// The path the `--emulate-*` flags describe (the same on each direction), or `None` when no
+/// flag asks for loss, delay, a rate limit or reordering.
+fn emulated_link(args: &StreamArgs) -> Result<Option<LinkConfig>> {
+    if !(args.emulate_loss > 0.0
+        || args.emulate_delay.is_some()
+        || args.emulate_rate.is_some()
+        || args.emulate_reorder > 0.0)
+    {
+        return Ok(None);
+    }
+    let delay = match &args.emulate_delay {
+        Some(text) => parse_duration(text).context("--emulate-delay")?,
+        None => Duration::ZERO,
+    };
+    let rate = match &args.emulate_rate {
+        Some(text) => Some(
+            positive_rate(text)
+                .context("--emulate-rate")?
+                .bits_per_second() as f64,
+        ),
+        None => None,
+    };
+    let config = LinkConfig {
+        delay,
+        rate_bits_per_second: rate,
+        loss: args.emulate_loss,
+        reorder: args.emulate_reorder,
+        reorder_delay: parse_duration(&args.emulate_reorder_delay)
+            .context("--emulate-reorder-delay")?,
+        queue_limit: args.emulate_queue,
+    };
+    config
+        .validate()
+        .map_err(|problem| anyhow::anyhow!("--emulate-*: {problem}"))?;
+    Ok(Some(config))
 }
 
 /// A frame: number, creation time (ns), I-frame flag, then padding.
@@ -477,35 +492,12 @@ fn frame_size(args: &StreamArgs, number: u64) -> (bool, usize) {
     )
 }
 
+/// The frames of a run in virtual time: both ends in this process over the deterministic
+/// in-process link ([`Harness`]), the same path each way.
 fn run_simulated(args: &StreamArgs, settings: &Settings) -> Result<StreamReport> {
-    let link = settings
-        .link
-        .clone()
-        .unwrap_or_else(|| LinkConfig::delay(Duration::ZERO));
-    let mut harness = Harness::new(
-        settings.descriptor.clone(),
-        Policy::permissive(),
-        link.clone(),
-        link,
-        args.seed,
-    )
-    .map_err(anyhow::Error::msg)?;
-    // The handshake, retried on loss (INIT, COOKIE_ECHO): up to 10 s of virtual time.
-    for _ in 0..100 {
-        if harness.server().is_some() {
-            break;
-        }
-        harness.run_for(Duration::from_millis(100));
-    }
-    if harness.server().is_none() {
-        bail!(
-            "the simulated connection could not be set up: {:?}",
-            harness.client_events()
-        );
-    }
+    let mut harness = simulated_connection(settings, args.seed)?;
     let mut tally = Tally::new(settings.playout, settings.frames);
     let start = harness.now();
-    let decode = |data: &[u8]| u64::from_be_bytes(data[..8].try_into().unwrap_or([0; 8]));
     let mut created = Vec::with_capacity(settings.frames as usize);
     for number in 0..settings.frames {
         let now = start + settings.frame_interval * number as u32;
@@ -519,22 +511,12 @@ fn run_simulated(args: &StreamArgs, settings: &Settings) -> Result<StreamReport>
             MessageOptions::default(),
         );
         harness.run_until(now + settings.frame_interval);
-        while let Some(message) = harness.server().and_then(|server| server.recv()) {
-            let number = decode(&message.data) as usize;
-            if let Some(at) = created.get(number) {
-                tally.delivered(&message.data, *at, message.completed_at);
-            }
-        }
+        tally_simulated_deliveries(&mut harness, &created, &mut tally);
     }
     // Drain: until every frame is resolved at the sender, at most `drain` after the last.
     let drain_end = harness.now() + settings.drain;
     loop {
-        while let Some(message) = harness.server().and_then(|server| server.recv()) {
-            let number = decode(&message.data) as usize;
-            if let Some(at) = created.get(number) {
-                tally.delivered(&message.data, *at, message.completed_at);
-            }
-        }
+        tally_simulated_deliveries(&mut harness, &created, &mut tally);
         if harness.now() >= drain_end || all_resolved(&harness.client().stats(), settings.frames) {
             break;
         }
@@ -565,62 +547,146 @@ fn run_simulated(args: &StreamArgs, settings: &Settings) -> Result<StreamReport>
     ))
 }
 
+/// A simulated client and listener joined by the emulated path (a lossless, zero-delay one
+/// without `--emulate-*`), past the handshake: retried on loss (INIT, COOKIE_ECHO) for up to
+/// 10 s of virtual time.
+fn simulated_connection(settings: &Settings, seed: u64) -> Result<Harness> {
+    let link = settings
+        .link
+        .clone()
+        .unwrap_or_else(|| LinkConfig::delay(Duration::ZERO));
+    let mut harness = Harness::new(
+        settings.descriptor.clone(),
+        Policy::permissive(),
+        link.clone(),
+        link,
+        seed,
+    )?;
+    for _ in 0..100 {
+        if harness.server().is_some() {
+            break;
+        }
+        harness.run_for(Duration::from_millis(100));
+    }
+    if harness.server().is_none() {
+        bail!(
+            "the simulated connection could not be set up: {:?}",
+            harness.client_events()
+        );
+    }
+    Ok(harness)
+}
+
+/// Counts every frame the simulated receiver has delivered so far; `created` holds each sent
+/// frame's creation time, by frame number.
+fn tally_simulated_deliveries(harness: &mut Harness, created: &[Instant], tally: &mut Tally) {
+    while let Some(message) = harness.server().and_then(|server| server.recv()) {
+        let number = u64::from_be_bytes(message.data[..8].try_into().unwrap_or([0; 8])) as usize;
+        if let Some(at) = created.get(number) {
+            tally.delivered(&message.data, *at, message.completed_at);
+        }
+    }
+}
+
+/// The frames of a run over two local UDP sockets (the emulated path, if any, on each
+/// sending side): the sender in this thread, the receiver's tally in another.
 fn run_local(args: &StreamArgs, settings: &Settings) -> Result<StreamReport> {
     let options = DriverOptions {
         emulation: settings.link.clone(),
         policy: Policy::permissive(),
         seed: args.seed,
     };
-    let listener = udp::listen("127.0.0.1:0", &options)?;
+    let listener = etp_udp::listen("127.0.0.1:0", &options)?;
     let address = listener.local_addr()?.to_string();
     let descriptor = settings.descriptor.clone();
     let sender_options = DriverOptions {
         seed: args.seed.wrapping_add(1),
         ..options
     };
-    let session = udp::connect(&address, descriptor, &sender_options)?;
+    let session = etp_udp::connect(&address, descriptor, &sender_options)?;
     let receiver = listener.accept(Duration::from_secs(5))?;
     let epoch = std::time::Instant::now();
+    let resolved = Arc::new(AtomicBool::new(false));
+    let receiving = spawn_local_receiver(receiver, epoch, settings, Arc::clone(&resolved));
+    send_frames(&session, args, settings, epoch);
+    let drain_end = std::time::Instant::now() + settings.drain;
+    while std::time::Instant::now() < drain_end && !all_resolved(&session.stats(), settings.frames)
+    {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    resolved.store(true, Ordering::Release);
+    let (tally, receiver_late, dropped) = receiving
+        .join()
+        .map_err(|_| anyhow::anyhow!("the receiving thread panicked"))?;
+    let sender = session.stats();
+    Ok(finish(
+        &local_mode(settings.link.as_ref()),
+        settings,
+        args,
+        tally,
+        sender,
+        receiver_late,
+        dropped,
+    ))
+}
+
+/// What the local receiver's thread hands back: its tally, the frames its ETP end dropped as
+/// late, and every frame it dropped (late or incomplete at the deadline).
+type ReceiverOutcome = (Tally, u64, u64);
+
+/// The local receiver's thread: tallies frames (their creation time read from the frame, the
+/// clocks being shared) until the sender says every frame is resolved (`resolved`, after which
+/// what was acknowledged has arrived) or the frames' time and the drain time are over.
+fn spawn_local_receiver(
+    receiver: Session,
+    epoch: std::time::Instant,
+    settings: &Settings,
+    resolved: Arc<AtomicBool>,
+) -> JoinHandle<ReceiverOutcome> {
     let frames = settings.frames;
-    let interval = settings.frame_interval;
     let playout = settings.playout;
-    let drain = settings.drain;
-    let resolved = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let receiving = {
-        let resolved = std::sync::Arc::clone(&resolved);
-        std::thread::spawn(move || {
-            let mut tally = Tally::new(playout, frames);
-            let stop = epoch + interval * frames as u32 + drain;
-            loop {
-                match receiver.recv_timeout(Duration::from_millis(20)) {
-                    Ok(Some(message)) => {
-                        let now = Instant::from_nanos(epoch.elapsed().as_nanos() as u64);
-                        let micros =
-                            u32::from_be_bytes(message.data[8..12].try_into().unwrap_or([0; 4]));
-                        let created = Instant::from_micros(u64::from(micros));
-                        tally.delivered(&message.data, created, now);
-                    }
-                    // Nothing waiting: done once the sender has every frame resolved (what it
-                    // had acknowledged was delivered here before) or the drain time is over.
-                    _ if resolved.load(std::sync::atomic::Ordering::Acquire) => break,
-                    _ => {}
+    let stop = epoch + settings.frame_interval * frames as u32 + settings.drain;
+    std::thread::spawn(move || {
+        let mut tally = Tally::new(playout, frames);
+        loop {
+            match receiver.recv_timeout(Duration::from_millis(20)) {
+                Ok(Some(message)) => {
+                    let now = Instant::from_nanos(epoch.elapsed().as_nanos() as u64);
+                    let micros =
+                        u32::from_be_bytes(message.data[8..12].try_into().unwrap_or([0; 4]));
+                    let created = Instant::from_micros(u64::from(micros));
+                    tally.delivered(&message.data, created, now);
                 }
-                if std::time::Instant::now() >= stop {
-                    break;
-                }
+                // Nothing waiting: done once the sender has every frame resolved (what it
+                // had acknowledged was delivered here before) or the drain time is over.
+                _ if resolved.load(Ordering::Acquire) => break,
+                _ => {}
             }
-            let stats = receiver.stats();
-            (
-                tally,
-                stats.total().messages_late_at_receiver,
-                receiver_dropped(&stats),
-            )
-        })
-    };
-    for number in 0..frames {
-        let due = epoch + interval * number as u32;
-        let wait = due.saturating_duration_since(std::time::Instant::now());
-        std::thread::sleep(wait);
+            if std::time::Instant::now() >= stop {
+                break;
+            }
+        }
+        let stats = receiver.stats();
+        (
+            tally,
+            stats.total().messages_late_at_receiver,
+            receiver_dropped(&stats),
+        )
+    })
+}
+
+/// Sends every frame of the run on stream 0 at its due time (`epoch` + its number × the frame
+/// interval), stamped with its creation time on the epoch's clock. A refused frame is skipped:
+/// the tally counts it as not delivered.
+fn send_frames(
+    session: &Session,
+    args: &StreamArgs,
+    settings: &Settings,
+    epoch: std::time::Instant,
+) {
+    for number in 0..settings.frames {
+        let due = epoch + settings.frame_interval * number as u32;
+        std::thread::sleep(due.saturating_duration_since(std::time::Instant::now()));
         let created = Instant::from_nanos(epoch.elapsed().as_nanos() as u64);
         let (iframe, size) = frame_size(args, number);
         let _ = session.send(
@@ -629,16 +695,11 @@ fn run_local(args: &StreamArgs, settings: &Settings) -> Result<StreamReport> {
             MessageOptions::default(),
         );
     }
-    let drain_end = std::time::Instant::now() + drain;
-    while std::time::Instant::now() < drain_end && !all_resolved(&session.stats(), frames) {
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    resolved.store(true, std::sync::atomic::Ordering::Release);
-    let (tally, receiver_late, dropped) = receiving
-        .join()
-        .map_err(|_| anyhow::anyhow!("the receiving thread panicked"))?;
-    let sender = session.stats();
-    let mode = match &settings.link {
+}
+
+/// The report's `mode` of a local run: the emulated path, if any.
+fn local_mode(link: Option<&LinkConfig>) -> String {
+    match link {
         Some(link) => format!(
             "local UDP, emulated path: one-way {} ms, {}, loss {}",
             link.delay.as_millis(),
@@ -647,16 +708,7 @@ fn run_local(args: &StreamArgs, settings: &Settings) -> Result<StreamReport> {
             link.loss
         ),
         None => "local UDP".into(),
-    };
-    Ok(finish(
-        &mode,
-        settings,
-        args,
-        tally,
-        sender,
-        receiver_late,
-        dropped,
-    ))
+    }
 }
 
 fn print(report: &StreamReport, json: bool) {
@@ -710,50 +762,10 @@ fn print(report: &StreamReport, json: bool) {
 pub fn run(args: &StreamArgs) -> Result<()> {
     let settings = settings(args)?;
     if let Some(address) = &args.listen {
-        let listener = udp::listen(address, &DriverOptions::default())?;
-        eprintln!("listening on {}", listener.local_addr()?);
-        let session = listener.accept(Duration::from_secs(3600))?;
-        let mut count = 0u64;
-        while session.recv().is_ok() {
-            count += 1;
-        }
-        let stats = session.stats().total();
-        println!(
-            "received {count} frames on time; {} late at the receiver, {} incomplete at their deadline",
-            stats.messages_late_at_receiver, stats.messages_expired_incomplete
-        );
-        return Ok(());
+        return run_listen(address);
     }
     if let Some(address) = &args.connect {
-        let session = udp::connect(
-            address,
-            settings.descriptor.clone(),
-            &DriverOptions::default(),
-        )?;
-        let epoch = std::time::Instant::now();
-        for number in 0..settings.frames {
-            std::thread::sleep(
-                (epoch + settings.frame_interval * number as u32)
-                    .saturating_duration_since(std::time::Instant::now()),
-            );
-            let created = Instant::from_nanos(epoch.elapsed().as_nanos() as u64);
-            let (iframe, size) = frame_size(args, number);
-            let _ = session.send(
-                0,
-                frame(number, created, iframe, size),
-                MessageOptions::default(),
-            );
-        }
-        session.close(settings.playout + Duration::from_secs(10))?;
-        let stats = session.stats();
-        println!(
-            "sent {} frames; dropped late at the sender {}, abandoned {}, acknowledged {}",
-            settings.frames,
-            stats.total().messages_late_at_sender,
-            stats.total().messages_abandoned,
-            stats.total().messages_acked
-        );
-        return Ok(());
+        return run_connect(address, args, &settings);
     }
     let report = if args.simulate {
         run_simulated(args, &settings)?
@@ -772,6 +784,45 @@ pub fn run(args: &StreamArgs) -> Result<()> {
             settings.drain
         );
     }
+    Ok(())
+}
+
+/// `--listen`: receives one session's frames until it closes and prints what arrived (judged by
+/// ETP's deadline drops only, the sender's clock not being shared).
+fn run_listen(address: &str) -> Result<()> {
+    let listener = etp_udp::listen(address, &DriverOptions::default())?;
+    eprintln!("listening on {}", listener.local_addr()?);
+    let session = listener.accept(Duration::from_secs(3600))?;
+    let mut count = 0u64;
+    while session.recv().is_ok() {
+        count += 1;
+    }
+    let stats = session.stats().total();
+    println!(
+        "received {count} frames on time; {} late at the receiver, {} incomplete at their deadline",
+        stats.messages_late_at_receiver, stats.messages_expired_incomplete
+    );
+    Ok(())
+}
+
+/// `--connect`: sends the run's frames to a `tfrc stream --listen`, closes, and prints the
+/// sender's counters.
+fn run_connect(address: &str, args: &StreamArgs, settings: &Settings) -> Result<()> {
+    let session = etp_udp::connect(
+        address,
+        settings.descriptor.clone(),
+        &DriverOptions::default(),
+    )?;
+    send_frames(&session, args, settings, std::time::Instant::now());
+    session.close(settings.playout + Duration::from_secs(10))?;
+    let stats = session.stats();
+    println!(
+        "sent {} frames; dropped late at the sender {}, abandoned {}, acknowledged {}",
+        settings.frames,
+        stats.total().messages_late_at_sender,
+        stats.total().messages_abandoned,
+        stats.total().messages_acked
+    );
     Ok(())
 }
 

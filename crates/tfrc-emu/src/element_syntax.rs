@@ -167,7 +167,7 @@ impl DirectionSpec {
 
     /// The simulator's configuration of this direction; a trace file is read here and starts
     /// at `start` (the emulator's time origin).
-    pub fn to_config(&self, start: Instant) -> anyhow::Result<LinkDirectionConfig> {
+    pub fn to_config(&self, start: Instant) -> crate::Result<LinkDirectionConfig> {
         let transmitter = match &self.capacity {
             CapacitySpec::Rate(bits) => Transmitter::fixed_rate(*bits)?,
             CapacitySpec::Trace {
@@ -235,28 +235,7 @@ impl LinkSpec {
     /// Builds both directions from the flags through the scenario file's grammar (see the
     /// module documentation); unset keys take 10 Mb/s, no delay, DropTail 50, no loss.
     pub fn from_flags(flags: &LinkFlags<'_>) -> Result<LinkSpec, SpecError> {
-        let mut tables = [toml::Table::new(), toml::Table::new()];
-        // The flag value that last set each (direction, key), to name it in errors.
-        let mut origins: Vec<(Direction, &'static str, &'static str, String)> = Vec::new();
-        let mut set = |direction: Direction,
-                       key: &'static str,
-                       flag: &'static str,
-                       value: &str,
-                       item: toml::Value| {
-            let table = &mut tables[direction_index(direction)];
-            // A rate replaces a trace and a trace a rate, as a later value replaces an earlier.
-            let replaced: &[&str] = match key {
-                "rate" => &["trace", "trace_offset", "trace_opportunity"],
-                "trace" => &["rate", "trace_offset", "trace_opportunity"],
-                _ => &[],
-            };
-            for old in replaced {
-                table.remove(*old);
-            }
-            table.insert(key.to_owned(), item);
-            origins.retain(|(d, k, _, _)| !(*d == direction && *k == key));
-            origins.push((direction, key, flag, value.to_owned()));
-        };
+        let mut tables = FlagTables::default();
         for (flag, key, values) in [
             ("--rate", "rate", flags.rate),
             ("--delay", "delay", flags.delay),
@@ -264,7 +243,7 @@ impl LinkSpec {
             for value in values {
                 let (directions, text) = split_direction(flag, value)?;
                 for direction in directions {
-                    set(direction, key, flag, value, scalar(text));
+                    tables.set(direction, key, flag, value, scalar(text));
                 }
             }
         }
@@ -274,7 +253,7 @@ impl LinkSpec {
                 trace_items(text).map_err(|reason| SpecError::new("--trace", value, reason))?;
             for direction in directions {
                 for (key, item) in &items {
-                    set(direction, key, "--trace", value, item.clone());
+                    tables.set(direction, key, "--trace", value, item.clone());
                 }
             }
         }
@@ -290,50 +269,19 @@ impl LinkSpec {
                     kind_table(key, text).map_err(|reason| SpecError::new(flag, value, reason))?
                 };
                 for direction in directions {
-                    set(direction, key, flag, value, item.clone());
+                    tables.set(direction, key, flag, value, item.clone());
                 }
             }
         }
-        for table in &mut tables {
-            if !table.contains_key("rate") && !table.contains_key("trace") {
-                table.insert("rate".into(), "10Mbps".into());
-            }
-            table.entry("delay").or_insert_with(|| "0ms".into());
-        }
-        let [forward, reverse] = tables;
-        let mut link_table = toml::Table::new();
-        link_table.insert("forward".into(), toml::Value::Table(forward));
-        link_table.insert("reverse".into(), toml::Value::Table(reverse));
-        let link = tfrc_scenario::link_from_table(link_table, "the link flags", None).map_err(
-            |error| {
-                // `link.forward.queue.min_th` names the direction and the flag's key.
-                let key = error.key().unwrap_or_default().to_owned();
-                let mut parts = key.split('.').skip(1);
-                let direction = match parts.next() {
-                    Some("reverse") => Direction::Reverse,
-                    _ => Direction::Forward,
-                };
-                let top = parts.next().unwrap_or_default();
-                let origin = origins
-                    .iter()
-                    .rev()
-                    .find(|(d, k, _, _)| *d == direction && *k == top)
-                    .or_else(|| origins.iter().rev().find(|(_, k, _, _)| *k == top));
-                let reason = format!("{key}: {}", error.message());
-                match origin {
-                    Some((_, _, flag, value)) => SpecError::new(flag, value, reason),
-                    None => SpecError::new("the link flags", "", reason),
-                }
-            },
-        )?;
+        let link = tables.into_link()?;
         let mut spec = LinkSpec {
             forward: DirectionSpec::from_scenario(&link.forward),
             reverse: DirectionSpec::from_scenario(&link.reverse),
         };
         for value in flags.marker {
             let (directions, text) = split_direction("--marker", value)?;
-            let marker =
-                parse_marker(text).map_err(|reason| SpecError::new("--marker", value, reason))?;
+            let marker = parse_marker(text)
+                .map_err(|reason| SpecError::new("--marker", value, reason.to_string()))?;
             for direction in directions {
                 spec.direction_mut(direction).markers.push(marker.clone());
             }
@@ -355,6 +303,80 @@ impl LinkSpec {
             Direction::Forward => &mut self.forward,
             Direction::Reverse => &mut self.reverse,
         }
+    }
+}
+
+/// The `[link]` tables (forward, reverse) the flags fill, in the scenario file's keys, and
+/// the flag value that last set each (direction, key), to name it in errors.
+#[derive(Default)]
+struct FlagTables {
+    tables: [toml::Table; 2],
+    origins: Vec<(Direction, &'static str, &'static str, String)>,
+}
+
+impl FlagTables {
+    /// Sets `key` of `direction` to `item`, from `value` of `flag`. A rate replaces a trace and
+    /// a trace a rate, as a later value replaces an earlier.
+    fn set(
+        &mut self,
+        direction: Direction,
+        key: &'static str,
+        flag: &'static str,
+        value: &str,
+        item: toml::Value,
+    ) {
+        let table = &mut self.tables[direction_index(direction)];
+        let replaced: &[&str] = match key {
+            "rate" => &["trace", "trace_offset", "trace_opportunity"],
+            "trace" => &["rate", "trace_offset", "trace_opportunity"],
+            _ => &[],
+        };
+        for old in replaced {
+            table.remove(*old);
+        }
+        table.insert(key.to_owned(), item);
+        self.origins
+            .retain(|(d, k, _, _)| !(*d == direction && *k == key));
+        self.origins.push((direction, key, flag, value.to_owned()));
+    }
+
+    /// The link the tables describe (defaults filled: 10 Mb/s, no delay), read by the
+    /// scenario's grammar; an error names the flag value that set the bad key.
+    fn into_link(self) -> Result<tfrc_scenario::Link, SpecError> {
+        let FlagTables {
+            mut tables,
+            origins,
+        } = self;
+        for table in &mut tables {
+            if !table.contains_key("rate") && !table.contains_key("trace") {
+                table.insert("rate".into(), "10Mbps".into());
+            }
+            table.entry("delay").or_insert_with(|| "0ms".into());
+        }
+        let [forward, reverse] = tables;
+        let mut link_table = toml::Table::new();
+        link_table.insert("forward".into(), toml::Value::Table(forward));
+        link_table.insert("reverse".into(), toml::Value::Table(reverse));
+        tfrc_scenario::link_from_table(link_table, "the link flags", None).map_err(|error| {
+            // `link.forward.queue.min_th` names the direction and the flag's key.
+            let key = error.key().unwrap_or_default().to_owned();
+            let mut parts = key.split('.').skip(1);
+            let direction = match parts.next() {
+                Some("reverse") => Direction::Reverse,
+                _ => Direction::Forward,
+            };
+            let top = parts.next().unwrap_or_default();
+            let origin = origins
+                .iter()
+                .rev()
+                .find(|(d, k, _, _)| *d == direction && *k == top)
+                .or_else(|| origins.iter().rev().find(|(_, k, _, _)| *k == top));
+            let reason = format!("{key}: {}", error.message());
+            match origin {
+                Some((_, _, flag, value)) => SpecError::new(flag, value, reason),
+                None => SpecError::new("the link flags", "", reason),
+            }
+        })
     }
 }
 
@@ -542,14 +564,13 @@ fn trace_items(text: &str) -> Result<Vec<(&'static str, toml::Value)>, String> {
 /// Parses a marker: `token-bucket:ITEM,…` with the `[[marker]]` keys `rate` and `bucket`
 /// (bare values in that order) and `ports=P,P,…` (the flows it marks by port; none: every
 /// packet of the direction shares the bucket).
-pub fn parse_marker(text: &str) -> Result<MarkerSpec, String> {
-    let expected = "expected token-bucket:RATE:BUCKET_BYTES[:ports=P,P,…]";
+pub fn parse_marker(text: &str) -> Result<MarkerSpec, MarkerError> {
     let rest = text
         .strip_prefix("token-bucket")
-        .ok_or_else(|| expected.to_owned())?;
+        .ok_or(MarkerError::Syntax)?;
     let rest = match rest {
         "" => "",
-        _ => rest.strip_prefix(':').ok_or_else(|| expected.to_owned())?,
+        _ => rest.strip_prefix(':').ok_or(MarkerError::Syntax)?,
     };
     let (items, ports) = match rest.split_once("ports=") {
         Some((items, ports)) => (items, Some(ports)),
@@ -564,27 +585,25 @@ pub fn parse_marker(text: &str) -> Result<MarkerSpec, String> {
     {
         let (key, value) = match item.split_once('=') {
             Some((key, value)) => (key.trim(), value.trim()),
-            None => (bare.next().ok_or_else(|| expected.to_owned())?, item),
+            None => (bare.next().ok_or(MarkerError::Syntax)?, item),
         };
         match key {
             "rate" => {
-                rate =
-                    Some(parse_rate(value).map_err(|error| format!("rate: {}", error.message()))?)
+                rate = Some(
+                    parse_rate(value).map_err(|error| MarkerError::Rate(error.message().into()))?,
+                )
             }
             "bucket" => {
                 bucket = Some(
-                    parse_size(value).map_err(|error| format!("bucket: {}", error.message()))?,
+                    parse_size(value)
+                        .map_err(|error| MarkerError::Bucket(error.message().into()))?,
                 )
             }
-            _ => {
-                return Err(format!(
-                    "unknown marker key `{key}`; expected rate, bucket, ports"
-                ))
-            }
+            _ => return Err(MarkerError::UnknownKey(key.into())),
         }
     }
     let (Some(rate), Some(bucket)) = (rate, bucket) else {
-        return Err(expected.to_owned());
+        return Err(MarkerError::Syntax);
     };
     let flows = match ports {
         None => None,
@@ -595,7 +614,7 @@ pub fn parse_marker(text: &str) -> Result<MarkerSpec, String> {
                     port.trim()
                         .parse::<u16>()
                         .map(FlowId::from)
-                        .map_err(|_| format!("ports: {port:?} is not a port number"))
+                        .map_err(|_| MarkerError::Port(port.into()))
                 })
                 .collect::<Result<Vec<_>, _>>()?;
             flows.sort_unstable();
@@ -616,9 +635,31 @@ pub fn parse_marker(text: &str) -> Result<MarkerSpec, String> {
             .clone()
             .map_or(FlowSelector::All, FlowSelector::Flows),
     }
-    .build()
-    .map_err(|error| error.to_string())?;
+    .build()?;
     Ok(spec)
+}
+
+/// Why a `--marker` value is refused (the text [`SpecError`] gives as its reason).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum MarkerError {
+    /// Not `token-bucket:RATE:BUCKET_BYTES[:ports=…]`.
+    #[error("expected token-bucket:RATE:BUCKET_BYTES[:ports=P,P,…]")]
+    Syntax,
+    /// The rate does not parse (the units grammar's message).
+    #[error("rate: {0}")]
+    Rate(String),
+    /// The bucket size does not parse (the units grammar's message).
+    #[error("bucket: {0}")]
+    Bucket(String),
+    /// A key other than `rate`, `bucket`, `ports`.
+    #[error("unknown marker key `{0}`; expected rate, bucket, ports")]
+    UnknownKey(String),
+    /// A port that is not a number from 0 to 65535.
+    #[error("ports: {0:?} is not a port number")]
+    Port(String),
+    /// The token bucket refuses the values.
+    #[error(transparent)]
+    Parameter(#[from] tfrc_sim::ParameterError),
 }
 
 #[cfg(test)]
@@ -643,6 +684,30 @@ mod tests {
             _ => flags.delay = &values,
         }
         LinkSpec::from_flags(&flags)
+    }
+
+    /// A marker with an unknown key is refused with an error that names the valid keys, and
+    /// the flag's error quotes the value.
+    #[test]
+    fn an_unknown_marker_key_names_the_valid_ones() {
+        let error = parse_marker("token-bucket:800kbps:10000:color=red").unwrap_err();
+        assert_eq!(error, MarkerError::UnknownKey("color".into()));
+        assert_eq!(
+            error.to_string(),
+            "unknown marker key `color`; expected rate, bucket, ports"
+        );
+        assert_eq!(
+            parse_marker("leaky-bucket:1Mbps:100").unwrap_err(),
+            MarkerError::Syntax
+        );
+        assert_eq!(
+            parse_marker("token-bucket:1Mbps:100:ports=http")
+                .unwrap_err()
+                .to_string(),
+            "ports: \"http\" is not a port number"
+        );
+        let error = link("--marker", &["token-bucket:1Mbps:100:color=red"]).unwrap_err();
+        assert!(error.to_string().contains("--marker"), "{error}");
     }
 
     #[test]

@@ -1,4 +1,5 @@
-//! `tfrc emulate` (relay mode) and `tfrc testbed` (namespaces and TUN devices).
+//! `tfrc emulate` (relay mode) and `tfrc testbed` (namespaces and TUN devices): the command
+//! line of the `tfrc-emu` crate (clap arguments, the runs, what they print).
 
 use core::time::Duration;
 use std::net::SocketAddr;
@@ -8,9 +9,11 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use clap::Args;
-
-use crate::relay::{Relay, RelayConfig};
-use crate::spec::{LinkFlags, LinkSpec};
+use tfrc_emu::element_syntax::{CapacitySpec, LinkFlags, LinkSpec};
+use tfrc_emu::relay::{Relay, RelayConfig};
+use tfrc_emu::testbed::{self, Testbed, TestbedConfig, Topology};
+use tfrc_emu::testbed_run::{self, Plan, RunOptions};
+use tfrc_units::parse_duration_flag;
 
 /// The per-direction link flags shared by `tfrc emulate` and `tfrc testbed up`.
 #[derive(Debug, Clone, Args, Default)]
@@ -98,13 +101,6 @@ pub struct EmulateArgs {
     pub realtime: bool,
 }
 
-/// Parses a duration flag as every command-line duration of `tfrc` is read (`tfrc send
-/// --time`, the same grammar as iperf3's `-t`): `10s`, `250ms`, `2m`, or a plain number of
-/// seconds (`--time 2`). Scenario files keep their stricter grammar (a unit is required).
-pub fn parse_duration_flag(text: &str) -> Result<Duration, String> {
-    tfrc_units::parse_duration_flag(text).map_err(|error| error.to_string())
-}
-
 /// Runs `tfrc emulate`.
 pub fn run_emulate(args: &EmulateArgs) -> Result<()> {
     let link = args.link.to_spec()?;
@@ -183,8 +179,8 @@ fn describe(link: &LinkArgs, direction: &str) -> String {
         &spec.reverse
     };
     let capacity = match &direction.capacity {
-        crate::spec::CapacitySpec::Rate(bits) => format!("{bits} bit/s"),
-        crate::spec::CapacitySpec::Trace {
+        CapacitySpec::Rate(bits) => format!("{bits} bit/s"),
+        CapacitySpec::Trace {
             path,
             offset,
             opportunity,
@@ -249,7 +245,7 @@ pub enum TestbedCommand {
     List,
     /// Run a scenario's flows for real through the emulated topology and write flows.csv,
     /// state.csv, links.csv and summary.json like `tfrc sim`.
-    Run(crate::scenario::RunArgs),
+    Run(RunArgs),
 }
 
 /// `tfrc testbed up`.
@@ -312,6 +308,42 @@ pub struct ExecArgs {
     pub command: Vec<String>,
 }
 
+/// `tfrc testbed run`.
+#[derive(Debug, Clone, Args)]
+pub struct RunArgs {
+    /// The scenario file (the simulator's format).
+    pub scenario: PathBuf,
+    /// Output directory (flows.csv, state.csv, links.csv, summary.json, scenario.toml).
+    #[arg(long, default_value = "out/testbed")]
+    pub out: PathBuf,
+    /// Override a key, as `tfrc sim --set` (e.g. `--set duration=30s`).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub set: Vec<String>,
+    /// With a `[sweep]`: run the variant whose name contains this text (e.g. `profile=rfc5348`).
+    #[arg(long)]
+    pub variant: Option<String>,
+    /// Kernel congestion control of the TCP flows.
+    #[arg(long, default_value = "reno")]
+    pub tcp_congestion: String,
+    /// Run the emulator thread as SCHED_FIFO 10.
+    #[arg(long)]
+    pub realtime: bool,
+}
+
+impl RunArgs {
+    /// The run these flags ask for.
+    pub fn options(&self) -> RunOptions {
+        RunOptions {
+            scenario: self.scenario.clone(),
+            out: self.out.clone(),
+            set: self.set.clone(),
+            variant: self.variant.clone(),
+            tcp_congestion: self.tcp_congestion.clone(),
+            realtime: self.realtime,
+        }
+    }
+}
+
 /// Runs `tfrc testbed …`.
 pub fn run_testbed(args: &TestbedArgs) -> Result<()> {
     match &args.command {
@@ -319,7 +351,7 @@ pub fn run_testbed(args: &TestbedArgs) -> Result<()> {
         TestbedCommand::Down(down) => run_down(down),
         TestbedCommand::Exec(exec) => run_exec(exec),
         TestbedCommand::List => {
-            let running = crate::testbed::running_testbeds();
+            let running = testbed::running_testbeds();
             if running.is_empty() {
                 println!("no testbed running");
             }
@@ -334,29 +366,14 @@ pub fn run_testbed(args: &TestbedArgs) -> Result<()> {
             }
             Ok(())
         }
-        TestbedCommand::Run(run) => crate::scenario::run(run),
+        TestbedCommand::Run(run) => Ok(testbed_run::run(&run.options())?),
     }
 }
 
+/// Runs `tfrc testbed up`: the testbed of the flags (or of `--scenario`), served until a
+/// signal, `--time` or `tfrc testbed down`.
 fn run_up(args: &UpArgs) -> Result<()> {
-    use crate::testbed::{print_flush, Testbed, TestbedConfig, Topology};
-    let (topology, ports) = match &args.scenario {
-        Some(path) => {
-            let scenario = tfrc_scenario::Scenario::from_path(path)?;
-            let plan = crate::scenario::Plan::new(&scenario.expand_counts())?;
-            (plan.topology.clone(), plan.flow_ports())
-        }
-        None => {
-            anyhow::ensure!(
-                args.senders >= 1 && args.receivers >= 1 && args.senders + args.receivers <= 250,
-                "--senders and --receivers must be at least 1, 250 hosts in all"
-            );
-            (
-                Topology::dumbbell(args.senders, args.receivers, &args.link.to_spec()?),
-                Vec::new(),
-            )
-        }
-    };
+    let (topology, ports) = up_topology(args)?;
     let mut config = TestbedConfig::new(topology);
     if let Some(prefix) = &args.prefix {
         config.prefix = prefix.clone();
@@ -371,20 +388,7 @@ fn run_up(args: &UpArgs) -> Result<()> {
             .context("cannot install the signal handler")?;
     }
     let testbed = Testbed::up(config)?;
-    print_flush(&format!("testbed {} is up:", testbed.prefix()));
-    for host in testbed.hosts() {
-        print_flush(&format!(
-            "  {:<12} {:<15} netns {}",
-            host.name, host.address, host.namespace
-        ));
-    }
-    for (flow, port) in ports {
-        print_flush(&format!("  flow {flow}: port {port}"));
-    }
-    print_flush(&format!(
-        "run commands with `tfrc testbed exec HOST -- CMD`; stop with Ctrl-C or `tfrc testbed down --prefix {}`",
-        testbed.prefix()
-    ));
+    print_banner(&testbed, &ports);
     let started = std::time::Instant::now();
     while !stop.load(std::sync::atomic::Ordering::Relaxed)
         && testbed.is_serving()
@@ -404,9 +408,58 @@ fn run_up(args: &UpArgs) -> Result<()> {
     Ok(())
 }
 
+/// The topology `up` builds: a scenario's (with each flow's port, to print), or the dumbbell
+/// of `--senders`, `--receivers` and the link flags.
+fn up_topology(args: &UpArgs) -> Result<(Topology, Vec<(String, u16)>)> {
+    Ok(match &args.scenario {
+        Some(path) => {
+            let scenario = tfrc_scenario::Scenario::from_path(path)?;
+            let plan = Plan::new(&scenario.expand_counts())?;
+            (plan.topology.clone(), plan.flow_ports())
+        }
+        None => {
+            anyhow::ensure!(
+                args.senders >= 1 && args.receivers >= 1 && args.senders + args.receivers <= 250,
+                "--senders and --receivers must be at least 1, 250 hosts in all"
+            );
+            (
+                Topology::dumbbell(args.senders, args.receivers, &args.link.to_spec()?),
+                Vec::new(),
+            )
+        }
+    })
+}
+
+/// The banner of a testbed that is up: its hosts, the flows' ports, how to use and stop it
+/// (flushed line by line: scripts wait for it).
+fn print_banner(testbed: &Testbed, ports: &[(String, u16)]) {
+    print_flush(&format!("testbed {} is up:", testbed.prefix()));
+    for host in testbed.hosts() {
+        print_flush(&format!(
+            "  {:<12} {:<15} netns {}",
+            host.name, host.address, host.namespace
+        ));
+    }
+    for (flow, port) in ports {
+        print_flush(&format!("  flow {flow}: port {port}"));
+    }
+    print_flush(&format!(
+        "run commands with `tfrc testbed exec HOST -- CMD`; stop with Ctrl-C or `tfrc testbed down --prefix {}`",
+        testbed.prefix()
+    ));
+}
+
+/// Writes `text` to standard output and flushes (for `up`'s banner, read by scripts).
+fn print_flush(text: &str) {
+    use std::io::Write as _;
+    let mut stdout = std::io::stdout();
+    let _ = writeln!(stdout, "{text}");
+    let _ = stdout.flush();
+}
+
 fn run_down(args: &DownArgs) -> Result<()> {
     let mut stopped = 0;
-    for (path, state) in crate::testbed::running_testbeds() {
+    for (path, state) in testbed::running_testbeds() {
         if args
             .prefix
             .as_ref()
@@ -414,19 +467,19 @@ fn run_down(args: &DownArgs) -> Result<()> {
         {
             continue;
         }
-        let _ = crate::testbed::signal_process(state.pid, libc::SIGTERM);
+        let _ = testbed::signal_process(state.pid, signal_hook::consts::SIGTERM);
         let deadline = std::time::Instant::now() + Duration::from_secs(5);
         while path.exists() && std::time::Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(50));
         }
         for host in &state.hosts {
-            crate::testbed::remove_namespace(&host.namespace);
+            testbed::remove_namespace(&host.namespace);
         }
         let _ = std::fs::remove_file(&path);
         println!("removed testbed {} (pid {})", state.prefix, state.pid);
         stopped += 1;
     }
-    let stale = crate::testbed::remove_stale();
+    let stale = testbed::remove_stale();
     if !stale.is_empty() {
         println!("removed leftovers: {}", stale.join(" "));
     }
@@ -440,7 +493,7 @@ fn run_down(args: &DownArgs) -> Result<()> {
 }
 
 fn run_exec(args: &ExecArgs) -> Result<()> {
-    let running = crate::testbed::running_testbeds();
+    let running = testbed::running_testbeds();
     let state = match &args.prefix {
         Some(prefix) => running
             .iter()

@@ -1,4 +1,8 @@
-//! The UDP driver: ETP connections over a real UDP socket, with a blocking API.
+//! ETP's UDP driver: ETP connections over a real UDP socket, with a blocking API.
+//!
+//! The `etp` crate is the sans-IO core (no socket, no thread, no clock of its own); this crate
+//! is the I/O around it, as `quinn` is around `quinn-proto`, so that the deterministic
+//! simulator, which runs ETP flows too, does not link sockets.
 //!
 //! [`connect`] and [`listen`] each start one I/O thread per socket that owns the
 //! [`Connection`]s (and the [`Listener`]), waits for datagrams or the next timer with `ppoll`
@@ -23,14 +27,14 @@ use tfrc_proto::Instant;
 use tfrc_udp::clock::Clock;
 use tfrc_udp::pacing::{lower_timer_slack, poll_readable};
 
-use crate::connection::{
+use etp::connection::{
     CloseReason, Connection, ConnectionStats, Event, Message, MessageOptions, Policy,
-    ReconfigureError, SendError, State,
+    ReconfigureError, SendError, SetupError, State,
 };
-use crate::descriptor::Descriptor;
-use crate::harness::{Link, LinkConfig};
-use crate::listener::{Listener, ListenerConfig, ListenerOutput};
-use crate::wire::{Packet, PacketType};
+use etp::descriptor::Descriptor;
+use etp::harness::{Link, LinkConfig, LinkConfigError};
+use etp::listener::{Listener, ListenerConfig, ListenerOutput};
+use etp::wire::{Packet, PacketType};
 
 /// Longest the I/O thread sleeps without looking at its connections.
 const MAX_WAIT: Duration = Duration::from_millis(5);
@@ -63,9 +67,15 @@ pub enum SessionError {
     /// The change was refused locally.
     #[error(transparent)]
     Reconfigure(#[from] ReconfigureError),
-    /// Bad argument (address, descriptor).
+    /// Bad address.
     #[error("{0}")]
     Invalid(String),
+    /// The descriptor or the connection built from it was refused locally.
+    #[error(transparent)]
+    Setup(#[from] SetupError),
+    /// The emulated path's configuration is invalid.
+    #[error(transparent)]
+    Emulation(#[from] LinkConfigError),
     /// Waited too long.
     #[error("timed out: {0}")]
     TimedOut(&'static str),
@@ -236,7 +246,7 @@ fn start(
     socket.set_nonblocking(true)?;
     let emulator = match &options.emulation {
         Some(config) => {
-            config.validate().map_err(SessionError::Invalid)?;
+            config.validate()?;
             Some(Link::new(config.clone(), options.seed))
         }
         None => None,
@@ -293,8 +303,7 @@ pub fn connect(
         descriptor,
         rand::random(),
         rand::random(),
-    )
-    .map_err(SessionError::Invalid)?;
+    )?;
     let key = (peer, connection.connection_id());
     endpoint.lock().connections.insert(key, connection);
     let session = Session { handle, key };
@@ -503,7 +512,7 @@ impl Session {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::descriptor::RateControlKind;
+    use etp::descriptor::RateControlKind;
 
     #[test]
     fn a_session_over_local_udp_with_an_emulated_lossy_path() {

@@ -33,8 +33,6 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
-use anyhow::{anyhow, bail, Context, Result};
-use clap::Args;
 use socket2::{Domain, SockAddr, SockRef, Socket, Type};
 use tfrc_output::{
     coefficient_of_variation, BottleneckSummary, FlowIdentity, FlowSummary, FlowTotals,
@@ -47,7 +45,8 @@ use tfrc_sim::{
 };
 use tfrc_udp::sender::SenderInterval;
 
-use crate::spec::{DirectionSpec, MarkerSpec};
+use crate::element_syntax::{DirectionSpec, MarkerSpec};
+use crate::error::{chain, failed, invalid, Error, IoContext, Result};
 use crate::testbed::{
     in_namespace, FlowLog, Testbed, TestbedConfig, Topology, TopologyLink, TrackedFlow,
 };
@@ -95,7 +94,7 @@ impl Endpoint {
     /// The endpoint of one flow of a scenario.
     pub fn new(flow: &FlowSpec) -> Result<Endpoint> {
         Ok(match &flow.kind {
-            FlowKind::Tfrc(tfrc) if tfrc.media.is_some() => bail!(
+            FlowKind::Tfrc(tfrc) if tfrc.media.is_some() => invalid!(
                 "flow {}: media sources (key `media`) run in the simulator only; the testbed's \
                  TFRC senders send bulk data or data capped by max_rate",
                 flow.name
@@ -105,7 +104,7 @@ impl Endpoint {
                 flow.packet_size.saturating_sub(UDP_OVERHEAD),
                 &format!("flow {}", flow.name),
             )?),
-            FlowKind::Tcp(tcp) if tcp.downloads.is_some() => bail!(
+            FlowKind::Tcp(tcp) if tcp.downloads.is_some() => invalid!(
                 "flow {}: short TCP transfers (key `downloads`) run in the simulator only; the \
                  testbed's TCP flows are bulk transfers",
                 flow.name
@@ -125,7 +124,7 @@ impl Plan {
     pub fn new(scenario: &Scenario) -> Result<Plan> {
         let flows = scenario.flows.clone();
         if flows.len() > usize::from(u16::MAX - FIRST_PORT) {
-            bail!("too many flows for one testbed: {}", flows.len());
+            invalid!("too many flows for one testbed: {}", flows.len());
         }
         let endpoints = flows.iter().map(Endpoint::new).collect::<Result<_>>()?;
         let ports: Vec<u16> = (0..flows.len()).map(|i| FIRST_PORT + i as u16).collect();
@@ -134,24 +133,7 @@ impl Plan {
             .zip(&ports)
             .map(|(flow, port)| (flow.name.as_str(), *port))
             .collect();
-        let nodes: Vec<String> = scenario.nodes().iter().map(|n| n.to_string()).collect();
-        let degree = |node: &str| {
-            scenario
-                .links
-                .iter()
-                .filter(|link| link.between.iter().any(|end| end == node))
-                .count()
-        };
-        let hosts: Vec<String> = nodes
-            .iter()
-            .filter(|node| {
-                degree(node) == 1
-                    || flows
-                        .iter()
-                        .any(|flow| flow.from == **node || flow.to == **node)
-            })
-            .cloned()
-            .collect();
+        let hosts = plan_hosts(scenario, &flows);
         let mut topology = Topology {
             attachment: hosts.clone(),
             hosts,
@@ -163,33 +145,10 @@ impl Plan {
                 (first, second, &link.forward),
                 (second, first, &link.reverse),
             ] {
-                let mut direction = DirectionSpec::from_scenario(spec);
-                for marker in &scenario.markers {
-                    if marker.link[0] == *from && marker.link[1] == *to {
-                        let mut marked: Vec<FlowId> = marker
-                            .flows
-                            .iter()
-                            .map(|name| {
-                                port_of
-                                    .get(name.as_str())
-                                    .map(|p| FlowId::from(*p))
-                                    .ok_or_else(|| {
-                                        anyhow!("marker on {from}->{to}: no flow named {name}")
-                                    })
-                            })
-                            .collect::<Result<_>>()?;
-                        marked.sort_unstable();
-                        direction.markers.push(MarkerSpec {
-                            rate_bits_per_second: marker.rate.bits_per_second(),
-                            bucket_bytes: marker.bucket,
-                            flows: Some(marked),
-                        });
-                    }
-                }
                 topology.links.push(TopologyLink {
                     from: from.clone(),
                     to: to.clone(),
-                    spec: direction,
+                    spec: direction_spec(scenario, (from, to), spec, &port_of)?,
                 });
             }
         }
@@ -216,36 +175,88 @@ impl Plan {
             .hosts
             .iter()
             .position(|host| host == name)
-            .ok_or_else(|| anyhow!("node {name} has no namespace"))
+            .ok_or_else(|| Error::Invalid(format!("node {name} has no namespace")))
     }
 }
 
-/// `tfrc testbed run`.
-#[derive(Debug, Clone, Args)]
-pub struct RunArgs {
+/// The testbed's hosts (namespaces): the nodes that send or receive a flow, and the leaf nodes;
+/// the other nodes are routers inside the emulator.
+fn plan_hosts(scenario: &Scenario, flows: &[FlowSpec]) -> Vec<String> {
+    let nodes: Vec<String> = scenario.nodes().iter().map(|n| n.to_string()).collect();
+    let degree = |node: &str| {
+        scenario
+            .links
+            .iter()
+            .filter(|link| link.between.iter().any(|end| end == node))
+            .count()
+    };
+    nodes
+        .iter()
+        .filter(|node| {
+            degree(node) == 1
+                || flows
+                    .iter()
+                    .any(|flow| flow.from == **node || flow.to == **node)
+        })
+        .cloned()
+        .collect()
+}
+
+/// The emulated direction `from → to` of a scenario link, with the scenario's markers on it
+/// selecting their flows by port (`port_of`: each flow's port, by name).
+fn direction_spec(
+    scenario: &Scenario,
+    (from, to): (&String, &String),
+    spec: &tfrc_scenario::LinkDirectionSpec,
+    port_of: &HashMap<&str, u16>,
+) -> Result<DirectionSpec> {
+    let mut direction = DirectionSpec::from_scenario(spec);
+    for marker in &scenario.markers {
+        if marker.link[0] == *from && marker.link[1] == *to {
+            let mut marked: Vec<FlowId> = marker
+                .flows
+                .iter()
+                .map(|name| {
+                    port_of
+                        .get(name.as_str())
+                        .map(|p| FlowId::from(*p))
+                        .ok_or_else(|| {
+                            Error::Invalid(format!("marker on {from}->{to}: no flow named {name}"))
+                        })
+                })
+                .collect::<Result<_>>()?;
+            marked.sort_unstable();
+            direction.markers.push(MarkerSpec {
+                rate_bits_per_second: marker.rate.bits_per_second(),
+                bucket_bytes: marker.bucket,
+                flows: Some(marked),
+            });
+        }
+    }
+    Ok(direction)
+}
+
+/// What `tfrc testbed run` is asked to do.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
     /// The scenario file (the simulator's format).
     pub scenario: PathBuf,
     /// Output directory (flows.csv, state.csv, links.csv, summary.json, scenario.toml).
-    #[arg(long, default_value = "out/testbed")]
     pub out: PathBuf,
-    /// Override a key, as `tfrc sim --set` (e.g. `--set duration=30s`).
-    #[arg(long = "set", value_name = "KEY=VALUE")]
+    /// Overridden keys, as `tfrc sim --set` (e.g. `duration=30s`).
     pub set: Vec<String>,
     /// With a `[sweep]`: run the variant whose name contains this text (e.g. `profile=rfc5348`).
-    #[arg(long)]
     pub variant: Option<String>,
     /// Kernel congestion control of the TCP flows.
-    #[arg(long, default_value = "reno")]
     pub tcp_congestion: String,
     /// Run the emulator thread as SCHED_FIFO 10.
-    #[arg(long)]
     pub realtime: bool,
 }
 
 /// Runs `tfrc testbed run`: plan the chosen variant (`plan_run`), bring the testbed up and start
 /// the workers of its flows (`launch`), then write the outputs once the duration is over
 /// (`collect`).
-pub fn run(args: &RunArgs) -> Result<()> {
+pub fn run(args: &RunOptions) -> Result<()> {
     let (scenario, plan) = plan_run(args)?;
     let running = launch(args, &scenario, &plan)?;
     collect(args, &scenario, &plan, running)
@@ -257,7 +268,7 @@ pub fn run(args: &RunArgs) -> Result<()> {
 
 /// Loads the scenario, applies `--set`, picks the variant, creates the output directory and
 /// makes the plan.
-fn plan_run(args: &RunArgs) -> Result<(Scenario, Plan)> {
+fn plan_run(args: &RunOptions) -> Result<(Scenario, Plan)> {
     let mut scenario = Scenario::from_path(&args.scenario)?;
     scenario.apply_sets(&args.set)?;
     let scenario = choose_variant(args, &scenario)?;
@@ -269,13 +280,13 @@ fn plan_run(args: &RunArgs) -> Result<(Scenario, Plan)> {
 
 /// The one variant of `scenario` that `--variant` selects (the scenario itself without a
 /// `[sweep]`).
-fn choose_variant(args: &RunArgs, scenario: &Scenario) -> Result<Scenario> {
+fn choose_variant(args: &RunOptions, scenario: &Scenario) -> Result<Scenario> {
     let mut variants = scenario.expand()?;
     if let Some(wanted) = &args.variant {
         variants.retain(|variant| variant.name.contains(wanted.as_str()));
     }
     if variants.len() != 1 {
-        bail!(
+        invalid!(
             "{} gives {} variants{}; choose one with --variant TEXT (names: {})",
             args.scenario.display(),
             variants.len(),
@@ -318,7 +329,7 @@ struct Running {
 }
 
 /// Brings the testbed up and starts the workers of every flow.
-fn launch(args: &RunArgs, scenario: &Scenario, plan: &Plan) -> Result<Running> {
+fn launch(args: &RunOptions, scenario: &Scenario, plan: &Plan) -> Result<Running> {
     let duration = scenario.duration;
     let state_interval = scenario.output.state_sampling_interval();
     // Goodput: what each receiving application got, counted by it (TFRC payload of accepted
@@ -332,7 +343,7 @@ fn launch(args: &RunArgs, scenario: &Scenario, plan: &Plan) -> Result<Running> {
     let testbed = Testbed::up(config)?;
     let origin = testbed
         .origin()
-        .ok_or_else(|| anyhow!("the emulator did not start"))?;
+        .ok_or_else(|| Error::Failed("the emulator did not start".into()))?;
     eprintln!(
         "testbed {}: {} hosts, {} flows, {} s",
         testbed.prefix(),
@@ -355,7 +366,7 @@ fn launch(args: &RunArgs, scenario: &Scenario, plan: &Plan) -> Result<Running> {
             index,
             from: from.namespace.clone(),
             to: to.namespace.clone(),
-            address: format!("{}:{port}", to.address).parse()?,
+            address: SocketAddr::from((to.address, *port)),
             start: origin + flow.start,
             stop_at: origin + flow.stop_time(duration).min(duration),
             delivered: delivered[index].clone(),
@@ -376,7 +387,7 @@ fn launch(args: &RunArgs, scenario: &Scenario, plan: &Plan) -> Result<Running> {
 /// The testbed of a plan: its topology, `links.csv`, and the flows the emulator counts for
 /// `flows.csv` (with the goodput counter each receiver adds to).
 fn testbed_config(
-    args: &RunArgs,
+    args: &RunOptions,
     scenario: &Scenario,
     plan: &Plan,
     delivered: &[Arc<AtomicU64>],
@@ -506,7 +517,7 @@ fn launch_udp(flow: &FlowSpec, ends: &FlowEnds, seed: u64) -> Result<[Worker; 2]
 
 /// Waits for the scenario's duration (or a signal), stops and joins the workers, shuts the
 /// testbed down and writes the output files; worker errors are printed as warnings.
-fn collect(args: &RunArgs, scenario: &Scenario, plan: &Plan, running: Running) -> Result<()> {
+fn collect(args: &RunOptions, scenario: &Scenario, plan: &Plan, running: Running) -> Result<()> {
     let Running {
         testbed,
         origin,
@@ -539,7 +550,7 @@ fn join_workers(workers: Vec<Worker>) -> Vec<String> {
     for worker in workers {
         match worker.join() {
             Ok(Ok(())) => {}
-            Ok(Err(error)) => errors.push(format!("{error:#}")),
+            Ok(Err(error)) => errors.push(chain(&error)),
             Err(_) => errors.push("a flow thread panicked".into()),
         }
     }
@@ -686,17 +697,19 @@ fn connect_tcp(address: SocketAddr, congestion: &str, mss: u32) -> Result<TcpStr
     socket
         .set_tcp_congestion(congestion.as_bytes())
         .map_err(|error| {
-            anyhow!("TCP congestion control {congestion:?} is not available: {error}")
+            Error::Invalid(format!(
+                "TCP congestion control {congestion:?} is not available: {error}"
+            ))
         })?;
     if !address.is_ipv4() {
-        bail!("the testbed uses IPv4");
+        invalid!("the testbed uses IPv4");
     }
     let target = SockAddr::from(address);
     let mut attempts = 0;
     while let Err(error) = socket.connect(&target) {
         attempts += 1;
         if attempts > 50 {
-            bail!("cannot connect to {address}: {error}");
+            failed!("cannot connect to {address}: {error}");
         }
         std::thread::sleep(Duration::from_millis(20));
     }
@@ -751,7 +764,7 @@ fn udp_source(
             },
             seed,
         )?),
-        _ => bail!("flow {} is not a UDP source", flow.name),
+        _ => invalid!("flow {} is not a UDP source", flow.name),
     })
 }
 
@@ -814,98 +827,20 @@ fn departed_bytes_until(links_csv: &str, from: &str, to: &str, until: f64) -> Op
     total
 }
 
+/// Writes the run's output files into `--out`: `flows.csv` and `state.csv` from the
+/// emulator's counts and the senders' reports, `summary.json` (the simulator's summary of the
+/// same counts) and the scenario as run (`scenario.toml`).
 fn write_outputs(
-    args: &RunArgs,
+    args: &RunOptions,
     scenario: &Scenario,
     plan: &Plan,
     flow_log: &FlowLog,
     states: &[(usize, StateRow)],
     report: &crate::testbed::TestbedReport,
 ) -> Result<()> {
-    let interval = scenario.output.interval;
-    let duration = scenario.duration;
-    let intervals = (duration.as_nanos() / interval.as_nanos().max(1)) as usize;
-    let mut writer = RunWriter::with_files(&args.out, &[RowFile::Flows, RowFile::State])?;
-    // flows.csv
-    let zero = vec![FlowTotals::default(); plan.flows.len()];
-    for row in 0..intervals {
-        let now = flow_log.intervals.get(row).unwrap_or(&zero);
-        let before = match row {
-            0 => &zero,
-            _ => flow_log.intervals.get(row - 1).unwrap_or(&zero),
-        };
-        let time_s = interval.as_secs_f64() * (row + 1) as f64;
-        for (index, flow) in plan.flows.iter().enumerate() {
-            let count = |counts: &[FlowTotals]| counts.get(index).copied().unwrap_or_default();
-            let counts = count(now).since(&count(before));
-            writer.push(counts.row(
-                time_s,
-                (&flow.name, flow.kind_name()),
-                interval.as_secs_f64(),
-            ))?;
-        }
-    }
-    // state.csv
-    let mut sorted: Vec<&(usize, StateRow)> = states
-        .iter()
-        .filter(|(_, row)| row.time_s <= duration.as_secs_f64() + 1e-9)
-        .collect();
-    sorted
-        .sort_by(|(a_flow, a), (b_flow, b)| a.time_s.total_cmp(&b.time_s).then(a_flow.cmp(b_flow)));
-    for (_, row) in &sorted {
-        writer.push(row.clone())?;
-    }
-    writer.finish()?;
-    // summary.json
-    let last = flow_log
-        .intervals
-        .get(intervals.saturating_sub(1))
-        .cloned()
-        .unwrap_or_else(|| flow_log.totals.clone());
-    let mut flow_summaries = Vec::new();
-    for (index, flow) in plan.flows.iter().enumerate() {
-        let totals = last.get(index).copied().unwrap_or_default();
-        let (start, stop) = (flow.start, flow.stop_time(duration).min(duration));
-        let (start_s, stop_s) = (start.as_secs_f64(), stop.as_secs_f64());
-        let flow_states: Vec<&StateRow> = sorted
-            .iter()
-            .filter(|(flow, row)| *flow == index && row.time_s >= start_s && row.time_s <= stop_s)
-            .map(|(_, row)| row)
-            .collect();
-        let mean = |values: Vec<f64>| tfrc_output::stats::mean(&values);
-        let mean_p = matches!(flow.kind, FlowKind::Tfrc(_))
-            .then(|| mean(flow_states.iter().filter_map(|row| row.p).collect()))
-            .flatten();
-        let mean_rtt = mean(flow_states.iter().filter_map(|row| row.rtt_s).collect());
-        let bins = flow_log
-            .sent_per_100ms
-            .get(index)
-            .cloned()
-            .unwrap_or_default();
-        let (first_bin, last_bin) = ((start_s * 10.0) as usize, (stop_s * 10.0) as usize);
-        let counts: Vec<f64> = (first_bin..last_bin)
-            .map(|bin| f64::from(bins.get(bin).copied().unwrap_or(0)))
-            .collect();
-        flow_summaries.push(FlowSummary {
-            mean_p,
-            mean_rtt_s: mean_rtt,
-            cov_sent_100ms: coefficient_of_variation(&counts),
-            // The testbed's receivers run in their own threads; their feedback counts are not
-            // collected.
-            feedbacks: None,
-            ..FlowSummary::from_totals(
-                FlowIdentity {
-                    name: &flow.name,
-                    kind: flow.kind_name(),
-                    from: &flow.from,
-                    to: &flow.to,
-                },
-                (start, stop),
-                totals,
-            )
-        });
-    }
-    let seconds = duration.as_secs_f64();
+    let sorted = write_rows(args, scenario, plan, flow_log, states)?;
+    let flow_summaries = flow_summaries(scenario, plan, flow_log, &sorted);
+    let seconds = scenario.duration.as_secs_f64();
     // Bytes each direction sent during the run: the links.csv rows up to its end. The counters at
     // shutdown also hold what drained after the last flow stopped, which would put utilization
     // above 1.
@@ -956,7 +891,7 @@ fn write_outputs(
         scenario: scenario.name.clone(),
         seed: scenario.seed,
         duration_s: seconds,
-        interval_s: interval.as_secs_f64(),
+        interval_s: scenario.output.interval.as_secs_f64(),
         parameters: scenario.variant.clone(),
     };
     let summary = Summary::new(run, flow_summaries, bottleneck, links);
@@ -966,6 +901,112 @@ fn write_outputs(
     )?;
     std::fs::write(args.out.join("scenario.toml"), scenario.to_toml_string())?;
     Ok(())
+}
+
+/// Writes `flows.csv` (one row per flow per interval, from the emulator's cumulative counts)
+/// and `state.csv` (the senders' reports within the run, in time then flow order); returns
+/// those state rows.
+fn write_rows<'a>(
+    args: &RunOptions,
+    scenario: &Scenario,
+    plan: &Plan,
+    flow_log: &FlowLog,
+    states: &'a [(usize, StateRow)],
+) -> Result<Vec<&'a (usize, StateRow)>> {
+    let interval = scenario.output.interval;
+    let duration = scenario.duration;
+    let intervals = (duration.as_nanos() / interval.as_nanos().max(1)) as usize;
+    let mut writer = RunWriter::with_files(&args.out, &[RowFile::Flows, RowFile::State])?;
+    let zero = vec![FlowTotals::default(); plan.flows.len()];
+    for row in 0..intervals {
+        let now = flow_log.intervals.get(row).unwrap_or(&zero);
+        let before = match row {
+            0 => &zero,
+            _ => flow_log.intervals.get(row - 1).unwrap_or(&zero),
+        };
+        let time_s = interval.as_secs_f64() * (row + 1) as f64;
+        for (index, flow) in plan.flows.iter().enumerate() {
+            let count = |counts: &[FlowTotals]| counts.get(index).copied().unwrap_or_default();
+            let counts = count(now).since(&count(before));
+            writer.push(counts.row(
+                time_s,
+                (&flow.name, flow.kind_name()),
+                interval.as_secs_f64(),
+            ))?;
+        }
+    }
+    let mut sorted: Vec<&(usize, StateRow)> = states
+        .iter()
+        .filter(|(_, row)| row.time_s <= duration.as_secs_f64() + 1e-9)
+        .collect();
+    sorted
+        .sort_by(|(a_flow, a), (b_flow, b)| a.time_s.total_cmp(&b.time_s).then(a_flow.cmp(b_flow)));
+    for (_, row) in &sorted {
+        writer.push(row.clone())?;
+    }
+    writer.finish()?;
+    Ok(sorted)
+}
+
+/// Each flow's summary: its totals at the last whole interval, mean p and RTT over its state
+/// rows while it ran, and the variation of its packets sent per 100 ms.
+fn flow_summaries(
+    scenario: &Scenario,
+    plan: &Plan,
+    flow_log: &FlowLog,
+    sorted: &[&(usize, StateRow)],
+) -> Vec<FlowSummary> {
+    let duration = scenario.duration;
+    let intervals = (duration.as_nanos() / scenario.output.interval.as_nanos().max(1)) as usize;
+    let last = flow_log
+        .intervals
+        .get(intervals.saturating_sub(1))
+        .cloned()
+        .unwrap_or_else(|| flow_log.totals.clone());
+    let mut flow_summaries = Vec::new();
+    for (index, flow) in plan.flows.iter().enumerate() {
+        let totals = last.get(index).copied().unwrap_or_default();
+        let (start, stop) = (flow.start, flow.stop_time(duration).min(duration));
+        let (start_s, stop_s) = (start.as_secs_f64(), stop.as_secs_f64());
+        let flow_states: Vec<&StateRow> = sorted
+            .iter()
+            .filter(|(flow, row)| *flow == index && row.time_s >= start_s && row.time_s <= stop_s)
+            .map(|(_, row)| row)
+            .collect();
+        let mean = |values: Vec<f64>| tfrc_output::stats::mean(&values);
+        let mean_p = matches!(flow.kind, FlowKind::Tfrc(_))
+            .then(|| mean(flow_states.iter().filter_map(|row| row.p).collect()))
+            .flatten();
+        let mean_rtt = mean(flow_states.iter().filter_map(|row| row.rtt_s).collect());
+        let bins = flow_log
+            .sent_per_100ms
+            .get(index)
+            .cloned()
+            .unwrap_or_default();
+        let (first_bin, last_bin) = ((start_s * 10.0) as usize, (stop_s * 10.0) as usize);
+        let counts: Vec<f64> = (first_bin..last_bin)
+            .map(|bin| f64::from(bins.get(bin).copied().unwrap_or(0)))
+            .collect();
+        flow_summaries.push(FlowSummary {
+            mean_p,
+            mean_rtt_s: mean_rtt,
+            cov_sent_100ms: coefficient_of_variation(&counts),
+            // The testbed's receivers run in their own threads; their feedback counts are not
+            // collected.
+            feedbacks: None,
+            ..FlowSummary::from_totals(
+                FlowIdentity {
+                    name: &flow.name,
+                    kind: flow.kind_name(),
+                    from: &flow.from,
+                    to: &flow.to,
+                },
+                (start, stop),
+                totals,
+            )
+        });
+    }
+    flow_summaries
 }
 
 #[cfg(test)]
