@@ -20,12 +20,12 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use tfrc_scenario::{
-    Capacity, FlowKind, FlowSpec, LinkDirectionSpec, LossModel, QueueSpec, Scenario, TcpProfile,
-    TcpVariant, TfrcProfile, TfrcVariant,
+    Capacity, FlowKind, FlowSpec, LinkDirectionSpec, LossModel, QueueSpec, Route, Scenario,
+    TcpProfile, TcpVariant, TfrcProfile, TfrcVariant,
 };
 
 use crate::error::Ns2Error;
-use crate::routing::Topology;
+use crate::nodes::NodeIds;
 use crate::tcl;
 
 /// Bytes ns-2's TCP agents add to `packetSize_` on the wire (`tcpip_base_hdr_size_`). A
@@ -206,7 +206,7 @@ fn generate_error(scenario: &Scenario, key: &str, message: String) -> Ns2Error {
 
 struct Generator<'a> {
     scenario: &'a Scenario,
-    topology: Topology,
+    nodes: NodeIds,
     directions: Vec<DirectionPlan<'a>>,
     access_nodes: Vec<AccessNode>,
     /// For each flow, the node its agent attaches to (a scenario node or an access node).
@@ -218,10 +218,10 @@ struct Generator<'a> {
 
 impl<'a> Generator<'a> {
     fn new(scenario: &'a Scenario) -> Result<Generator<'a>, Ns2Error> {
-        let topology = Topology::new(scenario);
+        let nodes = NodeIds::new(scenario);
         let mut generator = Generator {
             scenario,
-            topology,
+            nodes,
             directions: Vec::new(),
             access_nodes: Vec::new(),
             attach: Vec::new(),
@@ -244,7 +244,7 @@ impl<'a> Generator<'a> {
 
     fn node(&self, name: &str) -> usize {
         // Validation guarantees every endpoint is a node of some link.
-        self.topology.id(name).unwrap_or(0)
+        self.nodes.id(name).unwrap_or(0)
     }
 
     fn plan_directions(&mut self) -> Result<(), Ns2Error> {
@@ -306,7 +306,7 @@ impl<'a> Generator<'a> {
         }
         // Group marked flows by (source node, markers): one access node per group.
         let mut groups: BTreeMap<(usize, Vec<usize>), usize> = BTreeMap::new();
-        let first_access_id = self.topology.names().len();
+        let first_access_id = self.nodes.names().len();
         for flow in &scenario.flows {
             let from = self.node(&flow.from);
             let markers: Vec<usize> = scenario
@@ -383,9 +383,7 @@ impl<'a> Generator<'a> {
     fn plan_flows(&mut self) -> Result<(), Ns2Error> {
         let scenario = self.scenario;
         for (index, flow) in scenario.flows.iter().enumerate() {
-            let from = self.node(&flow.from);
-            let to = self.node(&flow.to);
-            let path = self.topology.path(from, to).ok_or_else(|| {
+            let route = scenario.route(&flow.from, &flow.to).map_err(|_| {
                 generate_error(
                     scenario,
                     &format!("flow[{index}].to"),
@@ -395,10 +393,8 @@ impl<'a> Generator<'a> {
                     ),
                 )
             })?;
-            let data_path: Vec<usize> = path
-                .windows(2)
-                .filter_map(|pair| self.direction_index(pair[0], pair[1]))
-                .collect();
+            let data_path: Vec<usize> =
+                route.hops.iter().map(|hop| hop.direction_index()).collect();
             self.note_lost_colour(flow, &data_path);
             // The kind as the scenario file names it, as the simulator writes it.
             let kind = flow.kind_name();
@@ -428,7 +424,7 @@ impl<'a> Generator<'a> {
                     (Some(count), _) => count,
                     (None, None) => 1,
                     (None, Some(rtt_ref)) => {
-                        let base_rtt = self.base_rtt(&data_path, &path, flow);
+                        let base_rtt = self.base_rtt(&route, &data_path, flow);
                         let ratio = base_rtt.as_secs_f64() / rtt_ref.as_secs_f64();
                         let count = (ratio.floor() as u32).max(1);
                         self.notes.push(format!(
@@ -460,22 +456,19 @@ impl<'a> Generator<'a> {
         Ok(())
     }
 
-    /// Propagation of both directions plus one data packet's transmission on each forward hop.
-    fn base_rtt(&self, data_path: &[usize], nodes: &[usize], flow: &FlowSpec) -> Duration {
-        let mut total = Duration::ZERO;
-        for &direction in data_path {
-            let plan = &self.directions[direction];
-            total += plan.spec.delay;
-            total += Duration::from_secs_f64(
-                f64::from(flow.packet_size) * 8.0 / plan.capacity_bps as f64,
-            );
-        }
-        for pair in nodes.windows(2).rev() {
-            if let Some(back) = self.direction_index(pair[1], pair[0]) {
-                total += self.directions[back].spec.delay;
-            }
-        }
-        total
+    /// Propagation of both directions ([`Scenario::path_base_rtt`]) plus one data packet's
+    /// transmission on each forward hop.
+    fn base_rtt(&self, route: &Route, data_path: &[usize], flow: &FlowSpec) -> Duration {
+        let transmission: Duration = data_path
+            .iter()
+            .map(|&direction| {
+                Duration::from_secs_f64(
+                    f64::from(flow.packet_size) * 8.0
+                        / self.directions[direction].capacity_bps as f64,
+                )
+            })
+            .sum();
+        self.scenario.path_base_rtt(route) + transmission
     }
 
     fn check_flow_features(&mut self, flow: &FlowSpec) {
@@ -572,8 +565,8 @@ impl<'a> Generator<'a> {
                 .directions
                 .iter()
                 .map(|plan| LinkDirectionLayout {
-                    from: self.topology.names()[plan.from].clone(),
-                    to: self.topology.names()[plan.to].clone(),
+                    from: self.nodes.names()[plan.from].clone(),
+                    to: self.nodes.names()[plan.to].clone(),
                     capacity_bps: plan.capacity_bps,
                     trace_driven: plan.spec.trace().is_some(),
                 })
@@ -633,7 +626,7 @@ impl<'a> Generator<'a> {
 
     fn write_nodes(&self, out: &mut String) {
         let _ = writeln!(out, "\n# nodes");
-        for (id, name) in self.topology.names().iter().enumerate() {
+        for (id, name) in self.nodes.names().iter().enumerate() {
             let _ = writeln!(out, "set n({id}) [$ns node]   ;# {}", comment_text(name));
         }
         for access in &self.access_nodes {
@@ -641,14 +634,14 @@ impl<'a> Generator<'a> {
                 out,
                 "set n({}) [$ns node]   ;# access node of marked flows at {}",
                 access.id,
-                comment_text(&self.topology.names()[access.attached_to])
+                comment_text(&self.nodes.names()[access.attached_to])
             );
         }
     }
 
     fn write_links(&mut self, out: &mut String) {
         let scenario = self.scenario;
-        let names = self.topology.names().to_vec();
+        let names = self.nodes.names().to_vec();
         let _ = writeln!(out, "\n# links: one simplex-link per direction");
         let mut notes = Vec::new();
         let mut unsupported = Vec::new();

@@ -17,7 +17,7 @@ pub mod cli;
 mod convert;
 mod error;
 mod generate;
-mod routing;
+mod nodes;
 mod run;
 mod tcl;
 
