@@ -3,6 +3,7 @@
 //! (a simulation, a sweep, the reproduction), so both front ends run one implementation.
 
 pub mod conformance;
+pub mod ns2_cmd;
 pub mod ns2_compare;
 pub mod plot;
 pub mod reproduce;

@@ -5,7 +5,7 @@
 //! - runs with seed [`replication_seed`]`(s, k)`, so every random source and loss model of the
 //!   run draws another stream;
 //! - starts every flow that starts before the end of its own stop time later by a delay drawn
-//!   uniformly in `[0, base RTT of the flow's route)` ([`Scenario::path_base_rtt`]), so that DropTail
+//!   uniformly in `[0, base RTT of the flow's route)` ([`Scenario::base_rtt`]), so that DropTail
 //!   phase effects between flows that a paper starts "at the same time" average out over
 //!   replications. Stop times are kept (a disturbance still ends when the paper says).
 //!
@@ -40,8 +40,8 @@ impl Scenario {
         let mut rng = ChaCha8Rng::seed_from_u64(replicated.seed);
         for flow in &mut replicated.flows {
             let window = self
-                .route(&flow.from, &flow.to)
-                .map_or(Duration::ZERO, |route| self.path_base_rtt(&route));
+                .base_rtt(&flow.from, &flow.to)
+                .unwrap_or(Duration::ZERO);
             // Drawn for every flow, so that one flow's window does not shift the others' draws.
             let fraction: f64 = rng.gen();
             let jitter = Duration::from_nanos((window.as_nanos() as f64 * fraction) as u64);
@@ -92,15 +92,10 @@ mod tests {
     #[test]
     fn base_rtt_sums_the_delays_both_ways() {
         let scenario = Scenario::from_str_named(DUMBBELL, "d.toml").unwrap();
-        let base_rtt = |from: &str, to: &str| {
-            scenario
-                .route(from, to)
-                .map(|route| scenario.path_base_rtt(&route))
-        };
-        assert_eq!(base_rtt("s", "d"), Ok(Duration::from_millis(52)));
-        assert_eq!(base_rtt("d", "s"), Ok(Duration::from_millis(52)));
-        assert_eq!(base_rtt("s", "r1"), Ok(Duration::from_millis(2)));
-        assert!(base_rtt("s", "nowhere").is_err());
+        assert_eq!(scenario.base_rtt("s", "d"), Some(Duration::from_millis(52)));
+        assert_eq!(scenario.base_rtt("d", "s"), Some(Duration::from_millis(52)));
+        assert_eq!(scenario.base_rtt("s", "r1"), Some(Duration::from_millis(2)));
+        assert_eq!(scenario.base_rtt("s", "nowhere"), None);
     }
 
     #[test]

@@ -150,6 +150,13 @@ impl Scenario {
             })
             .sum()
     }
+
+    /// [`Scenario::path_base_rtt`] of the route from `from` to `to`, `None` when there is none.
+    pub fn base_rtt(&self, from: &str, to: &str) -> Option<Duration> {
+        self.route(from, to)
+            .ok()
+            .map(|route| self.path_base_rtt(&route))
+    }
 }
 
 #[cfg(test)]
