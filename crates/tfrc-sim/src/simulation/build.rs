@@ -730,13 +730,12 @@ impl Topology {
         // One tree of fewest-hop routes per destination (tfrc_scenario::route, which every
         // consumer of a scenario routes by).
         let edges: Vec<(usize, usize)> = directions.iter().map(|&(a, b, _, _)| (a, b)).collect();
-        let count = nodes.len();
-        let mut next_hop = vec![vec![None; count]; count];
-        for destination in 0..count {
-            for (node, direction) in tfrc_scenario::route::next_hops(&edges, destination) {
-                next_hop[node][destination] = Some(direction);
-            }
-        }
+        let trees: Vec<HashMap<usize, usize>> = (0..nodes.len())
+            .map(|destination| tfrc_scenario::route::next_hops(&edges, destination))
+            .collect();
+        let next_hop = (0..nodes.len())
+            .map(|node| trees.iter().map(|tree| tree.get(&node).copied()).collect())
+            .collect();
         Topology {
             nodes,
             directions,
