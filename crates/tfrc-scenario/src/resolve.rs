@@ -175,14 +175,39 @@ pub(crate) fn resolve(raw: RawScenario, file: &str, base_dir: Option<&Path>) -> 
     let duration = r.positive_duration("duration", raw.duration.0)?;
     let seed = raw.seed.unwrap_or(1);
 
-    if raw.link.is_empty() {
+    let links = resolve_links(r, raw.link)?;
+    let graph = Graph::new(&links);
+
+    let (flows, seen_names) = resolve_flows(r, raw.flow, duration, &graph)?;
+
+    let markers = resolve_markers(r, raw.marker, (&links, &flows, &seen_names))?;
+
+    let output = resolve_output(r, raw.output.unwrap_or_default(), duration)?;
+    let sweep = match raw.sweep {
+        Some(table) => sweep::parse_sweep(file, &table)?,
+        None => Vec::new(),
+    };
+    let variant = resolve_variant(r, raw.variant.unwrap_or_default())?;
+
+    let quick = raw.quick.unwrap_or_default();
+    check_quick(r, &quick)?;
+
+    Ok(Scenario::assemble(
+        raw.name, duration, seed, quick, links, markers, flows, output, sweep, variant, file,
+        base_dir,
+    ))
+}
+
+/// The `[[link]]` tables: at least one, no two joining the same nodes.
+fn resolve_links(r: &Resolver<'_>, raw_links: Vec<RawLink>) -> Result<Vec<Link>> {
+    if raw_links.is_empty() {
         return Err(r.error(
             "link",
             "expected at least one [[link]] with between = [\"a\", \"b\"], rate and delay",
         ));
     }
-    let mut links: Vec<Link> = Vec::with_capacity(raw.link.len());
-    for (index, raw_link) in raw.link.into_iter().enumerate() {
+    let mut links: Vec<Link> = Vec::with_capacity(raw_links.len());
+    for (index, raw_link) in raw_links.into_iter().enumerate() {
         let link = resolve_link(r, index, raw_link)?;
         if let Some(other) = links
             .iter()
@@ -198,13 +223,22 @@ pub(crate) fn resolve(raw: RawScenario, file: &str, base_dir: Option<&Path>) -> 
         }
         links.push(link);
     }
-    let graph = Graph::new(&links);
+    Ok(links)
+}
 
-    let mut flows: Vec<FlowSpec> = Vec::with_capacity(raw.flow.len());
+/// The `[[flow]]` tables, and which flow each (instance) name belongs to: names unique after
+/// `count` expansion, at most [`MAX_TOTAL_FLOWS`] in all.
+fn resolve_flows(
+    r: &Resolver<'_>,
+    raw_flows: Vec<RawFlow>,
+    duration: Duration,
+    graph: &Graph,
+) -> Result<(Vec<FlowSpec>, HashMap<String, usize>)> {
+    let mut flows: Vec<FlowSpec> = Vec::with_capacity(raw_flows.len());
     let mut seen_names: HashMap<String, usize> = HashMap::new();
     let mut total_flows: u64 = 0;
-    for (index, raw_flow) in raw.flow.into_iter().enumerate() {
-        let flow = resolve_flow(r, index, raw_flow, duration, &graph)?;
+    for (index, raw_flow) in raw_flows.into_iter().enumerate() {
+        let flow = resolve_flow(r, index, raw_flow, duration, graph)?;
         let instances = instance_names(&flow);
         total_flows += instances.len() as u64;
         if total_flows > MAX_TOTAL_FLOWS {
@@ -228,12 +262,20 @@ pub(crate) fn resolve(raw: RawScenario, file: &str, base_dir: Option<&Path>) -> 
         }
         flows.push(flow);
     }
+    Ok((flows, seen_names))
+}
 
-    let mut markers: Vec<MarkerSpec> = Vec::with_capacity(raw.marker.len());
+/// The `[[marker]]` tables: a flow is marked by at most one marker per link direction.
+fn resolve_markers(
+    r: &Resolver<'_>,
+    raw_markers: Vec<RawMarker>,
+    (links, flows, seen_names): (&[Link], &[FlowSpec], &HashMap<String, usize>),
+) -> Result<Vec<MarkerSpec>> {
+    let mut markers: Vec<MarkerSpec> = Vec::with_capacity(raw_markers.len());
     let mut marked: HashMap<(String, String, String), usize> = HashMap::new();
-    for (index, raw_marker) in raw.marker.into_iter().enumerate() {
-        let marker = resolve_marker(r, index, raw_marker, &links, &flows, &seen_names)?;
-        for name in expand_flow_references(&marker.flows, &flows) {
+    for (index, raw_marker) in raw_markers.into_iter().enumerate() {
+        let marker = resolve_marker(r, index, raw_marker, links, flows, seen_names)?;
+        for name in expand_flow_references(&marker.flows, flows) {
             let key = (marker.link[0].clone(), marker.link[1].clone(), name.clone());
             if let Some(other) = marked.insert(key, index) {
                 if other != index {
@@ -246,14 +288,13 @@ pub(crate) fn resolve(raw: RawScenario, file: &str, base_dir: Option<&Path>) -> 
         }
         markers.push(marker);
     }
+    Ok(markers)
+}
 
-    let output = resolve_output(r, raw.output.unwrap_or_default(), duration)?;
-    let sweep = match raw.sweep {
-        Some(table) => sweep::parse_sweep(file, &table)?,
-        None => Vec::new(),
-    };
+/// The `[variant]` table a sweep's expansion records: label = setting, as strings.
+fn resolve_variant(r: &Resolver<'_>, table: toml::Table) -> Result<Vec<(String, String)>> {
     let mut variant = Vec::new();
-    for (label, value) in raw.variant.unwrap_or_default() {
+    for (label, value) in table {
         match value {
             toml::Value::String(text) => variant.push((label, text)),
             other => {
@@ -267,8 +308,11 @@ pub(crate) fn resolve(raw: RawScenario, file: &str, base_dir: Option<&Path>) -> 
             }
         }
     }
+    Ok(variant)
+}
 
-    let quick = raw.quick.unwrap_or_default();
+/// `quick`: overrides of the form key.path=value (applied by `--quick`).
+fn check_quick(r: &Resolver<'_>, quick: &[String]) -> Result<()> {
     for (index, assignment) in quick.iter().enumerate() {
         if !assignment.contains('=') {
             return Err(r.error(
@@ -279,11 +323,7 @@ pub(crate) fn resolve(raw: RawScenario, file: &str, base_dir: Option<&Path>) -> 
             ));
         }
     }
-
-    Ok(Scenario::assemble(
-        raw.name, duration, seed, quick, links, markers, flows, output, sweep, variant, file,
-        base_dir,
-    ))
+    Ok(())
 }
 
 fn resolve_link(r: &Resolver<'_>, index: usize, raw: RawLink) -> Result<Link> {
