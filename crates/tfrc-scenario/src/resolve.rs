@@ -1098,6 +1098,27 @@ fn resolve_media(
         &key("deadline"),
         raw.deadline.map_or(Duration::from_millis(300), |d| d.0),
     )?;
+    let (pause, resume) = resolve_pause(r, prefix, &raw, run_duration)?;
+    Ok(MediaSpec {
+        fps,
+        min_rate,
+        start_rate,
+        deadline,
+        pause,
+        resume,
+        transport: raw.transport.unwrap_or_default(),
+    })
+}
+
+/// A media source's `pause` and `resume`: both or neither, the resume after the pause, the
+/// pause within the run.
+fn resolve_pause(
+    r: &Resolver<'_>,
+    prefix: &str,
+    raw: &RawMedia,
+    run_duration: Duration,
+) -> Result<(Option<Duration>, Option<Duration>)> {
+    let key = |name: &str| format!("{prefix}.{name}");
     let pause = flatten(raw.pause.clone()).map(|d| d.0);
     let resume = flatten(raw.resume.clone()).map(|d| d.0);
     match (pause, resume) {
@@ -1127,15 +1148,7 @@ fn resolve_media(
             }
         }
     }
-    Ok(MediaSpec {
-        fps,
-        min_rate,
-        start_rate,
-        deadline,
-        pause,
-        resume,
-        transport: raw.transport.unwrap_or_default(),
-    })
+    Ok((pause, resume))
 }
 
 /// The rate (required) and mean on and off times (default 500 ms, as ns-2) of an on/off flow.

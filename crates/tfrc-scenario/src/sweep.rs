@@ -274,6 +274,41 @@ fn parse_paths_form(file: &str, key: &str, spec: &toml::Table) -> Result<SweepAx
             ));
         }
     }
+    let normalized = paths_form_paths(spec, &error)?;
+    let values = match spec.get("values") {
+        Some(toml::Value::Array(values)) if !values.is_empty() => values,
+        _ => {
+            return Err(error(
+                "values",
+                "expected a non-empty array of values like [2, 3, 4]".to_owned(),
+            ))
+        }
+    };
+    let labels = paths_form_labels(spec, values.len(), &error)?;
+    let choices = values
+        .iter()
+        .enumerate()
+        .map(|(index, value)| SweepChoice {
+            settings: normalized
+                .iter()
+                .map(|path| (path.clone(), value.clone()))
+                .collect(),
+            name_parts: Vec::new(),
+            explicit_label: labels.as_ref().and_then(|l| l.get(index).cloned()),
+        })
+        .collect();
+    Ok(SweepAxis {
+        label: key.to_owned(),
+        form: SweepForm::Paths,
+        choices,
+    })
+}
+
+/// `path` or `paths` of a paths-form axis, checked and in canonical form.
+fn paths_form_paths(
+    spec: &toml::Table,
+    error: &impl Fn(&str, String) -> ScenarioError,
+) -> Result<Vec<String>, ScenarioError> {
     let mut paths = Vec::new();
     match (spec.get("path"), spec.get("paths")) {
         (Some(_), Some(_)) => {
@@ -314,19 +349,19 @@ fn parse_paths_form(file: &str, key: &str, spec: &toml::Table) -> Result<SweepAx
         let segments = split_path(path).map_err(|e| error("paths", e.message))?;
         normalized.push(join_path(&segments));
     }
-    let values = match spec.get("values") {
-        Some(toml::Value::Array(values)) if !values.is_empty() => values,
-        _ => {
-            return Err(error(
-                "values",
-                "expected a non-empty array of values like [2, 3, 4]".to_owned(),
-            ))
-        }
-    };
+    Ok(normalized)
+}
+
+/// `labels` of a paths-form axis, if given: one valid label per value.
+fn paths_form_labels(
+    spec: &toml::Table,
+    value_count: usize,
+    error: &impl Fn(&str, String) -> ScenarioError,
+) -> Result<Option<Vec<String>>, ScenarioError> {
     let labels: Option<Vec<String>> =
         match spec.get("labels") {
             None => None,
-            Some(toml::Value::Array(labels)) if labels.len() == values.len() => {
+            Some(toml::Value::Array(labels)) if labels.len() == value_count => {
                 let mut texts = Vec::new();
                 for label in labels {
                     match label.as_str() {
@@ -345,28 +380,12 @@ fn parse_paths_form(file: &str, key: &str, spec: &toml::Table) -> Result<SweepAx
                     "labels",
                     format!(
                         "expected an array of {} strings, one per value",
-                        values.len()
+                        value_count
                     ),
                 ))
             }
         };
-    let choices = values
-        .iter()
-        .enumerate()
-        .map(|(index, value)| SweepChoice {
-            settings: normalized
-                .iter()
-                .map(|path| (path.clone(), value.clone()))
-                .collect(),
-            name_parts: Vec::new(),
-            explicit_label: labels.as_ref().and_then(|l| l.get(index).cloned()),
-        })
-        .collect();
-    Ok(SweepAxis {
-        label: key.to_owned(),
-        form: SweepForm::Paths,
-        choices,
-    })
+    Ok(labels)
 }
 
 fn last_segment(path: &str) -> String {
