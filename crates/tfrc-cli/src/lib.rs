@@ -4,6 +4,7 @@
 
 pub mod conformance;
 pub mod emu;
+pub mod ns2_cmd;
 pub mod ns2_compare;
 pub mod plot;
 pub mod reproduce;

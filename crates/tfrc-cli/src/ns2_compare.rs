@@ -14,7 +14,7 @@ use tfrc_sim::simulation::Simulation;
 #[derive(Debug, Args)]
 pub struct Ns2CompareArgs {
     #[command(flatten)]
-    ns2: tfrc_ns2::cli::Ns2Args,
+    ns2: crate::ns2_cmd::Ns2Args,
     /// Only run ns-2: no simulator run and no comparison figure.
     #[arg(long)]
     no_compare: bool,
@@ -24,7 +24,7 @@ pub struct Ns2CompareArgs {
 /// `<run dir>/ours/`, and draws `<run dir>/ns2-vs-ours.{png,svg}`: the receiver throughput of
 /// every flow in both, on the same axes.
 pub fn run(args: &Ns2CompareArgs) -> Result<()> {
-    let outcomes = tfrc_ns2::cli::run_outcomes(&args.ns2)?;
+    let outcomes = crate::ns2_cmd::run_outcomes(&args.ns2)?;
     if args.no_compare || args.ns2.dry_run {
         return Ok(());
     }

@@ -741,24 +741,11 @@ fn utilization(scenario: &Scenario, topology: &Topology, run: &Run, group: &Grou
     (offered > 0.0).then(|| received / offered)
 }
 
-/// Base RTT of a flow: the propagation delays of its path and of the way back.
-fn base_rtt(scenario: &Scenario, topology: &Topology, flow: &FlowSpec) -> f64 {
-    let delay = |direction: usize| {
-        direction_spec(scenario, topology, direction)
-            .delay
-            .as_secs_f64()
-    };
-    let there: f64 = flow_path(topology, flow).into_iter().map(delay).sum();
-    let back = FlowSpec {
-        from: flow.to.clone(),
-        to: flow.from.clone(),
-        ..flow.clone()
-    };
-    there
-        + flow_path(topology, &back)
-            .into_iter()
-            .map(delay)
-            .sum::<f64>()
+/// Base RTT of a flow: the propagation delays of its route, both ways ([`Scenario::path_base_rtt`]).
+fn base_rtt(scenario: &Scenario, flow: &FlowSpec) -> f64 {
+    scenario
+        .route(&flow.from, &flow.to)
+        .map_or(0.0, |route| scenario.path_base_rtt(&route).as_secs_f64())
 }
 
 /// RFC 8868 §3 metric 7 between the group's video flows: the largest ratio of mean goodputs
@@ -779,10 +766,7 @@ fn fairness(
     if videos.len() < 2 {
         return (None, true);
     }
-    let rtts: Vec<f64> = videos
-        .iter()
-        .map(|flow| base_rtt(scenario, topology, flow))
-        .collect();
+    let rtts: Vec<f64> = videos.iter().map(|flow| base_rtt(scenario, flow)).collect();
     let same_rtt = rtts.iter().all(|rtt| (rtt - rtts[0]).abs() < 1e-9);
     // Active spans of each video flow (a pause splits one).
     let spans = |flow: &FlowSpec| -> Vec<(f64, f64)> {

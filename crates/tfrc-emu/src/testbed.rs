@@ -36,7 +36,6 @@ mod running;
 mod tun;
 
 use core::time::Duration;
-use std::collections::{HashMap, VecDeque};
 use std::net::Ipv4Addr;
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
@@ -149,35 +148,15 @@ impl Topology {
         Ok(())
     }
 
-    /// The route (link-direction indices) from node `from` to node `to`: a shortest path, or
-    /// `None` if the nodes are not connected.
+    /// The route (link-direction indices) from node `from` to node `to`: the fewest-hop route
+    /// of `tfrc_scenario::route` (the simulator's), or `None` if the nodes are not connected.
     pub fn route(&self, from: &str, to: &str) -> Option<Vec<usize>> {
-        if from == to {
-            return Some(Vec::new());
-        }
-        let mut previous: HashMap<&str, (usize, &str)> = HashMap::new();
-        let mut queue = VecDeque::from([from]);
-        while let Some(node) = queue.pop_front() {
-            for (index, link) in self.links.iter().enumerate() {
-                if link.from == node && link.to != from && !previous.contains_key(link.to.as_str())
-                {
-                    previous.insert(&link.to, (index, node));
-                    if link.to == to {
-                        let mut route = vec![index];
-                        let mut at = node;
-                        while at != from {
-                            let (index, before) = previous[at];
-                            route.push(index);
-                            at = before;
-                        }
-                        route.reverse();
-                        return Some(route);
-                    }
-                    queue.push_back(&link.to);
-                }
-            }
-        }
-        None
+        let edges: Vec<(&str, &str)> = self
+            .links
+            .iter()
+            .map(|link| (link.from.as_str(), link.to.as_str()))
+            .collect();
+        tfrc_scenario::route::fewest_hops(&edges, from, to)
     }
 }
 

@@ -111,8 +111,30 @@ pub fn convert_samples(
     };
 
     let mut rows = tfrc_output::Rows::default();
+    let (totals, per_interval_sent) = flow_rows(layout, &samples, &mut rows, &missing)?;
+    let (rtt_sums, p_sums) = state_rows(layout, &samples, &mut rows, &missing)?;
+    let link_totals = link_rows(layout, &samples, &mut rows, &missing)?;
+    let summary = summarize(
+        layout,
+        &totals,
+        &per_interval_sent,
+        (&rtt_sums, &p_sums),
+        &samples.retransmissions,
+        &link_totals,
+    );
+    Ok(Converted { rows, summary })
+}
+
+/// `flows.csv`: each flow's counts per output interval (differences of ns-2's cumulative
+/// counters). Returns the flows' totals and the packets each sent per interval while active
+/// (for the summary).
+fn flow_rows(
+    layout: &Layout,
+    samples: &Samples,
+    rows: &mut tfrc_output::Rows,
+    missing: &impl Fn(String) -> Ns2Error,
+) -> Result<(Vec<FlowTotals>, Vec<Vec<f64>>), Ns2Error> {
     let seconds = tfrc_output::duration_seconds;
-    // flows.csv
     let mut totals = vec![FlowTotals::default(); layout.flows.len()];
     let mut per_interval_sent: Vec<Vec<f64>> = vec![Vec::new(); layout.flows.len()];
     for (k, &time) in layout.flow_times.iter().enumerate() {
@@ -154,8 +176,19 @@ pub fn convert_samples(
             ));
         }
     }
+    Ok((totals, per_interval_sent))
+}
 
-    // state.csv
+/// `state.csv`: the protocol state of each TFRC and TCP flow at each sampling time (the
+/// loss event rate for the one TFRC flow whose sink prints it). Returns the sums and counts
+/// of the RTT samples and of p per flow (for the summary).
+fn state_rows(
+    layout: &Layout,
+    samples: &Samples,
+    rows: &mut tfrc_output::Rows,
+    missing: &impl Fn(String) -> Ns2Error,
+) -> Result<(Vec<SumCount>, Vec<SumCount>), Ns2Error> {
+    let seconds = tfrc_output::duration_seconds;
     let mut rtt_sums: Vec<(f64, u32)> = vec![(0.0, 0); layout.flows.len()];
     let mut p_sums: Vec<(f64, u32)> = vec![(0.0, 0); layout.flows.len()];
     // The printed p in force at a time: the last printed at or before it, 0 before the first
@@ -209,8 +242,18 @@ pub fn convert_samples(
             rows.states.push(row);
         }
     }
+    Ok((rtt_sums, p_sums))
+}
 
-    // links.csv
+/// `links.csv`: each link direction's queue and counts per output interval. Returns the
+/// directions' totals (for the summary).
+fn link_rows(
+    layout: &Layout,
+    samples: &Samples,
+    rows: &mut tfrc_output::Rows,
+    missing: &impl Fn(String) -> Ns2Error,
+) -> Result<Vec<LinkCounters>, Ns2Error> {
+    let seconds = tfrc_output::duration_seconds;
     let mut link_totals = vec![LinkCounters::default(); layout.directions.len()];
     for (k, &time) in layout.flow_times.iter().enumerate() {
         let width = interval_width(&layout.flow_times, k);
@@ -261,16 +304,7 @@ pub fn convert_samples(
             });
         }
     }
-
-    let summary = summarize(
-        layout,
-        &totals,
-        &per_interval_sent,
-        (&rtt_sums, &p_sums),
-        &samples.retransmissions,
-        &link_totals,
-    );
-    Ok(Converted { rows, summary })
+    Ok(link_totals)
 }
 
 /// `summary.json` by the output schema's rules ([`tfrc_output::Summary::new`]).
@@ -345,15 +379,19 @@ fn summarize(
             departures: link_totals[d].departures,
         })
         .collect();
-    let run = RunIdentity {
+    Summary::new(run_identity(layout), flows, bottleneck, links)
+}
+
+/// The `run` part of `summary.json`: ns-2 (through this tool), the scenario, seed and times.
+fn run_identity(layout: &Layout) -> RunIdentity {
+    RunIdentity {
         tool: format!("ns-2.35 via {}", tfrc_output::tool()),
         scenario: layout.scenario.clone(),
         seed: layout.seed,
-        duration_s: duration,
+        duration_s: layout.duration.as_secs_f64(),
         interval_s: layout.interval.as_secs_f64(),
         parameters: layout.parameters.clone(),
-    };
-    Summary::new(run, flows, bottleneck, links)
+    }
 }
 
 /// The loss event rates ns-2's TFRC sink printed (`printLoss_ 1`) on standard output:
@@ -388,83 +426,123 @@ fn parse(layout: &Layout, output: &str, printed: &str, path: &Path) -> Result<Sa
         if !matches!(tag, Some("F" | "S" | "L" | "R")) {
             continue;
         }
-        let fields: Vec<&str> = fields.collect();
-        let error = |message: String| Ns2Error::Parse {
-            path: path.to_path_buf(),
-            line_number: number + 1,
-            line: line.to_owned(),
-            message,
-        };
-        let index = |position: usize, limit: usize, what: &str| -> Result<usize, Ns2Error> {
-            fields
-                .get(position)
-                .and_then(|text| text.parse::<usize>().ok())
-                .filter(|&value| value < limit)
-                .ok_or_else(|| error(format!("expected a {what} index below {limit}")))
-        };
-        let value = |position: usize| -> Result<Option<f64>, Ns2Error> {
-            match fields.get(position) {
-                Some(&"-") => Ok(None),
-                Some(text) => text
-                    .parse::<f64>()
-                    .ok()
-                    .filter(|v| v.is_finite())
-                    .map(Some)
-                    .ok_or_else(|| error(format!("field {} is not a number", position + 2))),
-                None => Err(error(format!("expected at least {} fields", position + 2))),
-            }
-        };
-        let count = |position: usize| -> Result<u64, Ns2Error> {
-            value(position)?
-                .filter(|v| *v >= 0.0)
-                .map(|v| v.round() as u64)
-                .ok_or_else(|| error(format!("field {} is not a count", position + 2)))
+        let line = SampleLine {
+            fields: fields.collect(),
+            path,
+            number,
+            line,
         };
         match tag {
-            Some("F") => {
-                let k = index(0, layout.flow_times.len(), "sampling time")?;
-                let i = index(1, flow_count, "flow")?;
-                let recv_packets = value(4)?.map(|v| v.max(0.0).round() as u64);
-                samples.flows[k][i] = Some(FlowCounters {
-                    sent_packets: count(2)?,
-                    sent_bytes: count(3)?,
-                    recv_packets,
-                    recv_bytes: count(5)?,
-                });
-            }
-            Some("L") => {
-                let k = index(0, layout.flow_times.len(), "sampling time")?;
-                let d = index(1, layout.directions.len(), "link direction")?;
-                samples.links[k][d] = Some(LinkCounters {
-                    queue_bytes: count(2)?,
-                    queue_packets: count(3)?,
-                    arrivals: count(4)?,
-                    departures: count(5)?,
-                    departure_bytes: count(6)?,
-                    drops: count(7)?,
-                    average_queue: value(8)?,
-                });
-            }
+            Some("F") => samples.record_flow(layout, &line)?,
+            Some("L") => samples.record_link(layout, &line)?,
             Some("R") => {
-                let i = index(0, flow_count, "flow")?;
-                samples.retransmissions[i] = Some((count(1)?, count(2)?));
+                let i = line.index(0, flow_count, "flow")?;
+                samples.retransmissions[i] = Some((line.count(1)?, line.count(2)?));
             }
-            _ => {
-                let k = index(0, layout.state_times.len(), "state sampling time")?;
-                let i = index(1, flow_count, "flow")?;
-                let expected = match layout.flows[i].sample {
-                    SampleKind::Tfrc => 1,
-                    SampleKind::Tcp => 5,
-                    SampleKind::Udp => 0,
-                };
-                let values = (0..expected)
-                    .map(|position| value(2 + position))
-                    .collect::<Result<Vec<_>, _>>()?;
-                samples.state[k][i] = Some(StateSample { values });
-            }
+            _ => samples.record_state(layout, &line)?,
         }
     }
     Ok(samples)
+}
+
+/// One `F`, `S`, `L` or `R` line of the script's output, its tag removed: typed fields, and
+/// errors that name the file, the line and what was expected.
+struct SampleLine<'a> {
+    fields: Vec<&'a str>,
+    path: &'a Path,
+    /// 0-based line number.
+    number: usize,
+    line: &'a str,
+}
+
+impl SampleLine<'_> {
+    fn error(&self, message: String) -> Ns2Error {
+        Ns2Error::Parse {
+            path: self.path.to_path_buf(),
+            line_number: self.number + 1,
+            line: self.line.to_owned(),
+            message,
+        }
+    }
+
+    /// The field at `position` as an index below `limit`.
+    fn index(&self, position: usize, limit: usize, what: &str) -> Result<usize, Ns2Error> {
+        self.fields
+            .get(position)
+            .and_then(|text| text.parse::<usize>().ok())
+            .filter(|&value| value < limit)
+            .ok_or_else(|| self.error(format!("expected a {what} index below {limit}")))
+    }
+
+    /// The field at `position` as a finite number, `None` for `-` (not available).
+    fn value(&self, position: usize) -> Result<Option<f64>, Ns2Error> {
+        match self.fields.get(position) {
+            Some(&"-") => Ok(None),
+            Some(text) => text
+                .parse::<f64>()
+                .ok()
+                .filter(|v| v.is_finite())
+                .map(Some)
+                .ok_or_else(|| self.error(format!("field {} is not a number", position + 2))),
+            None => Err(self.error(format!("expected at least {} fields", position + 2))),
+        }
+    }
+
+    /// The field at `position` as a count (a non-negative number, rounded).
+    fn count(&self, position: usize) -> Result<u64, Ns2Error> {
+        self.value(position)?
+            .filter(|v| *v >= 0.0)
+            .map(|v| v.round() as u64)
+            .ok_or_else(|| self.error(format!("field {} is not a count", position + 2)))
+    }
+}
+
+impl Samples {
+    /// An `F` line: a flow's cumulative counters at an output interval's end.
+    fn record_flow(&mut self, layout: &Layout, line: &SampleLine<'_>) -> Result<(), Ns2Error> {
+        let k = line.index(0, layout.flow_times.len(), "sampling time")?;
+        let i = line.index(1, layout.flows.len(), "flow")?;
+        let recv_packets = line.value(4)?.map(|v| v.max(0.0).round() as u64);
+        self.flows[k][i] = Some(FlowCounters {
+            sent_packets: line.count(2)?,
+            sent_bytes: line.count(3)?,
+            recv_packets,
+            recv_bytes: line.count(5)?,
+        });
+        Ok(())
+    }
+
+    /// An `L` line: a link direction's queue and cumulative counters.
+    fn record_link(&mut self, layout: &Layout, line: &SampleLine<'_>) -> Result<(), Ns2Error> {
+        let k = line.index(0, layout.flow_times.len(), "sampling time")?;
+        let d = line.index(1, layout.directions.len(), "link direction")?;
+        self.links[k][d] = Some(LinkCounters {
+            queue_bytes: line.count(2)?,
+            queue_packets: line.count(3)?,
+            arrivals: line.count(4)?,
+            departures: line.count(5)?,
+            departure_bytes: line.count(6)?,
+            drops: line.count(7)?,
+            average_queue: line.value(8)?,
+        });
+        Ok(())
+    }
+
+    /// An `S` line: a flow's protocol state (as many values as its kind samples).
+    fn record_state(&mut self, layout: &Layout, line: &SampleLine<'_>) -> Result<(), Ns2Error> {
+        let k = line.index(0, layout.state_times.len(), "state sampling time")?;
+        let i = line.index(1, layout.flows.len(), "flow")?;
+        let expected = match layout.flows[i].sample {
+            SampleKind::Tfrc => 1,
+            SampleKind::Tcp => 5,
+            SampleKind::Udp => 0,
+        };
+        let values = (0..expected)
+            .map(|position| line.value(2 + position))
+            .collect::<Result<Vec<_>, _>>()?;
+        self.state[k][i] = Some(StateSample { values });
+        Ok(())
+    }
 }
 
 /// Writes `flows.csv`, `state.csv`, `links.csv` and `summary.json` into `directory`, with

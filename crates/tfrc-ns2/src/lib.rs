@@ -9,15 +9,15 @@
 //! - [`run_scenario`] writes the script into a directory, runs `/usr/bin/ns` with a timeout and
 //!   converts the samples the script prints into `flows.csv`, `state.csv`, `links.csv` and
 //!   `summary.json` (empty cells for what ns-2 does not expose).
-//! - [`cli`] holds the `tfrc ns2` arguments and entry point.
+//! - The `tfrc ns2` command line (arguments, printing) is in `tfrc-cli`, which fills
+//!   [`RunOptions`] and reports [`Ns2Error`].
 //!
 //! The mapping table and the list of unsupported features are in `docs/ns2.md`.
 
-pub mod cli;
 mod convert;
 mod error;
 mod generate;
-mod routing;
+mod nodes;
 mod run;
 mod tcl;
 

@@ -8,6 +8,9 @@
 //! - [`Scenario::apply_set`] applies a `--set key.path=value` override.
 //! - [`Scenario::expand`] turns a scenario with a `[sweep]` into concrete, uniquely named
 //!   variants, and expands `count = N` flows into `name.1` … `name.N`.
+//! - [`Scenario::route`] finds the fewest-hop route between two nodes, the one route every
+//!   consumer (simulator, testbed, ns-2 generator) takes ([`route`]), and
+//!   [`Scenario::path_base_rtt`] its base RTT.
 //! - [`Scenario::to_toml_string`] writes the resolved scenario (every default explicit) so it
 //!   can be recorded beside a run's results; it parses back to an equal scenario.
 //!
@@ -55,6 +58,7 @@ mod overrides;
 mod raw;
 mod replicate;
 mod resolve;
+pub mod route;
 mod scenario;
 mod sweep;
 /// Rates and durations: the toolkit's one units grammar, which scenario files share with every
@@ -73,6 +77,7 @@ pub use replicate::replication_seed;
 pub use resolve::{
     link_from_table, MAX_FLOW_COUNT, MAX_PACKET_SIZE, MAX_TOML_INTEGER, MAX_TOTAL_FLOWS,
 };
+pub use route::{Hop, Route, RouteError};
 pub use scenario::Scenario;
 pub use sweep::MAX_VARIANTS;
 pub use units::{Rate, UnitError};

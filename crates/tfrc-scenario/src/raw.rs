@@ -598,65 +598,7 @@ pub(crate) fn read_error(
         .map(|(field, _)| field.to_owned())
         .filter(|field| table.contains_key(field))
     {
-        let what = section.what();
-        let shared = shared_keys(section);
-        let takes: Vec<&str> = own_keys
-            .iter()
-            .filter(|key| !shared.contains(key))
-            .copied()
-            .collect();
-        let other_kind = section.kinds().iter().any(|other| {
-            section
-                .keys(other)
-                .is_some_and(|keys| keys.contains(&field.as_str()))
-        });
-        let text = if other_kind {
-            let takes = if takes.is_empty() {
-                "no other keys".to_owned()
-            } else {
-                takes.join(", ")
-            };
-            format!("`{field}` is not a key of a {kind} {what}; besides the common keys a {kind} {what} takes: {takes}")
-        } else {
-            let allowed: Vec<String> = section
-                .common_keys()
-                .iter()
-                .chain(own_keys)
-                .map(|key| (*key).to_owned())
-                .collect();
-            let mut text = format!("unknown key `{field}`");
-            // The nearest key of any kind: a typo of another kind's key says whose it is.
-            let every_key: Vec<String> = section
-                .kinds()
-                .iter()
-                .filter_map(|other| section.keys(other))
-                .flatten()
-                .map(|key| (*key).to_owned())
-                .chain(allowed.iter().cloned())
-                .collect();
-            if let Some(suggestion) = closest(&field, &every_key) {
-                if allowed.contains(&suggestion) {
-                    text.push_str(&format!(" (did you mean `{suggestion}`?)"));
-                } else {
-                    let owners: Vec<&str> = section
-                        .kinds()
-                        .iter()
-                        .filter(|other| {
-                            section
-                                .keys(other)
-                                .is_some_and(|keys| keys.contains(&suggestion.as_str()))
-                        })
-                        .copied()
-                        .collect();
-                    text.push_str(&format!(
-                        " (did you mean `{suggestion}`? it is a key of a {} {what}, not of a {kind} {what})",
-                        owners.join(" or ")
-                    ));
-                }
-            }
-            text.push_str(&format!("; expected one of: {}", allowed.join(", ")));
-            text
-        };
+        let text = unknown_key_message(section, &kind, own_keys, &field);
         return ScenarioError::invalid(file, join_key(&path, &field), text);
     }
     let mut own_table = table.clone();
@@ -672,6 +614,71 @@ pub(crate) fn read_error(
             ScenarioError::invalid(file, key, inner.message())
         }
         None => ScenarioError::from_serde(file, error),
+    }
+}
+
+/// The message for a key `field` that a `kind` table of `section` does not take: whose key
+/// it is when another kind takes it, else the nearest key (saying whose, if another kind's)
+/// and every key this kind takes.
+fn unknown_key_message(section: KindSection, kind: &str, own_keys: &[&str], field: &str) -> String {
+    let what = section.what();
+    let shared = shared_keys(section);
+    let takes: Vec<&str> = own_keys
+        .iter()
+        .filter(|key| !shared.contains(key))
+        .copied()
+        .collect();
+    let other_kind = section.kinds().iter().any(|other| {
+        section
+            .keys(other)
+            .is_some_and(|keys| keys.contains(&field))
+    });
+    if other_kind {
+        let takes = if takes.is_empty() {
+            "no other keys".to_owned()
+        } else {
+            takes.join(", ")
+        };
+        format!("`{field}` is not a key of a {kind} {what}; besides the common keys a {kind} {what} takes: {takes}")
+    } else {
+        let allowed: Vec<String> = section
+            .common_keys()
+            .iter()
+            .chain(own_keys)
+            .map(|key| (*key).to_owned())
+            .collect();
+        let mut text = format!("unknown key `{field}`");
+        // The nearest key of any kind: a typo of another kind's key says whose it is.
+        let every_key: Vec<String> = section
+            .kinds()
+            .iter()
+            .filter_map(|other| section.keys(other))
+            .flatten()
+            .map(|key| (*key).to_owned())
+            .chain(allowed.iter().cloned())
+            .collect();
+        if let Some(suggestion) = closest(field, &every_key) {
+            if allowed.contains(&suggestion) {
+                text.push_str(&format!(" (did you mean `{suggestion}`?)"));
+            } else {
+                let owners: Vec<&str> = section
+                    .kinds()
+                    .iter()
+                    .filter(|other| {
+                        section
+                            .keys(other)
+                            .is_some_and(|keys| keys.contains(&suggestion.as_str()))
+                    })
+                    .copied()
+                    .collect();
+                text.push_str(&format!(
+                    " (did you mean `{suggestion}`? it is a key of a {} {what}, not of a {kind} {what})",
+                    owners.join(" or ")
+                ));
+            }
+        }
+        text.push_str(&format!("; expected one of: {}", allowed.join(", ")));
+        text
     }
 }
 

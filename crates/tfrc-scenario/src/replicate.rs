@@ -5,7 +5,7 @@
 //! - runs with seed [`replication_seed`]`(s, k)`, so every random source and loss model of the
 //!   run draws another stream;
 //! - starts every flow that starts before the end of its own stop time later by a delay drawn
-//!   uniformly in `[0, base RTT of the flow's path)` ([`Scenario::base_rtt`]), so that DropTail
+//!   uniformly in `[0, base RTT of the flow's route)` ([`Scenario::base_rtt`]), so that DropTail
 //!   phase effects between flows that a paper starts "at the same time" average out over
 //!   replications. Stop times are kept (a disturbance still ends when the paper says).
 //!
@@ -14,8 +14,6 @@
 //! replication `K` of `tfrc reproduce`.
 
 use core::time::Duration;
-use std::collections::{HashMap, VecDeque};
-
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -34,45 +32,6 @@ pub fn replication_seed(seed: u64, replication: u32) -> u64 {
 }
 
 impl Scenario {
-    /// The fewest-hop path's round-trip propagation delay from `from` to `to` and back (the
-    /// forward delays of the path out plus the delays of the same links back), `None` when no
-    /// path joins them. Fewest hops, as the simulator routes; among equal paths the first found
-    /// in link order.
-    pub fn base_rtt(&self, from: &str, to: &str) -> Option<Duration> {
-        let mut previous: HashMap<&str, (&str, usize)> = HashMap::new();
-        let mut queue = VecDeque::from([from]);
-        let mut seen = vec![from];
-        while let Some(node) = queue.pop_front() {
-            if node == to {
-                break;
-            }
-            for (index, link) in self.links.iter().enumerate() {
-                for (a, b) in [
-                    (&link.between[0], &link.between[1]),
-                    (&link.between[1], &link.between[0]),
-                ] {
-                    if a == node && !seen.contains(&b.as_str()) {
-                        seen.push(b);
-                        previous.insert(b, (node, index));
-                        queue.push_back(b);
-                    }
-                }
-            }
-        }
-        if from == to {
-            return Some(Duration::ZERO);
-        }
-        let mut total = Duration::ZERO;
-        let mut node = to;
-        while node != from {
-            let &(before, index) = previous.get(node)?;
-            let link = &self.links[index];
-            total += link.direction(before, node)?.delay + link.direction(node, before)?.delay;
-            node = before;
-        }
-        Some(total)
-    }
-
     /// Replication `replication` of this concrete scenario (see the module docs): another seed
     /// and flow starts jittered by up to one base RTT. The name and variant labels are kept.
     pub fn replicate(&self, replication: u32) -> Scenario {

@@ -12,7 +12,7 @@ use crate::model::{
 };
 use crate::raw::{
     flatten, NoneOr, RawDirection, RawDownloads, RawFlow, RawFlowKind, RawLink, RawLoss,
-    RawLossModel, RawMarker, RawMedia, RawOutput, RawQueue, RawScenario,
+    RawLossModel, RawMarker, RawMedia, RawOutput, RawQueue, RawScenario, RawTcp, RawTfrc,
 };
 use crate::sweep;
 use crate::units::{format_duration, DurationText, Rate, RATE_EXPECTED};
@@ -175,14 +175,39 @@ pub(crate) fn resolve(raw: RawScenario, file: &str, base_dir: Option<&Path>) -> 
     let duration = r.positive_duration("duration", raw.duration.0)?;
     let seed = raw.seed.unwrap_or(1);
 
-    if raw.link.is_empty() {
+    let links = resolve_links(r, raw.link)?;
+    let graph = Graph::new(&links);
+
+    let (flows, seen_names) = resolve_flows(r, raw.flow, duration, &graph)?;
+
+    let markers = resolve_markers(r, raw.marker, (&links, &flows, &seen_names))?;
+
+    let output = resolve_output(r, raw.output.unwrap_or_default(), duration)?;
+    let sweep = match raw.sweep {
+        Some(table) => sweep::parse_sweep(file, &table)?,
+        None => Vec::new(),
+    };
+    let variant = resolve_variant(r, raw.variant.unwrap_or_default())?;
+
+    let quick = raw.quick.unwrap_or_default();
+    check_quick(r, &quick)?;
+
+    Ok(Scenario::assemble(
+        raw.name, duration, seed, quick, links, markers, flows, output, sweep, variant, file,
+        base_dir,
+    ))
+}
+
+/// The `[[link]]` tables: at least one, no two joining the same nodes.
+fn resolve_links(r: &Resolver<'_>, raw_links: Vec<RawLink>) -> Result<Vec<Link>> {
+    if raw_links.is_empty() {
         return Err(r.error(
             "link",
             "expected at least one [[link]] with between = [\"a\", \"b\"], rate and delay",
         ));
     }
-    let mut links: Vec<Link> = Vec::with_capacity(raw.link.len());
-    for (index, raw_link) in raw.link.into_iter().enumerate() {
+    let mut links: Vec<Link> = Vec::with_capacity(raw_links.len());
+    for (index, raw_link) in raw_links.into_iter().enumerate() {
         let link = resolve_link(r, index, raw_link)?;
         if let Some(other) = links
             .iter()
@@ -198,13 +223,22 @@ pub(crate) fn resolve(raw: RawScenario, file: &str, base_dir: Option<&Path>) -> 
         }
         links.push(link);
     }
-    let graph = Graph::new(&links);
+    Ok(links)
+}
 
-    let mut flows: Vec<FlowSpec> = Vec::with_capacity(raw.flow.len());
+/// The `[[flow]]` tables, and which flow each (instance) name belongs to: names unique after
+/// `count` expansion, at most [`MAX_TOTAL_FLOWS`] in all.
+fn resolve_flows(
+    r: &Resolver<'_>,
+    raw_flows: Vec<RawFlow>,
+    duration: Duration,
+    graph: &Graph,
+) -> Result<(Vec<FlowSpec>, HashMap<String, usize>)> {
+    let mut flows: Vec<FlowSpec> = Vec::with_capacity(raw_flows.len());
     let mut seen_names: HashMap<String, usize> = HashMap::new();
     let mut total_flows: u64 = 0;
-    for (index, raw_flow) in raw.flow.into_iter().enumerate() {
-        let flow = resolve_flow(r, index, raw_flow, duration, &graph)?;
+    for (index, raw_flow) in raw_flows.into_iter().enumerate() {
+        let flow = resolve_flow(r, index, raw_flow, duration, graph)?;
         let instances = instance_names(&flow);
         total_flows += instances.len() as u64;
         if total_flows > MAX_TOTAL_FLOWS {
@@ -228,12 +262,20 @@ pub(crate) fn resolve(raw: RawScenario, file: &str, base_dir: Option<&Path>) -> 
         }
         flows.push(flow);
     }
+    Ok((flows, seen_names))
+}
 
-    let mut markers: Vec<MarkerSpec> = Vec::with_capacity(raw.marker.len());
+/// The `[[marker]]` tables: a flow is marked by at most one marker per link direction.
+fn resolve_markers(
+    r: &Resolver<'_>,
+    raw_markers: Vec<RawMarker>,
+    (links, flows, seen_names): (&[Link], &[FlowSpec], &HashMap<String, usize>),
+) -> Result<Vec<MarkerSpec>> {
+    let mut markers: Vec<MarkerSpec> = Vec::with_capacity(raw_markers.len());
     let mut marked: HashMap<(String, String, String), usize> = HashMap::new();
-    for (index, raw_marker) in raw.marker.into_iter().enumerate() {
-        let marker = resolve_marker(r, index, raw_marker, &links, &flows, &seen_names)?;
-        for name in expand_flow_references(&marker.flows, &flows) {
+    for (index, raw_marker) in raw_markers.into_iter().enumerate() {
+        let marker = resolve_marker(r, index, raw_marker, links, flows, seen_names)?;
+        for name in expand_flow_references(&marker.flows, flows) {
             let key = (marker.link[0].clone(), marker.link[1].clone(), name.clone());
             if let Some(other) = marked.insert(key, index) {
                 if other != index {
@@ -246,14 +288,13 @@ pub(crate) fn resolve(raw: RawScenario, file: &str, base_dir: Option<&Path>) -> 
         }
         markers.push(marker);
     }
+    Ok(markers)
+}
 
-    let output = resolve_output(r, raw.output.unwrap_or_default(), duration)?;
-    let sweep = match raw.sweep {
-        Some(table) => sweep::parse_sweep(file, &table)?,
-        None => Vec::new(),
-    };
+/// The `[variant]` table a sweep's expansion records: label = setting, as strings.
+fn resolve_variant(r: &Resolver<'_>, table: toml::Table) -> Result<Vec<(String, String)>> {
     let mut variant = Vec::new();
-    for (label, value) in raw.variant.unwrap_or_default() {
+    for (label, value) in table {
         match value {
             toml::Value::String(text) => variant.push((label, text)),
             other => {
@@ -267,8 +308,11 @@ pub(crate) fn resolve(raw: RawScenario, file: &str, base_dir: Option<&Path>) -> 
             }
         }
     }
+    Ok(variant)
+}
 
-    let quick = raw.quick.unwrap_or_default();
+/// `quick`: overrides of the form key.path=value (applied by `--quick`).
+fn check_quick(r: &Resolver<'_>, quick: &[String]) -> Result<()> {
     for (index, assignment) in quick.iter().enumerate() {
         if !assignment.contains('=') {
             return Err(r.error(
@@ -279,11 +323,7 @@ pub(crate) fn resolve(raw: RawScenario, file: &str, base_dir: Option<&Path>) -> 
             ));
         }
     }
-
-    Ok(Scenario::assemble(
-        raw.name, duration, seed, quick, links, markers, flows, output, sweep, variant, file,
-        base_dir,
-    ))
+    Ok(())
 }
 
 fn resolve_link(r: &Resolver<'_>, index: usize, raw: RawLink) -> Result<Link> {
@@ -591,6 +631,109 @@ fn resolve_flow(
 ) -> Result<FlowSpec> {
     let prefix = format!("flow[{index}]");
     let key = |name: &str| format!("{prefix}.{name}");
+    check_flow_ends(r, &prefix, &raw, graph)?;
+
+    let start = raw.start.map_or(Duration::ZERO, |d| d.0);
+    if start >= run_duration {
+        return Err(r.error(
+            key("start"),
+            format!(
+                "expected a start time before the end of the run ({}), got {}",
+                format_duration(run_duration),
+                format_duration(start)
+            ),
+        ));
+    }
+    let stop = flatten(raw.stop.clone()).map(|d| d.0);
+    r.stop_after(&key("stop"), start, stop)?;
+    let packet_size = raw.packet_size.unwrap_or(1000);
+    if packet_size == 0 || packet_size > MAX_PACKET_SIZE {
+        return Err(r.error(
+            key("packet_size"),
+            format!("expected a packet size from 1 to {MAX_PACKET_SIZE} bytes, got {packet_size}"),
+        ));
+    }
+    let count = flatten(raw.count.clone());
+    if let Some(count) = count {
+        if count == 0 || count > MAX_FLOW_COUNT {
+            return Err(r.error(
+                key("count"),
+                format!("expected a number of flows from 1 to {MAX_FLOW_COUNT}, got {count}"),
+            ));
+        }
+    }
+
+    let kind = resolve_flow_kind(r, &prefix, &raw.kind, run_duration)?;
+
+    Ok(FlowSpec {
+        name: raw.name,
+        from: raw.from,
+        to: raw.to,
+        start,
+        stop,
+        packet_size,
+        count,
+        enabled: raw.enabled.unwrap_or(true),
+        kind,
+    })
+}
+
+/// A flow's kind and the keys of that kind.
+fn resolve_flow_kind(
+    r: &Resolver<'_>,
+    prefix: &str,
+    kind: &RawFlowKind,
+    run_duration: Duration,
+) -> Result<FlowKind> {
+    let key = |name: &str| format!("{prefix}.{name}");
+    let kind = match kind {
+        RawFlowKind::Tfrc(raw) => FlowKind::Tfrc(resolve_tfrc(r, prefix, raw, run_duration)?),
+        RawFlowKind::Tcp(raw) => FlowKind::Tcp(resolve_tcp(r, prefix, raw)?),
+        RawFlowKind::Cbr(raw) => {
+            let rate = raw.rate.ok_or_else(|| {
+                r.error(
+                    key("rate"),
+                    format!("required key is missing for a cbr flow (expected {RATE_EXPECTED})"),
+                )
+            })?;
+            FlowKind::Cbr {
+                rate: r.positive_rate(&key("rate"), rate)?,
+            }
+        }
+        RawFlowKind::Pareto(keys) => {
+            let (rate, burst, idle) =
+                on_off_keys(r, prefix, "pareto", keys.rate, keys.burst, keys.idle)?;
+            let shape = keys.shape.unwrap_or(1.5);
+            if !(shape.is_finite() && shape > 1.0) {
+                return Err(r.error(
+                    key("shape"),
+                    format!("expected a Pareto shape above 1 (finite mean) like 1.5, got {shape}"),
+                ));
+            }
+            FlowKind::Pareto(OnOffSpec {
+                rate,
+                burst,
+                idle,
+                shape: Some(shape),
+            })
+        }
+        RawFlowKind::ExpOnoff(keys) => {
+            let (rate, burst, idle) =
+                on_off_keys(r, prefix, "exp-onoff", keys.rate, keys.burst, keys.idle)?;
+            FlowKind::ExponentialOnOff(OnOffSpec {
+                rate,
+                burst,
+                idle,
+                shape: None,
+            })
+        }
+    };
+    Ok(kind)
+}
+
+/// A flow's name, and its two ends: nodes a link joins, distinct, and joined by a path.
+fn check_flow_ends(r: &Resolver<'_>, prefix: &str, raw: &RawFlow, graph: &Graph) -> Result<()> {
+    let key = |name: &str| format!("{prefix}.{name}");
     if !valid_name(&raw.name) {
         return Err(r.error(
             key("name"),
@@ -625,243 +768,208 @@ fn resolve_flow(
             format!("no path of links leads from {:?} to {:?}", raw.from, raw.to),
         ));
     }
+    Ok(())
+}
 
-    let start = raw.start.map_or(Duration::ZERO, |d| d.0);
-    if start >= run_duration {
-        return Err(r.error(
-            key("start"),
-            format!(
-                "expected a start time before the end of the run ({}), got {}",
-                format_duration(run_duration),
-                format_duration(start)
-            ),
-        ));
+/// A TFRC flow's keys: rates, feedback count, Veno, the variant's and the profile's settings,
+/// media.
+fn resolve_tfrc(
+    r: &Resolver<'_>,
+    prefix: &str,
+    raw: &RawTfrc,
+    run_duration: Duration,
+) -> Result<TfrcSpec> {
+    let key = |name: &str| format!("{prefix}.{name}");
+    let target_rate = match flatten(raw.target_rate.clone()) {
+        Some(rate) => Some(r.positive_rate(&key("target_rate"), rate)?),
+        None => None,
+    };
+    let (rtt_ref, feedbacks_per_rtt) = resolve_feedback_count(r, prefix, raw)?;
+    let veno = resolve_veno(r, prefix, raw)?;
+    // ns-2.35 has history discounting (`discount_ 1`) and √RTT spacing (`ca_ 1`) on
+    // by default; RFC 5348 leaves both optional (off here).
+    let profile = raw.profile.unwrap_or_default();
+    let ns2_default = profile == TfrcProfile::Ns2;
+    let variant = raw.variant.unwrap_or_default();
+    let (nominal_segment_size, header_size) =
+        resolve_small_packets(r, prefix, raw, profile, variant)?;
+    let max_rate = match flatten(raw.max_rate.clone()) {
+        Some(rate) => Some(r.positive_rate(&key("max_rate"), rate)?),
+        None => None,
+    };
+    let media = match flatten(raw.media.clone()) {
+        Some(media) => Some(resolve_media(
+            r,
+            &key("media"),
+            media,
+            max_rate,
+            run_duration,
+        )?),
+        None => None,
+    };
+    let spec = TfrcSpec {
+        max_rate,
+        media,
+        ecn: raw.ecn.unwrap_or(false),
+        variant,
+        nominal_segment_size,
+        header_size,
+        target_rate,
+        rtt_ref,
+        feedbacks_per_rtt,
+        veno,
+        profile,
+        history_discounting: raw.history_discounting.unwrap_or(ns2_default),
+        oscillation_damping: raw.oscillation_damping.unwrap_or(ns2_default),
+    };
+    if spec
+        .media
+        .as_ref()
+        .is_some_and(|media| media.transport == MediaTransport::Etp)
+    {
+        check_etp_media(r, prefix, &spec)?;
     }
-    let stop = flatten(raw.stop.clone()).map(|d| d.0);
-    r.stop_after(&key("stop"), start, stop)?;
-    let packet_size = raw.packet_size.unwrap_or(1000);
-    if packet_size == 0 || packet_size > MAX_PACKET_SIZE {
-        return Err(r.error(
-            key("packet_size"),
-            format!("expected a packet size from 1 to {MAX_PACKET_SIZE} bytes, got {packet_size}"),
-        ));
-    }
-    let count = flatten(raw.count.clone());
-    if let Some(count) = count {
-        if count == 0 || count > MAX_FLOW_COUNT {
+    Ok(spec)
+}
+
+/// `rtt_ref` and `feedbacks_per_rtt`: the receiver's feedback count, one or the other.
+fn resolve_feedback_count(
+    r: &Resolver<'_>,
+    prefix: &str,
+    raw: &RawTfrc,
+) -> Result<(Option<Duration>, Option<u32>)> {
+    let key = |name: &str| format!("{prefix}.{name}");
+    let rtt_ref = match flatten(raw.rtt_ref.clone()) {
+        Some(rtt) => Some(r.positive_duration(&key("rtt_ref"), rtt.0)?),
+        None => None,
+    };
+    let feedbacks_per_rtt = flatten(raw.feedbacks_per_rtt.clone());
+    match feedbacks_per_rtt {
+        Some(count) if count == 0 || count > MAX_FEEDBACKS_PER_RTT => {
             return Err(r.error(
-                key("count"),
-                format!("expected a number of flows from 1 to {MAX_FLOW_COUNT}, got {count}"),
-            ));
+                key("feedbacks_per_rtt"),
+                format!(
+                    "expected a number of feedbacks per RTT from 1 to {MAX_FEEDBACKS_PER_RTT}, got {count}"
+                ),
+            ))
         }
+        Some(_) if rtt_ref.is_some() => {
+            return Err(r.error(
+                key("feedbacks_per_rtt"),
+                "give either rtt_ref (N = int(RTT/RTT_ref)) or feedbacks_per_rtt (a fixed N), not both",
+            ))
+        }
+        _ => {}
     }
+    Ok((rtt_ref, feedbacks_per_rtt))
+}
 
-    let kind = match &raw.kind {
-        RawFlowKind::Tfrc(raw) => {
-            let target_rate = match flatten(raw.target_rate.clone()) {
-                Some(rate) => Some(r.positive_rate(&key("target_rate"), rate)?),
-                None => None,
-            };
-            let rtt_ref = match flatten(raw.rtt_ref.clone()) {
-                Some(rtt) => Some(r.positive_duration(&key("rtt_ref"), rtt.0)?),
-                None => None,
-            };
-            let feedbacks_per_rtt = flatten(raw.feedbacks_per_rtt.clone());
-            match feedbacks_per_rtt {
-                Some(count) if count == 0 || count > MAX_FEEDBACKS_PER_RTT => {
-                    return Err(r.error(
-                        key("feedbacks_per_rtt"),
-                        format!(
-                            "expected a number of feedbacks per RTT from 1 to {MAX_FEEDBACKS_PER_RTT}, got {count}"
-                        ),
-                    ))
-                }
-                Some(_) if rtt_ref.is_some() => {
-                    return Err(r.error(
-                        key("feedbacks_per_rtt"),
-                        "give either rtt_ref (N = int(RTT/RTT_ref)) or feedbacks_per_rtt (a fixed N), not both",
-                    ))
-                }
-                _ => {}
+/// `veno_beta` and `veno_alpha`: Veno's loss differentiation, on when `veno_beta` is set.
+fn resolve_veno(r: &Resolver<'_>, prefix: &str, raw: &RawTfrc) -> Result<Option<VenoSpec>> {
+    let key = |name: &str| format!("{prefix}.{name}");
+    let veno = match (
+        flatten(raw.veno_beta.clone()),
+        flatten(raw.veno_alpha.clone()),
+    ) {
+        (None, None) => None,
+        (None, Some(_)) => {
+            return Err(r.error(
+                key("veno_alpha"),
+                "veno_alpha needs veno_beta (Veno differentiation is on when veno_beta is set)",
+            ))
+        }
+        (Some(beta), alpha) => {
+            if !(beta.is_finite() && beta >= 0.0) {
+                return Err(r.error(
+                    key("veno_beta"),
+                    format!("expected a threshold β in packets ≥ 0 like 1, got {beta}"),
+                ));
             }
-            let veno = match (
-                flatten(raw.veno_beta.clone()),
-                flatten(raw.veno_alpha.clone()),
-            ) {
-                (None, None) => None,
-                (None, Some(_)) => return Err(r.error(
+            let alpha = alpha.unwrap_or(3.0);
+            if !(alpha.is_finite() && alpha >= 1.0) {
+                return Err(r.error(
                     key("veno_alpha"),
-                    "veno_alpha needs veno_beta (Veno differentiation is on when veno_beta is set)",
-                )),
-                (Some(beta), alpha) => {
-                    if !(beta.is_finite() && beta >= 0.0) {
-                        return Err(r.error(
-                            key("veno_beta"),
-                            format!("expected a threshold β in packets ≥ 0 like 1, got {beta}"),
-                        ));
-                    }
-                    let alpha = alpha.unwrap_or(3.0);
-                    if !(alpha.is_finite() && alpha >= 1.0) {
-                        return Err(r.error(
-                            key("veno_alpha"),
-                            format!("expected a stretch factor α ≥ 1 like 3, got {alpha}"),
-                        ));
-                    }
-                    Some(VenoSpec { beta, alpha })
-                }
-            };
-            // ns-2.35 has history discounting (`discount_ 1`) and √RTT spacing (`ca_ 1`) on
-            // by default; RFC 5348 leaves both optional (off here).
-            let profile = raw.profile.unwrap_or_default();
-            let ns2_default = profile == TfrcProfile::Ns2;
-            let variant = raw.variant.unwrap_or_default();
-            let (nominal_segment_size, header_size) = match variant {
-                TfrcVariant::Standard => {
-                    for (name, given) in [
-                        ("nominal_segment_size", raw.nominal_segment_size),
-                        ("header_size", raw.header_size),
-                    ] {
-                        if given.is_some() {
-                            return Err(r.error(
-                                key(name),
-                                format!("{name} is a TFRC-SP parameter: it needs variant = \"sp\""),
-                            ));
-                        }
-                    }
-                    (None, None)
-                }
-                TfrcVariant::Sp => {
-                    if profile == TfrcProfile::Ns2 {
-                        return Err(r.error(
-                            key("variant"),
-                            "variant = \"sp\" runs under profile = \"rfc5348\" (the translator \
-                             runs ns-2's own small-packet mode, voip_, for it)",
-                        ));
-                    }
-                    let defaults = tfrc_proto::SmallPackets::default();
-                    let nominal = raw
-                        .nominal_segment_size
-                        .unwrap_or(defaults.nominal_segment_size);
-                    if nominal == 0 {
-                        return Err(r.error(
-                            key("nominal_segment_size"),
-                            "expected a nominal segment size of at least 1 byte like 1460, got 0",
-                        ));
-                    }
-                    (
-                        Some(nominal),
-                        Some(raw.header_size.unwrap_or(defaults.header_size)),
-                    )
-                }
-            };
-            let max_rate = match flatten(raw.max_rate.clone()) {
-                Some(rate) => Some(r.positive_rate(&key("max_rate"), rate)?),
-                None => None,
-            };
-            let media = match flatten(raw.media.clone()) {
-                Some(media) => Some(resolve_media(
-                    r,
-                    &key("media"),
-                    media,
-                    max_rate,
-                    run_duration,
-                )?),
-                None => None,
-            };
-            let spec = TfrcSpec {
-                max_rate,
-                media,
-                ecn: raw.ecn.unwrap_or(false),
-                variant,
-                nominal_segment_size,
-                header_size,
-                target_rate,
-                rtt_ref,
-                feedbacks_per_rtt,
-                veno,
-                profile,
-                history_discounting: raw.history_discounting.unwrap_or(ns2_default),
-                oscillation_damping: raw.oscillation_damping.unwrap_or(ns2_default),
-            };
-            if spec
-                .media
-                .as_ref()
-                .is_some_and(|media| media.transport == MediaTransport::Etp)
-            {
-                check_etp_media(r, &prefix, &spec)?;
-            }
-            FlowKind::Tfrc(spec)
-        }
-        RawFlowKind::Tcp(raw) => {
-            let window = flatten(raw.window.clone());
-            if window == Some(0) {
-                return Err(r.error(
-                    key("window"),
-                    "expected a window of at least 1 packet, got 0",
+                    format!("expected a stretch factor α ≥ 1 like 3, got {alpha}"),
                 ));
             }
-            let downloads = match flatten(raw.downloads.clone()) {
-                Some(downloads) => Some(resolve_downloads(r, &key("downloads"), downloads)?),
-                None => None,
-            };
-            FlowKind::Tcp(TcpSpec {
-                downloads,
-                variant: raw.variant.unwrap_or_default(),
-                delayed_ack: raw.delayed_ack.unwrap_or(false),
-                window,
-                profile: raw.profile.unwrap_or_default(),
-            })
-        }
-        RawFlowKind::Cbr(raw) => {
-            let rate = raw.rate.ok_or_else(|| {
-                r.error(
-                    key("rate"),
-                    format!("required key is missing for a cbr flow (expected {RATE_EXPECTED})"),
-                )
-            })?;
-            FlowKind::Cbr {
-                rate: r.positive_rate(&key("rate"), rate)?,
-            }
-        }
-        RawFlowKind::Pareto(keys) => {
-            let (rate, burst, idle) =
-                on_off_keys(r, &prefix, "pareto", keys.rate, keys.burst, keys.idle)?;
-            let shape = keys.shape.unwrap_or(1.5);
-            if !(shape.is_finite() && shape > 1.0) {
-                return Err(r.error(
-                    key("shape"),
-                    format!("expected a Pareto shape above 1 (finite mean) like 1.5, got {shape}"),
-                ));
-            }
-            FlowKind::Pareto(OnOffSpec {
-                rate,
-                burst,
-                idle,
-                shape: Some(shape),
-            })
-        }
-        RawFlowKind::ExpOnoff(keys) => {
-            let (rate, burst, idle) =
-                on_off_keys(r, &prefix, "exp-onoff", keys.rate, keys.burst, keys.idle)?;
-            FlowKind::ExponentialOnOff(OnOffSpec {
-                rate,
-                burst,
-                idle,
-                shape: None,
-            })
+            Some(VenoSpec { beta, alpha })
         }
     };
+    Ok(veno)
+}
 
-    Ok(FlowSpec {
-        name: raw.name,
-        from: raw.from,
-        to: raw.to,
-        start,
-        stop,
-        packet_size,
-        count,
-        enabled: raw.enabled.unwrap_or(true),
-        kind,
+/// TFRC-SP's `nominal_segment_size` and `header_size` (RFC 4828's defaults), refused for the
+/// standard variant and under the ns-2 profile.
+fn resolve_small_packets(
+    r: &Resolver<'_>,
+    prefix: &str,
+    raw: &RawTfrc,
+    profile: TfrcProfile,
+    variant: TfrcVariant,
+) -> Result<(Option<u32>, Option<u32>)> {
+    let key = |name: &str| format!("{prefix}.{name}");
+    let (nominal_segment_size, header_size) = match variant {
+        TfrcVariant::Standard => {
+            for (name, given) in [
+                ("nominal_segment_size", raw.nominal_segment_size),
+                ("header_size", raw.header_size),
+            ] {
+                if given.is_some() {
+                    return Err(r.error(
+                        key(name),
+                        format!("{name} is a TFRC-SP parameter: it needs variant = \"sp\""),
+                    ));
+                }
+            }
+            (None, None)
+        }
+        TfrcVariant::Sp => {
+            if profile == TfrcProfile::Ns2 {
+                return Err(r.error(
+                    key("variant"),
+                    "variant = \"sp\" runs under profile = \"rfc5348\" (the translator \
+                     runs ns-2's own small-packet mode, voip_, for it)",
+                ));
+            }
+            let defaults = tfrc_proto::SmallPackets::default();
+            let nominal = raw
+                .nominal_segment_size
+                .unwrap_or(defaults.nominal_segment_size);
+            if nominal == 0 {
+                return Err(r.error(
+                    key("nominal_segment_size"),
+                    "expected a nominal segment size of at least 1 byte like 1460, got 0",
+                ));
+            }
+            (
+                Some(nominal),
+                Some(raw.header_size.unwrap_or(defaults.header_size)),
+            )
+        }
+    };
+    Ok((nominal_segment_size, header_size))
+}
+
+/// A TCP flow's keys: window, `downloads`, variant, delayed ACKs, profile.
+fn resolve_tcp(r: &Resolver<'_>, prefix: &str, raw: &RawTcp) -> Result<TcpSpec> {
+    let key = |name: &str| format!("{prefix}.{name}");
+    let window = flatten(raw.window.clone());
+    if window == Some(0) {
+        return Err(r.error(
+            key("window"),
+            "expected a window of at least 1 packet, got 0",
+        ));
+    }
+    let downloads = match flatten(raw.downloads.clone()) {
+        Some(downloads) => Some(resolve_downloads(r, &key("downloads"), downloads)?),
+        None => None,
+    };
+    Ok(TcpSpec {
+        downloads,
+        variant: raw.variant.unwrap_or_default(),
+        delayed_ack: raw.delayed_ack.unwrap_or(false),
+        window,
+        profile: raw.profile.unwrap_or_default(),
     })
 }
 
@@ -990,6 +1098,27 @@ fn resolve_media(
         &key("deadline"),
         raw.deadline.map_or(Duration::from_millis(300), |d| d.0),
     )?;
+    let (pause, resume) = resolve_pause(r, prefix, &raw, run_duration)?;
+    Ok(MediaSpec {
+        fps,
+        min_rate,
+        start_rate,
+        deadline,
+        pause,
+        resume,
+        transport: raw.transport.unwrap_or_default(),
+    })
+}
+
+/// A media source's `pause` and `resume`: both or neither, the resume after the pause, the
+/// pause within the run.
+fn resolve_pause(
+    r: &Resolver<'_>,
+    prefix: &str,
+    raw: &RawMedia,
+    run_duration: Duration,
+) -> Result<(Option<Duration>, Option<Duration>)> {
+    let key = |name: &str| format!("{prefix}.{name}");
     let pause = flatten(raw.pause.clone()).map(|d| d.0);
     let resume = flatten(raw.resume.clone()).map(|d| d.0);
     match (pause, resume) {
@@ -1019,15 +1148,7 @@ fn resolve_media(
             }
         }
     }
-    Ok(MediaSpec {
-        fps,
-        min_rate,
-        start_rate,
-        deadline,
-        pause,
-        resume,
-        transport: raw.transport.unwrap_or_default(),
-    })
+    Ok((pause, resume))
 }
 
 /// The rate (required) and mean on and off times (default 500 ms, as ns-2) of an on/off flow.

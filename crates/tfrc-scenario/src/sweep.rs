@@ -57,110 +57,151 @@ pub(crate) fn parse_sweep(
     file: &str,
     table: &toml::Table,
 ) -> Result<Vec<SweepAxis>, ScenarioError> {
+    let mut axes: Vec<SweepAxis> = Vec::new();
+    for (key, value) in table {
+        axes.push(parse_axis(file, key, value)?);
+    }
+    label_axes(file, &mut axes)?;
+    name_choices(&mut axes);
+    variant_count(&axes).map_err(|message| ScenarioError::invalid(file, "sweep", message))?;
+    Ok(axes)
+}
+
+/// One `[sweep]` key: a list of values, an array of grouped settings, or the paths form.
+fn parse_axis(file: &str, key: &str, value: &toml::Value) -> Result<SweepAxis, ScenarioError> {
     let error = |key: &str, message: String| ScenarioError::invalid(file, key, message);
-    let check_label = |key: &str, label: &str| {
-        if valid_label(label) {
-            Ok(())
-        } else {
-            Err(error(
-                key,
-                format!("expected a label without '=', ',', '[', ']', '/' or '\\', got {label:?}"),
+    let axis_key = join_key("sweep", key);
+    let axis = match value {
+        toml::Value::Array(items) if items.is_empty() => {
+            return Err(error(&axis_key, "expected a non-empty array of values".to_owned()))
+        }
+        toml::Value::Array(items) if items.iter().all(toml::Value::is_table) => {
+            parse_grouped_form(file, key, items)?
+        }
+        toml::Value::Array(items) if !items.iter().any(toml::Value::is_table) => {
+            parse_list_form(file, key, items)?
+        }
+        toml::Value::Array(_) => {
+            return Err(error(
+                &axis_key,
+                "expected either an array of values or an array of tables (each a group of settings), not a mix".to_owned(),
+            ))
+        }
+        toml::Value::Table(spec) => {
+            check_label(file, &axis_key, key)?;
+            parse_paths_form(file, key, spec)?
+        }
+        other => {
+            return Err(error(
+                &axis_key,
+                format!(
+                    "expected an array of values like [1, 2, 3], a table {{ paths = [...], values = [...] }} or an array of tables, got {}",
+                    display_value(other)
+                ),
             ))
         }
     };
-    let check_setting_path = |key: &str, path: &str| -> Result<String, ScenarioError> {
-        let segments = split_path(path).map_err(|e| error(key, e.message))?;
-        Ok(join_path(&segments))
-    };
+    Ok(axis)
+}
 
-    let mut axes: Vec<SweepAxis> = Vec::new();
-    for (key, value) in table {
-        let axis_key = join_key("sweep", key);
-        let axis = match value {
-            toml::Value::Array(items) if items.is_empty() => {
-                return Err(error(&axis_key, "expected a non-empty array of values".to_owned()))
-            }
-            toml::Value::Array(items) if items.iter().all(toml::Value::is_table) => {
-                check_label(&axis_key, key)?;
-                let mut choices = Vec::with_capacity(items.len());
-                for (index, item) in items.iter().enumerate() {
-                    let item_key = format!("{axis_key}[{index}]");
-                    let Some(entries) = item.as_table() else { continue };
-                    let mut settings = Vec::new();
-                    let mut explicit_label = None;
-                    for (path, setting) in entries {
-                        if path == "label" {
-                            let Some(label) = setting.as_str() else {
-                                return Err(error(&item_key, "expected label to be a string".to_owned()));
-                            };
-                            check_label(&item_key, label)?;
-                            explicit_label = Some(label.to_owned());
-                        } else {
-                            let path = check_setting_path(&item_key, path)?;
-                            settings.push((path, setting.clone()));
-                        }
-                    }
-                    if settings.is_empty() {
-                        return Err(error(
-                            &item_key,
-                            "expected at least one \"key.path\" = value setting in this choice".to_owned(),
-                        ));
-                    }
-                    choices.push(SweepChoice {
-                        settings,
-                        name_parts: Vec::new(),
-                        explicit_label,
-                    });
-                }
-                SweepAxis {
-                    label: key.clone(),
-                    form: SweepForm::Grouped,
-                    choices,
-                }
-            }
-            toml::Value::Array(items) if !items.iter().any(toml::Value::is_table) => {
-                let path = check_setting_path(&axis_key, key)?;
-                let label = split_path(key)
-                    .ok()
-                    .and_then(|segments| segments.last().cloned())
-                    .unwrap_or_else(|| key.clone());
-                check_label(&axis_key, &label)?;
-                SweepAxis {
-                    label,
-                    form: SweepForm::List,
-                    choices: items
-                        .iter()
-                        .map(|item| SweepChoice {
-                            settings: vec![(path.clone(), item.clone())],
-                            name_parts: Vec::new(),
-                            explicit_label: None,
-                        })
-                        .collect(),
-                }
-            }
-            toml::Value::Array(_) => {
-                return Err(error(
-                    &axis_key,
-                    "expected either an array of values or an array of tables (each a group of settings), not a mix".to_owned(),
-                ))
-            }
-            toml::Value::Table(spec) => {
-                check_label(&axis_key, key)?;
-                parse_paths_form(file, key, spec)?
-            }
-            other => {
-                return Err(error(
-                    &axis_key,
-                    format!(
-                        "expected an array of values like [1, 2, 3], a table {{ paths = [...], values = [...] }} or an array of tables, got {}",
-                        display_value(other)
-                    ),
-                ))
-            }
+/// An axis given as an array of tables: each choice a group of settings, with an optional
+/// `label`.
+fn parse_grouped_form(
+    file: &str,
+    key: &str,
+    items: &[toml::Value],
+) -> Result<SweepAxis, ScenarioError> {
+    let error = |key: &str, message: String| ScenarioError::invalid(file, key, message);
+    let axis_key = join_key("sweep", key);
+    check_label(file, &axis_key, key)?;
+    let mut choices = Vec::with_capacity(items.len());
+    for (index, item) in items.iter().enumerate() {
+        let item_key = format!("{axis_key}[{index}]");
+        let Some(entries) = item.as_table() else {
+            continue;
         };
-        axes.push(axis);
+        let mut settings = Vec::new();
+        let mut explicit_label = None;
+        for (path, setting) in entries {
+            if path == "label" {
+                let Some(label) = setting.as_str() else {
+                    return Err(error(&item_key, "expected label to be a string".to_owned()));
+                };
+                check_label(file, &item_key, label)?;
+                explicit_label = Some(label.to_owned());
+            } else {
+                let path = setting_path(file, &item_key, path)?;
+                settings.push((path, setting.clone()));
+            }
+        }
+        if settings.is_empty() {
+            return Err(error(
+                &item_key,
+                "expected at least one \"key.path\" = value setting in this choice".to_owned(),
+            ));
+        }
+        choices.push(SweepChoice {
+            settings,
+            name_parts: Vec::new(),
+            explicit_label,
+        });
     }
+    Ok(SweepAxis {
+        label: key.to_owned(),
+        form: SweepForm::Grouped,
+        choices,
+    })
+}
 
+/// An axis given as an array of values for one key path, labelled by its last segment.
+fn parse_list_form(
+    file: &str,
+    key: &str,
+    items: &[toml::Value],
+) -> Result<SweepAxis, ScenarioError> {
+    let axis_key = join_key("sweep", key);
+    let path = setting_path(file, &axis_key, key)?;
+    let label = split_path(key)
+        .ok()
+        .and_then(|segments| segments.last().cloned())
+        .unwrap_or_else(|| key.to_owned());
+    check_label(file, &axis_key, &label)?;
+    Ok(SweepAxis {
+        label,
+        form: SweepForm::List,
+        choices: items
+            .iter()
+            .map(|item| SweepChoice {
+                settings: vec![(path.clone(), item.clone())],
+                name_parts: Vec::new(),
+                explicit_label: None,
+            })
+            .collect(),
+    })
+}
+
+/// A sweep label may not hold the characters that separate variant names and labels.
+fn check_label(file: &str, key: &str, label: &str) -> Result<(), ScenarioError> {
+    if valid_label(label) {
+        Ok(())
+    } else {
+        Err(ScenarioError::invalid(
+            file,
+            key,
+            format!("expected a label without '=', ',', '[', ']', '/' or '\\', got {label:?}"),
+        ))
+    }
+}
+
+/// A setting's key path, checked and written in its canonical form.
+fn setting_path(file: &str, key: &str, path: &str) -> Result<String, ScenarioError> {
+    let segments = split_path(path).map_err(|e| ScenarioError::invalid(file, key, e.message))?;
+    Ok(join_path(&segments))
+}
+
+/// The axes' labels: a list axis whose last path segment another axis also has as label is
+/// labelled by its whole path; two axes with one label are an error.
+fn label_axes(file: &str, axes: &mut [SweepAxis]) -> Result<(), ScenarioError> {
     // A list axis is labelled by its last path segment, unless another axis has that label.
     let labels: Vec<String> = axes.iter().map(|axis| axis.label.clone()).collect();
     for (index, axis) in axes.iter_mut().enumerate() {
@@ -175,14 +216,21 @@ pub(crate) fn parse_sweep(
         }
     }
     let mut seen = HashSet::new();
-    for axis in &axes {
+    for axis in axes.iter() {
         if !seen.insert(axis.label.clone()) {
-            return Err(error(
-                &join_key("sweep", &axis.file_key()),
+            return Err(ScenarioError::invalid(
+                file,
+                join_key("sweep", &axis.file_key()),
                 "two sweep axes have this label; give them different names".to_owned(),
             ));
         }
     }
+    Ok(())
+}
+
+/// Each choice's name parts (how it shows in variant names), given the names the other axes
+/// take.
+fn name_choices(axes: &mut [SweepAxis]) {
     // Name keys a grouped choice may not use bare (they would clash in the variant record).
     let mut taken_by_axis: Vec<HashSet<String>> = Vec::with_capacity(axes.len());
     for (index, _) in axes.iter().enumerate() {
@@ -212,8 +260,6 @@ pub(crate) fn parse_sweep(
             choice.name_parts = parts;
         }
     }
-    variant_count(&axes).map_err(|message| error("sweep", message))?;
-    Ok(axes)
 }
 
 fn parse_paths_form(file: &str, key: &str, spec: &toml::Table) -> Result<SweepAxis, ScenarioError> {
@@ -228,6 +274,41 @@ fn parse_paths_form(file: &str, key: &str, spec: &toml::Table) -> Result<SweepAx
             ));
         }
     }
+    let normalized = paths_form_paths(spec, &error)?;
+    let values = match spec.get("values") {
+        Some(toml::Value::Array(values)) if !values.is_empty() => values,
+        _ => {
+            return Err(error(
+                "values",
+                "expected a non-empty array of values like [2, 3, 4]".to_owned(),
+            ))
+        }
+    };
+    let labels = paths_form_labels(spec, values.len(), &error)?;
+    let choices = values
+        .iter()
+        .enumerate()
+        .map(|(index, value)| SweepChoice {
+            settings: normalized
+                .iter()
+                .map(|path| (path.clone(), value.clone()))
+                .collect(),
+            name_parts: Vec::new(),
+            explicit_label: labels.as_ref().and_then(|l| l.get(index).cloned()),
+        })
+        .collect();
+    Ok(SweepAxis {
+        label: key.to_owned(),
+        form: SweepForm::Paths,
+        choices,
+    })
+}
+
+/// `path` or `paths` of a paths-form axis, checked and in canonical form.
+fn paths_form_paths(
+    spec: &toml::Table,
+    error: &impl Fn(&str, String) -> ScenarioError,
+) -> Result<Vec<String>, ScenarioError> {
     let mut paths = Vec::new();
     match (spec.get("path"), spec.get("paths")) {
         (Some(_), Some(_)) => {
@@ -268,19 +349,19 @@ fn parse_paths_form(file: &str, key: &str, spec: &toml::Table) -> Result<SweepAx
         let segments = split_path(path).map_err(|e| error("paths", e.message))?;
         normalized.push(join_path(&segments));
     }
-    let values = match spec.get("values") {
-        Some(toml::Value::Array(values)) if !values.is_empty() => values,
-        _ => {
-            return Err(error(
-                "values",
-                "expected a non-empty array of values like [2, 3, 4]".to_owned(),
-            ))
-        }
-    };
+    Ok(normalized)
+}
+
+/// `labels` of a paths-form axis, if given: one valid label per value.
+fn paths_form_labels(
+    spec: &toml::Table,
+    value_count: usize,
+    error: &impl Fn(&str, String) -> ScenarioError,
+) -> Result<Option<Vec<String>>, ScenarioError> {
     let labels: Option<Vec<String>> =
         match spec.get("labels") {
             None => None,
-            Some(toml::Value::Array(labels)) if labels.len() == values.len() => {
+            Some(toml::Value::Array(labels)) if labels.len() == value_count => {
                 let mut texts = Vec::new();
                 for label in labels {
                     match label.as_str() {
@@ -299,28 +380,12 @@ fn parse_paths_form(file: &str, key: &str, spec: &toml::Table) -> Result<SweepAx
                     "labels",
                     format!(
                         "expected an array of {} strings, one per value",
-                        values.len()
+                        value_count
                     ),
                 ))
             }
         };
-    let choices = values
-        .iter()
-        .enumerate()
-        .map(|(index, value)| SweepChoice {
-            settings: normalized
-                .iter()
-                .map(|path| (path.clone(), value.clone()))
-                .collect(),
-            name_parts: Vec::new(),
-            explicit_label: labels.as_ref().and_then(|l| l.get(index).cloned()),
-        })
-        .collect();
-    Ok(SweepAxis {
-        label: key.to_owned(),
-        form: SweepForm::Paths,
-        choices,
-    })
+    Ok(labels)
 }
 
 fn last_segment(path: &str) -> String {

@@ -3,7 +3,7 @@
 //! working `quick` version, and `claims.toml` naming only existing ids, metrics, sweep labels and
 //! flows. Also bounds the simulated work of the whole default suite.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
 use tfrc_scenario::{Capacity, FlowKind, Scenario};
@@ -262,35 +262,20 @@ thread_local! {
     static TRACE_RATES: std::cell::RefCell<HashMap<PathBuf, f64>> = std::cell::RefCell::new(HashMap::new());
 }
 
-/// The link directions `(from, to)` on the path between two nodes (breadth-first).
+/// The link directions `(from, to)` on the route between two nodes ([`Scenario::route`]).
 fn path(run: &Scenario, from: &str, to: &str) -> Vec<(String, String)> {
-    let mut previous: HashMap<String, String> = HashMap::new();
-    let mut queue = VecDeque::from([from.to_owned()]);
-    while let Some(node) = queue.pop_front() {
-        if node == to {
-            break;
-        }
-        for link in &run.links {
-            for (a, b) in [
-                (&link.between[0], &link.between[1]),
-                (&link.between[1], &link.between[0]),
-            ] {
-                if *a == node && *b != from && !previous.contains_key(b.as_str()) {
-                    previous.insert(b.clone(), node.clone());
-                    queue.push_back(b.clone());
-                }
-            }
-        }
-    }
-    let mut hops = Vec::new();
-    let mut node = to.to_owned();
-    while node != from {
-        let before = previous[&node].clone();
-        hops.push((before.clone(), node));
-        node = before;
-    }
-    hops.reverse();
-    hops
+    let route = run
+        .route(from, to)
+        .unwrap_or_else(|error| panic!("{}: {error}", run.name));
+    let directions = run.link_directions();
+    route
+        .hops
+        .iter()
+        .map(|hop| {
+            let (a, b) = directions[hop.direction_index()];
+            (a.to_owned(), b.to_owned())
+        })
+        .collect()
 }
 
 /// Elastic flows sharing one bottleneck direction: sums over the flows, and their active span.

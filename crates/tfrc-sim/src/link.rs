@@ -550,55 +550,77 @@ impl LinkDirection {
                 if at > now {
                     break;
                 }
-                match opportunity_use {
+                let used = match opportunity_use {
                     OpportunityUse::PacketPerOpportunity => {
-                        if current.is_none() {
-                            *current = pull(queue, at).map(|packet| {
-                                let size = u64::from(packet.size_bytes);
-                                let needed = size.div_ceil(u64::from(TRACE_OPPORTUNITY_BYTES));
-                                (packet, needed.max(1))
-                            });
-                        }
-                        let Some((packet, remaining)) = current else {
-                            // Nothing to send: this and every opportunity up to now is lost.
-                            *next = trace.first_after(*start, now);
-                            break;
-                        };
-                        *remaining -= 1;
-                        *next = trace.following(*next);
-                        if *remaining == 0 {
-                            depart(*packet, at);
-                            *current = None;
-                        }
+                        use_whole_opportunity(current, at, || pull(queue, at), &mut depart)
                     }
                     OpportunityUse::SharedBytes => {
-                        let mut credit = u64::from(TRACE_OPPORTUNITY_BYTES);
-                        while credit > 0 {
-                            if current.is_none() {
-                                *current = pull(queue, at)
-                                    .map(|packet| (packet, u64::from(packet.size_bytes)));
-                            }
-                            let Some((packet, remaining)) = current else {
-                                break;
-                            };
-                            let sent = credit.min(*remaining);
-                            *remaining -= sent;
-                            credit -= sent;
-                            if *remaining == 0 {
-                                depart(*packet, at);
-                                *current = None;
-                            }
-                        }
-                        if current.is_none() && credit > 0 {
-                            // The queue ran dry: the rest of this opportunity and every
-                            // opportunity up to now are lost.
-                            *next = trace.first_after(*start, now);
-                            break;
-                        }
-                        *next = trace.following(*next);
+                        use_opportunity_bytes(current, at, || pull(queue, at), &mut depart)
                     }
+                };
+                if !used {
+                    // Nothing (more) to send: the rest of this opportunity and every
+                    // opportunity up to now are lost.
+                    *next = trace.first_after(*start, now);
+                    break;
                 }
+                *next = trace.following(*next);
             },
         }
     }
+}
+
+/// A delivery opportunity at `at`, one packet per opportunity: the packet being sent (or the
+/// next one `pull` gives) uses it whole, and departs with the last of the 1500-byte
+/// opportunities its size needs. `false` when there is nothing to send.
+fn use_whole_opportunity(
+    current: &mut Option<(PacketMeta, u64)>,
+    at: Instant,
+    mut pull: impl FnMut() -> Option<PacketMeta>,
+    depart: &mut impl FnMut(PacketMeta, Instant),
+) -> bool {
+    if current.is_none() {
+        *current = pull().map(|packet| {
+            let size = u64::from(packet.size_bytes);
+            let needed = size.div_ceil(u64::from(TRACE_OPPORTUNITY_BYTES));
+            (packet, needed.max(1))
+        });
+    }
+    let Some((packet, remaining)) = current else {
+        return false;
+    };
+    *remaining -= 1;
+    if *remaining == 0 {
+        depart(*packet, at);
+        *current = None;
+    }
+    true
+}
+
+/// A delivery opportunity at `at`, its 1500 bytes shared: packets (the one being sent, then
+/// those `pull` gives) take bytes from it until it is used up, each departing when its last
+/// byte is sent. `false` when the queue ran dry before the opportunity was used up.
+fn use_opportunity_bytes(
+    current: &mut Option<(PacketMeta, u64)>,
+    at: Instant,
+    mut pull: impl FnMut() -> Option<PacketMeta>,
+    depart: &mut impl FnMut(PacketMeta, Instant),
+) -> bool {
+    let mut credit = u64::from(TRACE_OPPORTUNITY_BYTES);
+    while credit > 0 {
+        if current.is_none() {
+            *current = pull().map(|packet| (packet, u64::from(packet.size_bytes)));
+        }
+        let Some((packet, remaining)) = current else {
+            break;
+        };
+        let sent = credit.min(*remaining);
+        *remaining -= sent;
+        credit -= sent;
+        if *remaining == 0 {
+            depart(*packet, at);
+            *current = None;
+        }
+    }
+    !(current.is_none() && credit > 0)
 }

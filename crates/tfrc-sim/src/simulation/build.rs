@@ -710,8 +710,9 @@ pub struct Topology {
 }
 
 impl Topology {
-    /// Builds the topology and static shortest-path routes (fewest hops, as ns-2's static
-    /// routing with unit costs; among equal paths, the one through the link listed first).
+    /// Builds the topology and static shortest-path routes: fewest hops, as ns-2's static
+    /// routing with unit costs, ties broken as [`tfrc_scenario::route`] says (the routes of
+    /// [`Scenario::route`]).
     pub fn new(scenario: &Scenario) -> Topology {
         let nodes: Vec<String> = scenario.nodes().into_iter().map(str::to_owned).collect();
         let index: HashMap<&str, usize> = nodes
@@ -726,29 +727,15 @@ impl Topology {
             directions.push((a, b, link_index, true));
             directions.push((b, a, link_index, false));
         }
-        // Breadth-first search from every destination over reversed directions gives, for each
-        // node, the first hop of a shortest path towards that destination.
-        let count = nodes.len();
-        let mut incoming: Vec<Vec<usize>> = vec![Vec::new(); count];
-        for (direction, &(_, to, _, _)) in directions.iter().enumerate() {
-            incoming[to].push(direction);
-        }
-        let mut next_hop = vec![vec![None; count]; count];
-        for destination in 0..count {
-            let mut distance = vec![usize::MAX; count];
-            distance[destination] = 0;
-            let mut frontier = std::collections::VecDeque::from([destination]);
-            while let Some(node) = frontier.pop_front() {
-                for &direction in &incoming[node] {
-                    let from = directions[direction].0;
-                    if distance[from] == usize::MAX {
-                        distance[from] = distance[node] + 1;
-                        next_hop[from][destination] = Some(direction);
-                        frontier.push_back(from);
-                    }
-                }
-            }
-        }
+        // One tree of fewest-hop routes per destination (tfrc_scenario::route, which every
+        // consumer of a scenario routes by).
+        let edges: Vec<(usize, usize)> = directions.iter().map(|&(a, b, _, _)| (a, b)).collect();
+        let trees: Vec<HashMap<usize, usize>> = (0..nodes.len())
+            .map(|destination| tfrc_scenario::route::next_hops(&edges, destination))
+            .collect();
+        let next_hop = (0..nodes.len())
+            .map(|node| trees.iter().map(|tree| tree.get(&node).copied()).collect())
+            .collect();
         Topology {
             nodes,
             directions,

@@ -45,6 +45,7 @@ mod downloads;
 mod etp_media;
 pub use capture::TFRC_PORT;
 mod record;
+mod tfrc_sender;
 
 use std::path::{Path, PathBuf};
 
@@ -790,22 +791,7 @@ impl Simulation {
         let flow = &mut self.flows[flow_index];
         match state.body {
             Body::TfrcData(header, chunk) => {
-                flow.record
-                    .record_received(meta.size_bytes, now - state.sent_at);
-                let size = meta.size_bytes as usize;
-                self.data_buffer[..DATA_HEADER_LEN].copy_from_slice(&header);
-                if let (Some(chunk), Some(media)) = (chunk, &mut flow.media) {
-                    media.frames.arrived(now, chunk);
-                }
-                if let Protocol::Tfrc { receiver, .. } = &mut flow.protocol {
-                    // Errors are counted by the receiver; simulated packets are well formed.
-                    // Goodput: the payload of the packets it accepted (duplicates excluded).
-                    let before = receiver.stats().payload_bytes;
-                    let _ = receiver.handle_packet_ecn(now, &self.data_buffer[..size], meta.ce);
-                    let delivered = receiver.stats().payload_bytes - before;
-                    flow.record.record_goodput(delivered);
-                }
-                self.receiver_output(flow_index);
+                self.receive_tfrc_data(flow_index, meta, state.sent_at, (header, chunk));
             }
             Body::TfrcFeedback(bytes) => {
                 if let Protocol::Tfrc {
@@ -818,23 +804,7 @@ impl Simulation {
                 self.sender_event(flow_index);
             }
             Body::TcpData(connection, segment) => {
-                flow.record
-                    .record_received(meta.size_bytes, now - state.sent_at);
-                // Goodput: the payload the sink handed up in order (duplicates and
-                // out-of-order segments count when the hole before them fills).
-                let delivered = match &mut flow.protocol {
-                    Protocol::Tcp { sink, .. } => {
-                        let before = sink.delivered_bytes();
-                        let _ = sink.handle_segment(now, &segment);
-                        sink.delivered_bytes() - before
-                    }
-                    Protocol::Downloads(downloads) => {
-                        downloads.handle_segment(now, connection, &segment)
-                    }
-                    _ => 0,
-                };
-                flow.record.record_goodput(delivered);
-                self.receiver_output(flow_index);
+                self.receive_tcp_data(flow_index, meta, state.sent_at, (connection, &segment));
             }
             Body::TcpAck(connection, ack) => {
                 match &mut flow.protocol {
@@ -878,6 +848,62 @@ impl Simulation {
                 flow.record.record_goodput(u64::from(meta.size_bytes));
             }
         }
+    }
+
+    /// A TFRC data packet at its receiver: counted, its media piece logged, handed to the
+    /// receiver (goodput: the payload it accepted, duplicates excluded), then whatever the
+    /// receiver sends back.
+    fn receive_tfrc_data(
+        &mut self,
+        index: usize,
+        meta: PacketMeta,
+        sent_at: Instant,
+        (header, chunk): ([u8; DATA_HEADER_LEN], Option<tfrc_proto::Chunk>),
+    ) {
+        let now = self.now;
+        let flow = &mut self.flows[index];
+        flow.record.record_received(meta.size_bytes, now - sent_at);
+        let size = meta.size_bytes as usize;
+        self.data_buffer[..DATA_HEADER_LEN].copy_from_slice(&header);
+        if let (Some(chunk), Some(media)) = (chunk, &mut flow.media) {
+            media.frames.arrived(now, chunk);
+        }
+        if let Protocol::Tfrc { receiver, .. } = &mut flow.protocol {
+            // Errors are counted by the receiver; simulated packets are well formed.
+            // Goodput: the payload of the packets it accepted (duplicates excluded).
+            let before = receiver.stats().payload_bytes;
+            let _ = receiver.handle_packet_ecn(now, &self.data_buffer[..size], meta.ce);
+            let delivered = receiver.stats().payload_bytes - before;
+            flow.record.record_goodput(delivered);
+        }
+        self.receiver_output(index);
+    }
+
+    /// A TCP segment at its sink (a bulk flow's, or a download's connection): counted, handed
+    /// to the sink (goodput: what it delivered in order), then whatever the sink sends back.
+    fn receive_tcp_data(
+        &mut self,
+        index: usize,
+        meta: PacketMeta,
+        sent_at: Instant,
+        (connection, segment): (u32, &Segment),
+    ) {
+        let now = self.now;
+        let flow = &mut self.flows[index];
+        flow.record.record_received(meta.size_bytes, now - sent_at);
+        // Goodput: the payload the sink handed up in order (duplicates and
+        // out-of-order segments count when the hole before them fills).
+        let delivered = match &mut flow.protocol {
+            Protocol::Tcp { sink, .. } => {
+                let before = sink.delivered_bytes();
+                let _ = sink.handle_segment(now, segment);
+                sink.delivered_bytes() - before
+            }
+            Protocol::Downloads(downloads) => downloads.handle_segment(now, connection, segment),
+            _ => 0,
+        };
+        flow.record.record_goodput(delivered);
+        self.receiver_output(index);
     }
 
     // --- endpoints ---------------------------------------------------------------------------
@@ -946,102 +972,49 @@ impl Simulation {
         let now = self.now;
         let flow = &mut self.flows[index];
         let (source_node, destination) = (flow.source_node, flow.destination_node);
+        let outbox = &mut self.outbox;
+        let record = &mut flow.record;
+        // Every data packet or datagram a sender hands over leaves its source node.
+        let mut send = |size: u32, body: Body| {
+            send_data(
+                (&mut *outbox, &mut *record),
+                now,
+                (index, source_node, destination),
+                size,
+                body,
+            );
+        };
         let want = match &mut flow.protocol {
             Protocol::Tfrc {
                 sender: Some(sender),
                 ..
-            } => {
-                if !flow.active {
-                    None
-                } else {
-                    sender.handle_timeout(now);
-                    if let Some(media) = &mut flow.media {
-                        // The codec encodes each frame due at the rate the sender can send
-                        // now: a full payload per t_ipi (X, G = max(g, X) under gTFRC, at most
-                        // one packet per 10 ms under TFRC-SP), less RFC 8698's nudge for the
-                        // bytes still waiting.
-                        let sendable = sender.max_payload() as f64
-                            / sender.inter_packet_interval().as_secs_f64().max(1e-9);
-                        let backlog = media.source.queued_bytes();
-                        media.source.capture(now, sendable, backlog);
-                        media.frames.captured(media.source.take_captured());
-                    }
-                    while sender.can_send(now) {
-                        let mut chunk = None;
-                        let sent = if let Some(media) = &mut flow.media {
-                            let Some(piece) = media.source.pop(now) else {
-                                // No frame data waiting: data-limited (RFC 5348 §4.3) until
-                                // the next frame.
-                                sender.note_data_limited(now);
-                                break;
-                            };
-                            chunk = Some(piece);
-                            let payload = &self.media_payload[..piece.length as usize];
-                            sender.send_packet(now, payload, &mut self.data_buffer)
-                        } else if flow.application.is_some_and(|app| !app.has_data(now)) {
-                            // The core could send, the application has no data: data-limited
-                            // (RFC 5348 §4.3) until the application's next packet.
-                            sender.note_data_limited(now);
-                            break;
-                        } else {
-                            sender.send_padded(now, &mut self.data_buffer)
-                        };
-                        let Ok(length) = sent else {
-                            break;
-                        };
-                        if let Some(app) = &mut flow.application {
-                            app.consume(now, core::time::Duration::ZERO);
-                        }
-                        let mut header = [0u8; DATA_HEADER_LEN];
-                        header.copy_from_slice(&self.data_buffer[..DATA_HEADER_LEN]);
-                        send_data(
-                            (&mut self.outbox, &mut flow.record),
-                            now,
-                            (index, source_node, destination),
-                            length as u32,
-                            Body::TfrcData(header, chunk),
-                        );
-                    }
-                    let data_due = flow
-                        .application
-                        .filter(|app| !app.has_data(now))
-                        .map(|app| app.next_data())
-                        .or_else(|| flow.media.as_ref().map(|media| media.source.next_frame()));
-                    [sender.poll_timeout(), data_due]
-                        .into_iter()
-                        .flatten()
-                        .min()
-                }
-            }
+            } => flow
+                .active
+                .then(|| {
+                    tfrc_sender::poll(
+                        sender,
+                        now,
+                        (&mut flow.application, &mut flow.media),
+                        (&self.media_payload, &mut self.data_buffer),
+                        &mut send,
+                    )
+                })
+                .flatten(),
             Protocol::Tcp {
                 sender: Some(sender),
                 ..
             } => {
                 sender.handle_timeout(now);
                 while let Some(segment) = sender.poll_transmit(now) {
-                    send_data(
-                        (&mut self.outbox, &mut flow.record),
-                        now,
-                        (index, source_node, destination),
-                        segment.wire_size(),
-                        Body::TcpData(0, segment),
-                    );
+                    send(segment.wire_size(), Body::TcpData(0, segment));
                 }
                 sender.poll_timeout()
             }
             Protocol::Downloads(downloads) => {
-                let outbox = &mut self.outbox;
-                let record = &mut flow.record;
-                let mut send = |connection: u32, segment: Segment| {
-                    send_data(
-                        (&mut *outbox, &mut *record),
-                        now,
-                        (index, source_node, destination),
-                        segment.wire_size(),
-                        Body::TcpData(connection, segment),
-                    );
+                let mut send_segment = |connection: u32, segment: Segment| {
+                    send(segment.wire_size(), Body::TcpData(connection, segment));
                 };
-                match downloads.poll_senders(now, flow.active, &mut send) {
+                match downloads.poll_senders(now, flow.active, &mut send_segment) {
                     Ok(want) => want,
                     Err(error) => {
                         self.failed = Some(SimulationError::scenario(
@@ -1053,19 +1026,12 @@ impl Simulation {
                 }
             }
             Protocol::Etp(media) => {
-                let outbox = &mut self.outbox;
-                let record = &mut flow.record;
                 media.poll_client(now, flow.active, &mut |datagram: &[u8]| {
-                    send_data(
-                        (&mut *outbox, &mut *record),
-                        now,
-                        (index, source_node, destination),
-                        datagram.len() as u32,
-                        Body::Etp {
-                            to_server: true,
-                            datagram: datagram.to_vec(),
-                        },
-                    );
+                    let body = Body::Etp {
+                        to_server: true,
+                        datagram: datagram.to_vec(),
+                    };
+                    send(datagram.len() as u32, body);
                 })
             }
             _ => None,

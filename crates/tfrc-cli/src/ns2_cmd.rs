@@ -1,5 +1,6 @@
-//! `tfrc ns2 SCENARIO.toml --out DIR`: the arguments and the run behind them, kept here so that
-//! the `tfrc` binary only dispatches.
+//! `tfrc ns2 SCENARIO.toml --out DIR`: the arguments, filled into `tfrc-ns2`'s typed
+//! [`RunOptions`], and the printing of what each run produced. The command line lives here, at
+//! the edge: `tfrc-ns2` itself has no clap or anyhow.
 
 use core::time::Duration;
 use std::path::PathBuf;
@@ -8,7 +9,7 @@ use anyhow::{Context, Result};
 use clap::Args;
 use tfrc_scenario::Scenario;
 
-use crate::run::{run_scenario, RunOptions, DEFAULT_NS_PATH};
+use tfrc_ns2::{run_scenario, RunOptions, RunOutcome, DEFAULT_NS_PATH};
 
 /// Arguments of `tfrc ns2`.
 #[derive(Debug, Args)]
@@ -46,7 +47,7 @@ pub fn run(args: &Ns2Args) -> Result<()> {
 
 /// [`run`], returning what each variant's run produced (for a caller that compares with the
 /// simulator).
-pub fn run_outcomes(args: &Ns2Args) -> Result<Vec<crate::RunOutcome>> {
+pub fn run_outcomes(args: &Ns2Args) -> Result<Vec<RunOutcome>> {
     let mut scenario = Scenario::from_path(&args.scenario)?;
     let mut sets = args.sets.clone();
     if let Some(seed) = args.seed {
