@@ -844,7 +844,7 @@ fn flows_to_plot<'a>(run: &'a Run, flows: &'a [&'a str]) -> Vec<&'a str> {
         run.summary
             .flows
             .iter()
-            .filter(|f| f.kind == "tfrc" || f.kind == "tcp")
+            .filter(|f| f.kind.is_congestion_controlled())
             .map(|f| f.name.as_str())
             .collect()
     } else {

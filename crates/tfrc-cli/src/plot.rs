@@ -168,7 +168,7 @@ fn default_flows(runs: &[Run]) -> Vec<&str> {
         let name = flow.name.as_str();
         if !all.contains(&name) {
             all.push(name);
-            if matches!(flow.kind.as_str(), "tfrc" | "tcp") {
+            if flow.kind.is_congestion_controlled() {
                 protocol.push(name);
             }
         }

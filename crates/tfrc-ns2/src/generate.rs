@@ -103,7 +103,7 @@ pub struct FlowLayout {
     /// Flow name (`name.3` for an instance of a `count` flow).
     pub name: String,
     /// The `kind` column of `flows.csv`: the scenario's kind (`tfrc`, `tcp`, `cbr`, `pareto`, `exp-onoff`).
-    pub kind: &'static str,
+    pub kind: tfrc_output::FlowKind,
     /// Sending node.
     pub from: String,
     /// Receiving node.
@@ -401,7 +401,12 @@ impl<'a> Generator<'a> {
                 .collect();
             self.note_lost_colour(flow, &data_path);
             // The kind as the scenario file names it, as the simulator writes it.
-            let kind = flow.kind_name();
+            let kind =
+                flow.kind_name()
+                    .parse()
+                    .map_err(|error: tfrc_output::UnknownFlowKind| {
+                        generate_error(scenario, &format!("flow[{index}].kind"), error.to_string())
+                    })?;
             let sample = match &flow.kind {
                 FlowKind::Tfrc(_) => SampleKind::Tfrc,
                 FlowKind::Tcp(_) => SampleKind::Tcp,

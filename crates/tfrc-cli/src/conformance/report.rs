@@ -7,7 +7,7 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use serde::Serialize;
 use tfrc_analysis::metrics::{confidence_interval_95, mean, welch_difference_95};
-use tfrc_output::Summary;
+use tfrc_output::{FlowKind, Summary};
 
 /// How a metric is judged.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -60,7 +60,7 @@ pub type RunMetrics = [Option<f64>; METRICS.len()];
 /// - CoV: mean over TFRC flows of `cov_sent_100ms`; RTT: mean `mean_rtt_s` of the class;
 /// - timeouts: mean retransmission timeouts per TCP flow; the bottleneck's utilisation.
 pub fn run_metrics(summary: &Summary) -> RunMetrics {
-    let of_kind = |kind: &str, value: &dyn Fn(&tfrc_output::FlowSummary) -> Option<f64>| {
+    let of_kind = |kind: FlowKind, value: &dyn Fn(&tfrc_output::FlowSummary) -> Option<f64>| {
         let values: Option<Vec<f64>> = summary
             .flows
             .iter()
@@ -69,8 +69,8 @@ pub fn run_metrics(summary: &Summary) -> RunMetrics {
             .collect();
         values.and_then(|values| mean(&values))
     };
-    let tfrc = of_kind("tfrc", &|flow| flow.goodput_bps);
-    let tcp = of_kind("tcp", &|flow| flow.goodput_bps);
+    let tfrc = of_kind(FlowKind::Tfrc, &|flow| flow.goodput_bps);
+    let tcp = of_kind(FlowKind::Tcp, &|flow| flow.goodput_bps);
     let ratio = match (tfrc, tcp) {
         (Some(tfrc), Some(tcp)) if tcp > 0.0 => Some(tfrc / tcp),
         _ => None,
@@ -78,17 +78,17 @@ pub fn run_metrics(summary: &Summary) -> RunMetrics {
     let p = summary
         .flows
         .iter()
-        .find(|flow| flow.kind == "tfrc")
+        .find(|flow| flow.kind == FlowKind::Tfrc)
         .and_then(|flow| flow.mean_p);
     [
         tfrc,
         tcp,
         ratio,
         p,
-        of_kind("tfrc", &|flow| flow.cov_sent_100ms),
-        of_kind("tcp", &|flow| flow.mean_rtt_s),
-        of_kind("tfrc", &|flow| flow.mean_rtt_s),
-        of_kind("tcp", &|flow| flow.timeouts.map(|t| t as f64)),
+        of_kind(FlowKind::Tfrc, &|flow| flow.cov_sent_100ms),
+        of_kind(FlowKind::Tcp, &|flow| flow.mean_rtt_s),
+        of_kind(FlowKind::Tfrc, &|flow| flow.mean_rtt_s),
+        of_kind(FlowKind::Tcp, &|flow| flow.timeouts.map(|t| t as f64)),
         summary
             .bottleneck
             .as_ref()

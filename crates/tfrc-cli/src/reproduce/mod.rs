@@ -16,7 +16,7 @@ use clap::Args;
 use tfrc_analysis::report::{ClaimCounts, Images, Report, Section, Verdict};
 use tfrc_analysis::run::Run;
 use tfrc_analysis::table::Table;
-use tfrc_scenario::{Capacity, FlowKind, Scenario};
+use tfrc_scenario::{Capacity, Scenario};
 
 use crate::sim::variant_directory;
 use claims::{Outcome, RunView, Sample, Status};
@@ -135,7 +135,7 @@ fn disturbance(scenario: &Scenario) -> Option<(f64, f64)> {
         }
     }
     scenario.flows.iter().find_map(|flow| {
-        let open_loop = !matches!(flow.kind, FlowKind::Tfrc(_) | FlowKind::Tcp(_));
+        let open_loop = !tfrc_output::is_protocol_kind(flow.kind_name());
         let stop = flow.stop?;
         (open_loop && !flow.start.is_zero() && stop < scenario.duration)
             .then_some((flow.start.as_secs_f64(), stop.as_secs_f64()))
@@ -1082,8 +1082,8 @@ impl ClaimRow {
         ClaimRow {
             experiment: id.to_string(),
             claim: claim.text.clone(),
-            metric: claim.metric.clone(),
-            relation: claim.relation.clone(),
+            metric: claim.metric.to_string(),
+            relation: claim.relation.to_string(),
             paper: outcome.paper.clone(),
             ours: outcome.ours.clone(),
             status: outcome.status.text(),
