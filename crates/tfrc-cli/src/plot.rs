@@ -150,9 +150,7 @@ pub fn run(args: &PlotArgs) -> Result<()> {
                 },
             ),
         },
-        PlotKind::DelayThroughput => {
-            plot::delay_throughput(&title, &sources, &flows).map_err(anyhow::Error::msg)?
-        }
+        PlotKind::DelayThroughput => plot::delay_throughput(&title, &sources, &flows)?,
     };
     figure.draw(&args.out)?;
     println!("{}", args.out.display());
