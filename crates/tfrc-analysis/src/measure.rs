@@ -7,14 +7,15 @@
 
 use crate::metrics::{self, ConvergenceOptions, FlowRates, MetricError, RecoveryOptions};
 use crate::run::{Direction, FlowSummary, Run};
+use tfrc_output::FlowKind;
 
 /// Measurements of one flow.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FlowMetrics {
     /// Flow name.
     pub name: String,
-    /// Flow kind (`tfrc`, `tcp`, ...).
-    pub kind: String,
+    /// Flow kind.
+    pub kind: FlowKind,
     /// Bytes sent (sum of `flows.csv`).
     pub sent_bytes: u64,
     /// Bytes delivered, headers and duplicates included (sum of `flows.csv`).
@@ -48,10 +49,6 @@ pub struct RunMetrics {
     pub bottleneck_utilization: Option<f64>,
 }
 
-fn is_congestion_controlled(kind: &str) -> bool {
-    kind == "tfrc" || kind == "tcp"
-}
-
 /// Measures every flow of a run and the run as a whole.
 pub fn run_metrics(run: &Run) -> RunMetrics {
     let flows: Vec<FlowMetrics> = run
@@ -82,7 +79,7 @@ pub fn run_metrics(run: &Run) -> RunMetrics {
             );
             FlowMetrics {
                 name: flow.name.clone(),
-                kind: flow.kind.clone(),
+                kind: flow.kind,
                 sent_bytes,
                 recv_bytes,
                 goodput_bytes,
@@ -96,7 +93,7 @@ pub fn run_metrics(run: &Run) -> RunMetrics {
         .collect();
     let controlled: Vec<f64> = flows
         .iter()
-        .filter(|f| is_congestion_controlled(&f.kind))
+        .filter(|f| f.kind.is_congestion_controlled())
         .map(|f| f.goodput_bps.unwrap_or(0.0))
         .collect();
     let goodputs = if controlled.is_empty() {
@@ -159,7 +156,7 @@ pub fn convergence_times(
         .summary
         .flows
         .iter()
-        .filter(|f| is_congestion_controlled(&f.kind))
+        .filter(|f| f.kind.is_congestion_controlled())
         .collect();
     let Some(first) = controlled.first() else {
         return Ok(Vec::new());

@@ -592,95 +592,111 @@ impl Report {
         );
         out.push_str(&markdown::to_html(&self.intro, Flow::Block));
         if !self.sections.is_empty() {
-            out.push_str("<table class=\"summary\">\n<caption>Summary</caption>\n<thead><tr>");
-            for column in self.summary_columns() {
-                out.push_str(&format!("<th>{}</th>", escape_html(&column)));
-            }
-            out.push_str("</tr></thead>\n<tbody>\n");
-            for section in &self.sections {
-                out.push_str(&format!(
-                    "<tr><td><a href=\"#{anchor}\">{id}</a></td><td>{title}</td>\
-                     <td><span class=\"verdict {class}\">{verdict}</span></td>",
-                    anchor = section.anchor(),
-                    id = escape_html(&section.id),
-                    title = escape_html(&section.title),
-                    class = section.verdict.css_class(),
-                    verdict = section.verdict.name(),
-                ));
-                if self.has_claim_columns() {
-                    for cell in claim_cells(section) {
-                        out.push_str(&format!(
-                            "<td>{}</td>",
-                            markdown::to_html(&cell, Flow::Inline)
-                        ));
-                    }
-                }
-                out.push_str("</tr>\n");
-            }
-            out.push_str("</tbody>\n</table>\n");
+            out.push_str(&self.summary_html());
         }
         for section in &self.sections {
-            out.push_str(&format!(
-                "<section id=\"{}\">\n<h2>{} — {}</h2>\n",
-                section.anchor(),
-                escape_html(&section.id),
-                escape_html(&section.title)
-            ));
-            if !section.setup.is_empty() {
-                out.push_str("<h3>Setup</h3>\n");
-                out.push_str(&markdown::to_html(&section.setup, Flow::Block));
-            }
-            if !section.figures.is_empty() {
-                out.push_str("<h3>Our figures</h3>\n");
-                for figure in &section.figures {
-                    let source = match self.images {
-                        Images::Linked => escape_html(&url_path(&figure.path)),
-                        Images::Embedded => data_uri(&dir.join(&figure.path))?,
-                    };
-                    // The alt text is the caption as written (an attribute shows no markup).
-                    out.push_str(&format!(
-                        "<figure><img src=\"{source}\" alt=\"{alt}\">\
-                         <figcaption>{caption}</figcaption></figure>\n",
-                        alt = escape_html(&figure.caption),
-                        caption = markdown::to_html(&figure.caption, Flow::Inline),
-                    ));
-                }
-            }
-            if !section.paper_result.is_empty() {
-                out.push_str("<h3>Paper's result</h3>\n");
-                out.push_str(&markdown::to_html(&section.paper_result, Flow::Block));
-            }
-            if !section.measurements.is_empty() {
-                out.push_str("<h3>Our measurements</h3>\n");
-                out.push_str(&section.measurement_table().to_html());
-            }
-            for table in &section.tables {
-                out.push_str(&table.to_html());
-            }
-            if !section.raw_data.is_empty() {
-                out.push_str("<h3>Raw data</h3>\n<ul>\n");
-                for path in &section.raw_data {
-                    out.push_str(&format!(
-                        "<li><a href=\"{}\">{}</a></li>\n",
-                        escape_html(&url_path(path)),
-                        escape_html(&path.display().to_string())
-                    ));
-                }
-                out.push_str("</ul>\n");
-            }
-            let explanation = section.verdict.explanation();
-            out.push_str(&format!(
-                "<p><span class=\"verdict {}\">Verdict: {}</span>{}</p>\n</section>\n",
-                section.verdict.css_class(),
-                section.verdict.name(),
-                if explanation.is_empty() {
-                    String::new()
-                } else {
-                    format!(" {}", markdown::to_html(explanation, Flow::Inline))
-                }
-            ));
+            out.push_str(&self.section_html(section, dir)?);
         }
         out.push_str("</body>\n</html>\n");
+        Ok(out)
+    }
+
+    /// The HTML summary table: one row per section (id linked to its section, title, verdict,
+    /// and the claim counts when any section has claims).
+    fn summary_html(&self) -> String {
+        let mut out = String::new();
+        out.push_str("<table class=\"summary\">\n<caption>Summary</caption>\n<thead><tr>");
+        for column in self.summary_columns() {
+            out.push_str(&format!("<th>{}</th>", escape_html(&column)));
+        }
+        out.push_str("</tr></thead>\n<tbody>\n");
+        for section in &self.sections {
+            out.push_str(&format!(
+                "<tr><td><a href=\"#{anchor}\">{id}</a></td><td>{title}</td>\
+                 <td><span class=\"verdict {class}\">{verdict}</span></td>",
+                anchor = section.anchor(),
+                id = escape_html(&section.id),
+                title = escape_html(&section.title),
+                class = section.verdict.css_class(),
+                verdict = section.verdict.name(),
+            ));
+            if self.has_claim_columns() {
+                for cell in claim_cells(section) {
+                    out.push_str(&format!(
+                        "<td>{}</td>",
+                        markdown::to_html(&cell, Flow::Inline)
+                    ));
+                }
+            }
+            out.push_str("</tr>\n");
+        }
+        out.push_str("</tbody>\n</table>\n");
+        out
+    }
+
+    /// One section in HTML: setup, figures (linked, or read from `dir` and embedded), the
+    /// paper's result, our measurements and tables, raw data, and the verdict.
+    fn section_html(&self, section: &Section, dir: &Path) -> Result<String, ReportError> {
+        let mut out = String::new();
+        out.push_str(&format!(
+            "<section id=\"{}\">\n<h2>{} — {}</h2>\n",
+            section.anchor(),
+            escape_html(&section.id),
+            escape_html(&section.title)
+        ));
+        if !section.setup.is_empty() {
+            out.push_str("<h3>Setup</h3>\n");
+            out.push_str(&markdown::to_html(&section.setup, Flow::Block));
+        }
+        if !section.figures.is_empty() {
+            out.push_str("<h3>Our figures</h3>\n");
+            for figure in &section.figures {
+                let source = match self.images {
+                    Images::Linked => escape_html(&url_path(&figure.path)),
+                    Images::Embedded => data_uri(&dir.join(&figure.path))?,
+                };
+                // The alt text is the caption as written (an attribute shows no markup).
+                out.push_str(&format!(
+                    "<figure><img src=\"{source}\" alt=\"{alt}\">\
+                     <figcaption>{caption}</figcaption></figure>\n",
+                    alt = escape_html(&figure.caption),
+                    caption = markdown::to_html(&figure.caption, Flow::Inline),
+                ));
+            }
+        }
+        if !section.paper_result.is_empty() {
+            out.push_str("<h3>Paper's result</h3>\n");
+            out.push_str(&markdown::to_html(&section.paper_result, Flow::Block));
+        }
+        if !section.measurements.is_empty() {
+            out.push_str("<h3>Our measurements</h3>\n");
+            out.push_str(&section.measurement_table().to_html());
+        }
+        for table in &section.tables {
+            out.push_str(&table.to_html());
+        }
+        if !section.raw_data.is_empty() {
+            out.push_str("<h3>Raw data</h3>\n<ul>\n");
+            for path in &section.raw_data {
+                out.push_str(&format!(
+                    "<li><a href=\"{}\">{}</a></li>\n",
+                    escape_html(&url_path(path)),
+                    escape_html(&path.display().to_string())
+                ));
+            }
+            out.push_str("</ul>\n");
+        }
+        let explanation = section.verdict.explanation();
+        out.push_str(&format!(
+            "<p><span class=\"verdict {}\">Verdict: {}</span>{}</p>\n</section>\n",
+            section.verdict.css_class(),
+            section.verdict.name(),
+            if explanation.is_empty() {
+                String::new()
+            } else {
+                format!(" {}", markdown::to_html(explanation, Flow::Inline))
+            }
+        ));
         Ok(out)
     }
 

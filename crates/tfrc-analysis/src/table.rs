@@ -110,16 +110,26 @@ impl Table {
 pub fn escape_html(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            _ => out.push(c),
+        match html_entity(c) {
+            Some(entity) => out.push_str(entity),
+            None => out.push(c),
         }
     }
     out
+}
+
+/// The entity that stands for `c` in HTML text and attribute values, `None` for a character
+/// written as itself. (The double quote is spelt `\u{22}` so that no tool reading the source
+/// takes the character literal for the start of a string.)
+fn html_entity(c: char) -> Option<&'static str> {
+    Some(match c {
+        '&' => "&amp;",
+        '<' => "&lt;",
+        '>' => "&gt;",
+        '\u{22}' => "&quot;",
+        '\'' => "&#39;",
+        _ => return None,
+    })
 }
 
 /// A Markdown table cell: line breaks turned into spaces and every `|` escaped, so a cell can

@@ -99,7 +99,7 @@ fn simulator_output_is_read_and_measured_alike() {
 fn synthetic_run(a: &[f64], b: &[f64]) -> Run {
     let flow = |name: &str, start_s: f64| FlowSummary {
         name: name.into(),
-        kind: "tfrc".into(),
+        kind: tfrc_output::FlowKind::Tfrc,
         from: "s".into(),
         to: "r".into(),
         start_s,
@@ -133,7 +133,7 @@ fn synthetic_run(a: &[f64], b: &[f64]) -> Run {
             flows.push(FlowRow {
                 time_s: index as f64 + 1.0,
                 flow: name.into(),
-                kind: "tfrc".into(),
+                kind: tfrc_output::FlowKind::Tfrc,
                 sent_bytes: bytes,
                 recv_bytes: bytes,
                 sent_packets: bytes / 1000,

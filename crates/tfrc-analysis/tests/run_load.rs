@@ -30,7 +30,7 @@ fn loads_every_file_of_the_fixture() {
     assert_eq!(run.states.len(), 5);
     assert_eq!(run.links.len(), 6);
     let b = run.flow_summary("b").unwrap();
-    assert_eq!(b.kind, "tcp");
+    assert_eq!(b.kind, tfrc_output::FlowKind::Tcp);
     assert_eq!(b.mean_p, None);
     let bottleneck = run.summary.bottleneck.as_ref().unwrap();
     assert_eq!(bottleneck.capacity_bps, Some(1_000_000.0));

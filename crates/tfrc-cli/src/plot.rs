@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
-use tfrc_analysis::plot::{self, Source};
+use tfrc_analysis::plot::{self, LinePlot, Source};
 use tfrc_analysis::run::{Direction, Run};
 
 /// `tfrc plot RUN_DIR... --out FILE`.
@@ -93,7 +93,22 @@ pub fn run(args: &PlotArgs) -> Result<()> {
             scenarios.push(&run.summary.scenario);
         }
     }
-    let column = match (&args.column, args.kind) {
+    let column = state_column(args)?;
+    let what = figure_subject(args.kind, column);
+    let title = args
+        .title
+        .clone()
+        .unwrap_or_else(|| format!("{what}: {}", scenarios.join(" vs ")));
+    let figure = figure(args.kind, &title, (&sources, &flows), column)?;
+    figure.draw(&args.out)?;
+    println!("{}", args.out.display());
+    Ok(())
+}
+
+/// The `state.csv` column `--column` names (checked), `x_bps` for `--kind state` without one,
+/// none otherwise; `--column` with another kind is an error.
+fn state_column(args: &PlotArgs) -> Result<Option<&str>> {
+    Ok(match (&args.column, args.kind) {
         (None, PlotKind::State) => Some("x_bps"),
         (None, _) => None,
         (Some(column), PlotKind::State | PlotKind::Cdf) => {
@@ -107,8 +122,12 @@ pub fn run(args: &PlotArgs) -> Result<()> {
             Some(column.as_str())
         }
         (Some(_), _) => bail!("--column applies to --kind state and --kind cdf"),
-    };
-    let what = match (args.kind, column) {
+    })
+}
+
+/// What the figure shows, for its default title.
+fn figure_subject(kind: PlotKind, column: Option<&str>) -> String {
+    match (kind, column) {
         (PlotKind::Throughput, _) => "receiver throughput".to_owned(),
         (PlotKind::Sent, _) => "sender throughput".to_owned(),
         (PlotKind::Goodput, _) => "goodput".to_owned(),
@@ -117,46 +136,44 @@ pub fn run(args: &PlotArgs) -> Result<()> {
         (PlotKind::Cdf, Some(column)) => format!("CDF of {column}"),
         (PlotKind::Cdf | PlotKind::State, None) => "CDF of receiver throughput".to_owned(),
         (PlotKind::DelayThroughput, _) => "goodput against one-way delay".to_owned(),
-    };
-    let title = args
-        .title
-        .clone()
-        .unwrap_or_else(|| format!("{what}: {}", scenarios.join(" vs ")));
-    let figure = match args.kind {
+    }
+}
+
+/// The figure of `kind` over the sources' flows, titled `title`.
+fn figure(
+    kind: PlotKind,
+    title: &str,
+    (sources, flows): (&[Source<'_>], &[&str]),
+    column: Option<&str>,
+) -> Result<LinePlot> {
+    Ok(match kind {
         PlotKind::Throughput => {
-            plot::throughput_over_time(&title, &sources, &flows, &[Direction::Received])
+            plot::throughput_over_time(title, sources, flows, &[Direction::Received])
         }
-        PlotKind::Sent => plot::throughput_over_time(&title, &sources, &flows, &[Direction::Sent]),
+        PlotKind::Sent => plot::throughput_over_time(title, sources, flows, &[Direction::Sent]),
         PlotKind::Goodput => {
-            plot::throughput_over_time(&title, &sources, &flows, &[Direction::Goodput])
+            plot::throughput_over_time(title, sources, flows, &[Direction::Goodput])
         }
-        PlotKind::Rtt => plot::rtt_over_time(&title, &sources, &flows),
-        PlotKind::State => {
-            plot::state_over_time(&title, &sources, &flows, column.unwrap_or("x_bps"))
-        }
+        PlotKind::Rtt => plot::rtt_over_time(title, sources, flows),
+        PlotKind::State => plot::state_over_time(title, sources, flows, column.unwrap_or("x_bps")),
         PlotKind::Cdf => match column {
-            Some(column) => plot::cdf(&title, column, &sources, &flows, |run, flow| {
+            Some(column) => plot::cdf(title, column, sources, flows, |run, flow| {
                 let series = run.state_column_series(flow, column);
                 series.into_iter().map(|(_, value)| value).collect()
             }),
             None => plot::cdf(
-                &title,
+                title,
                 "receiver throughput per interval (kb/s)",
-                &sources,
-                &flows,
+                sources,
+                flows,
                 |run, flow| {
                     let series = run.throughput_series(flow, Direction::Received);
                     series.into_iter().map(|(_, kbps)| kbps).collect()
                 },
             ),
         },
-        PlotKind::DelayThroughput => {
-            plot::delay_throughput(&title, &sources, &flows).map_err(anyhow::Error::msg)?
-        }
-    };
-    figure.draw(&args.out)?;
-    println!("{}", args.out.display());
-    Ok(())
+        PlotKind::DelayThroughput => plot::delay_throughput(title, sources, flows)?,
+    })
 }
 
 /// Every TFRC and TCP flow of the runs, or every flow when they have none (a UDP-only run), in
@@ -168,7 +185,7 @@ fn default_flows(runs: &[Run]) -> Vec<&str> {
         let name = flow.name.as_str();
         if !all.contains(&name) {
             all.push(name);
-            if matches!(flow.kind.as_str(), "tfrc" | "tcp") {
+            if flow.kind.is_congestion_controlled() {
                 protocol.push(name);
             }
         }

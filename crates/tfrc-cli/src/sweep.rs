@@ -251,48 +251,11 @@ pub fn plan(scenario: &Scenario, seeds: &[u64]) -> Result<Plan> {
             seeds.len()
         );
     }
-    let mut values: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
-    let mut order: Vec<&str> = Vec::new();
-    for variant in &variants {
-        for (label, value) in &variant.variant {
-            if !values.contains_key(label.as_str()) {
-                order.push(label);
-            }
-            values.entry(label).or_default().push(value);
-        }
-    }
-    let reserved = reserved_columns()?;
-    let mut parameters = Vec::with_capacity(order.len());
-    for label in order {
-        if reserved.iter().any(|column| column == label) {
-            bail!(
-                "{name}: the sweep parameter {label:?} has the name of a column of the dataset; \
-                 give its axis another label"
-            );
-        }
-        parameters.push(Parameter {
-            name: label.to_owned(),
-            kind: parameter_type(values[label].iter().copied()),
-        });
-    }
+    let parameters = sweep_parameters(name, &variants)?;
     let mut runs = Vec::with_capacity(variants.len() * seeds.len());
     for variant in &variants {
         let hash = scenario_hash(variant);
-        let point: Vec<(String, Constant)> = parameters
-            .iter()
-            .map(|parameter| {
-                let value = variant
-                    .variant
-                    .iter()
-                    .find(|(label, _)| *label == parameter.name)
-                    .map(|(_, value)| typed(value, parameter.kind));
-                let missing = match parameter.kind {
-                    ParameterType::Text => Constant::Text(String::new()),
-                    _ => Constant::Number(None),
-                };
-                (parameter.name.clone(), value.unwrap_or(missing))
-            })
-            .collect();
+        let point = grid_point(variant, &parameters);
         for seed in &seeds {
             let mut seeded = variant.clone();
             if let Some(seed) = seed {
@@ -318,6 +281,109 @@ pub fn plan(scenario: &Scenario, seeds: &[u64]) -> Result<Plan> {
         },
         runs,
     })
+}
+
+/// The sweep's parameters, in the order their labels first appear over the variants, each
+/// typed from all its values; a label that is a dataset column's name is an error.
+fn sweep_parameters(name: &str, variants: &[Scenario]) -> Result<Vec<Parameter>> {
+    let mut values: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    let mut order: Vec<&str> = Vec::new();
+    for variant in variants {
+        for (label, value) in &variant.variant {
+            if !values.contains_key(label.as_str()) {
+                order.push(label);
+            }
+            values.entry(label).or_default().push(value);
+        }
+    }
+    let reserved = reserved_columns()?;
+    let mut parameters = Vec::with_capacity(order.len());
+    for label in order {
+        if reserved.iter().any(|column| column == label) {
+            bail!(
+                "{name}: the sweep parameter {label:?} has the name of a column of the dataset; \
+                 give its axis another label"
+            );
+        }
+        parameters.push(Parameter {
+            name: label.to_owned(),
+            kind: parameter_type(values[label].iter().copied()),
+        });
+    }
+    Ok(parameters)
+}
+
+/// A variant's value of each parameter, typed (an empty text or a null where the variant has
+/// no value for it).
+fn grid_point(variant: &Scenario, parameters: &[Parameter]) -> Vec<(String, Constant)> {
+    parameters
+        .iter()
+        .map(|parameter| {
+            let value = variant
+                .variant
+                .iter()
+                .find(|(label, _)| *label == parameter.name)
+                .map(|(_, value)| typed(value, parameter.kind));
+            let missing = match parameter.kind {
+                ParameterType::Text => Constant::Text(String::new()),
+                _ => Constant::Number(None),
+            };
+            (parameter.name.clone(), value.unwrap_or(missing))
+        })
+        .collect()
+}
+
+/// Whether the sweep already in `dir` (its manifest `existing`) is this one (`manifest`): the
+/// same output schema, scenario and parameters, and the same tool unless mixed versions are
+/// allowed; the error says which differs.
+fn check_same_sweep(
+    dir: &Path,
+    existing: &Manifest,
+    manifest: &Manifest,
+    allow_mixed_versions: bool,
+) -> Result<()> {
+    let refuse = |what: &str, theirs: &str, ours: &str| -> anyhow::Error {
+        anyhow::anyhow!(
+            "{} holds a sweep with {what} {theirs}, this one has {ours}: give another \
+             --out directory",
+            dir.display()
+        )
+    };
+    if existing.schema_version != manifest.schema_version {
+        return Err(refuse(
+            "output schema",
+            &existing.schema_version.to_string(),
+            &manifest.schema_version.to_string(),
+        ));
+    }
+    if existing.scenario != manifest.scenario {
+        return Err(refuse("scenario", &existing.scenario, &manifest.scenario));
+    }
+    if existing.parameters != manifest.parameters {
+        let describe = |parameters: &[Parameter]| {
+            let names: Vec<String> = parameters
+                .iter()
+                .map(|p| format!("{} ({:?})", p.name, p.kind).to_lowercase())
+                .collect();
+            format!("[{}]", names.join(", "))
+        };
+        return Err(refuse(
+            "parameters",
+            &describe(&existing.parameters),
+            &describe(&manifest.parameters),
+        ));
+    }
+    if existing.tool != manifest.tool && !allow_mixed_versions {
+        bail!(
+            "{} holds runs of {}, this is {}: results of two versions of the code would \
+             mix in one dataset; give another --out directory, or allow it with \
+             --allow-mixed-versions (allow_mixed_versions=True in Python)",
+            dir.display(),
+            existing.tool,
+            manifest.tool
+        );
+    }
+    Ok(())
 }
 
 /// Columns of the tables that a parameter may not be named like.
@@ -432,47 +498,7 @@ impl Dataset {
                 .with_context(|| format!("cannot read {}", path.display()))?;
             let existing: Manifest = serde_json::from_str(&text)
                 .with_context(|| format!("{}: not a sweep manifest", path.display()))?;
-            let refuse = |what: &str, theirs: &str, ours: &str| -> anyhow::Error {
-                anyhow::anyhow!(
-                    "{} holds a sweep with {what} {theirs}, this one has {ours}: give another \
-                     --out directory",
-                    dir.display()
-                )
-            };
-            if existing.schema_version != manifest.schema_version {
-                return Err(refuse(
-                    "output schema",
-                    &existing.schema_version.to_string(),
-                    &manifest.schema_version.to_string(),
-                ));
-            }
-            if existing.scenario != manifest.scenario {
-                return Err(refuse("scenario", &existing.scenario, &manifest.scenario));
-            }
-            if existing.parameters != manifest.parameters {
-                let describe = |parameters: &[Parameter]| {
-                    let names: Vec<String> = parameters
-                        .iter()
-                        .map(|p| format!("{} ({:?})", p.name, p.kind).to_lowercase())
-                        .collect();
-                    format!("[{}]", names.join(", "))
-                };
-                return Err(refuse(
-                    "parameters",
-                    &describe(&existing.parameters),
-                    &describe(&manifest.parameters),
-                ));
-            }
-            if existing.tool != manifest.tool && !allow_mixed_versions {
-                bail!(
-                    "{} holds runs of {}, this is {}: results of two versions of the code would \
-                     mix in one dataset; give another --out directory, or allow it with \
-                     --allow-mixed-versions (allow_mixed_versions=True in Python)",
-                    dir.display(),
-                    existing.tool,
-                    manifest.tool
-                );
-            }
+            check_same_sweep(dir, &existing, manifest, allow_mixed_versions)?;
         } else {
             let occupied = std::fs::read_dir(dir)
                 .map(|mut entries| entries.next().is_some())

@@ -460,7 +460,7 @@ fn launch_tfrc(
     let sender = {
         let worker = ends.clone();
         let states = states.clone();
-        let (flow_name, flow_kind) = (flow.name.clone(), flow.kind_name());
+        let (flow_name, flow_kind) = (flow.name.clone(), flow.output_kind());
         in_namespace(&ends.from, move || -> Result<()> {
             sleep_until(worker.start, &worker.stop);
             run_tfrc_sender(
@@ -589,7 +589,7 @@ fn run_tfrc_receiver(ends: FlowEnds) -> Result<()> {
 fn run_tfrc_sender(
     ends: &FlowEnds,
     (config, ecn, max_rate): (tfrc_proto::Config, bool, Option<f64>),
-    flow: (&str, &'static str),
+    flow: (&str, tfrc_output::FlowKind),
     origin: std::time::Instant,
     state_interval: Duration,
     states: &States,
@@ -616,7 +616,7 @@ fn tfrc_state_row(
     report: &SenderInterval,
     config: &tfrc_proto::Config,
     time_s: f64,
-    (flow_name, flow_kind): (&str, &'static str),
+    (flow_name, flow_kind): (&str, tfrc_output::FlowKind),
 ) -> StateRow {
     let rtt = report.rtt_s;
     // The receiver's own rule, at the sender's RTT.
@@ -930,7 +930,7 @@ fn write_rows<'a>(
             let counts = count(now).since(&count(before));
             writer.push(counts.row(
                 time_s,
-                (&flow.name, flow.kind_name()),
+                (&flow.name, flow.output_kind()),
                 interval.as_secs_f64(),
             ))?;
         }
@@ -997,7 +997,7 @@ fn flow_summaries(
             ..FlowSummary::from_totals(
                 FlowIdentity {
                     name: &flow.name,
-                    kind: flow.kind_name(),
+                    kind: flow.output_kind(),
                     from: &flow.from,
                     to: &flow.to,
                 },

@@ -168,7 +168,7 @@ fn every_mapped_feature_has_its_tcl_object() {
         .layout
         .flows
         .iter()
-        .map(|flow| (flow.name.as_str(), flow.kind, flow.sample))
+        .map(|flow| (flow.name.as_str(), flow.kind.name(), flow.sample))
         .collect();
     assert_eq!(
         kinds,

@@ -41,12 +41,29 @@ where
 ///
 /// # Errors
 /// When `T` has a field type Arrow cannot hold (not expected for the output row types).
+///
+/// A fieldless enum ([`crate::FlowKind`]) is a `utf8` column of its names, as the strings it
+/// replaced were: traced as a string dictionary, then declared plain `utf8` (its values
+/// serialize as strings).
 pub fn fields_of<T>() -> Result<Vec<FieldRef>, ArrowError>
 where
     T: for<'de> Deserialize<'de>,
 {
-    Vec::<FieldRef>::from_type::<T>(TracingOptions::default().strings_as_large_utf8(false))
-        .map_err(|error| ArrowError::SchemaError(error.to_string()))
+    let options = TracingOptions::default()
+        .strings_as_large_utf8(false)
+        .enums_without_data_as_strings(true);
+    let traced = Vec::<FieldRef>::from_type::<T>(options)
+        .map_err(|error| ArrowError::SchemaError(error.to_string()))?;
+    Ok(traced
+        .into_iter()
+        .map(|field| match field.data_type() {
+            DataType::Dictionary(_, values) if **values == DataType::Utf8 => Arc::new(
+                Field::new(field.name(), DataType::Utf8, field.is_nullable())
+                    .with_metadata(field.metadata().clone()),
+            ),
+            _ => field,
+        })
+        .collect())
 }
 
 /// The three tables of a run's rows: `flows.csv`, `state.csv` and `links.csv`, in that order.
@@ -144,17 +161,17 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{header, CsvRow, FlowRow, FlowSummary, LinkRow, RowFile, StateRow};
+    use crate::{header, CsvRow, FlowKind, FlowRow, FlowSummary, LinkRow, RowFile, StateRow};
     use arrow_array::Array;
 
     fn sample_rows() -> Rows {
-        let mut state = StateRow::empty(1.0, "a", "tfrc");
+        let mut state = StateRow::empty(1.0, "a", FlowKind::Tfrc);
         state.x_bps = Some(1_000_000.04);
         state.p = Some(0.012_345_678_9);
         Rows {
             flows: vec![FlowRow::from_counts(
                 1.0,
-                ("a".into(), "tfrc".into()),
+                ("a".into(), FlowKind::Tfrc),
                 [125_000, 100_000, 96_875],
                 [125, 100],
                 1.0,
@@ -188,6 +205,19 @@ mod tests {
         assert_eq!(names(&states), header(RowFile::State));
         assert_eq!(names(&links), header(RowFile::Links));
         assert_eq!(flows.num_rows(), 1);
+        // The flow kind is a plain utf8 column of its name, as when it was a String.
+        for batch in [&flows, &states] {
+            let schema = batch.schema();
+            let (index, field) = schema.column_with_name("kind").unwrap();
+            assert_eq!(field.data_type(), &DataType::Utf8);
+            assert!(!field.is_nullable());
+            let kinds = batch
+                .column(index)
+                .as_any()
+                .downcast_ref::<StringArray>()
+                .unwrap();
+            assert_eq!(kinds.value(0), "tfrc");
+        }
     }
 
     #[test]

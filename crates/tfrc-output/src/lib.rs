@@ -24,12 +24,14 @@ use serde::{Deserialize, Serialize};
 pub mod arrow;
 mod cell;
 mod histogram;
+mod kind;
 pub mod stats;
 mod summary;
 mod writer;
 
 pub use cell::{duration_seconds, format_seconds, format_time_nanos, round_decimals, CsvLine};
 pub use histogram::Histogram;
+pub use kind::{FlowKind, UnknownFlowKind};
 pub use stats::{coefficient_of_variation, jain_index};
 pub use summary::{
     bottleneck_direction, is_protocol_kind, jain_over_flows, utilization, FlowIdentity, FlowTotals,
@@ -67,8 +69,8 @@ pub struct FlowRow {
     pub time_s: f64,
     /// Flow name.
     pub flow: String,
-    /// The scenario's flow kind: `tfrc`, `tcp`, `cbr`, `pareto`, `exp-onoff`.
-    pub kind: String,
+    /// The scenario's flow kind.
+    pub kind: FlowKind,
     /// Bytes the sender put on its first link in the interval.
     pub sent_bytes: u64,
     /// Bytes of data packets that reached the destination in the interval (wire sizes,
@@ -99,7 +101,7 @@ impl FlowRow {
     /// are the counts over the interval.
     pub fn from_counts(
         time_s: f64,
-        (flow, kind): (String, String),
+        (flow, kind): (String, FlowKind),
         [sent_bytes, recv_bytes, goodput_bytes]: [u64; 3],
         [sent_packets, recv_packets]: [u64; 2],
         interval_secs: f64,
@@ -127,7 +129,7 @@ impl CsvRow for FlowRow {
     fn write_csv(&self, line: &mut CsvLine) {
         line.seconds(self.time_s);
         line.text(&self.flow);
-        line.text(&self.kind);
+        line.text(self.kind.name());
         line.integer(self.sent_bytes);
         line.integer(self.recv_bytes);
         line.integer(self.sent_packets);
@@ -159,8 +161,8 @@ pub struct StateRow {
     pub time_s: f64,
     /// Flow name.
     pub flow: String,
-    /// `tfrc` or `tcp`.
-    pub kind: String,
+    /// The flow's kind (TFRC or TCP: the flows with a protocol state).
+    pub kind: FlowKind,
     /// TFRC allowed sending rate X (b/s).
     pub x_bps: Option<f64>,
     /// TFRC: last X_recv the sender received (b/s).
@@ -194,11 +196,11 @@ const PACKETS_DECIMALS: usize = 3;
 
 impl StateRow {
     /// A row with every state cell empty.
-    pub fn empty(time_s: f64, flow: &str, kind: &str) -> StateRow {
+    pub fn empty(time_s: f64, flow: &str, kind: FlowKind) -> StateRow {
         StateRow {
             time_s,
             flow: flow.to_owned(),
-            kind: kind.to_owned(),
+            kind,
             x_bps: None,
             x_recv_bps: None,
             p: None,
@@ -221,7 +223,7 @@ impl CsvRow for StateRow {
     fn write_csv(&self, line: &mut CsvLine) {
         line.seconds(self.time_s);
         line.text(&self.flow);
-        line.text(&self.kind);
+        line.text(self.kind.name());
         line.fixed(self.x_bps, BPS_DECIMALS);
         line.fixed(self.x_recv_bps, BPS_DECIMALS);
         line.shortest(self.p);
@@ -445,8 +447,8 @@ impl ParameterValue {
 pub struct FlowSummary {
     /// Flow name.
     pub name: String,
-    /// Flow kind (`tfrc`, `tcp`, `cbr`, `pareto`, `exp-onoff`).
-    pub kind: String,
+    /// Flow kind.
+    pub kind: FlowKind,
     /// Sending node.
     pub from: String,
     /// Receiving node.

@@ -15,7 +15,9 @@
 use core::time::Duration;
 
 use crate::stats::jain_index;
-use crate::{BottleneckSummary, FlowRow, FlowSummary, LinkSummary, Summary, SCHEMA_VERSION};
+use crate::{
+    BottleneckSummary, FlowKind, FlowRow, FlowSummary, LinkSummary, Summary, SCHEMA_VERSION,
+};
 
 /// A flow's counts over a whole run.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -47,10 +49,10 @@ impl FlowTotals {
 
     /// The `flows.csv` row of these counts for an interval of `interval_secs` seconds ending
     /// at `time_s`.
-    pub fn row(&self, time_s: f64, (flow, kind): (&str, &str), interval_secs: f64) -> FlowRow {
+    pub fn row(&self, time_s: f64, (flow, kind): (&str, FlowKind), interval_secs: f64) -> FlowRow {
         FlowRow::from_counts(
             time_s,
-            (flow.to_owned(), kind.to_owned()),
+            (flow.to_owned(), kind),
             [self.sent_bytes, self.recv_bytes, self.goodput_bytes],
             [self.sent_packets, self.recv_packets],
             interval_secs,
@@ -72,8 +74,8 @@ impl FlowTotals {
 pub struct FlowIdentity<'a> {
     /// Flow name.
     pub name: &'a str,
-    /// The scenario's flow kind (`tfrc`, `tcp`, `cbr`, `pareto`, `exp-onoff`).
-    pub kind: &'a str,
+    /// The scenario's flow kind.
+    pub kind: FlowKind,
     /// Sending node.
     pub from: &'a str,
     /// Receiving node.
@@ -99,7 +101,7 @@ impl FlowSummary {
         let per_second = |bytes: u64| (active > 0.0).then(|| bytes as f64 * 8.0 / active);
         FlowSummary {
             name: identity.name.to_owned(),
-            kind: identity.kind.to_owned(),
+            kind: identity.kind,
             from: identity.from.to_owned(),
             to: identity.to.to_owned(),
             start_s,
@@ -141,10 +143,11 @@ impl FlowSummary {
     }
 }
 
-/// Whether flows of this kind are congestion controlled (TFRC, TCP): the flows whose goodputs
-/// enter Jain's index.
+/// Whether flows of the kind named `kind` are congestion controlled (TFRC, TCP): the flows
+/// whose goodputs enter Jain's index ([`FlowKind::is_congestion_controlled`], for a caller
+/// that holds the kind's name; an unknown name is not).
 pub fn is_protocol_kind(kind: &str) -> bool {
-    matches!(kind, "tfrc" | "tcp")
+    FlowKind::from_name(kind).is_some_and(FlowKind::is_congestion_controlled)
 }
 
 /// Jain's index over the goodputs of the TFRC and TCP flows, or of all flows when there are
@@ -153,7 +156,7 @@ pub fn jain_over_flows(flows: &[FlowSummary]) -> Option<f64> {
     let goodput = |flow: &FlowSummary| flow.goodput_bps.unwrap_or(0.0);
     let protocols: Vec<f64> = flows
         .iter()
-        .filter(|flow| is_protocol_kind(&flow.kind))
+        .filter(|flow| flow.kind.is_congestion_controlled())
         .map(goodput)
         .collect();
     if protocols.is_empty() {
@@ -262,7 +265,7 @@ impl Summary {
 mod tests {
     use super::*;
 
-    fn flow(kind: &str, goodput_bytes: u64, (start, stop): (f64, f64)) -> FlowSummary {
+    fn flow(kind: FlowKind, goodput_bytes: u64, (start, stop): (f64, f64)) -> FlowSummary {
         let active = (
             Duration::from_secs_f64(start),
             Duration::from_secs_f64(stop),
@@ -287,27 +290,27 @@ mod tests {
 
     #[test]
     fn rates_are_totals_over_the_active_time() {
-        let summary = flow("tfrc", 1000, (2.0, 6.0));
+        let summary = flow(FlowKind::Tfrc, 1000, (2.0, 6.0));
         assert_eq!(summary.goodput_bps, Some(2000.0));
         assert_eq!(summary.send_rate_bps, Some(4000.0));
         assert_eq!(summary.recv_rate_bps, Some(2020.0));
         assert_eq!(summary.receiving_ratio, Some(0.75));
-        let idle = flow("tfrc", 1000, (6.0, 6.0));
+        let idle = flow(FlowKind::Tfrc, 1000, (6.0, 6.0));
         assert_eq!(idle.goodput_bps, None);
-        assert_eq!(flow("cbr", 0, (0.0, 1.0)).goodput_bps, Some(0.0));
+        assert_eq!(flow(FlowKind::Cbr, 0, (0.0, 1.0)).goodput_bps, Some(0.0));
     }
 
     #[test]
     fn jain_counts_protocol_flows_unless_there_are_none() {
         let mixed = [
-            flow("tfrc", 1000, (0.0, 1.0)),
-            flow("tcp", 3000, (0.0, 1.0)),
-            flow("cbr", 100_000, (0.0, 1.0)),
+            flow(FlowKind::Tfrc, 1000, (0.0, 1.0)),
+            flow(FlowKind::Tcp, 3000, (0.0, 1.0)),
+            flow(FlowKind::Cbr, 100_000, (0.0, 1.0)),
         ];
         assert!((jain_over_flows(&mixed).unwrap() - 0.8).abs() < 1e-12);
         let udp = [
-            flow("cbr", 1000, (0.0, 1.0)),
-            flow("exp-onoff", 0, (0.0, 1.0)),
+            flow(FlowKind::Cbr, 1000, (0.0, 1.0)),
+            flow(FlowKind::ExpOnOff, 0, (0.0, 1.0)),
         ];
         assert_eq!(jain_over_flows(&udp), Some(0.5));
     }

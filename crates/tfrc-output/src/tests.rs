@@ -39,7 +39,7 @@ fn flow_row() -> FlowRow {
     FlowRow {
         time_s: 0.3,
         flow: "a".into(),
-        kind: "tfrc".into(),
+        kind: FlowKind::Tfrc,
         sent_bytes: 1,
         recv_bytes: 2,
         sent_packets: 3,
@@ -78,7 +78,7 @@ fn link_row() -> LinkRow {
 fn headers_are_the_field_names() {
     assert_eq!(serde_header(&flow_row()), header(RowFile::Flows));
     assert_eq!(
-        serde_header(&StateRow::empty(0.0, "a", "tfrc")),
+        serde_header(&StateRow::empty(0.0, "a", FlowKind::Tfrc)),
         header(RowFile::State)
     );
     assert_eq!(serde_header(&link_row()), header(RowFile::Links));
@@ -202,7 +202,7 @@ proptest! {
             cwnd: value(8),
             ssthresh: present[9].then_some(f64::from(counts[2])),
             srtt_s: value(10),
-            ..StateRow::empty(time_s, "flow-1", "tcp")
+            ..StateRow::empty(time_s, "flow-1", FlowKind::Tcp)
         };
         let line = written(&state);
         let read: StateRow = read_back(header(RowFile::State), &line);
@@ -258,7 +258,7 @@ fn quantiles_interpolate_between_order_statistics() {
 fn feedbacks_per_rtt_is_count_times_rtt_over_active_time() {
     let summary = FlowSummary {
         name: "f".into(),
-        kind: "tfrc".into(),
+        kind: FlowKind::Tfrc,
         from: "a".into(),
         to: "b".into(),
         start_s: 10.0,

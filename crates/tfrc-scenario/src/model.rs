@@ -442,6 +442,11 @@ impl FlowSpec {
     pub fn kind_name(&self) -> &'static str {
         self.kind.name()
     }
+
+    /// The flow's kind as every output names it ([`FlowKind::output_kind`]).
+    pub fn output_kind(&self) -> tfrc_output::FlowKind {
+        self.kind.output_kind()
+    }
 }
 
 /// The protocol or traffic model of a flow.
@@ -469,15 +474,21 @@ pub enum FlowKind {
 }
 
 impl FlowKind {
-    /// The kind's name as written in files.
-    pub fn name(&self) -> &'static str {
+    /// The kind as every output names it (`flows.csv`'s `kind`, `summary.json`): one output
+    /// kind per scenario kind.
+    pub fn output_kind(&self) -> tfrc_output::FlowKind {
         match self {
-            FlowKind::Tfrc(_) => "tfrc",
-            FlowKind::Tcp(_) => "tcp",
-            FlowKind::Cbr { .. } => "cbr",
-            FlowKind::Pareto(_) => "pareto",
-            FlowKind::ExponentialOnOff(_) => "exp-onoff",
+            FlowKind::Tfrc(_) => tfrc_output::FlowKind::Tfrc,
+            FlowKind::Tcp(_) => tfrc_output::FlowKind::Tcp,
+            FlowKind::Cbr { .. } => tfrc_output::FlowKind::Cbr,
+            FlowKind::Pareto(_) => tfrc_output::FlowKind::Pareto,
+            FlowKind::ExponentialOnOff(_) => tfrc_output::FlowKind::ExpOnOff,
         }
+    }
+
+    /// The kind's name as written in files (the output kind's name: one spelling of each).
+    pub fn name(&self) -> &'static str {
+        self.output_kind().name()
     }
 }
 

@@ -29,6 +29,7 @@ use anyhow::{bail, Context, Result};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::Deserialize;
+use tfrc_output::FlowKind;
 use tfrc_scenario::units::{parse_duration, parse_rate};
 use tfrc_scenario::{replication_seed, Scenario};
 
@@ -342,6 +343,16 @@ impl Factors {
              name = \"{name}\"\nduration = \"{}s\"\nseed = {seed}\n\n[output]\ninterval = \"100ms\"\n",
             self.duration.as_secs_f64()
         );
+        text.push_str(&self.bottleneck_text());
+        // The access links draw their delays first, then the flows their starts: one stream.
+        text.push_str(&self.access_links_text(&mut rng));
+        text.push_str(&self.flows_text(&mut rng));
+        text
+    }
+
+    /// The bottleneck link r1–r2: its rate, the delay that makes up the RTT with the access
+    /// links, its queue (drop-tail of `buffer_bdp` BDPs, or RED scaled to the BDP) and loss.
+    fn bottleneck_text(&self) -> String {
         let bdp = self.bdp_packets();
         let queue = match self.queue {
             QueueKind::DropTail => format!(
@@ -362,16 +373,23 @@ impl Factors {
         let bottleneck_delay_us = (self.rtt.as_micros() as u64 / 2)
             .saturating_sub(6_000)
             .max(1_000);
-        text.push_str(&format!(
+        let mut text = format!(
             "\n[[link]]\nbetween = [\"r1\", \"r2\"]\nrate = \"{}bps\"\ndelay = \"{}us\"\nqueue = {queue}\n",
             self.rate_bps, bottleneck_delay_us
-        ));
+        );
         if self.loss > 0.0 {
             text.push_str(&format!(
                 "loss = {{ kind = \"bernoulli\", rate = {} }}\n",
                 self.loss
             ));
         }
+        text
+    }
+
+    /// An access link per end host (senders to r1, receivers from r2, the Pareto cross
+    /// traffic's ends), ten times the bottleneck's rate, each with a delay drawn from `rng`.
+    fn access_links_text(&self, rng: &mut ChaCha8Rng) -> String {
+        let mut text = String::new();
         let access_rate = self.rate_bps.saturating_mul(10);
         let mut access = |text: &mut String, node: &str, router: &str| {
             let delay_us: u64 = rng.gen_range(1_000..=5_000);
@@ -379,8 +397,7 @@ impl Factors {
                 "\n[[link]]\nbetween = [\"{node}\", \"{router}\"]\nrate = \"{access_rate}bps\"\ndelay = \"{delay_us}us\"\nqueue = {{ kind = \"droptail\", limit = 1000 }}\n"
             ));
         };
-        let total = self.tfrc + self.tcp;
-        for i in 0..total {
+        for i in 0..self.tfrc + self.tcp {
             access(&mut text, &format!("s{i}"), "r1");
             access(&mut text, &format!("d{i}"), "r2");
         }
@@ -388,18 +405,25 @@ impl Factors {
             access(&mut text, "x0", "r1");
             access(&mut text, "y0", "r2");
         }
-        for i in 0..total {
+        text
+    }
+
+    /// The TFRC flows, then the TCP flows (each starting within the first second, drawn from
+    /// `rng`), then the Pareto cross traffic.
+    fn flows_text(&self, rng: &mut ChaCha8Rng) -> String {
+        let mut text = String::new();
+        for i in 0..self.tfrc + self.tcp {
             let start_ms: u64 = rng.gen_range(0..1000);
             let (name, kind) = if i < self.tfrc {
-                (format!("tfrc{}", i + 1), "tfrc")
+                (format!("tfrc{}", i + 1), FlowKind::Tfrc)
             } else {
-                (format!("tcp{}", i - self.tfrc + 1), "tcp")
+                (format!("tcp{}", i - self.tfrc + 1), FlowKind::Tcp)
             };
             text.push_str(&format!(
                 "\n[[flow]]\nname = \"{name}\"\nkind = \"{kind}\"\nfrom = \"s{i}\"\nto = \"d{i}\"\nstart = \"{start_ms}ms\"\npacket_size = {}\n",
                 self.packet_size
             ));
-            if kind == "tfrc" {
+            if kind == FlowKind::Tfrc {
                 text.push_str(&format!(
                     "profile = \"{}\"\necn = {}\n",
                     self.profile, self.ecn

@@ -82,6 +82,60 @@ type JobOutcome = (Result<RunMetrics, String>, Vec<String>);
 /// Runs the matrix, writes the report, prints the verdicts; fails when a cell expected to agree
 /// does not (or a run fails).
 pub fn run(args: &ConformanceArgs) -> Result<()> {
+    let cells = selected_cells(args)?;
+    let replications =
+        args.replications
+            .unwrap_or(if args.quick { 4 } else { DEFAULT_REPLICATIONS });
+    let ns_path = tfrc_ns2::find_ns(&args.ns).map_err(|_| {
+        anyhow::anyhow!(
+            "ns-2 not found at {} (Debian: apt-get install ns2; or --ns PATH)",
+            args.ns.display()
+        )
+    })?;
+    // Every scenario is built (and checked) before anything runs.
+    for cell in &cells {
+        cell.scenario(0)?;
+    }
+    std::fs::create_dir_all(&args.out)
+        .with_context(|| format!("cannot create {}", args.out.display()))?;
+    let jobs = all_jobs(cells.len(), replications);
+    let threads = crate::reproduce::runner::jobs_or_cores(args.jobs.map(usize::from));
+    let started = std::time::Instant::now();
+    let outcomes = run_jobs(args, &cells, &jobs, ns_path, threads);
+    let mut results = Vec::new();
+    for (index, cell) in cells.iter().enumerate() {
+        results.push(collect(index, cell, &jobs, &outcomes));
+    }
+    let header = format!(
+        "{}, matrix {}, {} cells × {replications} replications × 2 simulators, {:.0} s on {threads} threads",
+        tfrc_output::tool(),
+        args.matrix.display(),
+        cells.len(),
+        started.elapsed().as_secs_f64()
+    );
+    write_runs_csv(&args.out.join("runs.csv"), &cells, &jobs, &outcomes)?;
+    report::write_csv(&args.out.join("conformance.csv"), &results)?;
+    report::write_html(&args.out.join("index.html"), &results, &header)?;
+    print_results(args, &header, &results);
+    let regressions: Vec<&str> = results
+        .iter()
+        .filter(|result| result.expect_agree && result.verdict() != "agrees")
+        .map(|result| result.name.as_str())
+        .collect();
+    if !regressions.is_empty() {
+        bail!(
+            "{} cell(s) expected to agree (expect = \"agrees\" in {}) do not: {}",
+            regressions.len(),
+            args.matrix.display(),
+            regressions.join(", ")
+        );
+    }
+    Ok(())
+}
+
+/// The matrix's cells this run takes: the quick ones with `--quick`, those `--only` names
+/// (an unknown name is an error listing the cells); at least one.
+fn selected_cells(args: &ConformanceArgs) -> Result<Vec<Cell>> {
     let mut cells = matrix::load(&args.matrix)?;
     if args.quick {
         cells.retain(|cell| cell.quick);
@@ -106,24 +160,13 @@ pub fn run(args: &ConformanceArgs) -> Result<()> {
     if cells.is_empty() {
         bail!("{}: no cell to run", args.matrix.display());
     }
-    let replications =
-        args.replications
-            .unwrap_or(if args.quick { 4 } else { DEFAULT_REPLICATIONS });
-    let ns_path = tfrc_ns2::find_ns(&args.ns).map_err(|_| {
-        anyhow::anyhow!(
-            "ns-2 not found at {} (Debian: apt-get install ns2; or --ns PATH)",
-            args.ns.display()
-        )
-    })?;
-    // Every scenario is built (and checked) before anything runs.
-    for cell in &cells {
-        cell.scenario(0)?;
-    }
-    std::fs::create_dir_all(&args.out)
-        .with_context(|| format!("cannot create {}", args.out.display()))?;
+    Ok(cells)
+}
 
+/// Every job: each cell, each replication, ns-2 then ours.
+fn all_jobs(cells: usize, replications: u32) -> Vec<Job> {
     let mut jobs = Vec::new();
-    for (index, _) in cells.iter().enumerate() {
+    for index in 0..cells {
         for replication in 0..replications {
             for simulator in [Simulator::Ns2, Simulator::Ours] {
                 jobs.push(Job {
@@ -134,10 +177,19 @@ pub fn run(args: &ConformanceArgs) -> Result<()> {
             }
         }
     }
-    let threads = crate::reproduce::runner::jobs_or_cores(args.jobs.map(usize::from));
+    jobs
+}
+
+/// Runs the jobs on `threads` threads with a progress bar; one outcome per job, in order.
+fn run_jobs(
+    args: &ConformanceArgs,
+    cells: &[Cell],
+    jobs: &[Job],
+    ns_path: PathBuf,
+    threads: usize,
+) -> Vec<JobOutcome> {
     let bar = progress_bar(jobs.len() as u64, args.quiet);
     bar.set_prefix("ns-2 and ours");
-    let started = std::time::Instant::now();
     let order: Vec<usize> = (0..jobs.len()).collect();
     let ns_options = RunOptions {
         ns_path,
@@ -145,7 +197,7 @@ pub fn run(args: &ConformanceArgs) -> Result<()> {
         keep_tcl: false,
         dry_run: false,
     };
-    let outcomes: Vec<JobOutcome> = parallel_map(&order, threads, |index| {
+    let outcomes = parallel_map(&order, threads, |index| {
         let job = &jobs[index];
         let cell = &cells[job.cell];
         let directory = args
@@ -161,23 +213,14 @@ pub fn run(args: &ConformanceArgs) -> Result<()> {
     });
     bar.finish_and_clear();
 
-    let mut results = Vec::new();
-    for (index, cell) in cells.iter().enumerate() {
-        results.push(collect(index, cell, &jobs, &outcomes));
-    }
-    let header = format!(
-        "{}, matrix {}, {} cells × {replications} replications × 2 simulators, {:.0} s on {threads} threads",
-        tfrc_output::tool(),
-        args.matrix.display(),
-        cells.len(),
-        started.elapsed().as_secs_f64()
-    );
-    write_runs_csv(&args.out.join("runs.csv"), &cells, &jobs, &outcomes)?;
-    report::write_csv(&args.out.join("conformance.csv"), &results)?;
-    report::write_html(&args.out.join("index.html"), &results, &header)?;
+    outcomes
+}
 
+/// Prints the header, each cell's verdict with its judged metrics, failures and known
+/// difference, and how many cells agree.
+fn print_results(args: &ConformanceArgs, header: &str, results: &[CellResult]) {
     println!("{header}");
-    for result in &results {
+    for result in results {
         let judged: Vec<String> = result
             .rows
             .iter()
@@ -217,20 +260,6 @@ pub fn run(args: &ConformanceArgs) -> Result<()> {
         results.len(),
         args.out.join("index.html").display()
     );
-    let regressions: Vec<&str> = results
-        .iter()
-        .filter(|result| result.expect_agree && result.verdict() != "agrees")
-        .map(|result| result.name.as_str())
-        .collect();
-    if !regressions.is_empty() {
-        bail!(
-            "{} cell(s) expected to agree (expect = \"agrees\" in {}) do not: {}",
-            regressions.len(),
-            args.matrix.display(),
-            regressions.join(", ")
-        );
-    }
-    Ok(())
 }
 
 /// Replications per cell and simulator without `--replications` or `--quick`.

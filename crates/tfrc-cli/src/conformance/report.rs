@@ -7,7 +7,7 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use serde::Serialize;
 use tfrc_analysis::metrics::{confidence_interval_95, mean, welch_difference_95};
-use tfrc_output::Summary;
+use tfrc_output::{FlowKind, Summary};
 
 /// How a metric is judged.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -60,7 +60,7 @@ pub type RunMetrics = [Option<f64>; METRICS.len()];
 /// - CoV: mean over TFRC flows of `cov_sent_100ms`; RTT: mean `mean_rtt_s` of the class;
 /// - timeouts: mean retransmission timeouts per TCP flow; the bottleneck's utilisation.
 pub fn run_metrics(summary: &Summary) -> RunMetrics {
-    let of_kind = |kind: &str, value: &dyn Fn(&tfrc_output::FlowSummary) -> Option<f64>| {
+    let of_kind = |kind: FlowKind, value: &dyn Fn(&tfrc_output::FlowSummary) -> Option<f64>| {
         let values: Option<Vec<f64>> = summary
             .flows
             .iter()
@@ -69,8 +69,8 @@ pub fn run_metrics(summary: &Summary) -> RunMetrics {
             .collect();
         values.and_then(|values| mean(&values))
     };
-    let tfrc = of_kind("tfrc", &|flow| flow.goodput_bps);
-    let tcp = of_kind("tcp", &|flow| flow.goodput_bps);
+    let tfrc = of_kind(FlowKind::Tfrc, &|flow| flow.goodput_bps);
+    let tcp = of_kind(FlowKind::Tcp, &|flow| flow.goodput_bps);
     let ratio = match (tfrc, tcp) {
         (Some(tfrc), Some(tcp)) if tcp > 0.0 => Some(tfrc / tcp),
         _ => None,
@@ -78,17 +78,17 @@ pub fn run_metrics(summary: &Summary) -> RunMetrics {
     let p = summary
         .flows
         .iter()
-        .find(|flow| flow.kind == "tfrc")
+        .find(|flow| flow.kind == FlowKind::Tfrc)
         .and_then(|flow| flow.mean_p);
     [
         tfrc,
         tcp,
         ratio,
         p,
-        of_kind("tfrc", &|flow| flow.cov_sent_100ms),
-        of_kind("tcp", &|flow| flow.mean_rtt_s),
-        of_kind("tfrc", &|flow| flow.mean_rtt_s),
-        of_kind("tcp", &|flow| flow.timeouts.map(|t| t as f64)),
+        of_kind(FlowKind::Tfrc, &|flow| flow.cov_sent_100ms),
+        of_kind(FlowKind::Tcp, &|flow| flow.mean_rtt_s),
+        of_kind(FlowKind::Tfrc, &|flow| flow.mean_rtt_s),
+        of_kind(FlowKind::Tcp, &|flow| flow.timeouts.map(|t| t as f64)),
         summary
             .bottleneck
             .as_ref()
@@ -302,6 +302,23 @@ pub fn write_html(path: &Path, cells: &[CellResult], header: &str) -> Result<()>
         escape(header),
         cells.len()
     );
+    html.push_str(&heat_map(cells));
+    html.push_str("<h2>Cells</h2>");
+    for cell in cells {
+        html.push_str(&cell_html(cell));
+    }
+    let _ = writeln!(
+        html,
+        "<p><b>{agree} of {} cells agree.</b></p></body></html>",
+        cells.len()
+    );
+    std::fs::write(path, html).with_context(|| format!("cannot write {}", path.display()))
+}
+
+/// The heat map: a row per cell, its verdict and each metric's relative difference,
+/// coloured by its size.
+fn heat_map(cells: &[CellResult]) -> String {
+    let mut html = String::new();
     html.push_str("<h2>Heat map</h2><table><tr><th>cell</th><th>verdict</th>");
     for (metric, _) in METRICS {
         let _ = write!(html, "<th>{metric}</th>");
@@ -331,60 +348,60 @@ pub fn write_html(path: &Path, cells: &[CellResult], header: &str) -> Result<()>
         }
         html.push_str("</tr>");
     }
-    html.push_str("</table><h2>Cells</h2>");
-    for cell in cells {
-        let verdict = cell.verdict();
+    html.push_str("</table>");
+    html
+}
+
+/// One cell's part of the page: its verdict, group and note, failures, ns-2's notes, and a
+/// row per metric with both ensembles, the difference, the verdict and the replications.
+fn cell_html(cell: &CellResult) -> String {
+    let mut html = String::new();
+    let verdict = cell.verdict();
+    let _ = write!(
+        html,
+        "<h3 id=\"{0}\">{0} <span class=\"{verdict}\">({verdict})</span></h3><p>group {1}",
+        cell.name,
+        escape(&cell.group)
+    );
+    if let Some(note) = &cell.note {
+        let _ = write!(html, "; {}", escape(note));
+    }
+    html.push_str("</p>");
+    for failure in &cell.failures {
+        let _ = write!(html, "<p class=\"failed\">{}</p>", escape(failure));
+    }
+    for note in &cell.ns2_notes {
+        let _ = write!(html, "<p><i>ns-2: {}</i></p>", escape(note));
+    }
+    html.push_str(
+        "<table><tr><th>metric</th><th>rule</th><th>ns-2 mean [95 % CI]</th>\
+         <th>ours mean [95 % CI]</th><th>difference</th><th>verdict</th><th>replications (ns-2 ●, ours ●)</th></tr>",
+    );
+    for (row, (ns2, ours)) in cell.rows.iter().zip(&cell.values) {
+        let interval = |m: Option<f64>, low: Option<f64>, high: Option<f64>| {
+            format!(
+                "{} [{}, {}]",
+                format_value(&row.metric, m),
+                format_value(&row.metric, low),
+                format_value(&row.metric, high)
+            )
+        };
         let _ = write!(
             html,
-            "<h3 id=\"{0}\">{0} <span class=\"{verdict}\">({verdict})</span></h3><p>group {1}",
-            cell.name,
-            escape(&cell.group)
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"{}\">{}</td><td>{}</td></tr>",
+            row.metric,
+            row.rule,
+            interval(row.ns2_mean, row.ns2_ci_low, row.ns2_ci_high),
+            interval(row.ours_mean, row.ours_ci_low, row.ours_ci_high),
+            row.relative_difference
+                .map_or("–".to_string(), |r| format!("{:+.1} %", 100.0 * r)),
+            row.verdict,
+            row.verdict,
+            strip_svg(&row.metric, ns2, ours)
         );
-        if let Some(note) = &cell.note {
-            let _ = write!(html, "; {}", escape(note));
-        }
-        html.push_str("</p>");
-        for failure in &cell.failures {
-            let _ = write!(html, "<p class=\"failed\">{}</p>", escape(failure));
-        }
-        for note in &cell.ns2_notes {
-            let _ = write!(html, "<p><i>ns-2: {}</i></p>", escape(note));
-        }
-        html.push_str(
-            "<table><tr><th>metric</th><th>rule</th><th>ns-2 mean [95 % CI]</th>\
-             <th>ours mean [95 % CI]</th><th>difference</th><th>verdict</th><th>replications (ns-2 ●, ours ●)</th></tr>",
-        );
-        for (row, (ns2, ours)) in cell.rows.iter().zip(&cell.values) {
-            let interval = |m: Option<f64>, low: Option<f64>, high: Option<f64>| {
-                format!(
-                    "{} [{}, {}]",
-                    format_value(&row.metric, m),
-                    format_value(&row.metric, low),
-                    format_value(&row.metric, high)
-                )
-            };
-            let _ = write!(
-                html,
-                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"{}\">{}</td><td>{}</td></tr>",
-                row.metric,
-                row.rule,
-                interval(row.ns2_mean, row.ns2_ci_low, row.ns2_ci_high),
-                interval(row.ours_mean, row.ours_ci_low, row.ours_ci_high),
-                row.relative_difference
-                    .map_or("–".to_string(), |r| format!("{:+.1} %", 100.0 * r)),
-                row.verdict,
-                row.verdict,
-                strip_svg(&row.metric, ns2, ours)
-            );
-        }
-        html.push_str("</table>");
     }
-    let _ = writeln!(
-        html,
-        "<p><b>{agree} of {} cells agree.</b></p></body></html>",
-        cells.len()
-    );
-    std::fs::write(path, html).with_context(|| format!("cannot write {}", path.display()))
+    html.push_str("</table>");
+    html
 }
 
 #[cfg(test)]

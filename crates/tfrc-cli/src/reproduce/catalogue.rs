@@ -8,7 +8,9 @@ use std::path::PathBuf;
 use anyhow::Result;
 use clap::Args;
 
-use super::claims::{self, Claim, ClaimsFile, OneOrMany, CAUSES, THRESHOLDS, UNEXPLAINED};
+use super::claims::{
+    self, Aggregate, Claim, ClaimsFile, OneOrMany, Relation, CAUSES, THRESHOLDS, UNEXPLAINED,
+};
 
 /// Arguments of `tfrc claims`.
 #[derive(Debug, Args)]
@@ -76,7 +78,7 @@ fn window(window: [f64; 2]) -> String {
 
 /// A claim's encoding in one line: what is measured, on which runs and flows, against what.
 pub fn encoding(claim: &Claim) -> String {
-    let mut measured = claim.metric.clone();
+    let mut measured = claim.metric.to_string();
     if let Some(side) = &claim.side {
         write!(measured, " ({side} side)").ok();
     }
@@ -93,9 +95,9 @@ pub fn encoding(claim: &Claim) -> String {
         write!(measured, " of {}", flows.join(", ")).ok();
     }
     if let Some(aggregate) = &claim.aggregate {
-        let word = match aggregate.as_str() {
-            "difference" => "first minus second",
-            other => other,
+        let word = match aggregate {
+            Aggregate::Difference => "first minus second",
+            other => other.name(),
         };
         write!(measured, " ({word})").ok();
     }
@@ -179,14 +181,17 @@ fn experiment_table(id: &str, experiment: &claims::ExperimentClaims) -> String {
 pub fn markdown(file: &ClaimsFile) -> String {
     let mut out = String::new();
     let total = claim_count(file);
-    let relation_count = |relation: &str| {
+    let relation_count = |relation: Relation| {
         file.experiment
             .values()
             .flat_map(|e| &e.claim)
             .filter(|c| c.relation == relation)
             .count()
     };
-    let (references, qualitative) = (relation_count("reference"), relation_count("qualitative"));
+    let (references, qualitative) = (
+        relation_count(Relation::Reference),
+        relation_count(Relation::Qualitative),
+    );
     let judged = total - references - qualitative;
     writeln!(
         out,

@@ -16,7 +16,7 @@ use clap::Args;
 use tfrc_analysis::report::{ClaimCounts, Images, Report, Section, Verdict};
 use tfrc_analysis::run::Run;
 use tfrc_analysis::table::Table;
-use tfrc_scenario::{Capacity, FlowKind, Scenario};
+use tfrc_scenario::{Capacity, Scenario};
 
 use crate::sim::variant_directory;
 use claims::{Outcome, RunView, Sample, Status};
@@ -135,7 +135,7 @@ fn disturbance(scenario: &Scenario) -> Option<(f64, f64)> {
         }
     }
     scenario.flows.iter().find_map(|flow| {
-        let open_loop = !matches!(flow.kind, FlowKind::Tfrc(_) | FlowKind::Tcp(_));
+        let open_loop = !tfrc_output::is_protocol_kind(flow.kind_name());
         let stop = flow.stop?;
         (open_loop && !flow.start.is_zero() && stop < scenario.duration)
             .then_some((flow.start.as_secs_f64(), stop.as_secs_f64()))
@@ -404,46 +404,10 @@ fn sample_claims(
 pub fn run(args: &ReproduceArgs) -> Result<Vec<ClaimRow>> {
     let started = WallInstant::now();
     let dir = scenarios_dir(args.scenarios.as_ref());
-    let known = experiment_ids(&dir)?;
-    let ids: Vec<String> = if args.only.is_empty() {
-        known.clone()
-    } else {
-        for id in &args.only {
-            if !known.contains(id) {
-                bail!(
-                    "--only {id}: no such experiment in {} (known: {})",
-                    dir.display(),
-                    known.join(", ")
-                );
-            }
-        }
-        args.only.clone()
-    };
-    let replications = args.replications.unwrap_or(if args.quick {
-        QUICK_REPLICATIONS
-    } else {
-        DEFAULT_REPLICATIONS
-    });
-    if !(1..=MAX_REPLICATIONS).contains(&replications) {
-        bail!("--replications {replications}: expected 1 to {MAX_REPLICATIONS}");
-    }
+    let ids = selected_ids(args, &dir)?;
+    let replications = replication_count(args)?;
     let claims = claims::load(&dir.join("claims.toml"))?;
-
-    let mut plans = Vec::new();
-    for id in &ids {
-        let path = dir.join(format!("{id}.toml"));
-        let mut scenario = Scenario::from_path(&path).map_err(anyhow::Error::new)?;
-        if args.quick {
-            scenario.apply_quick().map_err(anyhow::Error::new)?;
-        }
-        let variants = scenario.expand().map_err(anyhow::Error::new)?;
-        plans.push(Plan {
-            id: id.clone(),
-            scenario,
-            variants,
-            condition: None,
-        });
-    }
+    let mut plans = stated_plans(&dir, &ids, args.quick)?;
     let calibrated = calibrated_plans(&claims, &plans)?;
     plans.extend(calibrated);
     let threads = runner::jobs_or_cores(args.jobs);
@@ -460,34 +424,7 @@ pub fn run(args: &ReproduceArgs) -> Result<Vec<ClaimRow>> {
         );
     }
     let bar = runner::progress_bar((distinct as u64) * u64::from(replications), args.quiet);
-
-    // ns-2's runs of the conformance experiments (replication 0 of their scenarios) go on beside
-    // the simulations: they are few and single-threaded.
-    let ns_path = PathBuf::from(tfrc_ns2::DEFAULT_NS_PATH);
-    let ns_available = tfrc_ns2::find_ns(&ns_path).is_ok();
-    let ns2_thread = (!args.no_ns2 && ns_available).then(|| {
-        let jobs: Vec<(String, Vec<Scenario>)> = plans
-            .iter()
-            .filter(|plan| plan.condition.is_none() && NS2_CONFORMANCE.contains(&plan.id.as_str()))
-            .map(|plan| {
-                let variants = plan.variants.iter().map(|v| v.replicate(0)).collect();
-                (plan.id.clone(), variants)
-            })
-            .collect();
-        let out = args.out.clone();
-        let ns_path = ns_path.clone();
-        std::thread::spawn(move || {
-            jobs.into_iter()
-                .map(|(id, variants)| {
-                    let result = run_ns2(&id, &variants, &out, &ns_path);
-                    (id, result)
-                })
-                .collect::<Vec<_>>()
-        })
-    });
-
-    // Every replication is run, measured against the claims, and (but for the first) reduced to
-    // its summaries before the next, so memory and disk stay those of one replication.
+    let mut ns2 = Ns2Runs::start(args, &plans);
     let claim_lists: Vec<&[claims::Claim]> = plans
         .iter()
         .map(|plan| {
@@ -498,110 +435,27 @@ pub fn run(args: &ReproduceArgs) -> Result<Vec<ClaimRow>> {
                 .unwrap_or(&[])
         })
         .collect();
-    let mut samples: Vec<Vec<Vec<Sample>>> = claim_lists
-        .iter()
-        .map(|list| vec![Vec::new(); list.len()])
-        .collect();
-    let mut all_outcomes = Vec::new();
-    let mut first = None;
-    let mut replica_sets: Vec<Vec<Vec<LoadedRun>>> = Vec::new();
-    for replication in 0..replications {
-        bar.set_prefix(format!("replication {}/{replications}", replication + 1));
-        let keep_files = replication == 0 || args.keep_runs;
-        let (jobs, runs_of) =
-            replication_jobs(&plans, replication, &args.out, keep_files, args.keep_runs);
-        let mut outcomes = runner::run_all(jobs, threads, &bar);
-        let experiments = load_experiments(&plans, runs_of, &outcomes);
-        // The outcomes keep no second reference to the loaded runs.
-        for outcome in &mut outcomes {
-            outcome.run = None;
-        }
-        {
-            let views = run_views(&experiments);
-            let measured = sample_claims(&experiments, &claim_lists, &views, threads);
-            for (index, per_claim) in measured.into_iter().enumerate() {
-                for (collected, sample) in samples[index].iter_mut().zip(per_claim) {
-                    collected.push(sample);
-                }
-            }
-        }
-        if replication == 0 {
-            first = Some(experiments);
-        } else {
-            replica_sets.push(
-                experiments
-                    .iter()
-                    .map(|experiment| {
-                        experiment
-                            .runs
-                            .iter()
-                            .map(|loaded| LoadedRun {
-                                scenario: loaded.scenario.clone(),
-                                run: std::sync::Arc::new(loaded.run.summary_only()),
-                            })
-                            .collect::<Vec<_>>()
-                    })
-                    .collect::<Vec<_>>(),
-            );
-            drop(experiments);
-        }
-        all_outcomes.extend(outcomes);
-    }
+    let replicated = run_replications(&plans, &claim_lists, replications, args, &bar);
     bar.finish_and_clear();
     let simulated = started.elapsed();
-    write_runs_csv(&args.out, &all_outcomes)?;
+    write_runs_csv(&args.out, &replicated.outcomes)?;
 
     // ns-2 side by side for the conformance experiments, recorded testbed runs: beside the runs
     // of replication 0, which the figures show.
-    let ns2_results: HashMap<String, std::result::Result<Run, String>> = match ns2_thread {
-        Some(thread) => thread
-            .join()
-            .map_err(|_| anyhow::anyhow!("the ns-2 runs panicked"))?
-            .into_iter()
-            .collect(),
-        None => HashMap::new(),
-    };
+    let ns2_results = ns2.results()?;
     let testbed_dir = args
         .testbed
         .clone()
         .unwrap_or_else(|| dir.join("../results/testbed"));
     let recorded = recorded_testbed_runs(&testbed_dir);
-    let mut experiments: Vec<Experiment> = first.unwrap_or_default();
-    for set in replica_sets {
-        for (experiment, runs) in experiments.iter_mut().zip(set) {
-            experiment.replicas.push(runs);
-        }
-    }
-    let outcomes: Vec<Vec<Outcome>> = claim_lists
-        .iter()
-        .zip(&samples)
-        .map(|(list, collected)| {
-            list.iter()
-                .zip(collected)
-                .map(|(claim, samples)| claims::judge(claim, samples))
-                .collect()
-        })
-        .collect();
-    let (mut experiments, outcomes) = beside_stated(experiments, outcomes);
-    for experiment in &mut experiments {
-        let id = experiment.id.clone();
-        if NS2_CONFORMANCE.contains(&id.as_str()) {
-            experiment.ns2 = Some(if args.no_ns2 {
-                Err("skipped (--no-ns2)".to_string())
-            } else if !ns_available {
-                Err(format!(
-                    "ns-2 is not installed ({}; Debian package ns2)",
-                    ns_path.display()
-                ))
-            } else {
-                ns2_results
-                    .get(&id)
-                    .cloned()
-                    .unwrap_or_else(|| Err("ns-2 was not run".to_string()))
-            });
-        }
-        experiment.testbed = testbed_runs(&recorded, &id);
-    }
+    let (experiments, outcomes) =
+        judged_experiments(replicated, &claim_lists, |experiment: &mut Experiment| {
+            let id = experiment.id.clone();
+            if NS2_CONFORMANCE.contains(&id.as_str()) {
+                experiment.ns2 = Some(ns2.result_of(&id, &ns2_results));
+            }
+            experiment.testbed = testbed_runs(&recorded, &id);
+        });
 
     let (report, claim_rows) = build_report(&experiments, &claims, &outcomes, replications, args)?;
     let counts = count_verdicts(&report);
@@ -622,6 +476,247 @@ pub fn run(args: &ReproduceArgs) -> Result<Vec<ClaimRow>> {
         println!("{}", files.html.display());
     }
     Ok(claim_rows)
+}
+
+/// The report's experiments and their claims' outcomes: replication 0's experiments with the
+/// other replications' runs beside them, every claim judged over the replications, each
+/// calibrated outcome beside the stated one ([`beside_stated`]), and `references` (ns-2's
+/// run, the testbed's) attached to each stated experiment.
+fn judged_experiments(
+    replicated: Replicated,
+    claim_lists: &[&[claims::Claim]],
+    references: impl Fn(&mut Experiment),
+) -> (Vec<Experiment>, Vec<Vec<Outcome>>) {
+    let mut experiments: Vec<Experiment> = replicated.first;
+    for set in replicated.replica_sets {
+        for (experiment, runs) in experiments.iter_mut().zip(set) {
+            experiment.replicas.push(runs);
+        }
+    }
+    let outcomes: Vec<Vec<Outcome>> = claim_lists
+        .iter()
+        .zip(&replicated.samples)
+        .map(|(list, collected)| {
+            list.iter()
+                .zip(collected)
+                .map(|(claim, samples)| claims::judge(claim, samples))
+                .collect()
+        })
+        .collect();
+    let (mut experiments, outcomes) = beside_stated(experiments, outcomes);
+    for experiment in &mut experiments {
+        references(experiment);
+    }
+    (experiments, outcomes)
+}
+
+/// The experiments `--only` selects (all of `dir`'s without it); an unknown id is an error
+/// naming the known ones.
+fn selected_ids(args: &ReproduceArgs, dir: &Path) -> Result<Vec<String>> {
+    let known = experiment_ids(dir)?;
+    if args.only.is_empty() {
+        return Ok(known);
+    }
+    for id in &args.only {
+        if !known.contains(id) {
+            bail!(
+                "--only {id}: no such experiment in {} (known: {})",
+                dir.display(),
+                known.join(", ")
+            );
+        }
+    }
+    Ok(args.only.clone())
+}
+
+/// The replications to run: `--replications`, else the quick or the default count; from 1 to
+/// [`MAX_REPLICATIONS`].
+fn replication_count(args: &ReproduceArgs) -> Result<u32> {
+    let replications = args.replications.unwrap_or(if args.quick {
+        QUICK_REPLICATIONS
+    } else {
+        DEFAULT_REPLICATIONS
+    });
+    if !(1..=MAX_REPLICATIONS).contains(&replications) {
+        bail!("--replications {replications}: expected 1 to {MAX_REPLICATIONS}");
+    }
+    Ok(replications)
+}
+
+/// The experiments `ids` under their scenario files' conditions (shortened with `quick`).
+fn stated_plans(dir: &Path, ids: &[String], quick: bool) -> Result<Vec<Plan>> {
+    let mut plans = Vec::new();
+    for id in ids {
+        let path = dir.join(format!("{id}.toml"));
+        let mut scenario = Scenario::from_path(&path).map_err(anyhow::Error::new)?;
+        if quick {
+            scenario.apply_quick().map_err(anyhow::Error::new)?;
+        }
+        let variants = scenario.expand().map_err(anyhow::Error::new)?;
+        plans.push(Plan {
+            id: id.clone(),
+            scenario,
+            variants,
+            condition: None,
+        });
+    }
+    Ok(plans)
+}
+
+/// ns-2's runs of the conformance experiments (replication 0 of their scenarios), on a
+/// thread of their own beside the simulations (they are few and single-threaded), or why
+/// there are none.
+struct Ns2Runs {
+    ns_path: PathBuf,
+    skipped: bool,
+    available: bool,
+    thread: Option<std::thread::JoinHandle<Vec<(String, Ns2Result)>>>,
+}
+
+/// ns-2's run of one experiment, or why it failed.
+type Ns2Result = std::result::Result<Run, String>;
+
+impl Ns2Runs {
+    /// Starts ns-2 on the stated conformance plans unless `--no-ns2` or ns-2 is not installed.
+    fn start(args: &ReproduceArgs, plans: &[Plan]) -> Ns2Runs {
+        let ns_path = PathBuf::from(tfrc_ns2::DEFAULT_NS_PATH);
+        let available = tfrc_ns2::find_ns(&ns_path).is_ok();
+        let thread = (!args.no_ns2 && available).then(|| {
+            let jobs: Vec<(String, Vec<Scenario>)> = plans
+                .iter()
+                .filter(|plan| {
+                    plan.condition.is_none() && NS2_CONFORMANCE.contains(&plan.id.as_str())
+                })
+                .map(|plan| {
+                    let variants = plan.variants.iter().map(|v| v.replicate(0)).collect();
+                    (plan.id.clone(), variants)
+                })
+                .collect();
+            let out = args.out.clone();
+            let ns_path = ns_path.clone();
+            std::thread::spawn(move || {
+                jobs.into_iter()
+                    .map(|(id, variants)| {
+                        let result = run_ns2(&id, &variants, &out, &ns_path);
+                        (id, result)
+                    })
+                    .collect::<Vec<_>>()
+            })
+        });
+        Ns2Runs {
+            ns_path,
+            skipped: args.no_ns2,
+            available,
+            thread,
+        }
+    }
+
+    /// Waits for ns-2's runs: each experiment's run, by id.
+    fn results(&mut self) -> Result<HashMap<String, Ns2Result>> {
+        Ok(match self.thread.take() {
+            Some(thread) => thread
+                .join()
+                .map_err(|_| anyhow::anyhow!("the ns-2 runs panicked"))?
+                .into_iter()
+                .collect(),
+            None => HashMap::new(),
+        })
+    }
+
+    /// What the report shows of ns-2 for experiment `id`: its run, or why there is none.
+    fn result_of(&self, id: &str, results: &HashMap<String, Ns2Result>) -> Ns2Result {
+        if self.skipped {
+            Err("skipped (--no-ns2)".to_string())
+        } else if !self.available {
+            Err(format!(
+                "ns-2 is not installed ({}; Debian package ns2)",
+                self.ns_path.display()
+            ))
+        } else {
+            results
+                .get(id)
+                .cloned()
+                .unwrap_or_else(|| Err("ns-2 was not run".to_string()))
+        }
+    }
+}
+
+/// What the replications gave: replication 0's experiments with their runs loaded (the
+/// figures show them), the other replications' runs reduced to their summaries, every
+/// claim's sample per replication (per plan, per claim), and every run's outcome.
+struct Replicated {
+    first: Vec<Experiment>,
+    replica_sets: Vec<Vec<Vec<LoadedRun>>>,
+    samples: Vec<Vec<Vec<Sample>>>,
+    outcomes: Vec<RunOutcome>,
+}
+
+/// Runs every replication, measures it against the claims and (but for the first) reduces it
+/// to its summaries before the next, so memory and disk stay those of one replication.
+fn run_replications(
+    plans: &[Plan],
+    claim_lists: &[&[claims::Claim]],
+    replications: u32,
+    args: &ReproduceArgs,
+    bar: &indicatif::ProgressBar,
+) -> Replicated {
+    let threads = runner::jobs_or_cores(args.jobs);
+    let mut replicated = Replicated {
+        first: Vec::new(),
+        replica_sets: Vec::new(),
+        samples: claim_lists
+            .iter()
+            .map(|list| vec![Vec::new(); list.len()])
+            .collect(),
+        outcomes: Vec::new(),
+    };
+    for replication in 0..replications {
+        bar.set_prefix(format!("replication {}/{replications}", replication + 1));
+        let keep_files = replication == 0 || args.keep_runs;
+        let (jobs, runs_of) =
+            replication_jobs(plans, replication, &args.out, keep_files, args.keep_runs);
+        let mut outcomes = runner::run_all(jobs, threads, bar);
+        let experiments = load_experiments(plans, runs_of, &outcomes);
+        // The outcomes keep no second reference to the loaded runs.
+        for outcome in &mut outcomes {
+            outcome.run = None;
+        }
+        {
+            let views = run_views(&experiments);
+            let measured = sample_claims(&experiments, claim_lists, &views, threads);
+            for (index, per_claim) in measured.into_iter().enumerate() {
+                for (collected, sample) in replicated.samples[index].iter_mut().zip(per_claim) {
+                    collected.push(sample);
+                }
+            }
+        }
+        if replication == 0 {
+            replicated.first = experiments;
+        } else {
+            replicated.replica_sets.push(summaries_only(&experiments));
+            drop(experiments);
+        }
+        replicated.outcomes.extend(outcomes);
+    }
+    replicated
+}
+
+/// The runs of a replication's experiments reduced to their summaries (what the figures'
+/// bands over the replications need).
+fn summaries_only(experiments: &[Experiment]) -> Vec<Vec<LoadedRun>> {
+    experiments
+        .iter()
+        .map(|experiment| {
+            experiment
+                .runs
+                .iter()
+                .map(|loaded| LoadedRun {
+                    scenario: loaded.scenario.clone(),
+                    run: std::sync::Arc::new(loaded.run.summary_only()),
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect()
 }
 
 /// The experiments under their stated conditions (the report's sections) with their claims'
@@ -811,54 +906,10 @@ fn setup_text(
             "ies"
         }
     );
-    let links: Vec<String> = scenario
-        .links
-        .iter()
-        .map(|link| {
-            let rate = match &link.forward.capacity {
-                Capacity::Rate(rate) => rate.to_string(),
-                Capacity::Trace { path, .. } => format!(
-                    "trace {}",
-                    path.file_name().unwrap_or_default().to_string_lossy()
-                ),
-            };
-            format!(
-                "{}–{} {} {} ms queue {}",
-                link.between[0],
-                link.between[1],
-                rate,
-                link.forward.delay.as_millis(),
-                link.forward.queue.limit()
-            )
-        })
-        .collect();
+    let links: Vec<String> = scenario.links.iter().map(link_text).collect();
     text += &format!("Links: {}.", links.join("; "));
     if !scenario.sweep.is_empty() || experiment.runs.len() > 1 {
-        let names: Vec<String> = experiment
-            .runs
-            .iter()
-            .map(|run| {
-                run.scenario
-                    .variant
-                    .iter()
-                    .map(|(label, value)| format!("{label}={value}"))
-                    .collect::<Vec<_>>()
-                    .join(",")
-            })
-            .collect();
-        text += &format!(
-            "\n\n{} runs: {}.",
-            experiment.runs.len(),
-            if names.len() > 12 {
-                format!(
-                    "{} … {}",
-                    names[..6].join("; "),
-                    names[names.len() - 3..].join("; ")
-                )
-            } else {
-                names.join("; ")
-            }
-        );
+        text += &runs_text(experiment);
     }
     for (name, calibration) in &claims_file.calibration {
         if calibration.experiments.contains(&experiment.id) {
@@ -874,6 +925,56 @@ fn setup_text(
         }
     }
     text
+}
+
+/// A link as the setup names it: its ends, its forward direction's rate (or trace), delay and
+/// queue limit.
+fn link_text(link: &tfrc_scenario::Link) -> String {
+    let rate = match &link.forward.capacity {
+        Capacity::Rate(rate) => rate.to_string(),
+        Capacity::Trace { path, .. } => format!(
+            "trace {}",
+            path.file_name().unwrap_or_default().to_string_lossy()
+        ),
+    };
+    format!(
+        "{}–{} {} {} ms queue {}",
+        link.between[0],
+        link.between[1],
+        rate,
+        link.forward.delay.as_millis(),
+        link.forward.queue.limit()
+    )
+}
+
+/// The setup's list of an experiment's runs by their sweep labels (the first six and the last
+/// three of more than twelve).
+fn runs_text(experiment: &Experiment) -> String {
+    let names: Vec<String> = experiment
+        .runs
+        .iter()
+        .map(|run| {
+            run.scenario
+                .variant
+                .iter()
+                .map(|(label, value)| format!("{label}={value}"))
+                .collect::<Vec<_>>()
+                .join(",")
+        })
+        .collect();
+    format!(
+        "\n\n{} runs: {}.",
+        experiment.runs.len(),
+        if names.len() > 12 {
+            format!(
+                "{} … {}",
+                names[..6].join("; "),
+                names[names.len() - 3..].join("; ")
+            )
+        } else {
+            names.join("; ")
+        }
+    )
 }
 
 fn verdict(experiment: &Experiment, outcomes: &[Outcome]) -> Verdict {
@@ -1082,8 +1183,8 @@ impl ClaimRow {
         ClaimRow {
             experiment: id.to_string(),
             claim: claim.text.clone(),
-            metric: claim.metric.clone(),
-            relation: claim.relation.clone(),
+            metric: claim.metric.to_string(),
+            relation: claim.relation.to_string(),
             paper: outcome.paper.clone(),
             ours: outcome.ours.clone(),
             status: outcome.status.text(),
@@ -1162,111 +1263,135 @@ fn build_report(
     args: &ReproduceArgs,
 ) -> Result<(Report, Vec<ClaimRow>)> {
     let mut report = Report::new("TFRC and its extensions: the papers' experiments, reproduced")
-        .intro(format!(
-            "Every experiment of the four papers (catalogue: docs/experiments.md in the toolkit's \
-             source tree) run in our simulator (`tfrc sim`, the same protocol code as the real \
-             tools){}. Each experiment ran {replications} independent replication(s): each draws new \
-             seeds for every random source and loss model and starts every flow later by a delay \
-             drawn uniformly in [0, one base RTT of its path), what the papers leave random or \
-             unstated (`Scenario::replicate`; `tfrc sim FILE --replication K` reruns replication K). \
-             A claim's figure is the mean over the replications with its 95 % Student-t confidence \
-             interval; the claim **holds** when the whole interval lies on the paper's side of its \
-             threshold, **differs** when it lies wholly on the other side, and is **inconclusive** \
-             when it straddles it. Each claim quotes its paper and says whether its threshold is the \
-             paper's, the catalogue's (a number the paper leaves unstated) or ours (where the paper \
-             gives no number); every claim that does not hold carries its measured explanation and \
-             a cause (`paper-network-not-modelled`, `paper-setup-unstated`, `paper-inconsistent`, \
-             `model-differs`, `noise`), counted per experiment in the summary. Where one condition \
-             a paper leaves unstated decides verdicts, its experiments are judged again under a \
-             calibrated condition whose level comes from one of the paper's own figures, in a \
-             column of its own beside the default verdict (docs/claims.md in the source tree lists \
-             every claim's encoding and the calibrations). Figures show replication 0; raw \
-             files of replication 0 are under `runs/`, the other replications keep their \
-             `summary.json` (`runs.csv` lists every run with its seed and wall time); `claims.csv` \
-             lists every claim with both numbers and the interval.\n\nMetrics (scenarios/claims.toml): {}",
-            if args.quick {
-                " — QUICK MODE: shortened runs, numbers are not comparable with the papers"
-            } else {
-                ""
-            },
-            claims_file
-                .metrics
-                .iter()
-                .map(|(name, definition)| format!("{name}: {definition}"))
-                .collect::<Vec<_>>()
-                .join("; ")
-        ));
+        .intro(report_intro(claims_file, replications, args.quick));
     let mut claim_rows = Vec::new();
     for (experiment, outcomes) in experiments.iter().zip(outcomes) {
-        let paper = claims_file.experiment.get(&experiment.id);
-        let title = match paper {
-            Some(paper) => format!("paper {}, {}", paper.paper, paper.location),
-            None => experiment.id.clone(),
-        };
-        let mut section = Section::new(&experiment.id, title)
-            .setup(setup_text(experiment, paper, claims_file))
-            .paper_result(
-                paper
-                    .map(|paper| paper.result.clone())
-                    .unwrap_or_else(|| "(no claims recorded for this id)".into()),
-            );
-        for (path, caption) in figures::draw(experiment, &args.out)? {
-            section = section.figure(path, caption);
-        }
-        if !outcomes.is_empty() {
-            section = section.table(claims_table(outcomes, replications));
-        }
-        if let Some(table) = figures::table(experiment) {
-            section = section.table(table);
-        }
-        if let Some(table) = figures::feedback_table(experiment) {
-            section = section.table(table);
-        }
-        if let Some(ns2) = &experiment.ns2 {
-            for (quantity, paper, ours) in figures::ns2_comparison(experiment, ns2) {
-                section = section.measurement(quantity, paper, ours);
-            }
-        }
-        for (quantity, simulated, real) in figures::testbed_comparison(experiment) {
-            section = section.measurement(quantity, simulated, real);
-        }
+        let section =
+            experiment_section(experiment, outcomes, claims_file, replications, &args.out)?;
+        report = report.section(section);
         claim_rows.extend(
             outcomes
                 .iter()
                 .map(|outcome| ClaimRow::of(&experiment.id, outcome, claims_file)),
         );
-        for failure in &experiment.failures {
-            section = section.measurement("run failed", "—", failure.clone());
-        }
-        for loaded in &experiment.runs {
-            let summary = loaded.run.dir.join("summary.json");
-            if let Ok(relative) = summary.strip_prefix(&args.out) {
-                section = section.raw_data(relative.to_path_buf());
-            }
-        }
-        if let Some((quantity, counts)) = calibrated_counts(outcomes, claims_file) {
-            section = section.measurement(quantity, "—", counts);
-        }
-        let counts = claim_counts(outcomes.iter());
-        section = section.claim_counts(counts.held, counts.differ, counts.inconclusive);
-        section = section.causes(
-            outcomes
-                .iter()
-                .map(Outcome::cause)
-                .filter(|cause| !cause.is_empty())
-                .map(String::from)
-                .collect(),
-        );
-        report = report.section(section.verdict(verdict(experiment, outcomes)));
     }
-    std::fs::create_dir_all(&args.out)
-        .with_context(|| format!("cannot create {}", args.out.display()))?;
-    let path = args.out.join(CLAIMS_FILE);
+    write_claims_csv(&args.out, &claim_rows)?;
+    Ok((report, claim_rows))
+}
+
+/// The report's introduction: how the experiments ran and were judged, and the metrics.
+fn report_intro(claims_file: &claims::ClaimsFile, replications: u32, quick: bool) -> String {
+    format!(
+        "Every experiment of the four papers (catalogue: docs/experiments.md in the toolkit's \
+         source tree) run in our simulator (`tfrc sim`, the same protocol code as the real \
+         tools){}. Each experiment ran {replications} independent replication(s): each draws new \
+         seeds for every random source and loss model and starts every flow later by a delay \
+         drawn uniformly in [0, one base RTT of its path), what the papers leave random or \
+         unstated (`Scenario::replicate`; `tfrc sim FILE --replication K` reruns replication K). \
+         A claim's figure is the mean over the replications with its 95 % Student-t confidence \
+         interval; the claim **holds** when the whole interval lies on the paper's side of its \
+         threshold, **differs** when it lies wholly on the other side, and is **inconclusive** \
+         when it straddles it. Each claim quotes its paper and says whether its threshold is the \
+         paper's, the catalogue's (a number the paper leaves unstated) or ours (where the paper \
+         gives no number); every claim that does not hold carries its measured explanation and \
+         a cause (`paper-network-not-modelled`, `paper-setup-unstated`, `paper-inconsistent`, \
+         `model-differs`, `noise`), counted per experiment in the summary. Where one condition \
+         a paper leaves unstated decides verdicts, its experiments are judged again under a \
+         calibrated condition whose level comes from one of the paper's own figures, in a \
+         column of its own beside the default verdict (docs/claims.md in the source tree lists \
+         every claim's encoding and the calibrations). Figures show replication 0; raw \
+         files of replication 0 are under `runs/`, the other replications keep their \
+         `summary.json` (`runs.csv` lists every run with its seed and wall time); `claims.csv` \
+         lists every claim with both numbers and the interval.\n\nMetrics (scenarios/claims.toml): {}",
+        if quick {
+            " — QUICK MODE: shortened runs, numbers are not comparable with the papers"
+        } else {
+            ""
+        },
+        claims_file
+            .metrics
+            .iter()
+            .map(|(name, definition)| format!("{name}: {definition}"))
+            .collect::<Vec<_>>()
+            .join("; ")
+    )
+}
+
+/// One experiment's section: setup, figures, claims and other tables, measurements beside ns-2
+/// and the testbed, failures, raw data, claim counts and causes, verdict.
+fn experiment_section(
+    experiment: &Experiment,
+    outcomes: &[Outcome],
+    claims_file: &claims::ClaimsFile,
+    replications: u32,
+    out: &Path,
+) -> Result<Section> {
+    let paper = claims_file.experiment.get(&experiment.id);
+    let title = match paper {
+        Some(paper) => format!("paper {}, {}", paper.paper, paper.location),
+        None => experiment.id.clone(),
+    };
+    let mut section = Section::new(&experiment.id, title)
+        .setup(setup_text(experiment, paper, claims_file))
+        .paper_result(
+            paper
+                .map(|paper| paper.result.clone())
+                .unwrap_or_else(|| "(no claims recorded for this id)".into()),
+        );
+    for (path, caption) in figures::draw(experiment, out)? {
+        section = section.figure(path, caption);
+    }
+    if !outcomes.is_empty() {
+        section = section.table(claims_table(outcomes, replications));
+    }
+    if let Some(table) = figures::table(experiment) {
+        section = section.table(table);
+    }
+    if let Some(table) = figures::feedback_table(experiment) {
+        section = section.table(table);
+    }
+    if let Some(ns2) = &experiment.ns2 {
+        for (quantity, paper, ours) in figures::ns2_comparison(experiment, ns2) {
+            section = section.measurement(quantity, paper, ours);
+        }
+    }
+    for (quantity, simulated, real) in figures::testbed_comparison(experiment) {
+        section = section.measurement(quantity, simulated, real);
+    }
+    for failure in &experiment.failures {
+        section = section.measurement("run failed", "—", failure.clone());
+    }
+    for loaded in &experiment.runs {
+        let summary = loaded.run.dir.join("summary.json");
+        if let Ok(relative) = summary.strip_prefix(out) {
+            section = section.raw_data(relative.to_path_buf());
+        }
+    }
+    if let Some((quantity, counts)) = calibrated_counts(outcomes, claims_file) {
+        section = section.measurement(quantity, "—", counts);
+    }
+    let counts = claim_counts(outcomes.iter());
+    section = section.claim_counts(counts.held, counts.differ, counts.inconclusive);
+    section = section.causes(
+        outcomes
+            .iter()
+            .map(Outcome::cause)
+            .filter(|cause| !cause.is_empty())
+            .map(String::from)
+            .collect(),
+    );
+    Ok(section.verdict(verdict(experiment, outcomes)))
+}
+
+/// Writes `claims.csv` (every claim with both numbers and the interval) into `out`.
+fn write_claims_csv(out: &Path, claim_rows: &[ClaimRow]) -> Result<()> {
+    std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
+    let path = out.join(CLAIMS_FILE);
     let mut writer = csv::WriterBuilder::new()
         .quote_style(csv::QuoteStyle::NonNumeric)
         .from_path(&path)
         .with_context(|| format!("cannot write {}", path.display()))?;
-    for row in &claim_rows {
+    for row in claim_rows {
         writer
             .serialize(row)
             .with_context(|| format!("cannot write {}", path.display()))?;
@@ -1274,5 +1399,5 @@ fn build_report(
     writer
         .flush()
         .with_context(|| format!("cannot write {}", path.display()))?;
-    Ok((report, claim_rows))
+    Ok(())
 }

@@ -113,7 +113,7 @@ pub struct FlowLayout {
     /// Flow name (`name.3` for an instance of a `count` flow).
     pub name: String,
     /// The `kind` column of `flows.csv`: the scenario's kind (`tfrc`, `tcp`, `cbr`, `pareto`, `exp-onoff`).
-    pub kind: &'static str,
+    pub kind: tfrc_output::FlowKind,
     /// Sending node.
     pub from: String,
     /// Receiving node.

@@ -188,7 +188,7 @@ impl Generator<'_> {
                 route.hops.iter().map(|hop| hop.direction_index()).collect();
             self.note_lost_colour(flow, &data_path);
             // The kind as the scenario file names it, as the simulator writes it.
-            let kind = flow.kind_name();
+            let kind = flow.output_kind();
             let sample = match &flow.kind {
                 FlowKind::Tfrc(_) => SampleKind::Tfrc,
                 FlowKind::Tcp(_) => SampleKind::Tcp,

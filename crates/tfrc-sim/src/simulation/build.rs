@@ -247,7 +247,7 @@ fn build_flow(
     };
     let record = FlowRecord::new(
         spec.name.clone(),
-        spec.kind.name(),
+        spec.kind.output_kind(),
         (spec.from.clone(), spec.to.clone()),
         (start, stop.max(start)),
     );

@@ -33,7 +33,7 @@ pub(crate) fn seconds(at: Instant) -> f64 {
 #[derive(Debug, Clone)]
 pub(crate) struct FlowRecord {
     pub name: String,
-    pub kind: &'static str,
+    pub kind: tfrc_output::FlowKind,
     pub from: String,
     pub to: String,
     pub start: Instant,
@@ -57,7 +57,7 @@ pub(crate) struct FlowRecord {
 impl FlowRecord {
     pub fn new(
         name: String,
-        kind: &'static str,
+        kind: tfrc_output::FlowKind,
         (from, to): (String, String),
         (start, stop): (Instant, Instant),
     ) -> FlowRecord {
@@ -306,7 +306,7 @@ mod tests {
     fn packets_fall_into_tenth_of_second_bins() {
         let mut record = FlowRecord::new(
             "a".into(),
-            "cbr",
+            tfrc_output::FlowKind::Cbr,
             ("s".into(), "r".into()),
             (Instant::from_secs(1), Instant::from_millis(1_300)),
         );
@@ -321,7 +321,7 @@ mod tests {
         // A trailing empty bin counts: [2, 0, 1, 0] over 0.4 s.
         let mut longer = FlowRecord::new(
             "b".into(),
-            "cbr",
+            tfrc_output::FlowKind::Cbr,
             ("s".into(), "r".into()),
             (Instant::from_secs(1), Instant::from_millis(1_400)),
         );

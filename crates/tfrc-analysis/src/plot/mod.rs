@@ -11,6 +11,16 @@
 //!
 //! Text is rendered with DejaVu Sans embedded in the crate (`assets/fonts`, Bitstream Vera
 //! licence), so plotting needs no system fonts or fontconfig.
+//!
+//! This module is the rendering engine (the two figure kinds, their styles, axes and files);
+//! [`recipes`] builds the figures of runs from it, re-exported here.
+
+mod recipes;
+
+pub use recipes::{
+    cdf, delay_throughput, flow_color, grouped_xy, grouped_xy_with_bands, rtt_over_time,
+    state_over_time, throughput_over_time, BandedGroup, NoDelayPercentile, Source,
+};
 
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -22,10 +32,8 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use crate::run::{Direction, Run};
-
 /// The font the plots use, registered with plotters as `sans-serif`.
-static FONT: &[u8] = include_bytes!("../assets/fonts/DejaVuSans.ttf");
+static FONT: &[u8] = include_bytes!("../../assets/fonts/DejaVuSans.ttf");
 
 /// What went wrong while drawing a figure. Each variant names the output file.
 #[derive(Debug, thiserror::Error)]
@@ -434,6 +442,8 @@ impl LinePlot {
         }
     }
 
+    /// Draws the mesh, the shaded spans, the lines' bands, the lines and the legend, in
+    /// that order (each drawn over the one before).
     fn render_lines<'a, DB, X>(
         &self,
         mut chart: ChartContext<'a, DB, Cartesian2d<X, RangedCoordf64>>,
@@ -454,6 +464,33 @@ impl LinePlot {
             .light_line_style(RGBColor(235, 235, 235))
             .draw()
             .map_err(|e| e.to_string())?;
+        self.draw_shades(&mut chart)?;
+        for line in lines {
+            self.draw_band(&mut chart, line)?;
+        }
+        for line in lines {
+            self.draw_line(&mut chart, line)?;
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperRight)
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK.mix(0.4))
+            .label_font(("sans-serif", 15))
+            .draw()
+            .map_err(|e| e.to_string())?;
+        Ok(())
+    }
+
+    /// The shaded spans, full height, one colour and one legend entry per label.
+    fn draw_shades<'a, DB, X>(
+        &self,
+        chart: &mut ChartContext<'a, DB, Cartesian2d<X, RangedCoordf64>>,
+    ) -> Result<(), String>
+    where
+        DB: DrawingBackend + 'a,
+        X: Ranged<ValueType = f64> + ValueFormatter<f64>,
+    {
         let (y_low, y_high) = (chart.y_range().start, chart.y_range().end);
         for (index, label) in self.shade_labels().into_iter().enumerate() {
             let fill = SHADES[index % SHADES.len()].mix(0.35).filled();
@@ -469,88 +506,98 @@ impl LinePlot {
                 .label(label)
                 .legend(move |(x, y)| Rectangle::new([(x, y - 6), (x + 24, y + 6)], fill));
         }
-        for line in lines {
-            let mut band: Vec<(f64, f64, f64)> = self.drawable_band(line).collect();
-            band.sort_by(|a, b| a.0.total_cmp(&b.0));
-            if band.len() >= 2 {
-                let outline: Vec<(f64, f64)> = band
-                    .iter()
-                    .map(|(x, _, high)| (*x, *high))
-                    .chain(band.iter().rev().map(|(x, low, _)| (*x, *low)))
-                    .collect();
-                chart
-                    .draw_series(std::iter::once(Polygon::new(
-                        outline,
-                        color(line.style.color).mix(0.18).filled(),
-                    )))
-                    .map_err(|e| e.to_string())?;
-            }
+        Ok(())
+    }
+
+    /// A line's band (`[low, high]` around it), a light polygon in the line's colour; nothing
+    /// for a line without one.
+    fn draw_band<'a, DB, X>(
+        &self,
+        chart: &mut ChartContext<'a, DB, Cartesian2d<X, RangedCoordf64>>,
+        line: &Line,
+    ) -> Result<(), String>
+    where
+        DB: DrawingBackend + 'a,
+        X: Ranged<ValueType = f64> + ValueFormatter<f64>,
+    {
+        let mut band: Vec<(f64, f64, f64)> = self.drawable_band(line).collect();
+        band.sort_by(|a, b| a.0.total_cmp(&b.0));
+        if band.len() < 2 {
+            return Ok(());
         }
-        for line in lines {
-            let points: Vec<(f64, f64)> = self.drawable(line).collect();
-            let style = color(line.style.color).stroke_width(2);
-            let annotation = match line.style.dash.pattern() {
-                None if line.style.dash == Dash::Hidden => chart
-                    .draw_series(LineSeries::new(std::iter::empty(), style))
-                    .map_err(|e| e.to_string())?,
-                None => chart
-                    .draw_series(LineSeries::new(points.iter().copied(), style))
-                    .map_err(|e| e.to_string())?,
-                Some((dash, gap)) => chart
-                    .draw_series(DashedLineSeries::new(
-                        points.iter().copied(),
-                        dash,
-                        gap,
-                        style,
-                    ))
-                    .map_err(|e| e.to_string())?,
-            };
-            let dash = line.style.dash;
-            let marker_color = if line.style.markers {
-                color(line.style.color).to_rgba()
-            } else {
-                TRANSPARENT
-            };
-            annotation.label(&line.label).legend(move |(x, y)| {
-                let segments: [(i32, i32); 3] = match dash.pattern() {
-                    None if dash == Dash::Hidden => [(0, 0); 3],
-                    None => [(0, 8), (8, 16), (16, 24)],
-                    Some((_, gap)) if gap > 5 => [(0, 7), (12, 19), (24, 24)],
-                    Some(_) => [(0, 3), (8, 11), (16, 19)],
-                };
-                let [a, b, c] =
-                    segments.map(|(from, to)| PathElement::new(vec![(from, 0), (to, 0)], style));
-                EmptyElement::at((x, y))
-                    + a
-                    + b
-                    + c
-                    + Circle::new((12, 0), 4, marker_color.filled())
-            });
-            if line.style.markers {
-                chart
-                    .draw_series(
-                        points
-                            .iter()
-                            .map(|&p| Circle::new(p, 4, color(line.style.color).filled())),
-                    )
-                    .map_err(|e| e.to_string())?;
-            }
-        }
+        let outline: Vec<(f64, f64)> = band
+            .iter()
+            .map(|(x, _, high)| (*x, *high))
+            .chain(band.iter().rev().map(|(x, low, _)| (*x, *low)))
+            .collect();
         chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK.mix(0.4))
-            .label_font(("sans-serif", 15))
-            .draw()
+            .draw_series(std::iter::once(Polygon::new(
+                outline,
+                color(line.style.color).mix(0.18).filled(),
+            )))
             .map_err(|e| e.to_string())?;
+        Ok(())
+    }
+
+    /// One line in its style (solid, dashed, dotted or hidden; markers on its points if it has
+    /// them) with its legend entry drawn the same way.
+    fn draw_line<'a, DB, X>(
+        &self,
+        chart: &mut ChartContext<'a, DB, Cartesian2d<X, RangedCoordf64>>,
+        line: &Line,
+    ) -> Result<(), String>
+    where
+        DB: DrawingBackend + 'a,
+        X: Ranged<ValueType = f64> + ValueFormatter<f64>,
+    {
+        let points: Vec<(f64, f64)> = self.drawable(line).collect();
+        let style = color(line.style.color).stroke_width(2);
+        let annotation = match line.style.dash.pattern() {
+            None if line.style.dash == Dash::Hidden => chart
+                .draw_series(LineSeries::new(std::iter::empty(), style))
+                .map_err(|e| e.to_string())?,
+            None => chart
+                .draw_series(LineSeries::new(points.iter().copied(), style))
+                .map_err(|e| e.to_string())?,
+            Some((dash, gap)) => chart
+                .draw_series(DashedLineSeries::new(
+                    points.iter().copied(),
+                    dash,
+                    gap,
+                    style,
+                ))
+                .map_err(|e| e.to_string())?,
+        };
+        let dash = line.style.dash;
+        let marker_color = if line.style.markers {
+            color(line.style.color).to_rgba()
+        } else {
+            TRANSPARENT
+        };
+        annotation.label(&line.label).legend(move |(x, y)| {
+            let segments: [(i32, i32); 3] = match dash.pattern() {
+                None if dash == Dash::Hidden => [(0, 0); 3],
+                None => [(0, 8), (8, 16), (16, 24)],
+                Some((_, gap)) if gap > 5 => [(0, 7), (12, 19), (24, 24)],
+                Some(_) => [(0, 3), (8, 11), (16, 19)],
+            };
+            let [a, b, c] =
+                segments.map(|(from, to)| PathElement::new(vec![(from, 0), (to, 0)], style));
+            EmptyElement::at((x, y)) + a + b + c + Circle::new((12, 0), 4, marker_color.filled())
+        });
+        if line.style.markers {
+            chart
+                .draw_series(
+                    points
+                        .iter()
+                        .map(|&p| Circle::new(p, 4, color(line.style.color).filled())),
+                )
+                .map_err(|e| e.to_string())?;
+        }
         Ok(())
     }
 }
 
-/// `min..max` of finite values, with `pad` (a fraction of the span) added above (and below
-/// too unless the range starts at 0), starting at 0 if `from_zero` and all values are ≥ 0;
-/// never empty.
 /// Something drawn onto any plotters backend (a PNG or an SVG file).
 trait Figure {
     fn render<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String>;
@@ -611,6 +658,9 @@ fn draw_file(
     })
 }
 
+/// `min..max` of finite values, with `pad` (a fraction of the span) added above (and below
+/// too unless the range starts at 0), starting at 0 if `from_zero` and all values are ≥ 0;
+/// never empty.
 fn padded_range(values: impl Iterator<Item = f64>, from_zero: bool, pad: f64) -> Range<f64> {
     let (mut low, mut high) = values.fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| {
         (lo.min(v), hi.max(v))
@@ -692,267 +742,6 @@ fn create_parent(path: &Path) -> Result<(), PlotError> {
         }
         _ => Ok(()),
     }
-}
-
-/// One run to plot, with the name of where it came from (`ours`, `ns-2`, `real`), shown in the
-/// legend when several sources are overlaid.
-#[derive(Debug, Clone, Copy)]
-pub struct Source<'a> {
-    /// Legend prefix.
-    pub name: &'a str,
-    /// The run.
-    pub run: &'a Run,
-}
-
-fn series_label(sources: &[Source<'_>], source: &Source<'_>, rest: &str) -> String {
-    if sources.len() > 1 {
-        format!("{}: {rest}", source.name)
-    } else {
-        rest.to_string()
-    }
-}
-
-/// Throughput over time per flow (papers 000, 002, 004): one line per source × flow ×
-/// direction, in kb/s per output interval. Each source × flow pair has its own colour; the
-/// receiver's throughput is solid, the sender's dashed. `flows` empty means every TFRC/TCP
-/// flow of each run (the UDP background is left out).
-pub fn throughput_over_time(
-    title: &str,
-    sources: &[Source<'_>],
-    flows: &[&str],
-    directions: &[Direction],
-) -> LinePlot {
-    let mut plot = LinePlot::new(title, "time (s)", "throughput (kb/s)");
-    let mut colour = 0;
-    for source in sources {
-        for flow in flows_to_plot(source.run, flows) {
-            for &direction in directions {
-                let dash = match direction {
-                    Direction::Received => Dash::Solid,
-                    Direction::Sent => Dash::Dashed,
-                    Direction::Goodput => Dash::Dotted,
-                };
-                plot = plot.line(
-                    series_label(sources, source, &format!("{flow} {direction}")),
-                    source.run.throughput_series(flow, direction),
-                    LineStyle {
-                        color: colour,
-                        dash,
-                        markers: false,
-                    },
-                );
-            }
-            colour += 1;
-        }
-    }
-    plot
-}
-
-/// The senders' RTT estimate over time (paper 002, Fig. 2), one line per source × flow.
-/// `flows` empty means every TFRC/TCP flow.
-pub fn rtt_over_time(title: &str, sources: &[Source<'_>], flows: &[&str]) -> LinePlot {
-    let mut plot = LinePlot::new(title, "time (s)", "RTT estimate (s)");
-    // The papers' RTT plots zoom on the range the estimate moves in.
-    plot.y_from_zero = false;
-    line_per_flow(plot, sources, flows, Run::rtt_series)
-}
-
-/// Adds one line per source × flow, `series(run, flow)`: a colour per line, a dash per source.
-fn line_per_flow(
-    mut plot: LinePlot,
-    sources: &[Source<'_>],
-    flows: &[&str],
-    series: impl Fn(&Run, &str) -> Vec<(f64, f64)>,
-) -> LinePlot {
-    let mut colour = 0;
-    for (source_index, source) in sources.iter().enumerate() {
-        for flow in flows_to_plot(source.run, flows) {
-            plot = plot.line(
-                series_label(sources, source, flow),
-                series(source.run, flow),
-                LineStyle {
-                    color: colour,
-                    dash: Dash::nth(source_index),
-                    markers: false,
-                },
-            );
-            colour += 1;
-        }
-    }
-    plot
-}
-
-/// One `state.csv` column (see [`Run::state_columns`]) over time, one line per source × flow:
-/// flent's plot of a saved series, for any protocol state the runs sampled (`x_bps`, `p`,
-/// `cwnd`, …). Flows that never filled the column draw nothing.
-pub fn state_over_time(
-    title: &str,
-    sources: &[Source<'_>],
-    flows: &[&str],
-    column: &str,
-) -> LinePlot {
-    let plot = LinePlot::new(title, "time (s)", column);
-    line_per_flow(plot, sources, flows, |run, flow| {
-        run.state_column_series(flow, column)
-    })
-}
-
-/// flent's CDF plot: for each source × flow, the empirical distribution of `values` (a
-/// flow's samples, e.g. its receiver throughput per output interval): the share of samples at
-/// or below x, a step at each sorted sample. NaN samples are left out.
-pub fn cdf(
-    title: &str,
-    x_label: &str,
-    sources: &[Source<'_>],
-    flows: &[&str],
-    values: impl Fn(&Run, &str) -> Vec<f64>,
-) -> LinePlot {
-    let plot = LinePlot::new(title, x_label, "fraction of samples ≤ x");
-    line_per_flow(plot, sources, flows, |run, flow| {
-        let mut samples: Vec<f64> = values(run, flow)
-            .into_iter()
-            .filter(|value| !value.is_nan())
-            .collect();
-        samples.sort_by(f64::total_cmp);
-        empirical_cdf(&samples)
-    })
-}
-
-/// The steps of the empirical CDF of sorted `samples`: at each sample, the share below it, then
-/// the share at or below it.
-fn empirical_cdf(samples: &[f64]) -> Vec<(f64, f64)> {
-    let count = samples.len() as f64;
-    let mut points = Vec::with_capacity(2 * samples.len());
-    for (index, &value) in samples.iter().enumerate() {
-        points.push((value, index as f64 / count));
-        points.push((value, (index + 1) as f64 / count));
-    }
-    points
-}
-
-/// The colour [`throughput_over_time`] and [`state_over_time`] give `flow` when they draw one
-/// source: its place among the flows drawn. For lines that belong to that flow (its target
-/// rate as a reference line).
-pub fn flow_color(run: &Run, flows: &[&str], flow: &str) -> Option<usize> {
-    flows_to_plot(run, flows)
-        .iter()
-        .position(|drawn| *drawn == flow)
-}
-
-fn flows_to_plot<'a>(run: &'a Run, flows: &'a [&'a str]) -> Vec<&'a str> {
-    if flows.is_empty() {
-        run.summary
-            .flows
-            .iter()
-            .filter(|f| f.kind == "tfrc" || f.kind == "tcp")
-            .map(|f| f.name.as_str())
-            .collect()
-    } else {
-        flows.to_vec()
-    }
-}
-
-/// Pantheon's view of saved runs: one point per flow at (95th percentile one-way delay in ms,
-/// goodput in Mb/s), one colour per run, no lines (the flows of a run are not a series).
-/// Flows without a delay percentile (ns-2 runs, the testbed) are left out; the error names the
-/// runs when none has one.
-pub fn delay_throughput(
-    title: &str,
-    sources: &[Source<'_>],
-    flows: &[&str],
-) -> Result<LinePlot, String> {
-    let mut plot = LinePlot::new(
-        title,
-        "one-way delay, 95th percentile (ms)",
-        "goodput (Mb/s)",
-    );
-    let mut any = false;
-    for (index, source) in sources.iter().enumerate() {
-        let wanted = flows_to_plot(source.run, flows);
-        let points: Vec<(f64, f64)> = source
-            .run
-            .summary
-            .flows
-            .iter()
-            .filter(|flow| wanted.contains(&flow.name.as_str()))
-            .filter_map(|flow| Some((flow.delay_p95_s? * 1e3, flow.goodput_bps? / 1e6)))
-            .collect();
-        any |= !points.is_empty();
-        plot = plot.line(
-            source.name.to_owned(),
-            points,
-            LineStyle {
-                color: index,
-                dash: Dash::Hidden,
-                markers: true,
-            },
-        );
-    }
-    if !any {
-        return Err(format!(
-            "no flow of {} has a one-way delay percentile (summary.json's delay_p95_s: only tfrc sim measures it)",
-            sources.iter().map(|s| s.name).collect::<Vec<_>>().join(", ")
-        ));
-    }
-    Ok(plot)
-}
-
-/// One line per group with a marker on every point: goodput vs loss rate per β (use
-/// [`LinePlot::log_x`]), Jain index or T2/T1 vs the number of flows. Points are sorted by x.
-pub fn grouped_xy(
-    title: &str,
-    x_label: &str,
-    y_label: &str,
-    groups: &[(String, Vec<(f64, f64)>)],
-) -> LinePlot {
-    let mut plot = LinePlot::new(title, x_label, y_label);
-    for (index, (label, points)) in groups.iter().enumerate() {
-        let mut points = points.clone();
-        points.sort_by(|a, b| a.0.total_cmp(&b.0));
-        plot = plot.line(
-            label.clone(),
-            points,
-            LineStyle {
-                color: index,
-                dash: Dash::Solid,
-                markers: true,
-            },
-        );
-    }
-    plot
-}
-
-/// A labelled line with a band: `(label, [(x, y, low, high)])`.
-pub type BandedGroup = (String, Vec<(f64, f64, f64, f64)>);
-
-/// Like [`grouped_xy`] with a band per line: `groups` holds `(label, [(x, y, low, high)])`,
-/// `y` drawn as the line and `[low, high]` shaded around it (e.g. the mean over replications
-/// and its 95 % confidence interval).
-pub fn grouped_xy_with_bands(
-    title: &str,
-    x_label: &str,
-    y_label: &str,
-    groups: &[BandedGroup],
-) -> LinePlot {
-    let mut plot = LinePlot::new(title, x_label, y_label);
-    for (index, (label, points)) in groups.iter().enumerate() {
-        let mut points = points.clone();
-        points.sort_by(|a, b| a.0.total_cmp(&b.0));
-        plot = plot.line_with_band(
-            label.clone(),
-            points.iter().map(|(x, y, _, _)| (*x, *y)).collect(),
-            points
-                .iter()
-                .map(|(x, _, low, high)| (*x, *low, *high))
-                .collect(),
-            LineStyle {
-                color: index,
-                dash: Dash::Solid,
-                markers: true,
-            },
-        );
-    }
-    plot
 }
 
 /// Grouped bars: one group of bars per category (e.g. a scenario), one bar per series (e.g.
@@ -1104,24 +893,6 @@ impl BarChart {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_empirical_cdf_steps_at_each_sample() {
-        assert_eq!(
-            empirical_cdf(&[1.0, 2.0, 2.0, 4.0]),
-            vec![
-                (1.0, 0.0),
-                (1.0, 0.25),
-                (2.0, 0.25),
-                (2.0, 0.5),
-                (2.0, 0.5),
-                (2.0, 0.75),
-                (4.0, 0.75),
-                (4.0, 1.0)
-            ]
-        );
-        assert!(empirical_cdf(&[]).is_empty());
-    }
 
     #[test]
     fn tick_labels_are_short() {

@@ -1,16 +1,20 @@
-//! The figures and tables of each experiment, in the papers' forms.
+//! The figures and tables of each experiment, in the papers' forms: the shared figure
+//! builders here, each experiment's own figures in [`recipes`].
+
+mod recipes;
 
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
-use tfrc_analysis::measure::{recovery_time, run_metrics};
+use tfrc_analysis::measure::recovery_time;
 use tfrc_analysis::metrics::{self, RecoveryOptions};
 use tfrc_analysis::plot::{self, BarChart, LinePlot, Source};
 use tfrc_analysis::run::{Direction, Run};
 use tfrc_analysis::table::{loss_rate_ratio_table, LossRateEntry, Table};
+use tfrc_output::FlowKind as OutputKind;
 use tfrc_scenario::FlowKind;
 
-use super::claims::{flow_names, goodput_kbps, label_number, mean_of_all, total_receiving_ratio};
+use super::claims::{flow_names, goodput_kbps, label_number, mean_of_all};
 use super::{disturbance, Experiment, LoadedRun};
 
 /// Most runs drawn as separate throughput figures.
@@ -225,7 +229,7 @@ fn perturbations(run: &LoadedRun) -> Vec<(String, std::ops::Range<f64>)> {
 /// experiment's perturbation, drawn beside the flows under test.
 fn perturbing_flows(run: &LoadedRun) -> impl Iterator<Item = &tfrc_scenario::FlowSpec> {
     run.scenario.flows.iter().filter(|flow| {
-        !matches!(flow.kind, FlowKind::Tfrc(_) | FlowKind::Tcp(_))
+        !tfrc_output::is_protocol_kind(flow.kind_name())
             && (!flow.start.is_zero() || flow.stop.is_some())
     })
 }
@@ -266,7 +270,7 @@ fn time_series(experiment: &Experiment, out: &Path) -> Result<Vec<(PathBuf, Stri
             .summary
             .flows
             .iter()
-            .filter(|flow| flow.kind == "tfrc" || flow.kind == "tcp")
+            .filter(|flow| flow.kind.is_congestion_controlled())
             .map(|flow| flow.name.as_str())
             .collect();
         flows.extend(perturbing_flows(run).map(|flow| flow.name.as_str()));
@@ -301,26 +305,7 @@ fn time_series(experiment: &Experiment, out: &Path) -> Result<Vec<(PathBuf, Stri
             &experiment.id,
             &format!("throughput-{}", file_stem(&name)),
         )?;
-        let mut caption = format!(
-            "{name}: throughput per flow per interval, sender (dashed) and receiver (solid)"
-        );
-        for (label, span) in &spans {
-            // To 0.1 s: a replication's start jitter would otherwise print as 20.0944 s.
-            let tenths = |seconds: f64| plot::tick_label((seconds * 10.0).round() / 10.0);
-            caption.push_str(&format!(
-                "; shaded: {label} {}–{} s",
-                tenths(span.start),
-                tenths(span.end)
-            ));
-        }
-        if let Some((top, peak)) = cut {
-            caption.push_str(&format!(
-                "; y axis cut at {} kb/s (1.3 × the receivers' 99th percentile): the peak, {} kb/s, runs off the top",
-                plot::tick_label(top.round()),
-                plot::tick_label(peak.round())
-            ));
-        }
-        figures.push((path, caption));
+        figures.push((path, time_series_caption(&name, &spans, cut)));
     }
     if experiment.runs.len() > MAX_TIME_FIGURES {
         figures.push((
@@ -335,302 +320,59 @@ fn time_series(experiment: &Experiment, out: &Path) -> Result<Vec<(PathBuf, Stri
     Ok(figures)
 }
 
-/// The figures of one experiment (PNG paths relative to `out`, with captions).
+/// The caption of a run's throughput figure: what is drawn, the shaded spans, and where the y
+/// axis was cut (`cut`: the top and the peak above it).
+fn time_series_caption(
+    name: &str,
+    spans: &[(String, std::ops::Range<f64>)],
+    cut: Option<(f64, f64)>,
+) -> String {
+    let mut caption =
+        format!("{name}: throughput per flow per interval, sender (dashed) and receiver (solid)");
+    for (label, span) in spans {
+        // To 0.1 s: a replication's start jitter would otherwise print as 20.0944 s.
+        let tenths = |seconds: f64| plot::tick_label((seconds * 10.0).round() / 10.0);
+        caption.push_str(&format!(
+            "; shaded: {label} {}–{} s",
+            tenths(span.start),
+            tenths(span.end)
+        ));
+    }
+    if let Some((top, peak)) = cut {
+        caption.push_str(&format!(
+            "; y axis cut at {} kb/s (1.3 × the receivers' 99th percentile): the peak, {} kb/s, runs off the top",
+            plot::tick_label(top.round()),
+            plot::tick_label(peak.round())
+        ));
+    }
+    caption
+}
+
+/// The figures of one experiment (PNG paths relative to `out`, with captions): its recipe's
+/// ([`recipes::RECIPES`], else [`time_series`]), then ns-2's run beside ours and the testbed's
+/// real runs beside the simulated ones where there are any.
 pub fn draw(experiment: &Experiment, out: &Path) -> Result<Vec<(PathBuf, String)>> {
     if experiment.runs.is_empty() {
         return Ok(Vec::new());
     }
+    let recipe = recipes::RECIPES
+        .iter()
+        .find(|(id, _)| *id == experiment.id)
+        .map_or(time_series as recipes::Recipe, |(_, recipe)| *recipe);
+    let mut figures = recipe(experiment, out)?;
+    figures.extend(ns2_side_by_side(experiment, out)?);
+    figures.extend(testbed_figures(experiment, out)?);
+    Ok(figures
+        .into_iter()
+        .filter(|(path, _)| !path.as_os_str().is_empty())
+        .collect())
+}
+
+/// ns-2's run of the experiment beside ours (each of our runs named by its variant): the TFRC
+/// flows' receiver throughput on the same axes; nothing without an ns-2 run.
+fn ns2_side_by_side(experiment: &Experiment, out: &Path) -> Result<Vec<(PathBuf, String)>> {
     let id = experiment.id.as_str();
-    let runs: Vec<&LoadedRun> = experiment.runs.iter().collect();
-    let under_test = |run: &LoadedRun| flow_names(&run.run, Some(&["f".to_string()]));
     let mut figures = Vec::new();
-    match id {
-        "e002-grid" => {
-            // p_N / p_1 per (flows, delay) row.
-            let lines = banded(experiment, |runs| {
-            let mut lines = Vec::new();
-            for run in runs {
-                let (Some(flows), Some(cell)) =
-                    (label(run, "flows"), label(run, "delay_feedbacks"))
-                else {
-                    continue;
-                };
-                let delay = cell.split('-').next().unwrap_or(cell);
-                let Some(base) = runs.iter().find(|other| {
-                    label(other, "flows") == Some(flows)
-                        && label(other, "delay_feedbacks") == Some(&format!("{delay}-1"))
-                }) else {
-                    continue;
-                };
-                let (Some(n), Some(p), Some(p1)) = (label_number(cell), p_of(run), p_of(base))
-                else {
-                    continue;
-                };
-                let name = format!("{flows} flows, delay {delay}");
-                if let Some(ratio) = metrics::loss_event_rate_ratio(p, p1) {
-                    match lines
-                        .iter_mut()
-                        .find(|(group, _): &&mut (String, Vec<(f64, f64)>)| *group == name)
-                    {
-                        Some((_, points)) => points.push((n, ratio)),
-                        None => lines.push((name, vec![(n, ratio)])),
-                    }
-                }
-            }
-            lines
-            });
-            let plot = plot::grouped_xy_with_bands(
-                "e002-grid: p_N / p_1 vs feedbacks per RTT",
-                "feedbacks per RTT N",
-                "p_N / p_1",
-                &lines,
-            )
-            .reference("paper: 0.84", 0.84)
-            .reference("paper: 1.14", 1.14);
-            figures.push((
-                save_line(&plot, out, id, "p-ratio")?,
-                format!("p_N / p_1 (mean of the flows' time-average p) against N, one line per number of flows and delay{}", band_note(experiment)),
-            ));
-        }
-        "e002-rtt" => {
-            let names: Vec<String> = runs.iter().map(|run| run_name(run)).collect();
-            let sources = named_sources(runs.iter().copied(), &names);
-            let plot = plot::rtt_over_time("e002-rtt: senders' RTT estimate", &sources, &[]);
-            figures.push((
-                save_line(&plot, out, id, "rtt")?,
-                "the senders' RTT estimate over time, each feedback rate".into(),
-            ));
-            figures.extend(time_series(experiment, out)?);
-        }
-        "e003-single" => figures.push(goodput_against(
-            experiment,
-            out,
-            id,
-            &GoodputFigure {
-                x_key: "loss",
-                x_label: "wireless packet loss rate",
-                log_x: true,
-                title: "e003-single: goodput vs wireless loss rate",
-                y_label: "goodput (kb/s)",
-                caption: "goodput of the single flow against the loss rate, TFRC and the Enhancement for each β",
-                stem: "goodput-vs-loss",
-            },
-        )?),
-        "e003-multi" => figures.push(goodput_against(
-            experiment,
-            out,
-            id,
-            &GoodputFigure {
-                x_key: "flows",
-                x_label: "flows",
-                log_x: false,
-                title: "e003-multi: total goodput vs number of flows (loss 0.01)",
-                y_label: "total goodput (kb/s)",
-                caption: "total goodput of the flows under test against their number",
-                stem: "goodput-vs-flows",
-            },
-        )?),
-        "e003-ratio" => {
-            let ratio = |run: &LoadedRun| total_receiving_ratio(&run.run, &under_test(run));
-            for (prefix, x_label, log) in [("single", "loss rate", true), ("multi", "flows", false)]
-            {
-                let groups = grouped_banded(
-                    experiment,
-                    |run| label(run, "setup").is_some_and(|s| s.starts_with(prefix)),
-                    "protocol",
-                    |run| label(run, "setup").and_then(label_number),
-                    ratio,
-                );
-                let mut plot = plot::grouped_xy_with_bands(
-                    &format!("e003-ratio: receiving ratio, {prefix} flow(s)"),
-                    x_label,
-                    "packets received / sent",
-                    &groups,
-                );
-                plot.y_from_zero = false;
-                if log {
-                    plot = plot.log_x();
-                }
-                figures.push((
-                    save_line(&plot, out, id, &format!("ratio-{prefix}"))?,
-                    format!("receiving ratio against the {x_label}, TFRC and the Enhancement for each β{}", band_note(experiment)),
-                ));
-            }
-        }
-        "e003-cov" => {
-            let categories: Vec<String> = runs
-                .iter()
-                .map(|run| label(run, "protocol").unwrap_or("run").to_owned())
-                .collect();
-            let values: Vec<Option<f64>> = runs
-                .iter()
-                .map(|run| {
-                    mean_of_all(
-                        under_test(run)
-                            .iter()
-                            .map(|flow| run.run.flow_summary(flow).and_then(|f| f.cov_sent_100ms)),
-                    )
-                })
-                .collect();
-            let chart = BarChart::new(
-                "e003-cov: CoV of packets sent per 0.1 s (mean over the flows under test)",
-                "CoV",
-                categories,
-            )
-            .series("flows under test", values);
-            figures.push((
-                save_bars(&chart, out, id, "cov")?,
-                "coefficient of variation of the packets sent per 0.1 s".into(),
-            ));
-        }
-        "e003-fairness" => {
-            let mut betas: Vec<&str> = runs.iter().filter_map(|run| label(run, "beta")).collect();
-            betas.dedup();
-            for beta in betas {
-                let groups = grouped_banded(
-                    experiment,
-                    |run| label(run, "beta") == Some(beta),
-                    "loss",
-                    |run| label(run, "flows").and_then(label_number),
-                    |run| {
-                        let goodputs: Option<Vec<f64>> = under_test(run)
-                            .iter()
-                            .map(|flow| goodput_kbps(&run.run, flow))
-                            .collect();
-                        goodputs.and_then(|g| metrics::jain_index(&g))
-                    },
-                );
-                let groups: Vec<plot::BandedGroup> = groups
-                    .into_iter()
-                    .map(|(loss, points)| (format!("loss {loss}"), points))
-                    .collect();
-                let plot = plot::grouped_xy_with_bands(
-                    &format!("e003-fairness: Jain index, {beta}"),
-                    "flows",
-                    "Jain index",
-                    &groups,
-                );
-                figures.push((
-                    save_line(&plot, out, id, &format!("jain-{beta}"))?,
-                    format!("Jain index among the Enhancement flows ({beta}) against their number, one line per loss rate{}", band_note(experiment)),
-                ));
-            }
-        }
-        "e003-friendliness" => {
-            let mean_goodput = |run: &LoadedRun, names: &[String]| {
-                let flows = flow_names(&run.run, Some(names));
-                mean_of_all(flows.iter().map(|flow| goodput_kbps(&run.run, flow)))
-            };
-            let tcp = ["tcp".to_string()];
-            // T1: the mean over all n TCP flows of the all-TCP run (the paper's definition).
-            let all = ["tcp".to_string(), "f".to_string()];
-            let groups = banded(experiment, |runs| {
-            let mut groups: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
-            for run in runs {
-                let (Some(mix), Some(n)) = (label(run, "mix"), label(run, "n")) else {
-                    continue;
-                };
-                if mix == "all-tcp" {
-                    continue;
-                }
-                let buffer = label(run, "buffer");
-                let Some(base) = runs.iter().find(|other| {
-                    label(other, "n") == Some(n)
-                        && label(other, "mix") == Some("all-tcp")
-                        && label(other, "buffer") == buffer
-                }) else {
-                    continue;
-                };
-                let (Some(t2), Some(t1), Some(x)) = (
-                    mean_goodput(run, &tcp),
-                    mean_goodput(base, &all),
-                    label_number(n),
-                ) else {
-                    continue;
-                };
-                let group = match buffer {
-                    Some(buffer) => format!("{mix}, buffer {buffer}"),
-                    None => mix.to_owned(),
-                };
-                if t1 > 0.0 {
-                    match groups.iter_mut().find(|(name, _)| *name == group) {
-                        Some((_, points)) => points.push((x, t2 / t1)),
-                        None => groups.push((group, vec![(x, t2 / t1)])),
-                    }
-                }
-            }
-            groups
-            });
-            let plot = plot::grouped_xy_with_bands(
-                "e003-friendliness: T2/T1 vs number of flows",
-                "flows n",
-                "T2 / T1",
-                &groups,
-            )
-            .reference("paper: β = 1 ≈ 0.85", 0.85);
-            figures.push((
-                save_line(&plot, out, id, "t2-t1")?,
-                format!("TCP-friendliness T2/T1: mean goodput of the TCP flows left with half the flows replaced, over the mean of all n flows of the all-TCP run; the paper's 20-packet bottleneck buffer and 100 (sensitivity){}", band_note(experiment)),
-            ));
-        }
-        "e004-burstiness" => {
-            let categories: Vec<String> = runs
-                .iter()
-                .map(|run| {
-                    let scenario = label(run, "scenario").unwrap_or("run");
-                    match label(run, "segment") {
-                        Some(segment) => format!("{scenario} @{segment}"),
-                        None => scenario.to_owned(),
-                    }
-                })
-                .collect();
-            let measured: Vec<_> = runs.iter().map(|run| run_metrics(&run.run)).collect();
-            let by_kind =
-                |kind: &str, pick: &dyn Fn(&tfrc_analysis::measure::FlowMetrics) -> Option<f64>| {
-                    measured
-                        .iter()
-                        .map(|metrics| {
-                            mean_of_all(
-                                metrics
-                                    .flows
-                                    .iter()
-                                    .filter(|flow| flow.kind == kind && flow.name.starts_with(kind))
-                                    .map(pick),
-                            )
-                        })
-                        .collect::<Vec<_>>()
-                };
-            let burstiness = BarChart::new(
-                "e004-burstiness: burstiness index (std / mean of the received rate)",
-                "burstiness index",
-                categories.clone(),
-            )
-            .series("TCP", by_kind("tcp", &|flow| flow.burstiness_index))
-            .series("TFRC", by_kind("tfrc", &|flow| flow.burstiness_index));
-            figures.push((
-                save_bars(&burstiness, out, id, "burstiness")?,
-                "burstiness index of the downlink flows in each scenario".into(),
-            ));
-            let goodput = BarChart::new(
-                "e004-burstiness: mean goodput",
-                "goodput (kb/s)",
-                categories,
-            )
-            .series(
-                "TCP",
-                by_kind("tcp", &|flow| flow.goodput_bps.map(|g| g / 1000.0)),
-            )
-            .series(
-                "TFRC",
-                by_kind("tfrc", &|flow| flow.goodput_bps.map(|g| g / 1000.0)),
-            );
-            figures.push((
-                save_bars(&goodput, out, id, "goodput")?,
-                "mean goodput of the downlink flows in each scenario".into(),
-            ));
-        }
-        _ => figures.extend(time_series(experiment, out)?),
-    }
     if let Some(Ok(ns2)) = &experiment.ns2 {
         let names: Vec<String> = experiment
             .runs
@@ -646,7 +388,7 @@ pub fn draw(experiment: &Experiment, out: &Path) -> Result<Vec<(PathBuf, String)
             .summary
             .flows
             .iter()
-            .filter(|flow| flow.kind == "tfrc")
+            .filter(|flow| flow.kind == OutputKind::Tfrc)
             .map(|flow| flow.name.as_str())
             .collect();
         let plot = plot::throughput_over_time(
@@ -660,6 +402,13 @@ pub fn draw(experiment: &Experiment, out: &Path) -> Result<Vec<(PathBuf, String)
             "receiver throughput of the TFRC flow: ns-2.35 (reference) and our simulator with the RFC 5348 and the ns2 profiles, same axes".into(),
         ));
     }
+    Ok(figures)
+}
+
+/// Each recorded real run (`results/testbed`) beside our simulated run of the same variant.
+fn testbed_figures(experiment: &Experiment, out: &Path) -> Result<Vec<(PathBuf, String)>> {
+    let id = experiment.id.as_str();
+    let mut figures = Vec::new();
     for (real, simulated) in testbed_pairs(experiment) {
         let name = run_name(simulated);
         let sources = [
@@ -686,10 +435,7 @@ pub fn draw(experiment: &Experiment, out: &Path) -> Result<Vec<(PathBuf, String)
             ),
         ));
     }
-    Ok(figures
-        .into_iter()
-        .filter(|(path, _)| !path.as_os_str().is_empty())
-        .collect())
+    Ok(figures)
 }
 
 /// Each recorded real run with our simulated run of the same variant (same scenario name).
@@ -865,7 +611,7 @@ pub fn feedback_table(experiment: &Experiment) -> Option<Table> {
                 .summary
                 .flows
                 .iter()
-                .filter(|flow| flow.kind == "tfrc")
+                .filter(|flow| flow.kind == OutputKind::Tfrc)
                 .map(|flow| flow.feedbacks_per_rtt()),
         );
         table = table.row(vec![
@@ -896,7 +642,7 @@ pub fn ns2_comparison(
         run.summary
             .flows
             .iter()
-            .find(|flow| flow.kind == "tfrc")
+            .find(|flow| flow.kind == OutputKind::Tfrc)
             .map(|flow| flow.name.clone())
     };
     let Some(ns2_flow) = tfrc(ns2) else {
