@@ -34,8 +34,7 @@ pub use histogram::Histogram;
 pub use kind::{FlowKind, UnknownFlowKind};
 pub use stats::{coefficient_of_variation, jain_index};
 pub use summary::{
-    bottleneck_direction, is_protocol_kind, jain_over_flows, utilization, FlowIdentity, FlowTotals,
-    RunIdentity,
+    bottleneck_direction, jain_over_flows, utilization, FlowIdentity, FlowTotals, RunIdentity,
 };
 pub use writer::{
     compress_row_files, header, open_row_file, CsvRow, RowFile, RunWriter, WriteError,

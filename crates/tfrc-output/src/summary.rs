@@ -143,13 +143,6 @@ impl FlowSummary {
     }
 }
 
-/// Whether flows of the kind named `kind` are congestion controlled (TFRC, TCP): the flows
-/// whose goodputs enter Jain's index ([`FlowKind::is_congestion_controlled`], for a caller
-/// that holds the kind's name; an unknown name is not).
-pub fn is_protocol_kind(kind: &str) -> bool {
-    FlowKind::from_name(kind).is_some_and(FlowKind::is_congestion_controlled)
-}
-
 /// Jain's index over the goodputs of the TFRC and TCP flows, or of all flows when there are
 /// none (a flow without active time counts 0).
 pub fn jain_over_flows(flows: &[FlowSummary]) -> Option<f64> {

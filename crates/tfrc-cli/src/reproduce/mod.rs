@@ -135,7 +135,7 @@ fn disturbance(scenario: &Scenario) -> Option<(f64, f64)> {
         }
     }
     scenario.flows.iter().find_map(|flow| {
-        let open_loop = !tfrc_output::is_protocol_kind(flow.kind_name());
+        let open_loop = !flow.output_kind().is_congestion_controlled();
         let stop = flow.stop?;
         (open_loop && !flow.start.is_zero() && stop < scenario.duration)
             .then_some((flow.start.as_secs_f64(), stop.as_secs_f64()))

@@ -373,7 +373,9 @@ fn route(
     let path = topology.path(source, destination).ok_or_else(|| {
         SimulationError::scenario(key, format!("no route from {} to {}", spec.from, spec.to))
     })?;
-    if is_protocol(&spec.kind) && topology.path(destination, source).is_none() {
+    if spec.kind.output_kind().is_congestion_controlled()
+        && topology.path(destination, source).is_none()
+    {
         return Err(SimulationError::scenario(
             key,
             format!(
@@ -817,12 +819,6 @@ pub const REVERSE_PATH_BIT: FlowId = 1 << 31;
 /// The [`FlowId`] of the data packets of the flow at `position` in the scenario.
 pub fn flow_id(position: usize) -> FlowId {
     FlowId::try_from(position).unwrap_or(REVERSE_PATH_BIT - 1) & !REVERSE_PATH_BIT
-}
-
-/// Whether a flow kind is a congestion-controlled protocol (TFRC or TCP), the flows whose
-/// goodputs enter the Jain index ([`tfrc_output::is_protocol_kind`]).
-pub fn is_protocol(kind: &FlowKind) -> bool {
-    tfrc_output::is_protocol_kind(kind.name())
 }
 
 #[cfg(test)]

@@ -56,8 +56,8 @@ use tfrc_scenario::Scenario;
 use tfrc_tcp::{Ack, Segment, TcpSender, TcpSink};
 
 pub use build::{
-    flow_id, is_protocol, link_direction_config, loss_kind, markers_by_direction, queue_config,
-    tfrc_config, Topology, REVERSE_PATH_BIT,
+    flow_id, link_direction_config, loss_kind, markers_by_direction, queue_config, tfrc_config,
+    Topology, REVERSE_PATH_BIT,
 };
 pub use record::{format_time, link_interval_row, COV_BIN};
 pub use tfrc_output::{

@@ -229,7 +229,7 @@ fn perturbations(run: &LoadedRun) -> Vec<(String, std::ops::Range<f64>)> {
 /// experiment's perturbation, drawn beside the flows under test.
 fn perturbing_flows(run: &LoadedRun) -> impl Iterator<Item = &tfrc_scenario::FlowSpec> {
     run.scenario.flows.iter().filter(|flow| {
-        !tfrc_output::is_protocol_kind(flow.kind_name())
+        !flow.output_kind().is_congestion_controlled()
             && (!flow.start.is_zero() || flow.stop.is_some())
     })
 }
