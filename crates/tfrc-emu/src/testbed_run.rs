@@ -895,10 +895,7 @@ fn write_outputs(
         parameters: scenario.variant.clone(),
     };
     let summary = Summary::new(run, flow_summaries, bottleneck, links);
-    std::fs::write(
-        args.out.join("summary.json"),
-        serde_json::to_string_pretty(&summary)? + "\n",
-    )?;
+    summary.write(&args.out)?;
     std::fs::write(args.out.join("scenario.toml"), scenario.to_toml_string())?;
     Ok(())
 }

@@ -561,9 +561,7 @@ pub fn write_outputs(converted: &Converted, directory: &Path) -> Result<(), Ns2E
         writer.push(row.clone()).map_err(write_error)?;
     }
     writer.finish().map_err(write_error)?;
-    let path = directory.join(tfrc_output::SUMMARY_FILE);
-    let text = serde_json::to_string_pretty(&converted.summary).unwrap_or_default() + "\n";
-    std::fs::write(&path, text).map_err(|source| Ns2Error::io(path, source))
+    converted.summary.write(directory).map_err(write_error)
 }
 
 /// A sampling time as the output files write it (`12.5`), for error messages.

@@ -210,13 +210,28 @@ pub struct RunIdentity {
 }
 
 impl Summary {
-    /// Writes this summary as `directory/summary.json` ([`crate::SUMMARY_FILE`]): pretty-printed JSON
-    /// and a final newline. The one writer of the file, used by the simulator, the testbed and
-    /// the ns-2 converter; an error names the file and never leaves it half-written by a
-    /// serialization failure (the text is made before the file is opened).
+    /// Writes this summary as `directory/summary.json` ([`crate::SUMMARY_FILE`]): pretty-printed
+    /// JSON and a final newline, as the simulator, the testbed and the ns-2 converter write it.
+    /// An error names the file; a serialization failure writes nothing (the text is made before
+    /// the file is opened).
     pub fn write(&self, directory: &std::path::Path) -> Result<(), crate::WriteError> {
+        self.write_text(directory, serde_json::to_string_pretty)
+    }
+
+    /// [`Summary::write`] without indentation (the same JSON, about half the size): how
+    /// `tfrc reproduce` keeps the replications whose other files it does not keep.
+    pub fn write_compact(&self, directory: &std::path::Path) -> Result<(), crate::WriteError> {
+        self.write_text(directory, serde_json::to_string)
+    }
+
+    /// The one place `summary.json` is written: `to_text(self)` and a newline.
+    fn write_text(
+        &self,
+        directory: &std::path::Path,
+        to_text: fn(&Summary) -> serde_json::Result<String>,
+    ) -> Result<(), crate::WriteError> {
         let path = directory.join(crate::SUMMARY_FILE);
-        let text = serde_json::to_string_pretty(self).map_err(|error| crate::WriteError {
+        let text = to_text(self).map_err(|error| crate::WriteError {
             path: path.clone(),
             source: std::io::Error::other(error),
         })? + "\n";

@@ -169,10 +169,9 @@ pub fn run_all(jobs: Vec<Job>, threads: usize, bar: &ProgressBar) -> Vec<RunOutc
 fn write_compact_summary(directory: &std::path::Path, summary: &Summary) -> Result<()> {
     std::fs::create_dir_all(directory)
         .with_context(|| format!("cannot create {}", directory.display()))?;
-    let path = directory.join(SUMMARY_FILE);
-    let json = serde_json::to_string(summary)
-        .with_context(|| format!("cannot write {}", path.display()))?;
-    std::fs::write(&path, json + "\n").with_context(|| format!("cannot write {}", path.display()))
+    summary
+        .write_compact(directory)
+        .with_context(|| format!("cannot write {}", directory.join(SUMMARY_FILE).display()))
 }
 
 #[cfg(test)]

@@ -514,8 +514,12 @@ impl Simulation {
                 let path = directory.join(name);
                 std::fs::write(&path, text).map_err(|source| SimulationError::Io { path, source })
             };
-            let json = serde_json::to_string_pretty(&summary).unwrap_or_default();
-            write(tfrc_output::SUMMARY_FILE, json + "\n")?;
+            summary
+                .write(directory)
+                .map_err(|error| SimulationError::Io {
+                    path: error.path,
+                    source: error.source,
+                })?;
             write("scenario.toml", self.scenario_toml.clone())?;
         }
         Ok((summary, rows.unwrap_or_default()))
