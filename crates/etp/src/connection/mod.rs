@@ -155,14 +155,6 @@ pub enum SetupError {
     RateControl(#[from] rate::RateSetupError),
 }
 
-/// The reason as text, for callers that keep or send reasons as text (a refusal, a flow's
-/// outcome in the simulator).
-impl From<SetupError> for String {
-    fn from(error: SetupError) -> String {
-        error.to_string()
-    }
-}
-
 /// Why a connection ended abnormally or could not start.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ConnectionError {

@@ -152,7 +152,8 @@ impl EtpMedia {
             self.descriptor.clone(),
             self.connection_id.wrapping_add(attempt << 16),
             self.seed.wrapping_add(u64::from(attempt)),
-        )?;
+        )
+        .map_err(|error| error.to_string())?;
         self.client = Some(client);
         self.connections += 1;
         Ok(())
