@@ -11,9 +11,8 @@ fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-/// `(from, to)` package names of the normal path dependencies among the packages of the
-/// workspace whose manifest is `manifest`.
-fn workspace_edges(manifest: &Path) -> BTreeSet<(String, String)> {
+/// `cargo metadata` of the workspace whose manifest is `manifest` (its own packages only).
+fn metadata(manifest: &Path) -> serde_json::Value {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
     let output = Command::new(cargo)
         .args([
@@ -32,7 +31,13 @@ fn workspace_edges(manifest: &Path) -> BTreeSet<(String, String)> {
         "cargo metadata: {}",
         String::from_utf8_lossy(&output.stderr)
     );
-    let metadata: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    serde_json::from_slice(&output.stdout).unwrap()
+}
+
+/// `(from, to)` package names of the normal path dependencies among the packages of the
+/// workspace whose manifest is `manifest`.
+fn workspace_edges(manifest: &Path) -> BTreeSet<(String, String)> {
+    let metadata = metadata(manifest);
     let mut edges = BTreeSet::new();
     for package in metadata["packages"].as_array().unwrap() {
         let name = package["name"].as_str().unwrap();
@@ -102,20 +107,7 @@ fn the_documented_crate_graph_is_the_workspace_graph() {
 fn only_the_command_line_depends_on_clap_or_anyhow() {
     // Library crates expose typed APIs and errors; the command line (tfrc-cli) and the Python
     // package are the edges that parse flags and report errors to a person.
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
-    let output = Command::new(cargo)
-        .args([
-            "metadata",
-            "--format-version",
-            "1",
-            "--no-deps",
-            "--offline",
-        ])
-        .arg("--manifest-path")
-        .arg(root().join("Cargo.toml"))
-        .output()
-        .expect("cargo metadata runs");
-    let metadata: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let metadata = metadata(&root().join("Cargo.toml"));
     let mut offenders = Vec::new();
     for package in metadata["packages"].as_array().unwrap() {
         let name = package["name"].as_str().unwrap();
