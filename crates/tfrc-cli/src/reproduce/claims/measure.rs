@@ -190,7 +190,7 @@ impl<'a> Measurement<'a> {
             }
             Metric::ConvergenceTime => self.per_flow(|flow| convergence(run, flow)),
             Metric::RecoveryTime => self.per_flow(|flow| self.recovery_time(flow)),
-            Metric::JainIndex => vec![self.jain_index()],
+            Metric::JainIndex => vec![self.measured_jain_index()],
             Metric::TcpFriendliness => {
                 let goodputs: Option<Vec<f64>> =
                     self.flows.iter().map(|f| self.goodput_kbps(f)).collect();
@@ -294,7 +294,7 @@ impl<'a> Measurement<'a> {
 
     /// Jain's index of the flows' goodputs: per bin of `bin_s` seconds when given (the index
     /// of each bin's goodputs, then `statistic` over the bins), else over the whole window.
-    fn jain_index(&self) -> Option<f64> {
+    fn measured_jain_index(&self) -> Option<f64> {
         let Some(bin_s) = self.claim.bin_s else {
             let goodputs: Option<Vec<f64>> =
                 self.flows.iter().map(|f| self.goodput_kbps(f)).collect();
