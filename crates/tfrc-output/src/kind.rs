@@ -1,7 +1,6 @@
 //! What kind of flow a row or summary is about, as every output names it.
 
 use std::fmt;
-use std::str::FromStr;
 
 use serde::{Deserialize, Serialize, Serializer};
 
@@ -31,11 +30,6 @@ pub enum FlowKind {
     ExpOnOff,
 }
 
-/// A flow kind name that is none of [`FlowKind::ALL`]; the message lists them.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown flow kind {0:?} (known: tfrc, tcp, cbr, pareto, exp-onoff)")]
-pub struct UnknownFlowKind(pub String);
-
 impl FlowKind {
     /// Every kind, in the order the scenario format lists them.
     pub const ALL: [FlowKind; 5] = [
@@ -57,11 +51,6 @@ impl FlowKind {
         }
     }
 
-    /// The kind named `name`, `None` for any other name.
-    pub fn from_name(name: &str) -> Option<FlowKind> {
-        FlowKind::ALL.into_iter().find(|kind| kind.name() == name)
-    }
-
     /// Whether flows of this kind are congestion controlled (TFRC, TCP): the flows that share
     /// a bottleneck fairly, whose goodputs enter Jain's index and whose convergence is measured;
     /// the others (CBR, on/off) are open-loop cross traffic.
@@ -73,14 +62,6 @@ impl FlowKind {
 impl fmt::Display for FlowKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.pad(self.name())
-    }
-}
-
-impl FromStr for FlowKind {
-    type Err = UnknownFlowKind;
-
-    fn from_str(name: &str) -> Result<FlowKind, UnknownFlowKind> {
-        FlowKind::from_name(name).ok_or_else(|| UnknownFlowKind(name.to_owned()))
     }
 }
 
@@ -99,7 +80,6 @@ mod tests {
     #[test]
     fn names_round_trip_and_only_tfrc_and_tcp_are_congestion_controlled() {
         for kind in FlowKind::ALL {
-            assert_eq!(kind.name().parse::<FlowKind>(), Ok(kind));
             assert_eq!(kind.to_string(), kind.name());
             // Padded as the name would be (`tfrc sim`'s summary table aligns on it).
             assert_eq!(format!("{kind:<9}|"), format!("{:<9}|", kind.name()));
@@ -116,11 +96,6 @@ mod tests {
 
     #[test]
     fn an_unknown_kind_is_rejected_with_the_known_ones() {
-        let error = "udp".parse::<FlowKind>().unwrap_err().to_string();
-        assert_eq!(
-            error,
-            "unknown flow kind \"udp\" (known: tfrc, tcp, cbr, pareto, exp-onoff)"
-        );
         let error = serde_json::from_str::<FlowKind>("\"TFRC\"")
             .unwrap_err()
             .to_string();

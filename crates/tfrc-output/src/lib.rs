@@ -31,7 +31,7 @@ mod writer;
 
 pub use cell::{duration_seconds, format_seconds, format_time_nanos, round_decimals, CsvLine};
 pub use histogram::Histogram;
-pub use kind::{FlowKind, UnknownFlowKind};
+pub use kind::FlowKind;
 pub use stats::{coefficient_of_variation, jain_index};
 pub use summary::{
     bottleneck_direction, jain_over_flows, utilization, FlowIdentity, FlowTotals, RunIdentity,
