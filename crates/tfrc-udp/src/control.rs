@@ -1191,19 +1191,7 @@ mod tests {
 
     #[test]
     fn flow_options_round_trip_and_reject_garbage() {
-        let options = FlowOptions {
-            rtt_ref: Some(Duration::from_millis(100)),
-            feedbacks_per_rtt: Some(4),
-            veno: Some(Veno {
-                beta: 1.0,
-                alpha: 3.0,
-            }),
-            history_discounting: true,
-            profile: Profile::Ns2,
-            ns2_use_headers: false,
-            small_packets_segment_size: None,
-            cookie: 0x0123_4567_89ab_cdef,
-        };
+        let options = golden_options();
         let mut buffer = [0xffu8; 64];
         options.emit(&mut buffer).unwrap();
         assert_eq!(FlowOptions::parse(&buffer), Ok(options));
