@@ -653,7 +653,8 @@ pub enum TcpProfile {
     Ns2,
 }
 
-/// TCP loss recovery variants.
+/// TCP variants: the papers' loss recoveries with Reno's window (`reno`, `newreno`, `sack`) and
+/// today's congestion controls over SACK recovery (`cubic`, `bbr`; docs/network-elements.md).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum TcpVariant {
@@ -664,6 +665,20 @@ pub enum TcpVariant {
     /// SACK-based recovery (`"sack"`, the default).
     #[default]
     Sack,
+    /// CUBIC (RFC 9438, as Linux's `tcp_cubic.c` runs it, HyStart included) over SACK recovery
+    /// (`"cubic"`).
+    Cubic,
+    /// BBR v1 (draft-cardwell-iccrg-bbr-congestion-control-00, Linux's `tcp_bbr.c`), paced, over
+    /// SACK recovery (`"bbr"`).
+    Bbr,
+}
+
+impl TcpVariant {
+    /// Whether the variant's sink sends SACK blocks (every variant but Reno and NewReno).
+    #[must_use]
+    pub fn uses_sack(self) -> bool {
+        !matches!(self, TcpVariant::Reno | TcpVariant::NewReno)
+    }
 }
 
 /// An on/off UDP source: sends at `rate` during on periods, nothing during off periods.

@@ -111,7 +111,7 @@ pub(super) fn write_udp_agents(out: &mut String, index: usize, size: u32) {
     );
 }
 
-/// The TCP agent (Reno, NewReno or SACK) and sink of flow `index`, with an FTP source;
+/// The TCP agent (Reno, NewReno, SACK, or TCP-Linux's CUBIC) and sink of flow `index`, with an FTP source;
 /// returns the Tcl object that starts and stops it.
 fn write_tcp_agents(out: &mut String, index: usize, size: u32, tcp: &TcpSpec) -> String {
     let (agent, sink) = match (tcp.variant, tcp.delayed_ack) {
@@ -122,6 +122,12 @@ fn write_tcp_agents(out: &mut String, index: usize, size: u32, tcp: &TcpSpec) ->
         (TcpVariant::NewReno, true) => ("Agent/TCP/Newreno", "Agent/TCPSink/DelAck"),
         (TcpVariant::Sack, false) => ("Agent/TCP/Sack1", "Agent/TCPSink/Sack1"),
         (TcpVariant::Sack, true) => ("Agent/TCP/Sack1", "Agent/TCPSink/Sack1/DelAck"),
+        // ns-2.35's TCP-Linux runs Linux 2.6's congestion-control modules ("select_ca"); it
+        // has CUBIC and no BBR (the plan notes BBR as unsupported and runs CUBIC).
+        (TcpVariant::Cubic | TcpVariant::Bbr, false) => ("Agent/TCP/Linux", "Agent/TCPSink/Sack1"),
+        (TcpVariant::Cubic | TcpVariant::Bbr, true) => {
+            ("Agent/TCP/Linux", "Agent/TCPSink/Sack1/DelAck")
+        }
     };
     let window = tcp.window.unwrap_or(UNLIMITED_TCP_WINDOW);
     let _ = writeln!(
@@ -141,7 +147,17 @@ fn write_tcp_agents(out: &mut String, index: usize, size: u32, tcp: &TcpSpec) ->
                  $src({index}) set rtxcur_init_ 1.0; $src({index}) reset"
         );
     }
+    if agent == "Agent/TCP/Linux" {
+        // TCP-Linux's documented set-up: timestamps on both sides, the module chosen at time 0.
+        let _ = writeln!(
+            out,
+            "$src({index}) set timestamps_ true; $ns at 0 \"$src({index}) select_ca cubic\""
+        );
+    }
     let _ = write!(out, "set snk({index}) [new {sink}]");
+    if agent == "Agent/TCP/Linux" {
+        let _ = write!(out, "; $snk({index}) set ts_echo_rfc1323_ true");
+    }
     if tcp.delayed_ack {
         // The simulator's sink (tfrc-tcp) waits 100 ms, ns-2's default
         // (`Agent/TCPSink/DelAck set interval_ 100ms`); written out so that

@@ -313,6 +313,18 @@ impl Generator<'_> {
                          TCP flow; the flow sends bulk data instead of groups of short transfers"
                     ));
                 }
+                if tcp.variant == TcpVariant::Bbr {
+                    self.unsupported.push(format!(
+                        "flow.{name}.variant: ns-2.35 has no BBR; the flow runs TCP-Linux's \
+                         CUBIC (`tfrc ns3` runs ns-3's TcpBbr)"
+                    ));
+                }
+                if tcp.variant == TcpVariant::Cubic {
+                    self.notes.push(format!(
+                        "flow.{name}.variant: \"cubic\" maps to ns-2's Agent/TCP/Linux with \
+                         `select_ca cubic` (Linux 2.6's CUBIC module, HyStart included)"
+                    ));
+                }
                 if tcp.variant == TcpVariant::Sack {
                     self.notes.push(format!(
                         "flow.{name}.variant: \"sack\" (RFC 6675 recovery) maps to ns-2's \
