@@ -492,8 +492,7 @@ StartTcpSink(uint32_t i, Ptr<Node> node)
     listener->SetAttribute("DelAckTimeout", TimeValue(MilliSeconds(100)));
     uint32_t segment = f.packetSize - TCP_IP_HEADER;
     listener->SetAttribute("SegmentSize", UintegerValue(segment));
-    uint32_t rcvBuf = f.window > 0 ? f.window * segment : (64u << 20);
-    listener->SetAttribute("RcvBufSize", UintegerValue(rcvBuf));
+    listener->SetAttribute("RcvBufSize", UintegerValue(64u << 20));
     listener->SetAttribute("Sack", BooleanValue(f.sack));
     listener->Bind(InetSocketAddress(Ipv4Address::GetAny(), FIRST_PORT + i));
     listener->Listen();
@@ -514,9 +513,21 @@ StartTcpSender(uint32_t i, Ptr<Node> node)
     uint32_t segment = f.packetSize - TCP_IP_HEADER;
     socket->SetAttribute("SegmentSize", UintegerValue(segment));
     socket->SetAttribute("InitialCwnd", UintegerValue(f.initialCwnd));
-    socket->SetAttribute("SndBufSize", UintegerValue(64u << 20));
+    // The scenario's `window` caps the packets in flight. A send buffer of `window` segments
+    // does that at the sender ("TcpSocket maximum transmit buffer size (bytes)": it holds the
+    // sent-but-unacknowledged data and what waits to be sent). Capping the receiver's window
+    // instead (RcvBufSize) crashes ns-3.37 in TcpRateLinux::SkbSent on some runs.
+    uint32_t sndBuf = f.window > 0 ? f.window * segment : (64u << 20);
+    socket->SetAttribute("SndBufSize", UintegerValue(sndBuf));
     socket->SetAttribute("RcvBufSize", UintegerValue(64u << 20));
     socket->SetAttribute("Sack", BooleanValue(f.sack));
+    if (f.congestion == "ns3::TcpBbr")
+    {
+        // BBR paces (our model too): pacing on, explicitly. (With Debian's ns-3.37 a BBR run
+        // is byte-identical without this line: TcpBbr turns pacing on by itself; kept so that
+        // the program does not depend on that.)
+        DynamicCast<TcpSocketBase>(socket)->SetPacingStatus(true);
+    }
     g_flows[i].segment = segment;
     g_flows[i].sender = socket;
     g_flows[i].sending = true;
@@ -566,7 +577,11 @@ InstallCbr(uint32_t i, NodeContainer& nodes)
     Time stop = NanoSeconds(f.stopNs);
     InetSocketAddress destination(AddressOn(f.to, f.destLink), FIRST_PORT + i);
     OnOffHelper source("ns3::UdpSocketFactory", destination);
-    source.SetConstantRate(DataRate(f.rateBps), f.packetSize - UDP_IP_HEADER);
+    // OnOffApplication paces its payload at DataRate; our CBR rate counts whole packets, so the
+    // payload rate is rate × payload / packet_size (packet_size / rate between packets).
+    uint32_t payload = f.packetSize - UDP_IP_HEADER;
+    uint64_t payloadRate = f.rateBps * payload / f.packetSize;
+    source.SetConstantRate(DataRate(payloadRate), payload);
     ApplicationContainer app = source.Install(nodes.Get(f.from));
     app.Start(start);
     app.Stop(stop);
