@@ -180,3 +180,100 @@ fn a_sweep_runs_each_variant_into_its_own_directory() {
         assert!(outcome.directory.join("scenario.toml").is_file());
     }
 }
+
+/// The dumbbell with RED on the bottleneck, 1 % Bernoulli loss after it on the way to `d1`, a
+/// window-capped, delayed-ACK Reno flow of 1500-byte packets, a 1 Mb/s CBR flow, and a TFRC
+/// flow ns-3 cannot run.
+fn mixed() -> Scenario {
+    let mut scenario = dumbbell("cubic");
+    scenario
+        .apply_sets([
+            "link.2.queue={kind=\"red\",limit=50,min_th=5.0,max_th=15.0,max_p=0.1,weight=0.002}",
+            "link.3.loss={kind=\"bernoulli\",rate=0.01}",
+        ])
+        .expect("valid overrides");
+    let text = format!(
+        "{}{}{}{}",
+        scenario.to_toml_string(),
+        tfrc_test_support::flow(
+            "reno",
+            "tcp",
+            &[
+                "variant = \"reno\"",
+                "delayed_ack = true",
+                "window = 20",
+                "packet_size = 1500"
+            ]
+        )
+        .replace("\"sender\"", "\"s1\"")
+        .replace("\"receiver\"", "\"d2\""),
+        tfrc_test_support::flow("u", "cbr", &["rate = \"1Mbps\""])
+            .replace("\"sender\"", "\"s2\"")
+            .replace("\"receiver\"", "\"d1\""),
+        tfrc_test_support::flow("t", "tfrc", &[])
+            .replace("\"sender\"", "\"s1\"")
+            .replace("\"receiver\"", "\"d1\""),
+    );
+    Scenario::from_str_named(&text, "mixed.toml").expect("valid scenario")
+}
+
+#[test]
+fn red_loss_cbr_and_a_capped_window_run_and_tfrc_is_left_out() {
+    if !ns3_available("an ns-3 run") {
+        return;
+    }
+    let directory = tempfile::tempdir().expect("temporary directory");
+    run(&mixed(), directory.path());
+    let summary = read_json(&directory.path().join("summary.json"));
+    let flows: Vec<&str> = summary["flows"]
+        .as_array()
+        .expect("flows")
+        .iter()
+        .map(|flow| flow["name"].as_str().expect("name"))
+        .collect();
+    assert_eq!(
+        flows,
+        ["one", "two", "reno", "u"],
+        "the TFRC flow is left out"
+    );
+    // CBR: 125 packets/s of 1000 bytes for 10 s.
+    let cbr = &summary["flows"][3];
+    let sent = cbr["sent_packets"].as_u64().expect("sent");
+    assert!((1245..=1255).contains(&sent), "CBR sent {sent} packets");
+    let unsupported =
+        std::fs::read_to_string(directory.path().join("ns3-unsupported.txt")).expect("list");
+    assert!(
+        unsupported.contains("flow.t: ns-3 has no TFRC"),
+        "{unsupported}"
+    );
+    let (header, links) = read_csv(&directory.path().join("links.csv"));
+    let column = |name: &str| header.iter().position(|h| h == name).expect(name);
+    let direction = |from: &str, to: &str| {
+        links
+            .iter()
+            .filter(|row| row[column("from")] == from && row[column("to")] == to)
+            .collect::<Vec<_>>()
+    };
+    let sum = |rows: &[&Vec<String>], name: &str| -> u64 {
+        rows.iter()
+            .map(|row| row[column(name)].parse::<u64>().expect("count"))
+            .sum()
+    };
+    // RED keeps the bottleneck's queue well under the 50-packet limit after the start.
+    let bottleneck = direction("r1", "r2");
+    let longest = bottleneck[2..]
+        .iter()
+        .map(|row| row[column("queue_packets")].parse::<u64>().expect("queue"))
+        .max()
+        .expect("rows");
+    assert!(longest < 30, "RED queue reached {longest} packets");
+    // The loss model drops about 1 % of what crosses r2 -> d1.
+    let lossy = direction("r2", "d1");
+    let lost = sum(&lossy, "drops_loss_model");
+    let departed = sum(&lossy, "departures");
+    let rate = lost as f64 / departed as f64;
+    assert!(
+        (0.003..0.03).contains(&rate),
+        "loss rate {rate} ({lost} of {departed})"
+    );
+}
