@@ -59,11 +59,12 @@ struct DirectionDesc
     bool gentle;
     uint32_t meanPacket;
     double lossRate;
+    int64_t lossStartNs, lossStopNs; // the loss model acts in [start, stop); stop 0: to the end
 };
 
 struct FlowDesc
 {
-    std::string kind; // "tcp" or "cbr"
+    std::string kind; // "tcp", "cbr" or "onoff"
     uint32_t from, to, destLink;
     int64_t startNs, stopNs;
     uint32_t packetSize;
@@ -72,7 +73,9 @@ struct FlowDesc
     bool delayedAck;
     uint32_t window; // packets, 0 = unlimited
     bool sack;
-    uint64_t rateBps; // CBR
+    uint64_t rateBps;           // CBR and on/off: the rate while sending
+    int64_t onMeanNs, offMeanNs; // on/off: mean on and off times
+    double shape;                // on/off: Pareto shape, 0 for exponential
 };
 
 struct RouteDesc
@@ -136,7 +139,7 @@ ParseDirection(std::istringstream& fields, const Description& d, DirectionDesc& 
     int forward = 0;
     int gentle = 0;
     bool ok = static_cast<bool>(fields >> x.link >> forward >> x.rateBps >> x.lossRate >>
-                                x.queue >> x.limit) &&
+                                x.lossStartNs >> x.lossStopNs >> x.queue >> x.limit) &&
               x.link < d.links.size();
     if (ok && x.queue == "red")
     {
@@ -167,6 +170,12 @@ ParseFlow(std::istringstream& fields, const Description& d, FlowDesc& f)
     else if (ok && f.kind == "cbr")
     {
         ok = static_cast<bool>(fields >> f.rateBps) && f.packetSize > UDP_IP_HEADER;
+    }
+    else if (ok && f.kind == "onoff")
+    {
+        ok = static_cast<bool>(fields >> f.rateBps >> f.onMeanNs >> f.offMeanNs >> f.shape) &&
+             f.packetSize > UDP_IP_HEADER && f.onMeanNs > 0 && f.offMeanNs > 0 &&
+             (f.shape == 0 || f.shape > 1);
     }
     else
     {
@@ -345,6 +354,17 @@ BuildLinks(NodeContainer& nodes)
                 auto em = CreateObject<RateErrorModel>();
                 em->SetUnit(RateErrorModel::ERROR_UNIT_PACKET);
                 em->SetRate(x.lossRate);
+                // "Enable the error model" / "Disable the error model" (ErrorModel):
+                // it acts in [start, stop).
+                if (x.lossStartNs > 0)
+                {
+                    em->Disable();
+                    Simulator::Schedule(NanoSeconds(x.lossStartNs), &ErrorModel::Enable, em);
+                }
+                if (x.lossStopNs > 0)
+                {
+                    Simulator::Schedule(NanoSeconds(x.lossStopNs), &ErrorModel::Disable, em);
+                }
                 auto receiver = DynamicCast<PointToPointNetDevice>(devices.Get(1 - end));
                 receiver->SetReceiveErrorModel(em);
             }
@@ -592,23 +612,46 @@ OnUdpRx(uint32_t i, Ptr<const Packet> packet, const Address&)
     g_flows[i].sinkBytes += packet->GetSize() + UDP_IP_HEADER;
 }
 
-// A constant-rate UDP source (OnOffApplication always on) and a PacketSink.
+// The on and off time variable of an on/off flow with mean `meanNs`: exponential, or Pareto
+// with the flow's shape ("Scale" is x_m; the mean is shape × x_m / (shape − 1)).
+std::string
+OnOffVariable(const FlowDesc& f, int64_t meanNs)
+{
+    std::ostringstream text;
+    double mean = static_cast<double>(meanNs) / 1e9;
+    if (f.shape == 0)
+    {
+        text << "ns3::ExponentialRandomVariable[Mean=" << mean << "]";
+    }
+    else
+    {
+        text << "ns3::ParetoRandomVariable[Scale=" << mean * (f.shape - 1) / f.shape
+             << "|Shape=" << f.shape << "]";
+    }
+    return text.str();
+}
+
+// A UDP source (OnOffApplication: always on for CBR, random on and off times for on/off
+// flows) and a PacketSink.
 void
-InstallCbr(uint32_t i, NodeContainer& nodes)
+InstallUdp(uint32_t i, NodeContainer& nodes)
 {
     const FlowDesc& f = g_desc.flows[i];
-    Time start = NanoSeconds(f.startNs);
-    Time stop = NanoSeconds(f.stopNs);
     InetSocketAddress destination(AddressOn(f.to, f.destLink), FIRST_PORT + i);
     OnOffHelper source("ns3::UdpSocketFactory", destination);
-    // OnOffApplication paces its payload at DataRate; our CBR rate counts whole packets, so the
+    // OnOffApplication paces its payload at DataRate; our rate counts whole packets, so the
     // payload rate is rate × payload / packet_size (packet_size / rate between packets).
     uint32_t payload = f.packetSize - UDP_IP_HEADER;
     uint64_t payloadRate = f.rateBps * payload / f.packetSize;
     source.SetConstantRate(DataRate(payloadRate), payload);
+    if (f.kind == "onoff")
+    {
+        source.SetAttribute("OnTime", StringValue(OnOffVariable(f, f.onMeanNs)));
+        source.SetAttribute("OffTime", StringValue(OnOffVariable(f, f.offMeanNs)));
+    }
     ApplicationContainer app = source.Install(nodes.Get(f.from));
-    app.Start(start);
-    app.Stop(stop);
+    app.Start(NanoSeconds(f.startNs));
+    app.Stop(NanoSeconds(f.stopNs));
     app.Get(0)->TraceConnectWithoutContext("Tx", MakeBoundCallback(&OnUdpTx, i));
     PacketSinkHelper sink("ns3::UdpSocketFactory",
                           InetSocketAddress(Ipv4Address::GetAny(), FIRST_PORT + i));
@@ -623,9 +666,9 @@ InstallFlows(NodeContainer& nodes)
     for (uint32_t i = 0; i < g_desc.flows.size(); ++i)
     {
         const FlowDesc& f = g_desc.flows[i];
-        if (f.kind == "cbr")
+        if (f.kind != "tcp")
         {
-            InstallCbr(i, nodes);
+            InstallUdp(i, nodes);
             continue;
         }
         Simulator::Schedule(Seconds(0), &StartTcpSink, i, nodes.Get(f.to));

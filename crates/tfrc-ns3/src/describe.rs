@@ -13,10 +13,11 @@
 //! state_times <state sampling times …>
 //! nodes <count>
 //! link <node a> <node b> <delay>
-//! direction <link> <1 forward | 0 reverse> <rate> <Bernoulli loss rate> droptail <limit>
-//! direction <link> <1 | 0> <rate> <loss> red <limit> <min_th> <max_th> <max_p> <weight> <gentle 0|1> <mean packet size>
+//! direction <link> <1 forward | 0 reverse> <rate> <Bernoulli loss rate> <loss start> <loss stop, 0 = none> droptail <limit>
+//! direction <link> <1 | 0> <rate> <loss> <start> <stop> red <limit> <min_th> <max_th> <max_p> <weight> <gentle 0|1> <mean packet size>
 //! flow tcp <from> <to> <link of the destination's address> <start> <stop> <packet size> <ns-3 congestion TypeId> <initial cwnd> <delayed ACK 0|1> <window packets, 0 = none> <SACK 0|1>
 //! flow cbr <from> <to> <link> <start> <stop> <packet size> <rate>
+//! flow onoff <from> <to> <link> <start> <stop> <packet size> <rate> <mean on time> <mean off time> <Pareto shape, 0 = exponential>
 //! route <node> <destination node> <link of the destination's address> <outgoing link>
 //! ```
 //!
@@ -234,7 +235,7 @@ impl<'a> Describer<'a> {
                             .to_owned(),
                     ));
                 };
-                let loss = self.loss_rate(spec.loss.as_ref(), &key);
+                let loss = self.loss_fields(spec.loss.as_ref(), &key);
                 let queue = self.queue_fields(&spec.queue, &key);
                 let _ = writeln!(
                     self.out,
@@ -251,27 +252,24 @@ impl<'a> Describer<'a> {
         Ok(())
     }
 
-    /// The Bernoulli loss rate of a direction (`0` for none); other models are unsupported.
-    fn loss_rate(&mut self, loss: Option<&tfrc_scenario::LossSpec>, key: &str) -> f64 {
+    /// The loss fields of a `direction` record: the Bernoulli loss rate (`0` for none) and the
+    /// times it acts between (stop `0`: to the end); other models are unsupported.
+    fn loss_fields(&mut self, loss: Option<&tfrc_scenario::LossSpec>, key: &str) -> String {
         let Some(loss) = loss else {
-            return 0.0;
+            return "0 0 0".to_owned();
         };
         match loss.model {
-            LossModel::Bernoulli { rate } => {
-                if !loss.start.is_zero() || loss.stop.is_some() {
-                    self.unsupported.push(format!(
-                        "{key}.loss.start/stop: the ns-3 RateErrorModel acts for the whole run \
-                         (rate {rate})"
-                    ));
-                }
-                rate
-            }
+            LossModel::Bernoulli { rate } => format!(
+                "{rate} {} {}",
+                nanos(loss.start),
+                loss.stop.map_or(0, nanos)
+            ),
             _ => {
                 self.unsupported.push(format!(
                     "{key}.loss: only Bernoulli loss maps to ns-3's RateErrorModel; the \
                      direction runs without loss"
                 ));
-                0.0
+                "0 0 0".to_owned()
             }
         }
     }
@@ -410,17 +408,7 @@ impl Describer<'_> {
                 )))
             }
             FlowKind::Cbr { rate } => {
-                if flow.packet_size <= NS3_UDP_HEADER_BYTES {
-                    return Err(describe_error(
-                        self.scenario,
-                        &format!("flow[{index}].packet_size"),
-                        format!(
-                            "flow {name}: a UDP packet of {} bytes leaves no payload after the \
-                             {NS3_UDP_HEADER_BYTES}-byte UDP/IP header",
-                            flow.packet_size
-                        ),
-                    ));
-                }
+                self.check_udp_size(index, flow)?;
                 Ok(Some(("cbr", rate.bits_per_second().to_string())))
             }
             FlowKind::Tfrc(_) => {
@@ -430,15 +418,46 @@ impl Describer<'_> {
                 ));
                 Ok(None)
             }
-            FlowKind::Pareto(_) | FlowKind::ExponentialOnOff(_) => {
-                self.unsupported.push(format!(
-                    "flow.{name}: the ns-3 runner has no {} on/off source yet; the flow is \
-                     left out of the run and of the output",
-                    flow.kind_name()
+            FlowKind::Pareto(on_off) | FlowKind::ExponentialOnOff(on_off) => {
+                self.check_udp_size(index, flow)?;
+                self.notes.push(format!(
+                    "flow.{name}: {} on/off maps to ns-3's OnOffApplication with {} on and off \
+                     times of the given means; ns-2 draws a burst's packet count instead",
+                    flow.kind_name(),
+                    if on_off.shape.is_some() {
+                        "Pareto"
+                    } else {
+                        "exponential"
+                    }
                 ));
-                Ok(None)
+                Ok(Some((
+                    "onoff",
+                    format!(
+                        "{} {} {} {}",
+                        on_off.rate.bits_per_second(),
+                        nanos(on_off.burst),
+                        nanos(on_off.idle),
+                        on_off.shape.unwrap_or(0.0)
+                    ),
+                )))
             }
         }
+    }
+
+    /// A UDP packet must carry a payload after its 28-byte UDP/IP header.
+    fn check_udp_size(&self, index: usize, flow: &FlowSpec) -> Result<(), Ns3Error> {
+        if flow.packet_size > NS3_UDP_HEADER_BYTES {
+            return Ok(());
+        }
+        Err(describe_error(
+            self.scenario,
+            &format!("flow[{index}].packet_size"),
+            format!(
+                "flow {}: a UDP packet of {} bytes leaves no payload after the \
+                 {NS3_UDP_HEADER_BYTES}-byte UDP/IP header",
+                flow.name, flow.packet_size
+            ),
+        ))
     }
 
     /// ns-3's congestion control TypeId and initial window (segments) of a TCP variant.
@@ -519,7 +538,9 @@ impl Describer<'_> {
         }
     }
 
-    fn finish(self) -> Described {
+    fn finish(mut self) -> Described {
+        collapse_instances(&mut self.unsupported);
+        collapse_instances(&mut self.notes);
         let scenario = self.scenario;
         let (flow_times, state_times) = sample_times(scenario);
         let flows = self
@@ -562,6 +583,51 @@ impl Describer<'_> {
             },
         }
     }
+}
+
+/// Merges consecutive lines that differ only by the instance number of a `count` flow
+/// (`flow.f.1: …`, `flow.f.2: …`) into one naming the range (`flow.f.{1…8} (8 flows): …`).
+fn collapse_instances(lines: &mut Vec<String>) {
+    let mut collapsed: Vec<(String, Vec<String>)> = Vec::new();
+    for line in lines.drain(..) {
+        match (instance_pattern(&line), collapsed.last_mut()) {
+            (Some((template, number)), Some((last, numbers))) if *last == template => {
+                numbers.push(number);
+            }
+            (Some((template, number)), _) => collapsed.push((template, vec![number])),
+            (None, _) => collapsed.push((line, Vec::new())),
+        }
+    }
+    for (template, numbers) in collapsed {
+        let line = match numbers.as_slice() {
+            [] => template,
+            [one] => template.replacen('\u{0}', one, 1).replacen('\u{1}', "", 1),
+            [first, .., last] => template
+                .replacen('\u{0}', &format!("{{{first}…{last}}}"), 1)
+                .replacen('\u{1}', &format!(" ({} flows)", numbers.len()), 1),
+        };
+        lines.push(line);
+    }
+}
+
+/// For `flow.<base>.<number>[.<key>]: <message>`, the line with the number replaced by a
+/// placeholder (`\u{0}`, and `\u{1}` where the count goes), and the number.
+fn instance_pattern(line: &str) -> Option<(String, String)> {
+    let rest = line.strip_prefix("flow.")?;
+    let key_end = rest.find(':')?;
+    let segments: Vec<&str> = rest[..key_end].split('.').collect();
+    let position = (1..segments.len())
+        .rev()
+        .find(|&i| segments[i].bytes().all(|b| b.is_ascii_digit()) && !segments[i].is_empty())?;
+    let base = segments[..position].join(".");
+    let number = segments[position];
+    let mut key = segments.clone();
+    key[position] = "\u{0}";
+    let message = rest[key_end..].replace(&format!("{base}.{number}"), &format!("{base}.*"));
+    Some((
+        format!("flow.{}\u{1}{message}", key.join(".")),
+        number.to_owned(),
+    ))
 }
 
 /// Nanoseconds of a duration, as the description writes times.

@@ -38,7 +38,7 @@ reverse = { rate = "5Mbps", queue = { kind = "red", limit = 60, min_th = 5.0, ma
 between = ["r2", "d1"]
 rate = "100Mbps"
 delay = "1ms"
-loss = { kind = "bernoulli", rate = 0.01 }
+loss = { kind = "bernoulli", rate = 0.01, start = "2s" }
 
 [[link]]
 between = ["r2", "d2"]
@@ -111,14 +111,17 @@ fn a_dumbbell_lists_both_directions_of_every_link_with_rate_delay_and_queue() {
     );
     let directions = lines_starting(text, "direction");
     assert_eq!(directions.len(), 10, "two per link");
-    assert_eq!(directions[4], "direction 2 1 10000000 0 droptail 40");
+    assert_eq!(directions[4], "direction 2 1 10000000 0 0 0 droptail 40");
     assert_eq!(
         directions[5],
-        "direction 2 0 5000000 0 red 60 5 15 0.1 0.002 0 500"
+        "direction 2 0 5000000 0 0 0 red 60 5 15 0.1 0.002 0 500"
     );
     // Loss on the forward direction r2 -> d1 only.
-    assert_eq!(directions[6], "direction 3 1 100000000 0.01 droptail 50");
-    assert_eq!(directions[7], "direction 3 0 100000000 0 droptail 50");
+    assert_eq!(
+        directions[6],
+        "direction 3 1 100000000 0.01 2000000000 0 droptail 50"
+    );
+    assert_eq!(directions[7], "direction 3 0 100000000 0 0 0 droptail 50");
     let layout = &described.layout;
     assert_eq!(layout.directions.len(), 10);
     assert_eq!(
@@ -208,11 +211,22 @@ to = "b"
         "link[0].reverse.delay:",
         "link[0].queue: ns-3 has no RIO",
         "link[0].loss: only Bernoulli",
-        "flow.f:",
     ] {
         assert!(unsupported.contains(key), "{key} in {unsupported}");
     }
-    assert!(described.layout.flows.is_empty());
+    // The RIO queue runs as DropTail of its limit (50 by default), the other loss model not at all.
+    assert!(described
+        .description
+        .contains("\ndirection 0 1 1000000 0 0 0 droptail 50\n"));
+    // Pareto on/off: rate, mean on and off times (ns-2's defaults, 500 ms), shape 1.5.
+    assert_eq!(
+        lines_starting(&described.description, "flow"),
+        ["flow onoff 0 1 0 0 5000000000 1000 100000 500000000 500000000 1.5"]
+    );
+    assert!(described
+        .notes
+        .iter()
+        .any(|note| note.starts_with("flow.f:")));
 }
 
 #[test]
@@ -311,4 +325,24 @@ fn a_malformed_or_missing_sample_is_an_error_naming_the_line() {
     let error =
         convert_samples(&described.layout, "F 0 0 1 1 1 1 1\n", path).expect_err("stopped early");
     assert!(error.to_string().contains("did ns-3 stop early"), "{error}");
+}
+
+#[test]
+fn the_instances_of_a_count_flow_share_one_line() {
+    let text = format!(
+        "{SMALL}[[flow]]\nname = \"f\"\nkind = \"tfrc\"\ncount = 8\nfrom = \"a\"\nto = \"b\"\n"
+    );
+    let described = describe(&scenario(&text)).expect("describes");
+    assert_eq!(
+        described.unsupported.len(),
+        1,
+        "{:?}",
+        described.unsupported
+    );
+    assert!(
+        described.unsupported[0].starts_with("flow.f.{1…8} (8 flows): ns-3 has no TFRC"),
+        "{}",
+        described.unsupported[0]
+    );
+    assert_eq!(described.layout.flows.len(), 1);
 }

@@ -181,19 +181,19 @@ fn a_sweep_runs_each_variant_into_its_own_directory() {
     }
 }
 
-/// The dumbbell with RED on the bottleneck, 1 % Bernoulli loss after it on the way to `d1`, a
-/// window-capped, delayed-ACK Reno flow of 1500-byte packets, a 1 Mb/s CBR flow, and a TFRC
-/// flow ns-3 cannot run.
+/// The dumbbell with RED on the bottleneck, 1 % Bernoulli loss from 2 s after it on the way to
+/// `d1`, a window-capped, delayed-ACK Reno flow of 1500-byte packets, a 1 Mb/s CBR flow, a
+/// Pareto on/off flow, and a TFRC flow ns-3 cannot run.
 fn mixed() -> Scenario {
     let mut scenario = dumbbell("cubic");
     scenario
         .apply_sets([
             "link.2.queue={kind=\"red\",limit=50,min_th=5.0,max_th=15.0,max_p=0.1,weight=0.002}",
-            "link.3.loss={kind=\"bernoulli\",rate=0.01}",
+            "link.3.loss={kind=\"bernoulli\",rate=0.01,start=\"2s\"}",
         ])
         .expect("valid overrides");
     let text = format!(
-        "{}{}{}{}",
+        "{}{}{}{}{}",
         scenario.to_toml_string(),
         tfrc_test_support::flow(
             "reno",
@@ -210,6 +210,9 @@ fn mixed() -> Scenario {
         tfrc_test_support::flow("u", "cbr", &["rate = \"1Mbps\""])
             .replace("\"sender\"", "\"s2\"")
             .replace("\"receiver\"", "\"d1\""),
+        tfrc_test_support::flow("bg", "pareto", &["rate = \"500kbps\""])
+            .replace("\"sender\"", "\"s2\"")
+            .replace("\"receiver\"", "\"d2\""),
         tfrc_test_support::flow("t", "tfrc", &[])
             .replace("\"sender\"", "\"s1\"")
             .replace("\"receiver\"", "\"d1\""),
@@ -218,7 +221,7 @@ fn mixed() -> Scenario {
 }
 
 #[test]
-fn red_loss_cbr_and_a_capped_window_run_and_tfrc_is_left_out() {
+fn red_loss_cbr_on_off_and_a_capped_window_run_and_tfrc_is_left_out() {
     if !ns3_available("an ns-3 run") {
         return;
     }
@@ -233,13 +236,19 @@ fn red_loss_cbr_and_a_capped_window_run_and_tfrc_is_left_out() {
         .collect();
     assert_eq!(
         flows,
-        ["one", "two", "reno", "u"],
+        ["one", "two", "reno", "u", "bg"],
         "the TFRC flow is left out"
     );
     // CBR: 125 packets/s of 1000 bytes for 10 s.
     let cbr = &summary["flows"][3];
     let sent = cbr["sent_packets"].as_u64().expect("sent");
     assert!((1245..=1255).contains(&sent), "CBR sent {sent} packets");
+    // Pareto on/off at 500 kb/s, on half of the time on average: about 312 packets in 10 s.
+    let on_off = summary["flows"][4]["sent_packets"].as_u64().expect("sent");
+    assert!(
+        (100..=600).contains(&on_off),
+        "on/off sent {on_off} packets"
+    );
     let unsupported =
         std::fs::read_to_string(directory.path().join("ns3-unsupported.txt")).expect("list");
     assert!(
@@ -267,8 +276,13 @@ fn red_loss_cbr_and_a_capped_window_run_and_tfrc_is_left_out() {
         .max()
         .expect("rows");
     assert!(longest < 30, "RED queue reached {longest} packets");
-    // The loss model drops about 1 % of what crosses r2 -> d1.
+    // The loss model drops about 1 % of what crosses r2 -> d1, from 2 s on.
     let lossy = direction("r2", "d1");
+    assert_eq!(
+        sum(&lossy[..2], "drops_loss_model"),
+        0,
+        "no loss before 2 s"
+    );
     let lost = sum(&lossy, "drops_loss_model");
     let departed = sum(&lossy, "departures");
     let rate = lost as f64 / departed as f64;
