@@ -131,8 +131,7 @@ pub fn build_program(options: &BuildOptions) -> Result<Program, Ns3Error> {
         options.cxx.display(),
         flags.join(" ")
     ));
-    let cache = options.cache_dir.clone().unwrap_or_else(default_cache_dir);
-    let directory = cache.join(format!("ns3-{key:016x}"));
+    let directory = cache_directory(options, &format!("ns3-{key:016x}"))?;
     let program = directory.join("tfrc-ns3");
     if program.is_file() {
         return Ok(Program {
@@ -140,22 +139,50 @@ pub fn build_program(options: &BuildOptions) -> Result<Program, Ns3Error> {
             compile_time: None,
         });
     }
-    std::fs::create_dir_all(&directory)
-        .map_err(|source| Ns3Error::io(directory.clone(), source))?;
+    let started = std::time::Instant::now();
+    compile(&options.cxx, &flags, &directory, &program)?;
+    Ok(Program {
+        path: program,
+        compile_time: Some(started.elapsed()),
+    })
+}
+
+/// The directory `name` of the cache, created: in `options.cache_dir`, else in
+/// [`default_cache_dir`], else (that one cannot be created, a read-only home) in the system's
+/// temporary directory. A cached build in the default directory is found before anything is
+/// created.
+fn cache_directory(options: &BuildOptions, name: &str) -> Result<PathBuf, Ns3Error> {
+    let directory = match &options.cache_dir {
+        Some(cache) => cache.join(name),
+        None => default_cache_dir().join(name),
+    };
+    match std::fs::create_dir_all(&directory) {
+        Ok(()) => Ok(directory),
+        Err(_) if options.cache_dir.is_none() => {
+            let fallback = std::env::temp_dir().join("tfrc-cache").join(name);
+            std::fs::create_dir_all(&fallback)
+                .map_err(|source| Ns3Error::io(fallback.clone(), source))?;
+            Ok(fallback)
+        }
+        Err(source) => Err(Ns3Error::io(directory, source)),
+    }
+}
+
+/// Compiles the embedded source, written into `directory`, into `program`.
+fn compile(cxx: &Path, flags: &[String], directory: &Path, program: &Path) -> Result<(), Ns3Error> {
     let source_path = directory.join("tfrc-ns3.cc");
     std::fs::write(&source_path, PROGRAM_SOURCE)
         .map_err(|source| Ns3Error::io(source_path.clone(), source))?;
     // A name of this process's own: other processes may build the same program at once.
     let partial = directory.join(format!("tfrc-ns3.partial.{}", std::process::id()));
-    let started = std::time::Instant::now();
-    let output = Command::new(&options.cxx)
+    let output = Command::new(cxx)
         .args(["-O2", "-std=c++17", "-o"])
         .arg(&partial)
         .arg(&source_path)
-        .args(&flags)
+        .args(flags)
         .output()
         .map_err(|source| Ns3Error::CompilerNotFound {
-            cxx: options.cxx.clone(),
+            cxx: cxx.to_path_buf(),
             source,
         })?;
     if !output.status.success() {
@@ -166,11 +193,7 @@ pub fn build_program(options: &BuildOptions) -> Result<Program, Ns3Error> {
             stderr_tail: crate::run::tail(&String::from_utf8_lossy(&output.stderr), 20),
         });
     }
-    std::fs::rename(&partial, &program).map_err(|source| Ns3Error::io(program.clone(), source))?;
-    Ok(Program {
-        path: program,
-        compile_time: Some(started.elapsed()),
-    })
+    std::fs::rename(&partial, program).map_err(|source| Ns3Error::io(program.to_path_buf(), source))
 }
 
 #[cfg(test)]
@@ -182,6 +205,23 @@ mod tests {
         // Reference values of 64-bit FNV-1a.
         assert_eq!(fnv1a(""), 0xcbf2_9ce4_8422_2325);
         assert_eq!(fnv1a("a"), 0xaf63_dc4c_8601_ec8c);
+    }
+
+    #[test]
+    fn a_compile_error_returns_the_compilers_output() {
+        let directory = std::env::temp_dir().join(format!("tfrc-ns3-unit-{}", std::process::id()));
+        std::fs::create_dir_all(&directory).unwrap();
+        let program = directory.join("tfrc-ns3");
+        // `false` as the compiler fails: the error carries its exit status.
+        let error = compile(Path::new("false"), &[], &directory, &program).expect_err("fails");
+        assert!(
+            matches!(&error, Ns3Error::CompileFailed { status, .. } if status.contains('1')),
+            "{error}"
+        );
+        let error = compile(Path::new("/nonexistent/g++"), &[], &directory, &program)
+            .expect_err("no compiler");
+        assert!(error.to_string().contains("/nonexistent/g++"), "{error}");
+        let _ = std::fs::remove_dir_all(&directory);
     }
 
     #[test]
