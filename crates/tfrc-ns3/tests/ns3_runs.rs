@@ -291,3 +291,33 @@ fn red_loss_cbr_on_off_and_a_capped_window_run_and_tfrc_is_left_out() {
         "loss rate {rate} ({lost} of {departed})"
     );
 }
+
+#[test]
+fn a_run_over_its_timeout_is_killed_and_says_so() {
+    if !ns3_available("an ns-3 run") {
+        return;
+    }
+    let directory = tempfile::tempdir().expect("temporary directory");
+    let mut scenario = dumbbell("cubic");
+    scenario
+        .apply_set("duration=600s")
+        .expect("a valid override");
+    let options = RunOptions {
+        build: BuildOptions {
+            cache_dir: Some(std::env::temp_dir().join("tfrc-ns3-test-cache")),
+            ..BuildOptions::default()
+        },
+        timeout: core::time::Duration::from_millis(50),
+        ..RunOptions::default()
+    };
+    let error = run_scenario(&scenario, directory.path(), &options).expect_err("killed");
+    assert!(
+        matches!(error, tfrc_ns3::Ns3Error::Timeout { .. }),
+        "{error}"
+    );
+    assert!(error.to_string().contains("raise --timeout"), "{error}");
+    assert!(
+        directory.path().join("ns3-run.txt").is_file(),
+        "kept after a failure"
+    );
+}
