@@ -6,7 +6,8 @@
 // flows.csv, links.csv, state.csv and summary.json:
 //
 //   F <interval index> <flow> <sent packets> <sent bytes> <recv packets> <recv bytes> <sink bytes>
-//   S <sample index> <flow> <cwnd packets> <ssthresh packets | -> <last rtt s | -> <rto s | ->
+//   S <sample index> <flow> <cwnd packets> <ssthresh packets | -> <last rtt s | -> <srtt s | ->
+//     <rto s | ->
 //   L <interval index> <direction> <queue bytes> <queue packets> <arrivals> <departures>
 //     <departure bytes> <drops> <loss-model drops>
 //   R <flow> <timeouts> <retransmitted packets>
@@ -95,18 +96,44 @@ struct Description
     std::vector<RouteDesc> routes;
 };
 
+// ns-3's default RTT estimator (TcpL4Protocol "RttEstimatorType" is ns3::RttMeanDeviation)
+// that also keeps the last measurement. ns-3.37 sets TcpSocketState::m_lastRtt, "Last RTT
+// sample collected" and the socket's "RTT" trace, to the estimator's smoothed estimate, so the
+// raw sample is taken here, where the socket hands it over ("Add a new measurement to the
+// estimator", RttEstimator::Measurement).
+class SampleKeepingRtt : public RttMeanDeviation
+{
+  public:
+    void Measurement(Time measure) override
+    {
+        m_last = measure;
+        RttMeanDeviation::Measurement(measure);
+    }
+
+    Ptr<RttEstimator> Copy() const override
+    {
+        return CopyObject<SampleKeepingRtt>(this);
+    }
+
+    // The last measurement, negative before the first.
+    Time m_last{Seconds(-1)};
+};
+
 // Per-flow counters, cumulative since the start of the run.
 struct FlowState
 {
     uint64_t sentPackets = 0, sentBytes = 0, recvPackets = 0, recvBytes = 0, sinkBytes = 0;
     uint32_t segment = 0;
     uint32_t cwnd = 0, ssthresh = 0;
-    double lastRtt = -1, rto = -1;
+    double rto = -1;
     bool hasState = false;
     SequenceNumber32 highestSent{0};
     bool anySent = false;
     uint64_t timeouts = 0, retransmissions = 0;
     Ptr<Socket> sender;
+    // The sender's RTT estimator, installed by StartTcpSender so that its samples and SRTT can
+    // be read.
+    Ptr<SampleKeepingRtt> rtt;
     bool sending = false;
 };
 
@@ -432,12 +459,6 @@ OnSsthresh(uint32_t i, uint32_t, uint32_t value)
 }
 
 void
-OnRtt(uint32_t i, Time, Time value)
-{
-    g_flows[i].lastRtt = value.GetSeconds();
-}
-
-void
 OnRto(uint32_t i, Time, Time value)
 {
     g_flows[i].rto = value.GetSeconds();
@@ -572,12 +593,16 @@ StartTcpSender(uint32_t i, Ptr<Node> node)
         // the program does not depend on that.)
         DynamicCast<TcpSocketBase>(socket)->SetPacingStatus(true);
     }
+    // The estimator TcpL4Protocol would give the socket, keeping its last sample: rtt_s is that
+    // sample, srtt_s its smoothed estimate ("gets the RTT estimate", GetEstimate).
+    Ptr<SampleKeepingRtt> rtt = CreateObject<SampleKeepingRtt>();
+    DynamicCast<TcpSocketBase>(socket)->SetRtt(rtt);
+    g_flows[i].rtt = rtt;
     g_flows[i].segment = segment;
     g_flows[i].sender = socket;
     g_flows[i].sending = true;
     socket->TraceConnectWithoutContext("CongestionWindow", MakeBoundCallback(&OnCwnd, i));
     socket->TraceConnectWithoutContext("SlowStartThreshold", MakeBoundCallback(&OnSsthresh, i));
-    socket->TraceConnectWithoutContext("RTT", MakeBoundCallback(&OnRtt, i));
     socket->TraceConnectWithoutContext("RTO", MakeBoundCallback(&OnRto, i));
     socket->TraceConnectWithoutContext("CongState", MakeBoundCallback(&OnCongState, i));
     socket->TraceConnectWithoutContext("Tx", MakeBoundCallback(&OnTcpTx, i));
@@ -716,6 +741,19 @@ SampleFlows(uint32_t k)
     }
 }
 
+// Seconds with nanosecond digits, "-" for a negative value (none yet).
+std::string
+SecondsText(double seconds)
+{
+    if (seconds < 0)
+    {
+        return "-";
+    }
+    char text[32];
+    std::snprintf(text, sizeof text, "%.9f", seconds);
+    return text;
+}
+
 void
 SampleState(uint32_t k)
 {
@@ -736,8 +774,10 @@ SampleState(uint32_t k)
         {
             g_out << static_cast<double>(f.ssthresh) / f.segment << ' ';
         }
-        g_out << (f.lastRtt > 0 ? std::to_string(f.lastRtt) : "-") << ' '
-              << (f.rto > 0 ? std::to_string(f.rto) : "-") << '\n';
+        bool measured = f.rtt && f.rtt->GetNSamples() > 0;
+        g_out << SecondsText(measured ? f.rtt->m_last.GetSeconds() : -1) << ' '
+              << SecondsText(measured ? f.rtt->GetEstimate().GetSeconds() : -1) << ' '
+              << SecondsText(f.rto) << '\n';
     }
 }
 

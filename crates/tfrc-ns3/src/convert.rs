@@ -3,8 +3,8 @@
 //! `tfrc-output`'s row types and writers, as `tfrc ns2` converts ns-2's.
 //!
 //! The program writes cumulative counters at each sampling time; per-interval values are the
-//! differences. Cells ns-3 does not fill (TFRC's columns, `srtt_s`, RED's average queue, the
-//! per-colour counters) are left empty.
+//! differences. Cells ns-3 does not fill (TFRC's columns, RED's average queue, the per-colour
+//! counters) are left empty.
 
 use core::time::Duration;
 use std::path::Path;
@@ -50,8 +50,8 @@ struct LinkCounters {
     loss_drops: u64,
 }
 
-/// `(cwnd, ssthresh, last RTT, RTO)` of an `S` line, `None` for `-`.
-type StateSample = [Option<f64>; 4];
+/// `(cwnd, ssthresh, last RTT, SRTT, RTO)` of an `S` line, `None` for `-`.
+type StateSample = [Option<f64>; 5];
 
 struct Samples {
     flows: Vec<Vec<Option<FlowCounters>>>,
@@ -140,7 +140,7 @@ fn state_rows(layout: &Layout, samples: &Samples, rows: &mut tfrc_output::Rows) 
             if !flow.tcp || time < flow.start || time > flow.stop {
                 continue;
             }
-            let Some([cwnd, ssthresh, rtt, rto]) = samples.state[k][i] else {
+            let Some([cwnd, ssthresh, rtt, srtt, rto]) = samples.state[k][i] else {
                 continue;
             };
             let mut row =
@@ -148,6 +148,7 @@ fn state_rows(layout: &Layout, samples: &Samples, rows: &mut tfrc_output::Rows) 
             row.cwnd = cwnd;
             row.ssthresh = ssthresh;
             row.rtt_s = rtt;
+            row.srtt_s = srtt;
             row.rto_s = rto;
             if let Some(rtt) = rtt {
                 rtt_sums[i].0 += rtt;
@@ -354,6 +355,7 @@ fn parse(layout: &Layout, text: &str, path: &Path) -> Result<Samples, Ns3Error> 
                     line.value(3)?,
                     line.value(4)?,
                     line.value(5)?,
+                    line.value(6)?,
                 ]);
             }
             "R" => {

@@ -223,8 +223,7 @@ const FIXED_NOTES: &[&str] = &[
      a packet of packet_size bytes takes packet_size + 2 bytes of link time (departure_bytes \
      count the IP packet, as our simulator)",
     "tcp: ns-3 runs its own TCP: PRR recovery (TcpPrrRecovery), no timestamps, MinRto 200 ms, \
-     initial RTO 1 s (see docs/ns3.md); srtt_s is empty (ns-3.37 traces only the last RTT \
-     sample and the RTO)",
+     initial RTO 1 s (see docs/ns3.md)",
 ];
 
 /// The last `lines` lines of `text`.

@@ -267,11 +267,11 @@ fn the_converter_turns_cumulative_samples_into_interval_rows() {
 F 0 0 100 100000 90 90000 86400
 L 0 0 5000 5 110 100 100000 10 0
 L 0 1 0 0 90 90 3600 0 0
-S 0 0 12.5 - 0.021 0.2
+S 0 0 12.5 - 0.021 - 0.2
 F 1 0 250 250000 240 240000 230400
 L 1 0 3000 3 262 250 250000 12 2
 L 1 1 0 0 240 240 9600 0 0
-S 1 0 20 10 0.025 0.2
+S 1 0 20 10 0.025 0.0235 0.2
 R 0 1 12
 ";
     let converted =
@@ -297,7 +297,9 @@ R 0 1 12
     assert_eq!(states[0].cwnd, Some(12.5));
     assert_eq!(states[0].ssthresh, None);
     assert_eq!(states[1].rtt_s, Some(0.025));
-    assert_eq!(states[1].srtt_s, None);
+    assert_eq!(states[0].srtt_s, None);
+    assert_eq!(states[1].srtt_s, Some(0.0235));
+    assert_eq!(states[1].rto_s, Some(0.2));
     let summary = &converted.summary;
     assert_eq!(summary.flows[0].retransmissions, Some(12));
     assert_eq!(summary.flows[0].timeouts, Some(1));
