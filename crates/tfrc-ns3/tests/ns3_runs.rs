@@ -110,12 +110,25 @@ fn check_dumbbell(directory: &Path) {
     assert_eq!(rows.len(), 20, "two flows, ten 1 s intervals");
     let (_, links) = read_csv(&directory.join("links.csv"));
     assert_eq!(links.len(), 100, "ten directions, ten intervals");
-    let (_, states) = read_csv(&directory.join("state.csv"));
+    let (state_header, states) = read_csv(&directory.join("state.csv"));
     assert!(
         states.len() >= 18,
         "cwnd samples of both flows: {}",
         states.len()
     );
+    // RTT samples and SRTT between the 20 ms base RTT and it plus a full queue (50 packets at
+    // 10 Mb/s: 40 ms) and some.
+    for name in ["rtt_s", "srtt_s"] {
+        let column = state_header.iter().position(|h| h == name).expect(name);
+        for row in &states {
+            let seconds: f64 = row[column].parse().expect(name);
+            assert!(
+                (0.020..0.1).contains(&seconds),
+                "{name} {seconds} at {}",
+                row[0]
+            );
+        }
+    }
     assert!(
         !directory.join("ns3-run.txt").exists(),
         "removed without --keep"
