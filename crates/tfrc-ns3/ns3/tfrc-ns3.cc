@@ -24,7 +24,6 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
-#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -298,6 +297,14 @@ ReadDescription(const std::string& path)
     if (d.directions.size() != 2 * d.links.size())
     {
         Fail(path + ": expected two directions per link");
+    }
+    // Direction d is link d / 2, forward for an even d: the records come in that order.
+    for (uint32_t x = 0; x < d.directions.size(); ++x)
+    {
+        if (d.directions[x].link != x / 2 || d.directions[x].forward != (x % 2 == 0))
+        {
+            Fail(path + ": direction records out of order at direction " + std::to_string(x));
+        }
     }
     return d;
 }
