@@ -277,7 +277,16 @@ impl<'a> Describer<'a> {
     /// The queue fields of a `direction` record.
     fn queue_fields(&mut self, queue: &QueueSpec, key: &str) -> String {
         match queue {
-            QueueSpec::DropTail { limit } => format!("droptail {limit}"),
+            QueueSpec::DropTail { limit } => {
+                if *limit < 3 {
+                    self.notes.push(format!(
+                        "{key}.queue.limit: a FifoQueueDisc holds at least one packet, so with \
+                         the device queue's and the one in transmission the direction holds 3 \
+                         packets, not {limit}"
+                    ));
+                }
+                format!("droptail {limit}")
+            }
             QueueSpec::Red(red) => {
                 if red.ecn {
                     self.unsupported.push(format!(
