@@ -45,7 +45,7 @@ fn a_dry_run_writes_the_description_and_the_unsupported_list_only() {
     assert!(stderr.contains("unsupported in ns-3: flow.t:"), "{stderr}");
     let description = std::fs::read_to_string(out.join("ns3-run.txt")).unwrap();
     assert!(
-        description.contains("direction 1 1 2000000 0 0 0 droptail 50"),
+        description.contains("\ndirection 1 2 2000000 24000000 0 0 0 droptail 50\n"),
         "{description}"
     );
     assert!(description.contains(" ns3::TcpCubic 10 "), "{description}");

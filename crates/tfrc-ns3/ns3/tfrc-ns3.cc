@@ -41,18 +41,11 @@ const uint32_t PPP_HEADER = 2;
 // First port of the flows' sinks (flow i listens on FIRST_PORT + i).
 const uint16_t FIRST_PORT = 10000;
 
-struct LinkDesc
-{
-    uint32_t a;
-    uint32_t b;
-    int64_t delayNs;
-};
-
 struct DirectionDesc
 {
-    uint32_t link;
-    bool forward;
+    uint32_t from, to;
     uint64_t rateBps;
+    int64_t delayNs;
     std::string queue; // "droptail" or "red"
     uint32_t limit;
     double minTh, maxTh, maxP, weight;
@@ -65,7 +58,8 @@ struct DirectionDesc
 struct FlowDesc
 {
     std::string kind; // "tcp", "cbr" or "onoff"
-    uint32_t from, to, destLink;
+    uint32_t from, to;
+    uint32_t destDirection; // the destination's address is its end of this direction
     int64_t startNs, stopNs;
     uint32_t packetSize;
     std::string congestion; // ns-3 TypeId name of a TCP flow
@@ -80,7 +74,9 @@ struct FlowDesc
 
 struct RouteDesc
 {
-    uint32_t node, dest, destLink, outLink;
+    uint32_t node;
+    uint32_t addressDirection, addressEnd; // the address: this end (0 from, 1 to) of it
+    uint32_t outDirection;
 };
 
 struct Description
@@ -89,7 +85,6 @@ struct Description
     int64_t durationNs = 0;
     std::vector<int64_t> flowTimes, stateTimes;
     uint32_t nodes = 0;
-    std::vector<LinkDesc> links;
     std::vector<DirectionDesc> directions;
     std::vector<FlowDesc> flows;
     std::vector<RouteDesc> routes;
@@ -147,8 +142,9 @@ struct DirectionState
 Description g_desc;
 std::vector<FlowState> g_flows;
 std::vector<DirectionState> g_dirs;
-std::vector<NetDeviceContainer> g_linkDevices;
-std::vector<Ipv4InterfaceContainer> g_linkInterfaces;
+// Per direction: its two devices (sending end first) and their addresses.
+std::vector<NetDeviceContainer> g_dirDevices;
+std::vector<Ipv4InterfaceContainer> g_dirInterfaces;
 std::ofstream g_out;
 
 [[noreturn]] void
@@ -162,18 +158,17 @@ Fail(const std::string& message)
 bool
 ParseDirection(std::istringstream& fields, const Description& d, DirectionDesc& x)
 {
-    int forward = 0;
     int gentle = 0;
-    bool ok = static_cast<bool>(fields >> x.link >> forward >> x.rateBps >> x.lossRate >>
-                                x.lossStartNs >> x.lossStopNs >> x.queue >> x.limit) &&
-              x.link < d.links.size();
+    bool ok = static_cast<bool>(fields >> x.from >> x.to >> x.rateBps >> x.delayNs >>
+                                x.lossRate >> x.lossStartNs >> x.lossStopNs >> x.queue >>
+                                x.limit) &&
+              x.from < d.nodes && x.to < d.nodes && x.from != x.to && x.rateBps > 0;
     if (ok && x.queue == "red")
     {
         ok = static_cast<bool>(fields >> x.minTh >> x.maxTh >> x.maxP >> x.weight >> gentle >>
                                x.meanPacket) &&
              x.maxP > 0;
     }
-    x.forward = forward != 0;
     x.gentle = gentle != 0;
     return ok && (x.queue == "droptail" || x.queue == "red");
 }
@@ -184,9 +179,10 @@ ParseFlow(std::istringstream& fields, const Description& d, FlowDesc& f)
 {
     int delayed = 0;
     int sack = 0;
-    bool ok = static_cast<bool>(fields >> f.kind >> f.from >> f.to >> f.destLink >> f.startNs >>
-                                f.stopNs >> f.packetSize) &&
-              f.from < d.nodes && f.to < d.nodes && f.destLink < d.links.size();
+    bool ok = static_cast<bool>(fields >> f.kind >> f.from >> f.to >> f.destDirection >>
+                                f.startNs >> f.stopNs >> f.packetSize) &&
+              f.from < d.nodes && f.to < d.nodes && f.destDirection < d.directions.size() &&
+              d.directions[f.destDirection].to == f.to;
     if (ok && f.kind == "tcp")
     {
         ok = static_cast<bool>(fields >> f.congestion >> f.initialCwnd >> delayed >> f.window >>
@@ -238,14 +234,6 @@ ParseRecord(const std::string& tag, std::istringstream& fields, Description& d)
     {
         return static_cast<bool>(fields >> d.nodes);
     }
-    if (tag == "link")
-    {
-        LinkDesc l;
-        d.links.push_back(l);
-        return static_cast<bool>(fields >> d.links.back().a >> d.links.back().b >>
-                                 d.links.back().delayNs) &&
-               d.links.back().a < d.nodes && d.links.back().b < d.nodes;
-    }
     if (tag == "direction")
     {
         d.directions.emplace_back();
@@ -259,9 +247,11 @@ ParseRecord(const std::string& tag, std::istringstream& fields, Description& d)
     if (tag == "route")
     {
         RouteDesc r;
-        bool ok = static_cast<bool>(fields >> r.node >> r.dest >> r.destLink >> r.outLink) &&
-                  r.node < d.nodes && r.dest < d.nodes && r.destLink < d.links.size() &&
-                  r.outLink < d.links.size();
+        bool ok = static_cast<bool>(fields >> r.node >> r.addressDirection >> r.addressEnd >>
+                                    r.outDirection) &&
+                  r.node < d.nodes && r.addressDirection < d.directions.size() &&
+                  r.addressEnd < 2 && r.outDirection < d.directions.size() &&
+                  d.directions[r.outDirection].from == r.node;
         d.routes.push_back(r);
         return ok;
     }
@@ -294,27 +284,15 @@ ReadDescription(const std::string& path)
             Fail(path + ":" + std::to_string(number) + ": malformed record: " + line);
         }
     }
-    if (d.directions.size() != 2 * d.links.size())
-    {
-        Fail(path + ": expected two directions per link");
-    }
-    // Direction d is link d / 2, forward for an even d: the records come in that order.
-    for (uint32_t x = 0; x < d.directions.size(); ++x)
-    {
-        if (d.directions[x].link != x / 2 || d.directions[x].forward != (x % 2 == 0))
-        {
-            Fail(path + ": direction records out of order at direction " + std::to_string(x));
-        }
-    }
     return d;
 }
 
-// The address node `node` has on link `link` (10.<link / 256>.<link % 256>.{1,2}).
+// The address of end `end` (0: the sending node, 1: the receiving node) of direction `d`:
+// 10.<d / 256>.<d % 256>.<end + 1>.
 Ipv4Address
-AddressOn(uint32_t node, uint32_t link)
+AddressOn(uint32_t d, uint32_t end)
 {
-    const LinkDesc& l = g_desc.links[link];
-    return g_linkInterfaces[link].GetAddress(l.a == node ? 0 : 1);
+    return g_dirInterfaces[d].GetAddress(end);
 }
 
 // The queue disc of one direction, installed before the addresses are assigned (else
@@ -329,7 +307,7 @@ AddressOn(uint32_t node, uint32_t link)
 // RED: ours drops "an arrival finding `limit` packets waiting", so the disc gets limit − 1
 // (with the device queue's one, limit wait); its average queue counts the disc's packets only.
 Ptr<QueueDisc>
-InstallQueueDisc(const DirectionDesc& x, const LinkDesc& l, Ptr<NetDevice> device)
+InstallQueueDisc(const DirectionDesc& x, Ptr<NetDevice> device)
 {
     TrafficControlHelper tch;
     if (x.queue == "droptail")
@@ -353,71 +331,71 @@ InstallQueueDisc(const DirectionDesc& x, const LinkDesc& l, Ptr<NetDevice> devic
                              "Gentle", BooleanValue(x.gentle),
                              "MeanPktSize", UintegerValue(x.meanPacket),
                              "LinkBandwidth", DataRateValue(DataRate(x.rateBps)),
-                             "LinkDelay", TimeValue(NanoSeconds(l.delayNs)));
+                             "LinkDelay", TimeValue(NanoSeconds(x.delayNs)));
     }
     return tch.Install(device).Get(0);
 }
 
-// Builds the links: one point-to-point channel per link (ns-3's channel has one delay for
-// both directions), one device per direction end with the direction's rate, queue and loss.
+// The receive error model of direction x's receiving device: Bernoulli loss of the
+// direction's rate while it acts.
+Ptr<ErrorModel>
+LossModel(const DirectionDesc& x)
+{
+    // "Determine which packets are errored corresponding to an underlying distribution, rate,
+    // and unit" (error-model.h).
+    auto em = CreateObject<RateErrorModel>();
+    em->SetUnit(RateErrorModel::ERROR_UNIT_PACKET);
+    em->SetRate(x.lossRate);
+    // "Enable the error model" / "Disable the error model" (ErrorModel): it acts in
+    // [start, stop).
+    if (x.lossStartNs > 0)
+    {
+        em->Disable();
+        Simulator::Schedule(NanoSeconds(x.lossStartNs), &ErrorModel::Enable, em);
+    }
+    if (x.lossStopNs > 0)
+    {
+        Simulator::Schedule(NanoSeconds(x.lossStopNs), &ErrorModel::Disable, em);
+    }
+    return em;
+}
+
+// Builds the link directions: each is a point-to-point channel of its own (ns-3's channel has
+// one delay for both ways, so a direction's delay needs its own), from a device at its
+// sending node with the direction's rate and queue to a device at its receiving node with its
+// loss model. Packets only ever leave through the sending devices (the host routes use
+// nothing else), as ns-2's simplex links.
 void
-BuildLinks(NodeContainer& nodes)
+BuildDirections(NodeContainer& nodes)
 {
     InternetStackHelper internet;
     Ipv4StaticRoutingHelper staticRouting;
     internet.SetRoutingHelper(staticRouting);
     internet.Install(nodes);
-    for (uint32_t i = 0; i < g_desc.links.size(); ++i)
+    for (uint32_t d = 0; d < g_desc.directions.size(); ++d)
     {
-        const LinkDesc& l = g_desc.links[i];
+        const DirectionDesc& x = g_desc.directions[d];
         PointToPointHelper p2p;
-        p2p.SetChannelAttribute("Delay", TimeValue(NanoSeconds(l.delayNs)));
-        NetDeviceContainer devices = p2p.Install(nodes.Get(l.a), nodes.Get(l.b));
-        for (uint32_t end = 0; end < 2; ++end)
+        p2p.SetChannelAttribute("Delay", TimeValue(NanoSeconds(x.delayNs)));
+        p2p.SetDeviceAttribute("DataRate", DataRateValue(DataRate(x.rateBps)));
+        NetDeviceContainer devices = p2p.Install(nodes.Get(x.from), nodes.Get(x.to));
+        auto device = DynamicCast<PointToPointNetDevice>(devices.Get(0));
+        // One packet in the device queue: the queue disc holds the others (see
+        // InstallQueueDisc), and the device wakes it when that packet starts serializing.
+        device->GetQueue()->SetMaxSize(QueueSize(QueueSizeUnit::PACKETS, 1));
+        if (x.lossRate > 0)
         {
-            const DirectionDesc& x = g_desc.directions[2 * i + end];
-            auto device = DynamicCast<PointToPointNetDevice>(devices.Get(end));
-            device->SetDataRate(DataRate(x.rateBps));
-            // One packet in the device queue: the queue disc holds the others (see
-            // InstallQueueDisc), and the device wakes it when that packet starts serializing.
-            device->GetQueue()->SetMaxSize(QueueSize(QueueSizeUnit::PACKETS, 1));
-            if (x.lossRate > 0)
-            {
-                // "Determine which packets are errored corresponding to an underlying
-                // distribution, rate, and unit" (error-model.h); on the receiving end.
-                auto em = CreateObject<RateErrorModel>();
-                em->SetUnit(RateErrorModel::ERROR_UNIT_PACKET);
-                em->SetRate(x.lossRate);
-                // "Enable the error model" / "Disable the error model" (ErrorModel):
-                // it acts in [start, stop).
-                if (x.lossStartNs > 0)
-                {
-                    em->Disable();
-                    Simulator::Schedule(NanoSeconds(x.lossStartNs), &ErrorModel::Enable, em);
-                }
-                if (x.lossStopNs > 0)
-                {
-                    Simulator::Schedule(NanoSeconds(x.lossStopNs), &ErrorModel::Disable, em);
-                }
-                auto receiver = DynamicCast<PointToPointNetDevice>(devices.Get(1 - end));
-                receiver->SetReceiveErrorModel(em);
-            }
-            DirectionState state;
-            state.device = device;
-            g_dirs[2 * i + end] = state;
+            DynamicCast<PointToPointNetDevice>(devices.Get(1))
+                ->SetReceiveErrorModel(LossModel(x));
         }
-        for (uint32_t end = 0; end < 2; ++end)
-        {
-            g_dirs[2 * i + end].qdisc = InstallQueueDisc(g_desc.directions[2 * i + end],
-                                                         l,
-                                                         devices.Get(end));
-        }
+        g_dirs[d].device = device;
+        g_dirs[d].qdisc = InstallQueueDisc(x, device);
         Ipv4AddressHelper addresses;
         std::ostringstream base;
-        base << "10." << (i / 256) << "." << (i % 256) << ".0";
+        base << "10." << (d / 256) << "." << (d % 256) << ".0";
         addresses.SetBase(base.str().c_str(), "255.255.255.0");
-        g_linkInterfaces.push_back(addresses.Assign(devices));
-        g_linkDevices.push_back(devices);
+        g_dirInterfaces.push_back(addresses.Assign(devices));
+        g_dirDevices.push_back(devices);
     }
 }
 
@@ -429,12 +407,9 @@ InstallRoutes(NodeContainer& nodes)
     for (const RouteDesc& r : g_desc.routes)
     {
         Ptr<Ipv4> ipv4 = nodes.Get(r.node)->GetObject<Ipv4>();
-        const LinkDesc& out = g_desc.links[r.outLink];
-        uint32_t end = out.a == r.node ? 0 : 1;
-        uint32_t interface = ipv4->GetInterfaceForDevice(g_linkDevices[r.outLink].Get(end));
-        Ipv4Address nextHop = g_linkInterfaces[r.outLink].GetAddress(1 - end);
-        helper.GetStaticRouting(ipv4)->AddHostRouteTo(AddressOn(r.dest, r.destLink),
-                                                      nextHop,
+        uint32_t interface = ipv4->GetInterfaceForDevice(g_dirDevices[r.outDirection].Get(0));
+        helper.GetStaticRouting(ipv4)->AddHostRouteTo(AddressOn(r.addressDirection, r.addressEnd),
+                                                      AddressOn(r.outDirection, 1),
                                                       interface);
     }
 }
@@ -614,7 +589,7 @@ StartTcpSender(uint32_t i, Ptr<Node> node)
     socket->TraceConnectWithoutContext("CongState", MakeBoundCallback(&OnCongState, i));
     socket->TraceConnectWithoutContext("Tx", MakeBoundCallback(&OnTcpTx, i));
     socket->Bind();
-    socket->Connect(InetSocketAddress(AddressOn(f.to, f.destLink), FIRST_PORT + i));
+    socket->Connect(InetSocketAddress(AddressOn(f.destDirection, 1), FIRST_PORT + i));
     socket->SetSendCallback(MakeBoundCallback(&FillSender, i));
     FillSender(i, socket, 0);
 }
@@ -669,7 +644,7 @@ void
 InstallUdp(uint32_t i, NodeContainer& nodes)
 {
     const FlowDesc& f = g_desc.flows[i];
-    InetSocketAddress destination(AddressOn(f.to, f.destLink), FIRST_PORT + i);
+    InetSocketAddress destination(AddressOn(f.destDirection, 1), FIRST_PORT + i);
     OnOffHelper source("ns3::UdpSocketFactory", destination);
     // OnOffApplication paces its payload at DataRate; our rate counts whole packets, so the
     // payload rate is rate × payload / packet_size (packet_size / rate between packets).
@@ -842,13 +817,12 @@ main(int argc, char* argv[])
     nodes.Create(g_desc.nodes);
     g_dirs.resize(g_desc.directions.size());
     g_flows.resize(g_desc.flows.size());
-    BuildLinks(nodes);
+    BuildDirections(nodes);
     InstallRoutes(nodes);
     for (uint32_t d = 0; d < g_dirs.size(); ++d)
     {
         g_dirs[d].device->TraceConnectWithoutContext("PhyTxEnd", MakeBoundCallback(&OnPhyTxEnd, d));
-        auto receiver = g_linkDevices[d / 2].Get(d % 2 == 0 ? 1 : 0);
-        receiver->TraceConnectWithoutContext("PhyRxDrop", MakeBoundCallback(&OnPhyRxDrop, d));
+        g_dirDevices[d].Get(1)->TraceConnectWithoutContext("PhyRxDrop", MakeBoundCallback(&OnPhyRxDrop, d));
     }
     InstallFlows(nodes);
     ScheduleSamples();

@@ -2,9 +2,10 @@
 //! [`Layout`] the converter needs. See `docs/ns3.md` for the mapping table.
 //!
 //! The description is plain text, one record per line, fields separated by spaces; times are
-//! integer nanoseconds, rates bits/s. Nodes are numbered in [`Scenario::nodes`] order, links
-//! in file order, link direction `d` is `2 × link` (+1 for the reverse), flows are numbered
-//! in the order they appear below (flows ns-3 cannot run are left out):
+//! integer nanoseconds, rates bits/s. Nodes are numbered in [`Scenario::nodes`] order; link
+//! direction `d` is `2 × link` (+1 for the reverse), links in file order
+//! ([`tfrc_scenario::Hop::direction_index`]); flows are numbered in the order they appear
+//! below (flows ns-3 cannot run are left out):
 //!
 //! ```text
 //! seed <seed>
@@ -12,18 +13,21 @@
 //! flow_times <output interval ends …>
 //! state_times <state sampling times …>
 //! nodes <count>
-//! link <node a> <node b> <delay>
-//! direction <link> <1 forward | 0 reverse> <rate> <Bernoulli loss rate> <loss start> <loss stop, 0 = none> droptail <limit>
-//! direction <link> <1 | 0> <rate> <loss> <start> <stop> red <limit> <min_th> <max_th> <max_p> <weight> <gentle 0|1> <mean packet size>
-//! flow tcp <from> <to> <link of the destination's address> <start> <stop> <packet size> <ns-3 congestion TypeId> <initial cwnd> <delayed ACK 0|1> <window packets, 0 = none> <SACK 0|1>
-//! flow cbr <from> <to> <link> <start> <stop> <packet size> <rate>
-//! flow onoff <from> <to> <link> <start> <stop> <packet size> <rate> <mean on time> <mean off time> <Pareto shape, 0 = exponential>
-//! route <node> <destination node> <link of the destination's address> <outgoing link>
+//! direction <from> <to> <rate> <delay> <Bernoulli loss rate> <loss start> <loss stop, 0 = none> droptail <limit>
+//! direction <from> <to> <rate> <delay> <loss> <start> <stop> red <limit> <min_th> <max_th> <max_p> <weight> <gentle 0|1> <mean packet size>
+//! flow tcp <from> <to> <direction of the destination's address> <start> <stop> <packet size> <ns-3 congestion TypeId> <initial cwnd> <delayed ACK 0|1> <window packets, 0 = none> <SACK 0|1>
+//! flow cbr <from> <to> <direction> <start> <stop> <packet size> <rate>
+//! flow onoff <from> <to> <direction> <start> <stop> <packet size> <rate> <mean on time> <mean off time> <Pareto shape, 0 = exponential>
+//! route <node> <direction of the address> <its end: 0 sending, 1 receiving node> <outgoing direction>
 //! ```
 //!
-//! Node `n`'s address on link `l` is `10.<l / 256>.<l % 256>.1` for the link's first node and
-//! `.2` for its second; routes are host routes from the one route function
-//! ([`Scenario::route`]), data path and ACK path of every flow.
+//! Each direction is a point-to-point channel of its own (so each has its own delay) between
+//! a device at its sending node, `10.<d / 256>.<d % 256>.1`, and one at its receiving node,
+//! `.2`. A flow's destination address is the destination's end of the last direction of its
+//! data path, its source address the source's end of the first. Routes are host routes from
+//! the one route function ([`Scenario::route`]): at each node of a flow's data path towards the
+//! destination's address, at each node of its ACK path towards the source's, each through the
+//! sending device of the route's next direction.
 
 use core::fmt::Write as _;
 use core::time::Duration;
@@ -213,18 +217,9 @@ impl<'a> Describer<'a> {
         let scenario = self.scenario;
         for (index, link) in scenario.links.iter().enumerate() {
             let (a, b) = (self.node(&link.between[0]), self.node(&link.between[1]));
-            if link.forward.delay != link.reverse.delay {
-                self.unsupported.push(format!(
-                    "link[{index}].reverse.delay: an ns-3 point-to-point channel has one delay; \
-                     both directions get the forward delay {} s (the reverse asks {} s)",
-                    link.forward.delay.as_secs_f64(),
-                    link.reverse.delay.as_secs_f64()
-                ));
-            }
-            let _ = writeln!(self.out, "link {a} {b} {}", nanos(link.forward.delay));
-            for (forward, spec, key, from, to) in [
-                (1, &link.forward, format!("link[{index}]"), a, b),
-                (0, &link.reverse, format!("link[{index}].reverse"), b, a),
+            for (spec, key, from, to) in [
+                (&link.forward, format!("link[{index}]"), a, b),
+                (&link.reverse, format!("link[{index}].reverse"), b, a),
             ] {
                 let Capacity::Rate(rate) = &spec.capacity else {
                     return Err(describe_error(
@@ -239,8 +234,9 @@ impl<'a> Describer<'a> {
                 let queue = self.queue_fields(&spec.queue, &key);
                 let _ = writeln!(
                     self.out,
-                    "direction {index} {forward} {} {loss} {queue}",
-                    rate.bits_per_second()
+                    "direction {from} {to} {} {} {loss} {queue}",
+                    rate.bits_per_second(),
+                    nanos(spec.delay)
                 );
                 self.directions.push(DirectionLayout {
                     from: self.nodes[from].to_owned(),
@@ -340,11 +336,11 @@ impl<'a> Describer<'a> {
             };
             let data_path: Vec<usize> = route(&flow.from, &flow.to)?;
             let ack_path: Vec<usize> = route(&flow.to, &flow.from)?;
-            let destination_link = data_path.last().map_or(0, |d| d / 2);
+            let destination_direction = data_path.last().copied().unwrap_or(0);
             let (kind, fields) = fields;
             let _ = writeln!(
                 self.out,
-                "flow {kind} {} {} {destination_link} {} {} {} {fields}",
+                "flow {kind} {} {} {destination_direction} {} {} {} {fields}",
                 self.node(&flow.from),
                 self.node(&flow.to),
                 nanos(flow.start),
@@ -500,33 +496,29 @@ impl Describer<'_> {
     /// first wins and the run says so.
     fn routes(&mut self) {
         let directions = self.scenario.link_directions();
-        let mut installed: Vec<(usize, usize, usize, usize)> = Vec::new();
+        // (node, address direction, address end, outgoing direction)
+        let mut installed: Vec<(usize, usize, u8, usize)> = Vec::new();
         let mut conflicts = Vec::new();
         for flow in &self.flows {
-            let destination = self.node(&flow.spec.to);
-            let source = self.node(&flow.spec.from);
-            let destination_link = flow.data_path.last().map_or(0, |d| d / 2);
-            let source_link = flow.data_path.first().map_or(0, |d| d / 2);
-            for (path, target, target_link) in [
-                (&flow.data_path, destination, destination_link),
-                (&flow.ack_path, source, source_link),
-            ] {
-                for &direction in path {
-                    let at = self.node(directions[direction].0);
-                    let out = direction / 2;
+            let destination = (flow.data_path.last().copied().unwrap_or(0), 1);
+            let source = (flow.data_path.first().copied().unwrap_or(0), 0);
+            for (path, (address, end)) in [(&flow.data_path, destination), (&flow.ack_path, source)]
+            {
+                for &out in path {
+                    let at = self.node(directions[out].0);
                     match installed
                         .iter()
-                        .find(|route| (route.0, route.1, route.2) == (at, target, target_link))
+                        .find(|route| (route.0, route.1, route.2) == (at, address, end))
                     {
                         Some(route) if route.3 != out => conflicts.push(flow.spec.name.clone()),
                         Some(_) => {}
-                        None => installed.push((at, target, target_link, out)),
+                        None => installed.push((at, address, end, out)),
                     }
                 }
             }
         }
-        for (at, target, target_link, out) in installed {
-            let _ = writeln!(self.out, "route {at} {target} {target_link} {out}");
+        for (at, address, end, out) in installed {
+            let _ = writeln!(self.out, "route {at} {address} {end} {out}");
         }
         conflicts.dedup();
         for name in conflicts {

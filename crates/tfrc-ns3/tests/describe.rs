@@ -98,30 +98,31 @@ fn a_dumbbell_lists_both_directions_of_every_link_with_rate_delay_and_queue() {
     assert!(text.contains("\nseed 7\n"), "{text}");
     assert!(text.contains("\nduration_ns 10000000000\n"));
     assert!(text.contains("\nnodes 6\n"));
-    // Nodes in order of first appearance: s1 r1 s2 r2 d1 d2.
-    assert_eq!(
-        lines_starting(text, "link"),
-        [
-            "link 0 1 1000000",
-            "link 2 1 1000000",
-            "link 1 3 8000000",
-            "link 3 4 1000000",
-            "link 3 5 1000000"
-        ]
-    );
+    assert!(!text.contains("\nlink "), "directions only");
     let directions = lines_starting(text, "direction");
     assert_eq!(directions.len(), 10, "two per link");
-    assert_eq!(directions[4], "direction 2 1 10000000 0 0 0 droptail 40");
+    // Nodes in order of first appearance: s1 r1 s2 r2 d1 d2. Direction 4 is r1 -> r2.
+    assert_eq!(
+        directions[0],
+        "direction 0 1 100000000 1000000 0 0 0 droptail 50"
+    );
+    assert_eq!(
+        directions[4],
+        "direction 1 3 10000000 8000000 0 0 0 droptail 40"
+    );
     assert_eq!(
         directions[5],
-        "direction 2 0 5000000 0 0 0 red 60 5 15 0.1 0.002 0 500"
+        "direction 3 1 5000000 8000000 0 0 0 red 60 5 15 0.1 0.002 0 500"
     );
-    // Loss on the forward direction r2 -> d1 only.
+    // Loss on the forward direction r2 -> d1 only, from 2 s on.
     assert_eq!(
         directions[6],
-        "direction 3 1 100000000 0.01 2000000000 0 droptail 50"
+        "direction 3 4 100000000 1000000 0.01 2000000000 0 droptail 50"
     );
-    assert_eq!(directions[7], "direction 3 0 100000000 0 0 0 droptail 50");
+    assert_eq!(
+        directions[7],
+        "direction 4 3 100000000 1000000 0 0 0 droptail 50"
+    );
     let layout = &described.layout;
     assert_eq!(layout.directions.len(), 10);
     assert_eq!(
@@ -142,23 +143,23 @@ fn tcp_flows_carry_variant_window_and_ack_policy_and_routes_follow_the_route_fun
     assert_eq!(
         flows,
         [
-            // kind from to destination-link start stop size congestion IW delack window sack
-            "flow tcp 0 4 3 0 10000000000 1000 ns3::TcpCubic 10 0 0 1",
-            "flow tcp 2 5 4 1000000000 8000000000 1000 ns3::TcpBbr 10 0 0 1",
-            "flow tcp 0 5 4 0 10000000000 1500 ns3::TcpLinuxReno 2 1 20 0",
-            "flow cbr 2 4 3 0 10000000000 1000 1000000",
+            // kind from to destination-direction start stop size congestion IW delack window sack
+            "flow tcp 0 4 6 0 10000000000 1000 ns3::TcpCubic 10 0 0 1",
+            "flow tcp 2 5 8 1000000000 8000000000 1000 ns3::TcpBbr 10 0 0 1",
+            "flow tcp 0 5 8 0 10000000000 1500 ns3::TcpLinuxReno 2 1 20 0",
+            "flow cbr 2 4 6 0 10000000000 1000 1000000",
         ]
     );
     let routes = lines_starting(&described.description, "route");
-    // The cubic flow s1 -> d1: data over links 0, 2, 3; ACKs back over 3, 2, 0 to s1's address
-    // on link 0.
+    // The cubic flow s1 -> d1: data over directions 0, 4, 6 to d1's end of 6; ACKs back over
+    // 7, 5, 1 to s1's end of 0.
     for expected in [
-        "route 0 4 3 0",
-        "route 1 4 3 2",
-        "route 3 4 3 3",
-        "route 4 0 0 3",
-        "route 3 0 0 2",
-        "route 1 0 0 0",
+        "route 0 6 1 0",
+        "route 1 6 1 4",
+        "route 3 6 1 6",
+        "route 4 0 0 7",
+        "route 3 0 0 5",
+        "route 1 0 0 1",
     ] {
         assert!(routes.contains(&expected), "{expected} in {routes:?}");
     }
@@ -208,7 +209,6 @@ to = "b"
     let described = describe(&other).expect("describes");
     let unsupported = described.unsupported.join("\n");
     for key in [
-        "link[0].reverse.delay:",
         "link[0].queue: ns-3 has no RIO",
         "link[0].loss: only Bernoulli",
     ] {
@@ -217,7 +217,12 @@ to = "b"
     // The RIO queue runs as DropTail of its limit (50 by default), the other loss model not at all.
     assert!(described
         .description
-        .contains("\ndirection 0 1 1000000 0 0 0 droptail 50\n"));
+        .contains("\ndirection 0 1 1000000 10000000 0 0 0 droptail 50\n"));
+    // Each direction its own delay.
+    assert!(described
+        .description
+        .contains("\ndirection 1 0 1000000 20000000 0 0 0 droptail 50\n"));
+    assert!(!unsupported.contains("delay"), "{unsupported}");
     // Pareto on/off: rate, mean on and off times (ns-2's defaults, 500 ms), shape 1.5.
     assert_eq!(
         lines_starting(&described.description, "flow"),

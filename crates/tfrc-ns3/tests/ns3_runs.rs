@@ -334,3 +334,44 @@ fn a_run_over_its_timeout_is_killed_and_says_so() {
         "kept after a failure"
     );
 }
+
+#[test]
+fn each_direction_has_its_own_delay() {
+    if !ns3_available("an ns-3 run") {
+        return;
+    }
+    let text = r#"
+name = "asymmetric"
+duration = "5s"
+[[link]]
+between = ["a", "b"]
+rate = "10Mbps"
+delay = "5ms"
+reverse = { delay = "45ms" }
+[[flow]]
+name = "c"
+kind = "tcp"
+variant = "cubic"
+from = "a"
+to = "b"
+"#;
+    let scenario = Scenario::from_str_named(text, "asymmetric.toml").expect("valid scenario");
+    let directory = tempfile::tempdir().expect("temporary directory");
+    run(&scenario, directory.path());
+    let unsupported =
+        std::fs::read_to_string(directory.path().join("ns3-unsupported.txt")).expect("list");
+    assert!(
+        unsupported.starts_with(
+            "# Scenario features ns-3 cannot express (the run goes without them)\n(none)\n"
+        ),
+        "{unsupported}"
+    );
+    let (header, states) = read_csv(&directory.path().join("state.csv"));
+    let column = header.iter().position(|h| h == "rtt_s").expect("rtt_s");
+    let shortest = states
+        .iter()
+        .map(|row| row[column].parse::<f64>().expect("rtt"))
+        .fold(f64::INFINITY, f64::min);
+    // 5 ms out, 45 ms back, plus a packet's transmission: at least 50.8 ms.
+    assert!(shortest > 0.0508, "RTT sample {shortest} s");
+}
