@@ -33,7 +33,7 @@ use core::fmt::Write as _;
 use core::time::Duration;
 
 use tfrc_scenario::{
-    Capacity, FlowKind, FlowSpec, LossModel, QueueSpec, Scenario, TcpProfile, TcpVariant,
+    Capacity, FlowKind, FlowSpec, LossModel, QueueSpec, Scenario, TcpProfile, TcpSpec, TcpVariant,
 };
 
 use crate::error::Ns3Error;
@@ -377,41 +377,7 @@ impl Describer<'_> {
     ) -> Result<Option<(&'static str, String)>, Ns3Error> {
         let name = &flow.name;
         match &flow.kind {
-            FlowKind::Tcp(tcp) => {
-                if flow.packet_size <= NS3_TCP_HEADER_BYTES {
-                    return Err(describe_error(
-                        self.scenario,
-                        &format!("flow[{index}].packet_size"),
-                        format!(
-                            "flow {name}: a TCP packet of {} bytes leaves no payload after the \
-                             {NS3_TCP_HEADER_BYTES}-byte TCP/IP header",
-                            flow.packet_size
-                        ),
-                    ));
-                }
-                let (congestion, initial_window) = self.tcp_variant(name, tcp.variant);
-                if tcp.downloads.is_some() {
-                    self.unsupported.push(format!(
-                        "flow.{name}.downloads: the ns-3 runner runs one bulk transfer per TCP \
-                         flow; the flow sends bulk data instead of groups of short transfers"
-                    ));
-                }
-                if tcp.profile == TcpProfile::Ns2 {
-                    self.notes.push(format!(
-                        "flow.{name}.profile: \"ns2\" asked; ns-3 runs its own TCP (RFC \
-                         6298 timers, 1 s initial RTO)"
-                    ));
-                }
-                Ok(Some((
-                    "tcp",
-                    format!(
-                        "{congestion} {initial_window} {} {} {}",
-                        u8::from(tcp.delayed_ack),
-                        tcp.window.unwrap_or(0),
-                        u8::from(tcp.variant.uses_sack())
-                    ),
-                )))
-            }
+            FlowKind::Tcp(tcp) => self.tcp_fields(index, flow, tcp).map(Some),
             FlowKind::Cbr { rate } => {
                 self.check_udp_size(index, flow)?;
                 Ok(Some(("cbr", rate.bits_per_second().to_string())))
@@ -461,6 +427,49 @@ impl Describer<'_> {
                 "flow {}: a UDP packet of {} bytes leaves no payload after the \
                  {NS3_UDP_HEADER_BYTES}-byte UDP/IP header",
                 flow.name, flow.packet_size
+            ),
+        ))
+    }
+
+    /// The fields of a TCP flow's `flow` record.
+    fn tcp_fields(
+        &mut self,
+        index: usize,
+        flow: &FlowSpec,
+        tcp: &TcpSpec,
+    ) -> Result<(&'static str, String), Ns3Error> {
+        let name = &flow.name;
+        if flow.packet_size <= NS3_TCP_HEADER_BYTES {
+            return Err(describe_error(
+                self.scenario,
+                &format!("flow[{index}].packet_size"),
+                format!(
+                    "flow {name}: a TCP packet of {} bytes leaves no payload after the \
+                     {NS3_TCP_HEADER_BYTES}-byte TCP/IP header",
+                    flow.packet_size
+                ),
+            ));
+        }
+        let (congestion, initial_window) = self.tcp_variant(name, tcp.variant);
+        if tcp.downloads.is_some() {
+            self.unsupported.push(format!(
+                "flow.{name}.downloads: the ns-3 runner runs one bulk transfer per TCP flow; \
+                 the flow sends bulk data instead of groups of short transfers"
+            ));
+        }
+        if tcp.profile == TcpProfile::Ns2 {
+            self.notes.push(format!(
+                "flow.{name}.profile: \"ns2\" asked; ns-3 runs its own TCP (RFC 6298 timers, \
+                 1 s initial RTO)"
+            ));
+        }
+        Ok((
+            "tcp",
+            format!(
+                "{congestion} {initial_window} {} {} {}",
+                u8::from(tcp.delayed_ack),
+                tcp.window.unwrap_or(0),
+                u8::from(tcp.variant.uses_sack())
             ),
         ))
     }
