@@ -106,13 +106,17 @@
 //! - **Recovery**: three losses in one window: Reno times out, NewReno recovers in three round
 //!   trips without a timeout, SACK in about one; both retransmit exactly the lost packets.
 
+mod bbr;
 mod config;
+mod cubic;
+mod delivery;
 mod ranges;
 mod rtt;
 mod segment;
 mod sender;
 mod sink;
 
+pub use bbr::BbrMode;
 pub use config::{ConfigError, SenderConfig, SinkConfig, UnknownVariant, Variant};
 pub use segment::{Ack, SackBlock, Segment, HEADER_BYTES, MAX_SACK_BLOCKS};
 pub use sender::{AckError, SenderStats, TcpSender};
