@@ -686,3 +686,50 @@ impl Bbr {
         (window, false)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn windowed_max_keeps_the_best_sample_of_the_window_and_lets_it_expire() {
+        let mut filter = WindowedMax::default();
+        filter.update(10, 0, 100.0);
+        filter.update(10, 1, 50.0);
+        filter.update(10, 6, 70.0);
+        assert_eq!(filter.get(), 100.0);
+        // Round 11: the maximum from round 0 is out of the 10-round window; the second choice
+        // (70, from the second half) takes over, as Linux's `minmax_subwin_update` does.
+        filter.update(10, 11, 60.0);
+        assert_eq!(filter.get(), 70.0);
+        // A new maximum replaces everything at once.
+        filter.update(10, 12, 120.0);
+        assert_eq!(filter.get(), 120.0);
+        // Nothing in the window any more: the newest sample.
+        filter.update(10, 40, 10.0);
+        assert_eq!(filter.get(), 10.0);
+    }
+
+    #[test]
+    fn startup_gains_and_the_first_pacing_rate_follow_linux() {
+        let bbr = Bbr::new(1000, 10.0, 0);
+        assert_eq!(bbr.mode(), BbrMode::Startup);
+        // "high_gain * init_cwnd / RTT" with a nominal 1 ms RTT: 10 packets per ms × 1000 B ×
+        // 2.885 × 0.99.
+        assert!((bbr.pacing_rate() - 10_000.0 * 1000.0 * HIGH_GAIN * 0.99).abs() < 1e-3);
+        assert_eq!(bbr.pacing_gain(), HIGH_GAIN);
+    }
+
+    #[test]
+    fn the_quantization_budget_adds_three_send_quanta_rounded_up_to_even() {
+        let mut bbr = Bbr::new(1000, 10.0, 0);
+        // 100 Mb/s of pacing: 12 500 000 B/s >> 10 = 12 207 B, 12 packets per quantum.
+        bbr.pacing_rate = 12_500_000.0;
+        assert_eq!(bbr.send_quantum(), 12.0);
+        assert_eq!(bbr.quantization_budget(41.0), 78.0);
+        // Below 1.2 Mb/s one packet per quantum.
+        bbr.pacing_rate = 100_000.0;
+        assert_eq!(bbr.send_quantum(), 1.0);
+        assert_eq!(bbr.quantization_budget(5.0), 8.0);
+    }
+}
