@@ -442,6 +442,8 @@ fn tcp_endpoints(
     if let Some(window) = spec.window {
         config.max_window = window;
     }
+    // The flow's own seed: BBR draws the phase its gain cycle starts in from it.
+    config.seed = seed;
     config.validate().map_err(scenario_error(key))?;
     let mut sink_config = tfrc_tcp::SinkConfig::for_variant(variant);
     sink_config.delayed_ack = spec.delayed_ack;
