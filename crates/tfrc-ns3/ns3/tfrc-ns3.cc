@@ -1,0 +1,739 @@
+// tfrc-ns3: runs one scenario of the TFRC toolkit in ns-3.37 (`tfrc ns3`, docs/ns3.md).
+//
+// One generic program for every scenario: it reads the run description that tfrc-ns3's Rust
+// side writes (ns3-run.txt, one record per line, see crates/tfrc-ns3/src/describe.rs) and
+// writes cumulative counters (ns3-samples.txt) that the Rust side converts to the toolkit's
+// flows.csv, links.csv, state.csv and summary.json:
+//
+//   F <interval index> <flow> <sent packets> <sent bytes> <recv packets> <recv bytes> <sink bytes>
+//   S <sample index> <flow> <cwnd packets> <ssthresh packets | -> <last rtt s | -> <rto s | ->
+//   L <interval index> <direction> <queue bytes> <queue packets> <arrivals> <departures>
+//     <departure bytes> <drops> <loss-model drops>
+//   R <flow> <timeouts> <retransmitted packets>
+//
+// Usage: tfrc-ns3 RUN_DESCRIPTION SAMPLES_OUTPUT
+
+#include "ns3/applications-module.h"
+#include "ns3/core-module.h"
+#include "ns3/internet-module.h"
+#include "ns3/network-module.h"
+#include "ns3/point-to-point-module.h"
+#include "ns3/traffic-control-module.h"
+
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+using namespace ns3;
+
+namespace
+{
+
+// Bytes of the IPv4 and TCP headers (no options: timestamps are off) and of IPv4 and UDP.
+const uint32_t TCP_IP_HEADER = 40;
+const uint32_t UDP_IP_HEADER = 28;
+// The point-to-point device's PPP header, in every packet on the wire and in the device queue.
+const uint32_t PPP_HEADER = 2;
+// First port of the flows' sinks (flow i listens on FIRST_PORT + i).
+const uint16_t FIRST_PORT = 10000;
+
+struct LinkDesc
+{
+    uint32_t a;
+    uint32_t b;
+    int64_t delayNs;
+};
+
+struct DirectionDesc
+{
+    uint32_t link;
+    bool forward;
+    uint64_t rateBps;
+    std::string queue; // "droptail" or "red"
+    uint32_t limit;
+    double minTh, maxTh, maxP, weight;
+    bool gentle;
+    uint32_t meanPacket;
+    double lossRate;
+};
+
+struct FlowDesc
+{
+    std::string kind; // "tcp" or "cbr"
+    uint32_t from, to, destLink;
+    int64_t startNs, stopNs;
+    uint32_t packetSize;
+    std::string congestion; // ns-3 TypeId name of a TCP flow
+    uint32_t initialCwnd;
+    bool delayedAck;
+    uint32_t window; // packets, 0 = unlimited
+    bool sack;
+    uint64_t rateBps; // CBR
+};
+
+struct RouteDesc
+{
+    uint32_t node, dest, destLink, outLink;
+};
+
+struct Description
+{
+    uint64_t seed = 1;
+    int64_t durationNs = 0;
+    std::vector<int64_t> flowTimes, stateTimes;
+    uint32_t nodes = 0;
+    std::vector<LinkDesc> links;
+    std::vector<DirectionDesc> directions;
+    std::vector<FlowDesc> flows;
+    std::vector<RouteDesc> routes;
+};
+
+// Per-flow counters, cumulative since the start of the run.
+struct FlowState
+{
+    uint64_t sentPackets = 0, sentBytes = 0, recvPackets = 0, recvBytes = 0, sinkBytes = 0;
+    uint32_t segment = 0;
+    uint32_t cwnd = 0, ssthresh = 0;
+    double lastRtt = -1, rto = -1;
+    bool hasState = false;
+    SequenceNumber32 highestSent{0};
+    bool anySent = false;
+    uint64_t timeouts = 0, retransmissions = 0;
+    Ptr<Socket> sender;
+    bool sending = false;
+};
+
+// Per-direction counters.
+struct DirectionState
+{
+    Ptr<PointToPointNetDevice> device;
+    Ptr<QueueDisc> qdisc;
+    uint64_t departures = 0, departureBytes = 0, lossDrops = 0;
+};
+
+Description g_desc;
+std::vector<FlowState> g_flows;
+std::vector<DirectionState> g_dirs;
+std::vector<NetDeviceContainer> g_linkDevices;
+std::vector<Ipv4InterfaceContainer> g_linkInterfaces;
+std::ofstream g_out;
+
+[[noreturn]] void
+Fail(const std::string& message)
+{
+    std::cerr << "tfrc-ns3: " << message << std::endl;
+    std::exit(2);
+}
+
+// Reads the run description (see crates/tfrc-ns3/src/describe.rs for the record formats).
+Description
+ReadDescription(const std::string& path)
+{
+    std::ifstream in(path);
+    if (!in)
+    {
+        Fail("cannot read " + path);
+    }
+    Description d;
+    std::string line;
+    int number = 0;
+    while (std::getline(in, line))
+    {
+        ++number;
+        std::istringstream fields(line);
+        std::string tag;
+        if (!(fields >> tag) || tag[0] == '#')
+        {
+            continue;
+        }
+        bool ok = true;
+        if (tag == "seed")
+        {
+            ok = static_cast<bool>(fields >> d.seed);
+        }
+        else if (tag == "duration_ns")
+        {
+            ok = static_cast<bool>(fields >> d.durationNs);
+        }
+        else if (tag == "flow_times" || tag == "state_times")
+        {
+            auto& times = tag == "flow_times" ? d.flowTimes : d.stateTimes;
+            int64_t t;
+            while (fields >> t)
+            {
+                times.push_back(t);
+            }
+        }
+        else if (tag == "nodes")
+        {
+            ok = static_cast<bool>(fields >> d.nodes);
+        }
+        else if (tag == "link")
+        {
+            LinkDesc l;
+            ok = static_cast<bool>(fields >> l.a >> l.b >> l.delayNs) && l.a < d.nodes &&
+                 l.b < d.nodes;
+            d.links.push_back(l);
+        }
+        else if (tag == "direction")
+        {
+            DirectionDesc x{};
+            int forward = 0;
+            int gentle = 0;
+            ok = static_cast<bool>(fields >> x.link >> forward >> x.rateBps >> x.lossRate >>
+                                   x.queue >> x.limit) &&
+                 x.link < d.links.size();
+            if (ok && x.queue == "red")
+            {
+                ok = static_cast<bool>(fields >> x.minTh >> x.maxTh >> x.maxP >> x.weight >>
+                                       gentle >> x.meanPacket);
+            }
+            x.forward = forward != 0;
+            x.gentle = gentle != 0;
+            ok = ok && (x.queue == "droptail" || x.queue == "red");
+            d.directions.push_back(x);
+        }
+        else if (tag == "flow")
+        {
+            FlowDesc f{};
+            int delayed = 0;
+            int sack = 0;
+            ok = static_cast<bool>(fields >> f.kind >> f.from >> f.to >> f.destLink >>
+                                   f.startNs >> f.stopNs >> f.packetSize) &&
+                 f.from < d.nodes && f.to < d.nodes && f.destLink < d.links.size();
+            if (ok && f.kind == "tcp")
+            {
+                ok = static_cast<bool>(fields >> f.congestion >> f.initialCwnd >> delayed >>
+                                       f.window >> sack);
+            }
+            else if (ok && f.kind == "cbr")
+            {
+                ok = static_cast<bool>(fields >> f.rateBps);
+            }
+            else
+            {
+                ok = false;
+            }
+            f.delayedAck = delayed != 0;
+            f.sack = sack != 0;
+            d.flows.push_back(f);
+        }
+        else if (tag == "route")
+        {
+            RouteDesc r;
+            ok = static_cast<bool>(fields >> r.node >> r.dest >> r.destLink >> r.outLink) &&
+                 r.node < d.nodes && r.dest < d.nodes && r.destLink < d.links.size() &&
+                 r.outLink < d.links.size();
+            d.routes.push_back(r);
+        }
+        if (!ok)
+        {
+            Fail(path + ":" + std::to_string(number) + ": malformed record: " + line);
+        }
+    }
+    if (d.directions.size() != 2 * d.links.size())
+    {
+        Fail(path + ": expected two directions per link");
+    }
+    return d;
+}
+
+// The address node `node` has on link `link` (10.<link / 256>.<link % 256>.{1,2}).
+Ipv4Address
+AddressOn(uint32_t node, uint32_t link)
+{
+    const LinkDesc& l = g_desc.links[link];
+    return g_linkInterfaces[link].GetAddress(l.a == node ? 0 : 1);
+}
+
+// The queue disc of one direction, installed before the addresses are assigned (else
+// Ipv4AddressHelper::Assign installs ns-3's default FqCoDel).
+//
+// DropTail: our DropTail (docs/network-elements.md) holds "at most `limit − 1` packets wait
+// and, with the one being serialized, a link direction holds at most `limit` packets". In
+// ns-3 a direction holds the disc's packets, the device queue's one and the one the device
+// serializes (PointToPointNetDevice::TransmitStart keeps it outside its queue), so the
+// FifoQueueDisc gets limit − 2 ("The max queue size", fifo-queue-disc.cc).
+//
+// RED: ours drops "an arrival finding `limit` packets waiting", so the disc gets limit − 1
+// (with the device queue's one, limit wait); its average queue counts the disc's packets only.
+Ptr<QueueDisc>
+InstallQueueDisc(const DirectionDesc& x, const LinkDesc& l, Ptr<NetDevice> device)
+{
+    TrafficControlHelper tch;
+    if (x.queue == "droptail")
+    {
+        uint32_t size = x.limit > 3 ? x.limit - 2 : 1;
+        tch.SetRootQueueDisc("ns3::FifoQueueDisc",
+                             "MaxSize",
+                             QueueSizeValue(QueueSize(QueueSizeUnit::PACKETS, size)));
+    }
+    else
+    {
+        uint32_t size = x.limit > 2 ? x.limit - 1 : 1;
+        // RedQueueDisc: "LInterm": "The maximum probability of dropping a packet" is 1/LInterm;
+        // "QW": "Queue weight related to the exponential weighted moving average (EWMA)".
+        tch.SetRootQueueDisc("ns3::RedQueueDisc",
+                             "MaxSize", QueueSizeValue(QueueSize(QueueSizeUnit::PACKETS, size)),
+                             "MinTh", DoubleValue(x.minTh),
+                             "MaxTh", DoubleValue(x.maxTh),
+                             "LInterm", DoubleValue(1.0 / x.maxP),
+                             "QW", DoubleValue(x.weight),
+                             "Gentle", BooleanValue(x.gentle),
+                             "MeanPktSize", UintegerValue(x.meanPacket),
+                             "LinkBandwidth", DataRateValue(DataRate(x.rateBps)),
+                             "LinkDelay", TimeValue(NanoSeconds(l.delayNs)));
+    }
+    return tch.Install(device).Get(0);
+}
+
+// Builds the links: one point-to-point channel per link (ns-3's channel has one delay for
+// both directions), one device per direction end with the direction's rate, queue and loss.
+void
+BuildLinks(NodeContainer& nodes)
+{
+    InternetStackHelper internet;
+    Ipv4StaticRoutingHelper staticRouting;
+    internet.SetRoutingHelper(staticRouting);
+    internet.Install(nodes);
+    for (uint32_t i = 0; i < g_desc.links.size(); ++i)
+    {
+        const LinkDesc& l = g_desc.links[i];
+        PointToPointHelper p2p;
+        p2p.SetChannelAttribute("Delay", TimeValue(NanoSeconds(l.delayNs)));
+        NetDeviceContainer devices = p2p.Install(nodes.Get(l.a), nodes.Get(l.b));
+        for (uint32_t end = 0; end < 2; ++end)
+        {
+            const DirectionDesc& x = g_desc.directions[2 * i + end];
+            auto device = DynamicCast<PointToPointNetDevice>(devices.Get(end));
+            device->SetDataRate(DataRate(x.rateBps));
+            // One packet in the device queue: the queue disc holds the others (see
+            // InstallQueueDisc), and the device wakes it when that packet starts serializing.
+            device->GetQueue()->SetMaxSize(QueueSize(QueueSizeUnit::PACKETS, 1));
+            if (x.lossRate > 0)
+            {
+                // "Determine which packets are errored corresponding to an underlying
+                // distribution, rate, and unit" (error-model.h); on the receiving end.
+                auto em = CreateObject<RateErrorModel>();
+                em->SetUnit(RateErrorModel::ERROR_UNIT_PACKET);
+                em->SetRate(x.lossRate);
+                auto receiver = DynamicCast<PointToPointNetDevice>(devices.Get(1 - end));
+                receiver->SetReceiveErrorModel(em);
+            }
+            DirectionState state;
+            state.device = device;
+            g_dirs[2 * i + end] = state;
+        }
+        for (uint32_t end = 0; end < 2; ++end)
+        {
+            g_dirs[2 * i + end].qdisc = InstallQueueDisc(g_desc.directions[2 * i + end],
+                                                         l,
+                                                         devices.Get(end));
+        }
+        Ipv4AddressHelper addresses;
+        std::ostringstream base;
+        base << "10." << (i / 256) << "." << (i % 256) << ".0";
+        addresses.SetBase(base.str().c_str(), "255.255.255.0");
+        g_linkInterfaces.push_back(addresses.Assign(devices));
+        g_linkDevices.push_back(devices);
+    }
+}
+
+// Host routes from the Rust side's one route function (tfrc_scenario::Scenario::route).
+void
+InstallRoutes(NodeContainer& nodes)
+{
+    Ipv4StaticRoutingHelper helper;
+    for (const RouteDesc& r : g_desc.routes)
+    {
+        Ptr<Ipv4> ipv4 = nodes.Get(r.node)->GetObject<Ipv4>();
+        const LinkDesc& out = g_desc.links[r.outLink];
+        uint32_t end = out.a == r.node ? 0 : 1;
+        uint32_t interface = ipv4->GetInterfaceForDevice(g_linkDevices[r.outLink].Get(end));
+        Ipv4Address nextHop = g_linkInterfaces[r.outLink].GetAddress(1 - end);
+        helper.GetStaticRouting(ipv4)->AddHostRouteTo(AddressOn(r.dest, r.destLink),
+                                                      nextHop,
+                                                      interface);
+    }
+}
+
+void
+OnPhyTxEnd(uint32_t d, Ptr<const Packet> packet)
+{
+    g_dirs[d].departures++;
+    g_dirs[d].departureBytes += packet->GetSize() - PPP_HEADER;
+}
+
+void
+OnPhyRxDrop(uint32_t d, Ptr<const Packet>)
+{
+    g_dirs[d].lossDrops++;
+}
+
+void
+OnCwnd(uint32_t i, uint32_t, uint32_t value)
+{
+    g_flows[i].cwnd = value;
+    g_flows[i].hasState = true;
+}
+
+void
+OnSsthresh(uint32_t i, uint32_t, uint32_t value)
+{
+    g_flows[i].ssthresh = value;
+}
+
+void
+OnRtt(uint32_t i, Time, Time value)
+{
+    g_flows[i].lastRtt = value.GetSeconds();
+}
+
+void
+OnRto(uint32_t i, Time, Time value)
+{
+    g_flows[i].rto = value.GetSeconds();
+}
+
+void
+OnCongState(uint32_t i,
+            TcpSocketState::TcpCongState_t,
+            TcpSocketState::TcpCongState_t value)
+{
+    if (value == TcpSocketState::CA_LOSS)
+    {
+        g_flows[i].timeouts++;
+    }
+}
+
+// Data segments the sender puts on the wire (retransmissions included), as packet_size bytes.
+void
+OnTcpTx(uint32_t i, Ptr<const Packet> packet, const TcpHeader& header, Ptr<const TcpSocketBase>)
+{
+    uint32_t payload = packet->GetSize();
+    if (payload == 0)
+    {
+        return;
+    }
+    FlowState& f = g_flows[i];
+    f.sentPackets++;
+    f.sentBytes += payload + TCP_IP_HEADER;
+    SequenceNumber32 end = header.GetSequenceNumber() + payload;
+    if (f.anySent && end <= f.highestSent)
+    {
+        f.retransmissions++;
+    }
+    if (!f.anySent || end > f.highestSent)
+    {
+        f.highestSent = end;
+        f.anySent = true;
+    }
+}
+
+// Data segments reaching the receiving socket (duplicates included).
+void
+OnTcpRx(uint32_t i, Ptr<const Packet> packet, const TcpHeader&, Ptr<const TcpSocketBase>)
+{
+    uint32_t payload = packet->GetSize();
+    if (payload > 0)
+    {
+        g_flows[i].recvPackets++;
+        g_flows[i].recvBytes += payload + TCP_IP_HEADER;
+    }
+}
+
+// Keeps the sender's buffer full (a bulk transfer) while the flow is active.
+void
+FillSender(uint32_t i, Ptr<Socket> socket, uint32_t)
+{
+    if (!g_flows[i].sending)
+    {
+        return;
+    }
+    while (socket->GetTxAvailable() > 0)
+    {
+        uint32_t size = std::min<uint32_t>(socket->GetTxAvailable(), 1 << 16);
+        if (socket->Send(Create<Packet>(size)) < 0)
+        {
+            break;
+        }
+    }
+}
+
+void
+SinkReceive(uint32_t i, Ptr<Socket> socket)
+{
+    while (Ptr<Packet> packet = socket->Recv())
+    {
+        g_flows[i].sinkBytes += packet->GetSize();
+    }
+}
+
+void
+SinkAccept(uint32_t i, Ptr<Socket> socket, const Address&)
+{
+    socket->SetRecvCallback(MakeBoundCallback(&SinkReceive, i));
+    socket->TraceConnectWithoutContext("Rx", MakeBoundCallback(&OnTcpRx, i));
+}
+
+// The sink of TCP flow i: a listening socket on the destination with the flow's ACK policy
+// and receive window (accepted sockets are forked from it and keep both).
+void
+StartTcpSink(uint32_t i, Ptr<Node> node)
+{
+    const FlowDesc& f = g_desc.flows[i];
+    Ptr<Socket> listener = Socket::CreateSocket(node, TcpSocketFactory::GetTypeId());
+    // "Number of packets to wait before sending a TCP ack" (TcpSocket::DelAckCount).
+    listener->SetAttribute("DelAckCount", UintegerValue(f.delayedAck ? 2 : 1));
+    listener->SetAttribute("DelAckTimeout", TimeValue(MilliSeconds(100)));
+    uint32_t segment = f.packetSize - TCP_IP_HEADER;
+    listener->SetAttribute("SegmentSize", UintegerValue(segment));
+    uint32_t rcvBuf = f.window > 0 ? f.window * segment : (64u << 20);
+    listener->SetAttribute("RcvBufSize", UintegerValue(rcvBuf));
+    listener->SetAttribute("Sack", BooleanValue(f.sack));
+    listener->Bind(InetSocketAddress(Ipv4Address::GetAny(), FIRST_PORT + i));
+    listener->Listen();
+    listener->SetAcceptCallback(MakeNullCallback<bool, Ptr<Socket>, const Address&>(),
+                                MakeBoundCallback(&SinkAccept, i));
+}
+
+void
+StartTcpSender(uint32_t i, Ptr<Node> node)
+{
+    const FlowDesc& f = g_desc.flows[i];
+    TypeId congestion;
+    if (!TypeId::LookupByNameFailSafe(f.congestion, &congestion))
+    {
+        Fail("unknown congestion control " + f.congestion);
+    }
+    Ptr<Socket> socket = node->GetObject<TcpL4Protocol>()->CreateSocket(congestion);
+    uint32_t segment = f.packetSize - TCP_IP_HEADER;
+    socket->SetAttribute("SegmentSize", UintegerValue(segment));
+    socket->SetAttribute("InitialCwnd", UintegerValue(f.initialCwnd));
+    socket->SetAttribute("SndBufSize", UintegerValue(64u << 20));
+    socket->SetAttribute("RcvBufSize", UintegerValue(64u << 20));
+    socket->SetAttribute("Sack", BooleanValue(f.sack));
+    g_flows[i].segment = segment;
+    g_flows[i].sender = socket;
+    g_flows[i].sending = true;
+    socket->TraceConnectWithoutContext("CongestionWindow", MakeBoundCallback(&OnCwnd, i));
+    socket->TraceConnectWithoutContext("SlowStartThreshold", MakeBoundCallback(&OnSsthresh, i));
+    socket->TraceConnectWithoutContext("RTT", MakeBoundCallback(&OnRtt, i));
+    socket->TraceConnectWithoutContext("RTO", MakeBoundCallback(&OnRto, i));
+    socket->TraceConnectWithoutContext("CongState", MakeBoundCallback(&OnCongState, i));
+    socket->TraceConnectWithoutContext("Tx", MakeBoundCallback(&OnTcpTx, i));
+    socket->Bind();
+    socket->Connect(InetSocketAddress(AddressOn(f.to, f.destLink), FIRST_PORT + i));
+    socket->SetSendCallback(MakeBoundCallback(&FillSender, i));
+    FillSender(i, socket, 0);
+}
+
+void
+StopTcpSender(uint32_t i)
+{
+    g_flows[i].sending = false;
+    if (g_flows[i].sender)
+    {
+        g_flows[i].sender->Close();
+    }
+}
+
+void
+OnUdpTx(uint32_t i, Ptr<const Packet> packet)
+{
+    g_flows[i].sentPackets++;
+    g_flows[i].sentBytes += packet->GetSize() + UDP_IP_HEADER;
+}
+
+void
+OnUdpRx(uint32_t i, Ptr<const Packet> packet, const Address&)
+{
+    g_flows[i].recvPackets++;
+    g_flows[i].recvBytes += packet->GetSize() + UDP_IP_HEADER;
+    g_flows[i].sinkBytes += packet->GetSize() + UDP_IP_HEADER;
+}
+
+// A constant-rate UDP source (OnOffApplication always on) and a PacketSink.
+void
+InstallCbr(uint32_t i, NodeContainer& nodes)
+{
+    const FlowDesc& f = g_desc.flows[i];
+    Time start = NanoSeconds(f.startNs);
+    Time stop = NanoSeconds(f.stopNs);
+    InetSocketAddress destination(AddressOn(f.to, f.destLink), FIRST_PORT + i);
+    OnOffHelper source("ns3::UdpSocketFactory", destination);
+    source.SetConstantRate(DataRate(f.rateBps), f.packetSize - UDP_IP_HEADER);
+    ApplicationContainer app = source.Install(nodes.Get(f.from));
+    app.Start(start);
+    app.Stop(stop);
+    app.Get(0)->TraceConnectWithoutContext("Tx", MakeBoundCallback(&OnUdpTx, i));
+    PacketSinkHelper sink("ns3::UdpSocketFactory",
+                          InetSocketAddress(Ipv4Address::GetAny(), FIRST_PORT + i));
+    ApplicationContainer sinkApp = sink.Install(nodes.Get(f.to));
+    sinkApp.Start(Seconds(0));
+    sinkApp.Get(0)->TraceConnectWithoutContext("Rx", MakeBoundCallback(&OnUdpRx, i));
+}
+
+void
+InstallFlows(NodeContainer& nodes)
+{
+    for (uint32_t i = 0; i < g_desc.flows.size(); ++i)
+    {
+        const FlowDesc& f = g_desc.flows[i];
+        if (f.kind == "cbr")
+        {
+            InstallCbr(i, nodes);
+            continue;
+        }
+        Simulator::Schedule(Seconds(0), &StartTcpSink, i, nodes.Get(f.to));
+        Simulator::Schedule(NanoSeconds(f.startNs), &StartTcpSender, i, nodes.Get(f.from));
+        if (f.stopNs < g_desc.durationNs)
+        {
+            Simulator::Schedule(NanoSeconds(f.stopNs), &StopTcpSender, i);
+        }
+    }
+}
+
+// Packets and bytes waiting in direction d (queue disc and device queue; the device queue's
+// packets carry the PPP header, which the schema's byte counts leave out).
+void
+QueueLength(uint32_t d, uint64_t& packets, uint64_t& bytes)
+{
+    Ptr<Queue<Packet>> queue = g_dirs[d].device->GetQueue();
+    packets = queue->GetNPackets() + g_dirs[d].qdisc->GetNPackets();
+    bytes = queue->GetNBytes() - PPP_HEADER * queue->GetNPackets() + g_dirs[d].qdisc->GetNBytes();
+}
+
+void
+SampleFlows(uint32_t k)
+{
+    for (uint32_t i = 0; i < g_flows.size(); ++i)
+    {
+        const FlowState& f = g_flows[i];
+        g_out << "F " << k << ' ' << i << ' ' << f.sentPackets << ' ' << f.sentBytes << ' '
+              << f.recvPackets << ' ' << f.recvBytes << ' ' << f.sinkBytes << '\n';
+    }
+    for (uint32_t d = 0; d < g_dirs.size(); ++d)
+    {
+        DirectionState& x = g_dirs[d];
+        uint64_t packets = 0;
+        uint64_t bytes = 0;
+        QueueLength(d, packets, bytes);
+        // Every packet goes through the disc (the device queue, under flow control, never
+        // drops): its "Total received packets" are the arrivals, its drops the queue's.
+        const QueueDisc::Stats& stats = x.qdisc->GetStats();
+        uint64_t arrivals = stats.nTotalReceivedPackets;
+        uint64_t drops = stats.nTotalDroppedPackets;
+        g_out << "L " << k << ' ' << d << ' ' << bytes << ' ' << packets << ' ' << arrivals << ' '
+              << x.departures << ' ' << x.departureBytes << ' ' << drops + x.lossDrops << ' '
+              << x.lossDrops << '\n';
+    }
+}
+
+void
+SampleState(uint32_t k)
+{
+    for (uint32_t i = 0; i < g_flows.size(); ++i)
+    {
+        const FlowState& f = g_flows[i];
+        if (g_desc.flows[i].kind != "tcp" || !f.hasState || f.segment == 0)
+        {
+            continue;
+        }
+        g_out << "S " << k << ' ' << i << ' ' << static_cast<double>(f.cwnd) / f.segment << ' ';
+        // ns-3 starts ssthresh at "TCP initial slow start threshold" = UINT32_MAX (no value yet).
+        if (f.ssthresh == 0 || f.ssthresh >= 0x7fffffffu)
+        {
+            g_out << "- ";
+        }
+        else
+        {
+            g_out << static_cast<double>(f.ssthresh) / f.segment << ' ';
+        }
+        g_out << (f.lastRtt > 0 ? std::to_string(f.lastRtt) : "-") << ' '
+              << (f.rto > 0 ? std::to_string(f.rto) : "-") << '\n';
+    }
+}
+
+void
+ScheduleSamples()
+{
+    for (uint32_t k = 0; k < g_desc.flowTimes.size(); ++k)
+    {
+        Simulator::Schedule(NanoSeconds(g_desc.flowTimes[k]), &SampleFlows, k);
+    }
+    for (uint32_t k = 0; k < g_desc.stateTimes.size(); ++k)
+    {
+        Simulator::Schedule(NanoSeconds(g_desc.stateTimes[k]), &SampleState, k);
+    }
+}
+
+// TCP defaults shared by every flow (the per-flow ones are set on each socket).
+void
+ConfigureTcp()
+{
+    // "Minimum retransmit timeout value" (TcpSocketBase::MinRto): Linux's and our 200 ms.
+    Config::SetDefault("ns3::TcpSocketBase::MinRto", TimeValue(MilliSeconds(200)));
+    // "TCP retransmission timeout when opening connection (seconds)": RFC 6298's 1 s.
+    Config::SetDefault("ns3::TcpSocket::ConnTimeout", TimeValue(Seconds(1)));
+    // RFC 6298's initial RTO of 1 s before the first sample.
+    Config::SetDefault("ns3::RttEstimator::InitialEstimation", TimeValue(Seconds(1)));
+    Config::SetDefault("ns3::TcpSocketBase::Sack", BooleanValue(true));
+    // No timestamps: a data segment's header is then 40 bytes, the 40 our packet_size counts.
+    Config::SetDefault("ns3::TcpSocketBase::Timestamp", BooleanValue(false));
+    Config::SetDefault("ns3::TcpSocket::SndBufSize", UintegerValue(64u << 20));
+    Config::SetDefault("ns3::TcpSocket::RcvBufSize", UintegerValue(64u << 20));
+}
+
+} // namespace
+
+int
+main(int argc, char* argv[])
+{
+    if (argc != 3)
+    {
+        std::cerr << "usage: tfrc-ns3 RUN_DESCRIPTION SAMPLES_OUTPUT" << std::endl;
+        return 2;
+    }
+    g_desc = ReadDescription(argv[1]);
+    g_out.open(argv[2]);
+    if (!g_out)
+    {
+        Fail(std::string("cannot write ") + argv[2]);
+    }
+    // "SetRun: the run number ... selects an independent substream" (rng-seed-manager.h).
+    RngSeedManager::SetSeed(1);
+    RngSeedManager::SetRun(g_desc.seed);
+    ConfigureTcp();
+    NodeContainer nodes;
+    nodes.Create(g_desc.nodes);
+    g_dirs.resize(g_desc.directions.size());
+    g_flows.resize(g_desc.flows.size());
+    BuildLinks(nodes);
+    InstallRoutes(nodes);
+    for (uint32_t d = 0; d < g_dirs.size(); ++d)
+    {
+        g_dirs[d].device->TraceConnectWithoutContext("PhyTxEnd", MakeBoundCallback(&OnPhyTxEnd, d));
+        auto receiver = g_linkDevices[d / 2].Get(d % 2 == 0 ? 1 : 0);
+        receiver->TraceConnectWithoutContext("PhyRxDrop", MakeBoundCallback(&OnPhyRxDrop, d));
+    }
+    InstallFlows(nodes);
+    ScheduleSamples();
+    Simulator::Stop(NanoSeconds(g_desc.durationNs + 1));
+    Simulator::Run();
+    for (uint32_t i = 0; i < g_flows.size(); ++i)
+    {
+        if (g_desc.flows[i].kind == "tcp")
+        {
+            g_out << "R " << i << ' ' << g_flows[i].timeouts << ' ' << g_flows[i].retransmissions
+                  << '\n';
+        }
+    }
+    g_out.close();
+    Simulator::Destroy();
+    return g_out ? 0 : 1;
+}
