@@ -129,6 +129,110 @@ Fail(const std::string& message)
     std::exit(2);
 }
 
+// A `direction` record (after its tag); false when malformed.
+bool
+ParseDirection(std::istringstream& fields, const Description& d, DirectionDesc& x)
+{
+    int forward = 0;
+    int gentle = 0;
+    bool ok = static_cast<bool>(fields >> x.link >> forward >> x.rateBps >> x.lossRate >>
+                                x.queue >> x.limit) &&
+              x.link < d.links.size();
+    if (ok && x.queue == "red")
+    {
+        ok = static_cast<bool>(fields >> x.minTh >> x.maxTh >> x.maxP >> x.weight >> gentle >>
+                               x.meanPacket) &&
+             x.maxP > 0;
+    }
+    x.forward = forward != 0;
+    x.gentle = gentle != 0;
+    return ok && (x.queue == "droptail" || x.queue == "red");
+}
+
+// A `flow` record (after its tag); false when malformed.
+bool
+ParseFlow(std::istringstream& fields, const Description& d, FlowDesc& f)
+{
+    int delayed = 0;
+    int sack = 0;
+    bool ok = static_cast<bool>(fields >> f.kind >> f.from >> f.to >> f.destLink >> f.startNs >>
+                                f.stopNs >> f.packetSize) &&
+              f.from < d.nodes && f.to < d.nodes && f.destLink < d.links.size();
+    if (ok && f.kind == "tcp")
+    {
+        ok = static_cast<bool>(fields >> f.congestion >> f.initialCwnd >> delayed >> f.window >>
+                               sack) &&
+             f.packetSize > TCP_IP_HEADER;
+    }
+    else if (ok && f.kind == "cbr")
+    {
+        ok = static_cast<bool>(fields >> f.rateBps) && f.packetSize > UDP_IP_HEADER;
+    }
+    else
+    {
+        ok = false;
+    }
+    f.delayedAck = delayed != 0;
+    f.sack = sack != 0;
+    return ok;
+}
+
+// One record of the run description into `d`; false when malformed.
+bool
+ParseRecord(const std::string& tag, std::istringstream& fields, Description& d)
+{
+    if (tag == "seed")
+    {
+        return static_cast<bool>(fields >> d.seed);
+    }
+    if (tag == "duration_ns")
+    {
+        return static_cast<bool>(fields >> d.durationNs);
+    }
+    if (tag == "flow_times" || tag == "state_times")
+    {
+        auto& times = tag == "flow_times" ? d.flowTimes : d.stateTimes;
+        int64_t t;
+        while (fields >> t)
+        {
+            times.push_back(t);
+        }
+        return fields.eof();
+    }
+    if (tag == "nodes")
+    {
+        return static_cast<bool>(fields >> d.nodes);
+    }
+    if (tag == "link")
+    {
+        LinkDesc l;
+        d.links.push_back(l);
+        return static_cast<bool>(fields >> d.links.back().a >> d.links.back().b >>
+                                 d.links.back().delayNs) &&
+               d.links.back().a < d.nodes && d.links.back().b < d.nodes;
+    }
+    if (tag == "direction")
+    {
+        d.directions.emplace_back();
+        return ParseDirection(fields, d, d.directions.back());
+    }
+    if (tag == "flow")
+    {
+        d.flows.emplace_back();
+        return ParseFlow(fields, d, d.flows.back());
+    }
+    if (tag == "route")
+    {
+        RouteDesc r;
+        bool ok = static_cast<bool>(fields >> r.node >> r.dest >> r.destLink >> r.outLink) &&
+                  r.node < d.nodes && r.dest < d.nodes && r.destLink < d.links.size() &&
+                  r.outLink < d.links.size();
+        d.routes.push_back(r);
+        return ok;
+    }
+    return false;
+}
+
 // Reads the run description (see crates/tfrc-ns3/src/describe.rs for the record formats).
 Description
 ReadDescription(const std::string& path)
@@ -150,87 +254,7 @@ ReadDescription(const std::string& path)
         {
             continue;
         }
-        bool ok = true;
-        if (tag == "seed")
-        {
-            ok = static_cast<bool>(fields >> d.seed);
-        }
-        else if (tag == "duration_ns")
-        {
-            ok = static_cast<bool>(fields >> d.durationNs);
-        }
-        else if (tag == "flow_times" || tag == "state_times")
-        {
-            auto& times = tag == "flow_times" ? d.flowTimes : d.stateTimes;
-            int64_t t;
-            while (fields >> t)
-            {
-                times.push_back(t);
-            }
-        }
-        else if (tag == "nodes")
-        {
-            ok = static_cast<bool>(fields >> d.nodes);
-        }
-        else if (tag == "link")
-        {
-            LinkDesc l;
-            ok = static_cast<bool>(fields >> l.a >> l.b >> l.delayNs) && l.a < d.nodes &&
-                 l.b < d.nodes;
-            d.links.push_back(l);
-        }
-        else if (tag == "direction")
-        {
-            DirectionDesc x{};
-            int forward = 0;
-            int gentle = 0;
-            ok = static_cast<bool>(fields >> x.link >> forward >> x.rateBps >> x.lossRate >>
-                                   x.queue >> x.limit) &&
-                 x.link < d.links.size();
-            if (ok && x.queue == "red")
-            {
-                ok = static_cast<bool>(fields >> x.minTh >> x.maxTh >> x.maxP >> x.weight >>
-                                       gentle >> x.meanPacket);
-            }
-            x.forward = forward != 0;
-            x.gentle = gentle != 0;
-            ok = ok && (x.queue == "droptail" || x.queue == "red");
-            d.directions.push_back(x);
-        }
-        else if (tag == "flow")
-        {
-            FlowDesc f{};
-            int delayed = 0;
-            int sack = 0;
-            ok = static_cast<bool>(fields >> f.kind >> f.from >> f.to >> f.destLink >>
-                                   f.startNs >> f.stopNs >> f.packetSize) &&
-                 f.from < d.nodes && f.to < d.nodes && f.destLink < d.links.size();
-            if (ok && f.kind == "tcp")
-            {
-                ok = static_cast<bool>(fields >> f.congestion >> f.initialCwnd >> delayed >>
-                                       f.window >> sack);
-            }
-            else if (ok && f.kind == "cbr")
-            {
-                ok = static_cast<bool>(fields >> f.rateBps);
-            }
-            else
-            {
-                ok = false;
-            }
-            f.delayedAck = delayed != 0;
-            f.sack = sack != 0;
-            d.flows.push_back(f);
-        }
-        else if (tag == "route")
-        {
-            RouteDesc r;
-            ok = static_cast<bool>(fields >> r.node >> r.dest >> r.destLink >> r.outLink) &&
-                 r.node < d.nodes && r.dest < d.nodes && r.destLink < d.links.size() &&
-                 r.outLink < d.links.size();
-            d.routes.push_back(r);
-        }
-        if (!ok)
+        if (!ParseRecord(tag, fields, d))
         {
             Fail(path + ":" + std::to_string(number) + ": malformed record: " + line);
         }
@@ -492,8 +516,7 @@ StartTcpSink(uint32_t i, Ptr<Node> node)
     listener->SetAttribute("DelAckTimeout", TimeValue(MilliSeconds(100)));
     uint32_t segment = f.packetSize - TCP_IP_HEADER;
     listener->SetAttribute("SegmentSize", UintegerValue(segment));
-    uint32_t rcvBuf = f.window > 0 ? f.window * segment : (64u << 20);
-    listener->SetAttribute("RcvBufSize", UintegerValue(rcvBuf));
+    listener->SetAttribute("RcvBufSize", UintegerValue(64u << 20));
     listener->SetAttribute("Sack", BooleanValue(f.sack));
     listener->Bind(InetSocketAddress(Ipv4Address::GetAny(), FIRST_PORT + i));
     listener->Listen();
@@ -514,9 +537,21 @@ StartTcpSender(uint32_t i, Ptr<Node> node)
     uint32_t segment = f.packetSize - TCP_IP_HEADER;
     socket->SetAttribute("SegmentSize", UintegerValue(segment));
     socket->SetAttribute("InitialCwnd", UintegerValue(f.initialCwnd));
-    socket->SetAttribute("SndBufSize", UintegerValue(64u << 20));
+    // The scenario's `window` caps the packets in flight. A send buffer of `window` segments
+    // does that at the sender ("TcpSocket maximum transmit buffer size (bytes)": it holds the
+    // sent-but-unacknowledged data and what waits to be sent). Capping the receiver's window
+    // instead (RcvBufSize) crashes ns-3.37 in TcpRateLinux::SkbSent on some runs.
+    uint32_t sndBuf = f.window > 0 ? f.window * segment : (64u << 20);
+    socket->SetAttribute("SndBufSize", UintegerValue(sndBuf));
     socket->SetAttribute("RcvBufSize", UintegerValue(64u << 20));
     socket->SetAttribute("Sack", BooleanValue(f.sack));
+    if (f.congestion == "ns3::TcpBbr")
+    {
+        // BBR paces (our model too): pacing on, explicitly. (With Debian's ns-3.37 a BBR run
+        // is byte-identical without this line: TcpBbr turns pacing on by itself; kept so that
+        // the program does not depend on that.)
+        DynamicCast<TcpSocketBase>(socket)->SetPacingStatus(true);
+    }
     g_flows[i].segment = segment;
     g_flows[i].sender = socket;
     g_flows[i].sending = true;
@@ -566,7 +601,11 @@ InstallCbr(uint32_t i, NodeContainer& nodes)
     Time stop = NanoSeconds(f.stopNs);
     InetSocketAddress destination(AddressOn(f.to, f.destLink), FIRST_PORT + i);
     OnOffHelper source("ns3::UdpSocketFactory", destination);
-    source.SetConstantRate(DataRate(f.rateBps), f.packetSize - UDP_IP_HEADER);
+    // OnOffApplication paces its payload at DataRate; our CBR rate counts whole packets, so the
+    // payload rate is rate × payload / packet_size (packet_size / rate between packets).
+    uint32_t payload = f.packetSize - UDP_IP_HEADER;
+    uint64_t payloadRate = f.rateBps * payload / f.packetSize;
+    source.SetConstantRate(DataRate(payloadRate), payload);
     ApplicationContainer app = source.Install(nodes.Get(f.from));
     app.Start(start);
     app.Stop(stop);

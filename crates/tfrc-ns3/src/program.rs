@@ -116,9 +116,15 @@ pub fn ns3_flags(pkg_config: &Path) -> Result<Vec<String>, Ns3Error> {
 }
 
 /// Builds the program (or reuses the cached build of the same source and flags) and returns
-/// its path. The build goes to `<cache>/ns3-<hash>/tfrc-ns3`, written under a temporary name
-/// and renamed, so concurrent runs never see half a binary.
+/// its path. The build goes to `<cache>/ns3-<hash>/tfrc-ns3`, written under a name of its own
+/// process and renamed, so concurrent runs never see (nor run) half a binary.
 pub fn build_program(options: &BuildOptions) -> Result<Program, Ns3Error> {
+    // One build at a time in this process: threads asking together wait for the first
+    // build and reuse it (a poisoned lock only means another build failed).
+    static BUILDING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _building = BUILDING
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let flags = ns3_flags(&options.pkg_config)?;
     let key = fnv1a(&format!(
         "{PROGRAM_SOURCE}\n{}\n{}",
@@ -139,6 +145,7 @@ pub fn build_program(options: &BuildOptions) -> Result<Program, Ns3Error> {
     let source_path = directory.join("tfrc-ns3.cc");
     std::fs::write(&source_path, PROGRAM_SOURCE)
         .map_err(|source| Ns3Error::io(source_path.clone(), source))?;
+    // A name of this process's own: other processes may build the same program at once.
     let partial = directory.join(format!("tfrc-ns3.partial.{}", std::process::id()));
     let started = std::time::Instant::now();
     let output = Command::new(&options.cxx)
