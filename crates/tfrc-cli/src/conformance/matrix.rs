@@ -652,6 +652,61 @@ mod tests {
     }
 
     #[test]
+    fn an_ns3_matrix_holds_two_classes_named_by_variant() {
+        let directory = tempfile::tempdir().unwrap();
+        let path = directory.path().join("modern.toml");
+        let write = |text: &str| {
+            std::fs::write(&path, text).unwrap();
+            load(&path)
+        };
+        let matrix = write(
+            "reference = \"ns3\"\n[[cell]]\nname = \"m\"\ntcp = 2\ntcp_variant = \"cubic\"\n\
+             tcp2 = 1\ntcp2_variant = \"bbr\"\n",
+        )
+        .unwrap();
+        assert_eq!(matrix.reference, Reference::Ns3);
+        let scenario = matrix.cells[0].scenario(0).unwrap();
+        let flows: Vec<(&str, String)> = scenario
+            .flows
+            .iter()
+            .map(|flow| (flow.name.as_str(), format!("{:?}", flow.kind)))
+            .collect();
+        assert_eq!(
+            flows.iter().map(|(name, _)| *name).collect::<Vec<_>>(),
+            ["cubic1", "cubic2", "bbr1"]
+        );
+        assert!(flows[2].1.contains("Bbr"), "{flows:?}");
+        // Errors: an unknown reference, two classes against ns-2, the same variant twice.
+        let error = format!(
+            "{:#}",
+            write("reference = \"ns4\"\n[[cell]]\nname = \"m\"\ntcp = 1\n").unwrap_err()
+        );
+        assert!(error.contains("`reference` \"ns4\""), "{error}");
+        let error = format!(
+            "{:#}",
+            write("[[cell]]\nname = \"m\"\ntcp = 1\ntcp2 = 1\n").unwrap_err()
+        );
+        assert!(error.contains("reference = \"ns3\""), "{error}");
+        let error = format!(
+            "{:#}",
+            write("reference = \"ns3\"\n[[cell]]\nname = \"m\"\ntcp = 1\ntcp2 = 1\ntcp_variant = \"bbr\"\ntcp2_variant = \"bbr\"\n")
+                .unwrap_err()
+        );
+        assert!(error.contains("the two classes differ"), "{error}");
+    }
+
+    #[test]
+    fn the_committed_modern_matrix_loads() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../conformance/modern.toml");
+        let matrix = load(&path).unwrap();
+        assert_eq!(matrix.reference, Reference::Ns3);
+        assert_eq!(matrix.cells.len(), 30);
+        for cell in &matrix.cells {
+            cell.scenario(0).unwrap();
+        }
+    }
+
+    #[test]
     fn bad_cells_are_errors_naming_the_cell_and_key() {
         for (extra, expected) in [
             ("tcp_variant = \"vegas\"\n", "`tcp_variant` \"vegas\""),

@@ -607,6 +607,108 @@ fn cell_html(cell: &CellResult, reference: Reference) -> String {
 mod tests {
     use super::*;
 
+    /// A summary with one flow per `(name, goodput)` and the bottleneck at `utilization`.
+    fn summary(flows: &[(&str, f64)], utilization: f64) -> Summary {
+        let flows: Vec<serde_json::Value> = flows
+            .iter()
+            .map(|(name, goodput)| {
+                serde_json::json!({
+                    "name": name, "kind": "tcp", "from": "s", "to": "d", "start_s": 0.0,
+                    "stop_s": 60.0, "sent_bytes": 0, "recv_bytes": 0, "sent_packets": 0,
+                    "recv_packets": 0, "goodput_bytes": 0, "send_rate_bps": null,
+                    "recv_rate_bps": null, "goodput_bps": goodput, "receiving_ratio": null,
+                    "mean_p": null, "mean_rtt_s": 0.1, "cov_sent_100ms": null,
+                    "retransmissions": 10
+                })
+            })
+            .collect();
+        serde_json::from_value(serde_json::json!({
+            "schema_version": 1, "tool": "t", "scenario": "c", "seed": 1, "duration_s": 60.0,
+            "interval_s": 1.0, "flows": flows, "jain_index": null,
+            "bottleneck": { "from": "r1", "to": "r2", "capacity_bps": 1e7, "utilization": utilization },
+            "links": [], "parameters": {}
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn modern_metrics_find_each_class_by_its_flows_names() {
+        let classes = Classes {
+            a: Some("cubic".into()),
+            b: Some("bbr".into()),
+        };
+        let run = summary(
+            &[
+                ("cubic1", 1e6),
+                ("cubic2", 3e6),
+                ("bbr1", 6e6),
+                ("newreno1", 9e6),
+            ],
+            0.97,
+        );
+        let metrics = run_metrics(MetricSet::Modern, &run, &classes);
+        assert_eq!(metrics.len(), MODERN_METRICS.len());
+        assert_eq!(metrics[0], Some(2e6), "class A: the two cubic flows");
+        assert_eq!(
+            metrics[1],
+            Some(6e6),
+            "class B: bbr1 only (newreno1 is neither)"
+        );
+        // A's share of every TCP flow's goodput: 4 / 19.
+        assert!((metrics[2].unwrap() - 4.0 / 19.0).abs() < 1e-12);
+        let jain = 19.0f64.powi(2) / (4.0 * (1.0 + 9.0 + 36.0 + 81.0));
+        assert!((metrics[3].unwrap() - jain).abs() < 1e-12);
+        assert_eq!(metrics[4], Some(0.97));
+        assert_eq!(metrics[6], Some(10.0));
+        // One class: no B, no share.
+        let alone = run_metrics(
+            MetricSet::Modern,
+            &summary(&[("bbr1", 5e6)], 0.5),
+            &Classes {
+                a: Some("bbr".into()),
+                b: None,
+            },
+        );
+        assert_eq!(
+            (alone[0], alone[1], alone[2], alone[3]),
+            (Some(5e6), None, None, None)
+        );
+        // "reno" is not a prefix match of "newreno1".
+        let reno = run_metrics(
+            MetricSet::Modern,
+            &summary(&[("newreno1", 5e6)], 0.5),
+            &Classes {
+                a: Some("reno".into()),
+                b: None,
+            },
+        );
+        assert_eq!(reno[0], None);
+    }
+
+    #[test]
+    fn ten_percent_and_jain_rules() {
+        let reference = [100.0; 4];
+        let near = compare(
+            ("c", "g"),
+            ("m", Rule::TenPercentOrCi),
+            &reference,
+            &[109.0; 4],
+        );
+        assert_eq!(near.verdict, "agrees");
+        let far = compare(
+            ("c", "g"),
+            ("m", Rule::TenPercentOrCi),
+            &reference,
+            &[111.0; 4],
+        );
+        assert_eq!(far.verdict, "disagrees");
+        let jain = [0.90; 4];
+        let close = compare(("c", "g"), ("jain", Rule::JainOrCi), &jain, &[0.94; 4]);
+        assert_eq!(close.verdict, "agrees");
+        let apart = compare(("c", "g"), ("jain", Rule::JainOrCi), &jain, &[0.96; 4]);
+        assert_eq!(apart.verdict, "disagrees");
+    }
+
     #[test]
     fn five_percent_or_the_interval_whichever_is_wider() {
         let ns2 = [100.0, 100.0, 100.0, 100.0];
