@@ -322,7 +322,8 @@ pub struct RunArgs {
     /// With a `[sweep]`: run the variant whose name contains this text (e.g. `profile=rfc5348`).
     #[arg(long)]
     pub variant: Option<String>,
-    /// Kernel congestion control of the TCP flows.
+    /// Kernel congestion control of the TCP flows whose variant is reno, newreno or sack
+    /// (variant "cubic" and "bbr" run the kernel's cubic and bbr).
     #[arg(long, default_value = "reno")]
     pub tcp_congestion: String,
     /// Run the emulator thread as SCHED_FIFO 10.

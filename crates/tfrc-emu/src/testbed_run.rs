@@ -20,9 +20,9 @@
 //!   what the receiving application got, counted by it and sampled by the emulator with the
 //!   rest: the payload of accepted TFRC packets, the bytes a TCP sink read, the UDP payloads a
 //!   CBR or on/off sink received.
-//! - TCP flows are the kernel's (their `profile` does not apply): `variant` reno/newreno/sack
-//!   all run the kernel's `reno` congestion control (with SACK as the kernel negotiates it), or
-//!   `--tcp-congestion`.
+//! - TCP flows are the kernel's (their `profile` does not apply): `variant = "cubic"` and
+//!   `"bbr"` run the kernel's `cubic` and `bbr` modules; reno/newreno/sack all run the kernel's
+//!   `reno` congestion control (with SACK as the kernel negotiates it), or `--tcp-congestion`.
 
 use core::time::Duration;
 use std::collections::HashMap;
@@ -39,7 +39,7 @@ use tfrc_output::{
     LinkSummary, RowFile, RunWriter, StateRow, Summary,
 };
 use tfrc_proto::Instant;
-use tfrc_scenario::{FlowKind, FlowSpec, Scenario};
+use tfrc_scenario::{FlowKind, FlowSpec, Scenario, TcpVariant};
 use tfrc_sim::{
     CbrParams, CbrSource, FlowId, OnOffDistribution, OnOffParams, OnOffSource, TrafficSource,
 };
@@ -85,6 +85,9 @@ pub enum Endpoint {
     Tcp {
         /// Maximum segment size, bytes.
         mss: u32,
+        /// The kernel congestion-control module the variant names (`cubic`, `bbr`); `None`
+        /// for reno/newreno/sack, which run `--tcp-congestion`.
+        congestion: Option<&'static str>,
     },
     /// A UDP source (CBR, Pareto or exponential on/off) and a sink that counts its payloads.
     Udp,
@@ -109,8 +112,13 @@ impl Endpoint {
                  testbed's TCP flows are bulk transfers",
                 flow.name
             ),
-            FlowKind::Tcp(_) => Endpoint::Tcp {
+            FlowKind::Tcp(tcp) => Endpoint::Tcp {
                 mss: flow.packet_size.saturating_sub(40).clamp(88, 1460),
+                congestion: match tcp.variant {
+                    TcpVariant::Cubic => Some("cubic"),
+                    TcpVariant::Bbr => Some("bbr"),
+                    TcpVariant::Reno | TcpVariant::NewReno | TcpVariant::Sack => None,
+                },
             },
             FlowKind::Cbr { .. } | FlowKind::Pareto(_) | FlowKind::ExponentialOnOff(_) => {
                 Endpoint::Udp
@@ -376,7 +384,11 @@ fn launch(args: &RunOptions, scenario: &Scenario, plan: &Plan) -> Result<Running
             Endpoint::Tfrc(config) => {
                 launch_tfrc(flow, &ends, config, origin, state_interval, &running.states)?
             }
-            Endpoint::Tcp { mss } => launch_tcp(&ends, mss, &args.tcp_congestion)?,
+            Endpoint::Tcp { mss, congestion } => launch_tcp(
+                &ends,
+                mss,
+                congestion.unwrap_or(args.tcp_congestion.as_str()),
+            )?,
             Endpoint::Udp => launch_udp(flow, &ends, scenario.seed)?,
         };
         running.workers.extend(workers);
@@ -1074,7 +1086,13 @@ mod tests {
         };
         assert_eq!(config.profile, tfrc_proto::Profile::Rfc5348);
         assert_eq!(config.packet_size, 1000 - 28 - 32);
-        assert_eq!(plan.endpoints[1], Endpoint::Tcp { mss: 960 });
+        assert_eq!(
+            plan.endpoints[1],
+            Endpoint::Tcp {
+                mss: 960,
+                congestion: None
+            }
+        );
         assert_eq!(plan.endpoints[2], Endpoint::Udp);
     }
 

@@ -916,3 +916,60 @@ fn summaries_give_one_way_delay_percentiles() {
         );
     }
 }
+
+/// Today's TCPs in the simulator: `variant = "cubic"` and `"bbr"` run, share a DropTail
+/// bottleneck, record their state, and a run is reproducible from its seed.
+#[test]
+fn cubic_and_bbr_run_share_the_bottleneck_and_repeat_from_their_seed() {
+    let text = r#"name = "modern"
+        duration = "40s"
+        seed = 3
+        [[link]]
+        between = ["senders", "router"]
+        rate = "100Mbps"
+        delay = "1ms"
+        [[link]]
+        between = ["router", "receivers"]
+        rate = "10Mbps"
+        delay = "20ms"
+        queue = { kind = "droptail", limit = 50 }
+        [[flow]]
+        name = "cubic"
+        count = 2
+        kind = "tcp"
+        variant = "cubic"
+        from = "senders"
+        to = "receivers"
+        [[flow]]
+        name = "bbr"
+        count = 2
+        kind = "tcp"
+        variant = "bbr"
+        from = "senders"
+        to = "receivers""#;
+    let summary = run(text);
+    let utilization = summary.bottleneck.as_ref().unwrap().utilization.unwrap();
+    let goodputs: Vec<(String, f64)> = summary
+        .flows
+        .iter()
+        .map(|flow| (flow.name.clone(), flow.goodput_bps.unwrap()))
+        .collect();
+    eprintln!("cubic + bbr: utilization {utilization:.3}, goodputs {goodputs:?}");
+    assert!(utilization > 0.9, "utilization {utilization}");
+    for (name, goodput) in &goodputs {
+        assert!(*goodput > 0.0, "{name}: {goodput}");
+    }
+    // With a buffer of about one BDP, BBR takes more than CUBIC (Hock, Bless and Zitterbart,
+    // "Experimental evaluation of BBR congestion control", ICNP 2017: BBR dominates loss-based
+    // TCP in shallow buffers).
+    let class = |prefix: &str| -> f64 {
+        goodputs
+            .iter()
+            .filter(|(name, _)| name.starts_with(prefix))
+            .map(|(_, goodput)| goodput)
+            .sum()
+    };
+    assert!(class("bbr") > class("cubic"));
+    // Same seed, same run; the two BBR flows' seeds differ from each other by flow.
+    assert_eq!(run(text), summary);
+}

@@ -7,8 +7,13 @@ use core::time::Duration;
 
 use thiserror::Error;
 
-/// Which loss recovery the sender runs. One [`TcpSender`](crate::TcpSender) implements all three;
-/// they differ only in what happens between a loss being detected and being repaired.
+/// Which TCP the sender runs. One [`TcpSender`](crate::TcpSender) implements all five.
+///
+/// The papers' three (Reno, NewReno, SACK) share Reno's window (RFC 5681) and differ only in what
+/// happens between a loss being detected and being repaired. Today's two (CUBIC, BBR) recover
+/// with SACK as [`Variant::Sack`] does and replace the window's growth and reduction: CUBIC's
+/// cubic function (RFC 9438), BBR's model of the path (bottleneck bandwidth and minimum RTT)
+/// with pacing (docs/network-elements.md, "Today's TCP").
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Variant {
     /// Reno (RFC 5681 fast retransmit and fast recovery; ns-2 `Agent/TCP/Reno`): the first ACK
@@ -21,11 +26,23 @@ pub enum Variant {
     /// SACK-based recovery (RFC 6675 scoreboard, `IsLost`, `pipe` and `NextSeg`; ns-2
     /// `Agent/TCP/Sack1`): retransmits exactly the holes the receiver reports.
     Sack,
+    /// CUBIC (RFC 9438 as Linux's `tcp_cubic.c` runs it, HyStart included) over SACK recovery,
+    /// with Linux's initial window of 10 packets.
+    Cubic,
+    /// BBR v1 (draft-cardwell-iccrg-bbr-congestion-control-00 as Linux's `tcp_bbr.c` runs it),
+    /// paced, over SACK recovery, with Linux's initial window of 10 packets.
+    Bbr,
 }
 
 impl Variant {
     /// Every variant, for iteration in tests and tools.
-    pub const ALL: [Variant; 3] = [Variant::Reno, Variant::NewReno, Variant::Sack];
+    pub const ALL: [Variant; 5] = [
+        Variant::Reno,
+        Variant::NewReno,
+        Variant::Sack,
+        Variant::Cubic,
+        Variant::Bbr,
+    ];
 
     /// The lowercase name used in scenario files: `reno`, `newreno`, `sack`.
     #[must_use]
@@ -34,7 +51,24 @@ impl Variant {
             Variant::Reno => "reno",
             Variant::NewReno => "newreno",
             Variant::Sack => "sack",
+            Variant::Cubic => "cubic",
+            Variant::Bbr => "bbr",
         }
+    }
+
+    /// Whether the sender keeps a SACK scoreboard and recovers as RFC 6675 says (SACK, CUBIC
+    /// and BBR), and so whether its sink sends SACK blocks.
+    #[must_use]
+    pub fn uses_sack(self) -> bool {
+        matches!(self, Variant::Sack | Variant::Cubic | Variant::Bbr)
+    }
+
+    /// Whether this is one of today's congestion controls (CUBIC, BBR), which count the
+    /// packets each ACK delivers, take an RTT sample from every ACK and start with 10 packets,
+    /// as Linux does, rather than following ns-2's agents.
+    #[must_use]
+    pub fn is_modern(self) -> bool {
+        matches!(self, Variant::Cubic | Variant::Bbr)
     }
 }
 
@@ -44,9 +78,11 @@ impl fmt::Display for Variant {
     }
 }
 
-/// A variant name that is none of `reno`, `newreno` (or `new-reno`), `sack`.
+/// A variant name that is none of `reno`, `newreno` (or `new-reno`), `sack`, `cubic`, `bbr`.
 #[derive(Clone, Debug, PartialEq, Eq, Error)]
-#[error("unknown TCP variant {0:?}: expected \"reno\", \"newreno\" or \"sack\"")]
+#[error(
+    "unknown TCP variant {0:?}: expected \"reno\", \"newreno\", \"sack\", \"cubic\" or \"bbr\""
+)]
 pub struct UnknownVariant(pub String);
 
 impl FromStr for Variant {
@@ -58,6 +94,8 @@ impl FromStr for Variant {
             "reno" => Ok(Variant::Reno),
             "newreno" | "new-reno" | "new_reno" => Ok(Variant::NewReno),
             "sack" | "sack1" => Ok(Variant::Sack),
+            "cubic" => Ok(Variant::Cubic),
+            "bbr" => Ok(Variant::Bbr),
             _ => Err(UnknownVariant(name.to_owned())),
         }
     }
@@ -116,7 +154,7 @@ pub enum ConfigError {
 /// | field | default | ns-2 counterpart |
 /// |---|---|---|
 /// | `segment_size` | 1000 B | `packetSize_ 1000` |
-/// | `initial_window` | 2 | `windowInit_ 2` |
+/// | `initial_window` | 2 (10 for CUBIC and BBR, RFC 6928 and Linux) | `windowInit_ 2` |
 /// | `max_window` | 10 000 | `window_ 20` (raised on purpose, see the field) |
 /// | `initial_slow_start_threshold` | `max_window` | `ssthresh_ = window_` at reset |
 /// | `duplicate_ack_threshold` | 3 | `numdupacks_ 3` |
@@ -129,6 +167,8 @@ pub enum ConfigError {
 /// | `packet_limit` | none (bulk) | FTP source, `maxpkts_` |
 /// | `syn_handshake` | off | `syn_ true`, `delay_growth_ true` |
 /// | `precise_halving` | off | `precisionReduce_ true` |
+/// | `hystart` | on (CUBIC only) | none (Linux `hystart = 1`) |
+/// | `seed` | 0 (BBR only) | none |
 ///
 /// [`SenderConfig::new`] gives the RFC behaviour with ns-2's values; [`SenderConfig::ns2`]
 /// turns on the three ns-2.35 defaults that differ from the RFCs (`syn_handshake`,
@@ -189,6 +229,14 @@ pub struct SenderConfig {
     /// both become ⌊window⌋ / 2 in whole packets, and the window is set to ssthresh when the
     /// recovery ends (RFC 5681 §3.2 step 6, RFC 6582 §3.2 step 3, RFC 6675 §5 (A)).
     pub precise_halving: bool,
+    /// CUBIC's hybrid slow start (HyStart: ACK-train and delay detection), on by default as in
+    /// Linux (`tcp_cubic.c`: `hystart = 1`, `hystart_detect = HYSTART_ACK_TRAIN |
+    /// HYSTART_DELAY`). Other variants ignore it.
+    pub hystart: bool,
+    /// Seed of the sender's only random choice: the phase BBR's gain cycle starts in when it
+    /// enters PROBE_BW (Linux: `cycle_idx = CYCLE_LEN - 1 - get_random_u32_below(7)`). The
+    /// same seed gives the same run; other variants ignore it.
+    pub seed: u64,
 }
 
 impl SenderConfig {
@@ -198,7 +246,8 @@ impl SenderConfig {
         Self {
             variant,
             segment_size: 1000,
-            initial_window: 2,
+            // RFC 6928 and Linux (TCP_INIT_CWND 10) for today's TCPs; ns-2's windowInit_ 2 else.
+            initial_window: if variant.is_modern() { 10 } else { 2 },
             max_window: 10_000,
             initial_slow_start_threshold: None,
             duplicate_ack_threshold: 3,
@@ -211,6 +260,8 @@ impl SenderConfig {
             packet_limit: None,
             syn_handshake: false,
             precise_halving: false,
+            hystart: true,
+            seed: 0,
         }
     }
 
@@ -301,12 +352,12 @@ impl SinkConfig {
         }
     }
 
-    /// The sink ns-2 pairs with a sender of `variant`: SACK blocks for [`Variant::Sack`]
-    /// (`Agent/TCPSink/Sack1`), plain cumulative ACKs otherwise.
+    /// The sink a sender of `variant` needs: SACK blocks for the variants that keep a scoreboard
+    /// ([`Variant::uses_sack`]; ns-2 `Agent/TCPSink/Sack1`), plain cumulative ACKs otherwise.
     #[must_use]
     pub fn for_variant(variant: Variant) -> Self {
         Self {
-            sack: variant == Variant::Sack,
+            sack: variant.uses_sack(),
             ..Self::new()
         }
     }

@@ -1,14 +1,18 @@
 //! Sans-IO models of TCP senders and sinks, close to ns-2's one-way TCP agents, so that the
 //! simulator's TCP-friendliness experiments compare with ns-2's.
 //!
-//! **Determinism promise:** no clocks, sockets, threads or randomness. Time comes in as
+//! **Determinism promise:** no clocks, sockets, threads or outside randomness (BBR's one random
+//! choice comes from [`SenderConfig::seed`]). Time comes in as
 //! [`tfrc_proto::Instant`] (integer nanoseconds); the same calls always give the same segments,
 //! ACKs and timers.
 //!
-//! - [`TcpSender`]: Reno, NewReno or SACK loss recovery, chosen by [`Variant`] in
-//!   [`SenderConfig`]; slow start, congestion avoidance, fast retransmit, RFC 6298
-//!   retransmission timer with Karn's algorithm and exponential backoff. Bulk (infinite backlog)
-//!   by default, optionally a finite number of packets, and [`TcpSender::stop`].
+//! - [`TcpSender`]: Reno, NewReno or SACK loss recovery with Reno's window, or CUBIC (RFC 9438 as
+//!   Linux's `tcp_cubic.c`, HyStart included) or BBR v1 (Linux's `tcp_bbr.c`, paced) over SACK
+//!   recovery, chosen by [`Variant`] in [`SenderConfig`]; slow start, congestion avoidance, fast
+//!   retransmit, RFC 6298 retransmission timer with Karn's algorithm and exponential backoff.
+//!   Bulk (infinite backlog) by default, optionally a finite number of packets, and
+//!   [`TcpSender::stop`]. docs/network-elements.md ("TCP: today's congestion controls") says
+//!   which source each CUBIC and BBR rule follows.
 //! - [`TcpSink`]: cumulative ACKs, SACK blocks (RFC 2018, up to three, most recent first),
 //!   optional delayed ACKs, in-order delivery counted in bytes (goodput).
 //! - [`Segment`] and [`Ack`]: plain structs with a [`Segment::wire_size`] / [`Ack::wire_size`]
@@ -106,13 +110,17 @@
 //! - **Recovery**: three losses in one window: Reno times out, NewReno recovers in three round
 //!   trips without a timeout, SACK in about one; both retransmit exactly the lost packets.
 
+mod bbr;
 mod config;
+mod cubic;
+mod delivery;
 mod ranges;
 mod rtt;
 mod segment;
 mod sender;
 mod sink;
 
+pub use bbr::BbrMode;
 pub use config::{ConfigError, SenderConfig, SinkConfig, UnknownVariant, Variant};
 pub use segment::{Ack, SackBlock, Segment, HEADER_BYTES, MAX_SACK_BLOCKS};
 pub use sender::{AckError, SenderStats, TcpSender};

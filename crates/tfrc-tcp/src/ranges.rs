@@ -131,6 +131,24 @@ impl SequenceRanges {
         }
     }
 
+    /// Calls `visit` with every maximal range `[gap_start, gap_end)` inside `[start, end)` that
+    /// holds no member, in increasing order: what a SACK block adds before it is inserted.
+    pub(crate) fn for_each_gap(&self, start: u64, end: u64, mut visit: impl FnMut(u64, u64)) {
+        let mut cursor = self.first_gap_from(start);
+        while cursor < end {
+            let next_member = self
+                .ranges
+                .range(cursor..end)
+                .next()
+                .map_or(end, |(&range_start, _)| range_start);
+            visit(cursor, next_member);
+            if next_member >= end {
+                break;
+            }
+            cursor = self.first_gap_from(next_member);
+        }
+    }
+
     /// The ranges in increasing order.
     #[cfg(test)]
     pub(crate) fn iter(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
@@ -194,6 +212,22 @@ mod tests {
         assert_eq!(set.len(), 3);
         set.remove_below(100);
         assert!(set.is_empty());
+    }
+
+    #[test]
+    fn gaps_within_a_block() {
+        let mut set = SequenceRanges::new();
+        set.insert(5, 8);
+        set.insert(10, 12);
+        let mut gaps = Vec::new();
+        set.for_each_gap(3, 15, |start, end| gaps.push((start, end)));
+        assert_eq!(gaps, vec![(3, 5), (8, 10), (12, 15)]);
+        gaps.clear();
+        set.for_each_gap(6, 11, |start, end| gaps.push((start, end)));
+        assert_eq!(gaps, vec![(8, 10)]);
+        gaps.clear();
+        set.for_each_gap(5, 8, |start, end| gaps.push((start, end)));
+        assert!(gaps.is_empty());
     }
 
     #[test]

@@ -1,5 +1,5 @@
 //! The TCP sender: slow start, congestion avoidance, fast retransmit and fast recovery (Reno,
-//! NewReno or SACK), and the retransmission timer.
+//! NewReno or SACK), CUBIC's and BBR's windows, BBR's pacing, and the retransmission timer.
 
 use core::time::Duration;
 use std::collections::{BTreeSet, VecDeque};
@@ -7,7 +7,10 @@ use std::collections::{BTreeSet, VecDeque};
 use tfrc_proto::Instant;
 use thiserror::Error;
 
+use crate::bbr::{Bbr, BbrAck, BbrMode, LossState};
 use crate::config::{ConfigError, SenderConfig, Variant};
+use crate::cubic::Cubic;
+use crate::delivery::{AckDelivery, DeliveryTracker};
 use crate::ranges::SequenceRanges;
 use crate::rtt::RttEstimator;
 use crate::segment::{Ack, Segment};
@@ -59,6 +62,23 @@ struct Recovery {
     point: u64,
     /// Partial ACKs seen so far (NewReno resets the timer only on the first, RFC 6582 §3.2).
     partial_acks: u32,
+}
+
+/// Who sets the congestion window: Reno's AIMD (the papers' three variants), CUBIC or BBR.
+#[derive(Clone, Debug)]
+enum Control {
+    Reno,
+    Cubic(Cubic),
+    Bbr(Box<Bbr>),
+}
+
+/// BBR's pacing (Linux's internal pacing, `tcp_wstamp_ns`): when the next packet may leave.
+#[derive(Clone, Copy, Debug)]
+struct Pacing {
+    /// Earliest departure of the next packet.
+    next_departure: Instant,
+    /// A packet is waiting for `next_departure` (so the sender asks to be woken then).
+    waiting: bool,
 }
 
 /// A TCP sender modelled on ns-2's one-way `Agent/TCP/{Reno,Newreno,Sack1}`: packet sequence
@@ -131,6 +151,19 @@ pub struct TcpSender {
     /// The SYN timed out before it was acknowledged: the window opens at one packet.
     syn_lost: bool,
 
+    /// Reno's, CUBIC's or BBR's window.
+    control: Control,
+    /// Per-packet send records, delivery-rate and per-ACK RTT samples (CUBIC and BBR).
+    delivery: Option<DeliveryTracker>,
+    /// BBR's pacing.
+    pacing: Option<Pacing>,
+    /// After a timeout, until the cumulative ACK reaches this point (Linux `TCP_CA_Loss`).
+    loss_point: Option<u64>,
+    /// Packets below this were already counted as lost for BBR's `rs.losses`.
+    lost_counted_up_to: u64,
+    /// The first packet left (BBR starts its min-RTT clock then).
+    started: bool,
+
     stats: SenderStats,
     stopped_at: Option<Instant>,
 }
@@ -146,7 +179,26 @@ impl TcpSender {
             config.max_rto,
             config.clock_granularity,
         );
+        let control = match config.variant {
+            Variant::Cubic => Control::Cubic(Cubic::new(config.hystart)),
+            Variant::Bbr => Control::Bbr(Box::new(Bbr::new(
+                config.segment_size,
+                f64::from(config.initial_window),
+                config.seed,
+            ))),
+            Variant::Reno | Variant::NewReno | Variant::Sack => Control::Reno,
+        };
+        let modern = config.variant.is_modern();
         Ok(Self {
+            control,
+            delivery: modern.then(DeliveryTracker::new),
+            pacing: (config.variant == Variant::Bbr).then_some(Pacing {
+                next_departure: Instant::ZERO,
+                waiting: false,
+            }),
+            loss_point: None,
+            lost_counted_up_to: 0,
+            started: false,
             rtt,
             next_sequence: 0,
             sent_up_to: 0,
@@ -160,9 +212,14 @@ impl TcpSender {
             } else {
                 f64::from(config.initial_window)
             },
-            slow_start_threshold: config
-                .initial_slow_start_threshold
-                .unwrap_or(config.max_window),
+            // BBR: "tp->snd_ssthresh = TCP_INFINITE_SSTHRESH" (bbr_init).
+            slow_start_threshold: if config.variant == Variant::Bbr {
+                u32::MAX
+            } else {
+                config
+                    .initial_slow_start_threshold
+                    .unwrap_or(config.max_window)
+            },
             window_inflation: 0,
             duplicate_acks: 0,
             recovery: None,
@@ -190,14 +247,36 @@ impl TcpSender {
         if self.is_finished() {
             return None;
         }
-        let sequence = self.next_to_send()?;
-        Some(self.emit(now, sequence))
+        if !self.started {
+            self.started = true;
+            if let Control::Bbr(bbr) = &mut self.control {
+                bbr.start(now);
+            }
+        }
+        if self.paced_out(now) {
+            return None;
+        }
+        let Some(sequence) = self.next_to_send() else {
+            self.note_application_limited();
+            return None;
+        };
+        let segment = self.emit(now, sequence);
+        self.schedule_next_departure(now, segment.payload_bytes);
+        Some(segment)
     }
 
-    /// When [`handle_timeout`](Self::handle_timeout) must be called: the retransmission timer.
+    /// When [`handle_timeout`](Self::handle_timeout) must be called: the retransmission timer,
+    /// or (BBR) when a packet held back by pacing may leave.
     #[must_use]
     pub fn poll_timeout(&self) -> Option<Instant> {
-        self.retransmission_deadline
+        let paced = self
+            .pacing
+            .filter(|pacing| pacing.waiting)
+            .map(|pacing| pacing.next_departure);
+        match (self.retransmission_deadline, paced) {
+            (Some(deadline), Some(departure)) => Some(deadline.min(departure)),
+            (deadline, departure) => deadline.or(departure),
+        }
     }
 
     /// Processes the retransmission timer at `now`; a call before the deadline does nothing.
@@ -223,8 +302,22 @@ impl TcpSender {
             // (ns-2 sets `wnd_init_ = 1` when the first packet is dropped, `bugfix_ss_`).
             self.syn_lost = true;
         }
-        self.slow_start_threshold = self.half_window();
+        let window = self
+            .congestion_window
+            .min(f64::from(self.config.max_window));
+        match &mut self.control {
+            Control::Reno => self.slow_start_threshold = self.half_window(),
+            Control::Cubic(cubic) => {
+                self.slow_start_threshold = cubic.on_timeout(window) as u32;
+            }
+            Control::Bbr(bbr) => bbr.on_timeout(window),
+        }
+        // RFC 5681 §3.1 "cwnd ... MUST be set to no more than the loss window, LW, which
+        // equals 1 full-sized segment"; Linux `tcp_enter_loss`: "tcp_packets_in_flight(tp) + 1"
+        // with everything marked lost.
         self.congestion_window = 1.0;
+        self.loss_point = Some(self.sent_up_to);
+        self.lost_counted_up_to = self.sent_up_to;
         self.window_inflation = 0;
         self.duplicate_acks = 0;
         self.recovery = None;
@@ -260,21 +353,38 @@ impl TcpSender {
             self.stats.stale_acks += 1;
             return Ok(());
         }
+        // BBR's `rs.prior_in_flight`; only BBR reads it.
+        let prior_in_flight = if matches!(self.control, Control::Bbr(_)) {
+            self.pipe()
+        } else {
+            0
+        };
+        let delivered = self.account_deliveries(now, ack, acknowledged_up_to);
         let newly_acknowledged = acknowledged_up_to - self.unacknowledged;
         if newly_acknowledged > 0 {
             self.advance(now, acknowledged_up_to);
         }
-        if self.config.variant == Variant::Sack {
+        if self.config.variant.uses_sack() {
             self.update_scoreboard(ack);
         }
+        self.take_rtt_sample(now, &delivered);
         if newly_acknowledged > 0 {
-            self.on_new_ack(now, newly_acknowledged);
+            self.on_new_ack(now, newly_acknowledged, delivered.packets);
         } else if self.unacknowledged < self.sent_up_to {
             self.on_duplicate_ack(now);
         }
         if self.is_finished() {
             self.retransmission_deadline = None;
             self.recovery = None;
+        }
+        if self
+            .loss_point
+            .is_some_and(|point| self.unacknowledged >= point)
+        {
+            self.loss_point = None;
+        }
+        if matches!(self.control, Control::Bbr(_)) {
+            self.bbr_on_ack(now, &delivered, prior_in_flight);
         }
         Ok(())
     }
@@ -361,6 +471,45 @@ impl TcpSender {
         self.congestion_window < f64::from(self.slow_start_threshold)
     }
 
+    /// BBR's mode (`None` for the other variants).
+    #[must_use]
+    pub fn bbr_mode(&self) -> Option<BbrMode> {
+        match &self.control {
+            Control::Bbr(bbr) => Some(bbr.mode()),
+            _ => None,
+        }
+    }
+
+    /// BBR's bottleneck-bandwidth estimate in packets per second and its min-RTT estimate
+    /// (`None` for the other variants).
+    #[must_use]
+    pub fn bbr_model(&self) -> Option<(f64, Option<Duration>)> {
+        match &self.control {
+            Control::Bbr(bbr) => Some((bbr.bottleneck_bandwidth(), bbr.min_rtt())),
+            _ => None,
+        }
+    }
+
+    /// BBR's pacing rate in payload bytes per second and its pacing gain (`None` for the
+    /// other variants, which are not paced).
+    #[must_use]
+    pub fn pacing(&self) -> Option<(f64, f64)> {
+        match &self.control {
+            Control::Bbr(bbr) => Some((bbr.pacing_rate(), bbr.pacing_gain())),
+            _ => None,
+        }
+    }
+
+    /// CUBIC's W_max, the window at the last reduction (`None` for the other variants; 0
+    /// before the first reduction).
+    #[must_use]
+    pub fn cubic_max_window(&self) -> Option<f64> {
+        match &self.control {
+            Control::Cubic(cubic) => Some(cubic.max_window()),
+            _ => None,
+        }
+    }
+
     /// Whether a fast recovery is in progress.
     #[must_use]
     pub fn in_recovery(&self) -> bool {
@@ -439,7 +588,7 @@ impl TcpSender {
                 return Some(sequence);
             }
         }
-        if self.config.variant == Variant::Sack && self.recovery.is_some() {
+        if self.config.variant.uses_sack() && self.recovery.is_some() {
             return self.sack_recovery_next();
         }
         let window_end = self.unacknowledged.saturating_add(self.usable_window());
@@ -496,6 +645,12 @@ impl TcpSender {
 
     /// Builds the segment for `sequence` and updates counters, RTT timing and the timer.
     fn emit(&mut self, now: Instant, sequence: u64) -> Segment {
+        if self.delivery.is_some() {
+            let in_flight = self.pipe();
+            if let Some(delivery) = &mut self.delivery {
+                delivery.on_sent(now, sequence, in_flight);
+            }
+        }
         let retransmission = sequence < self.sent_up_to;
         let syn = self.config.syn_handshake && sequence == 0;
         // ns-2 sends the SYN as a bare header (`databytes = 0`, size `tcpip_base_hdr_size_`).
@@ -508,7 +663,7 @@ impl TcpSender {
             // Karn's algorithm: no RTT sample across a retransmission (ns-2 clears
             // `rtt_active_` whenever it retransmits).
             self.timed_segment = None;
-            if self.recovery.is_some() && self.config.variant == Variant::Sack {
+            if self.recovery.is_some() && self.config.variant.uses_sack() {
                 self.retransmitted.insert(sequence);
                 self.highest_retransmitted = Some(
                     self.highest_retransmitted
@@ -517,7 +672,8 @@ impl TcpSender {
             }
         } else {
             self.sent_up_to = sequence + 1;
-            if self.timed_segment.is_none() {
+            // CUBIC and BBR take an RTT sample from every ACK (`delivery`) instead.
+            if self.timed_segment.is_none() && self.delivery.is_none() {
                 self.timed_segment = Some((sequence, now));
             }
         }
@@ -546,6 +702,9 @@ impl TcpSender {
             self.next_sequence = acknowledged_up_to;
         }
         self.sacked.remove_below(acknowledged_up_to);
+        if let Some(delivery) = &mut self.delivery {
+            delivery.release_below(acknowledged_up_to);
+        }
         self.retransmitted = self.retransmitted.split_off(&acknowledged_up_to);
         self.duplicate_acks = 0;
         if let Some((sequence, sent_at)) = self.timed_segment {
@@ -576,10 +735,11 @@ impl TcpSender {
         }
     }
 
-    /// An ACK that acknowledges new data (`newly_acknowledged` packets).
-    fn on_new_ack(&mut self, now: Instant, newly_acknowledged: u64) {
+    /// An ACK that acknowledges new data (`newly_acknowledged` packets; `delivered` counts
+    /// the SACKed ones too, for CUBIC).
+    fn on_new_ack(&mut self, now: Instant, newly_acknowledged: u64, delivered: u64) {
         let Some(mut recovery) = self.recovery else {
-            self.open_window();
+            self.open_window(now, delivered);
             if self.config.syn_handshake && self.unacknowledged == 1 {
                 // The SYN is acknowledged: the initial window opens (ns-2 `recv`: "if
                 // (last_ack_ == 0 && delay_growth_) cwnd_ = initial_window();").
@@ -596,7 +756,7 @@ impl TcpSender {
             // Full ACK: fast recovery is over; the window is ssthresh (RFC 5681 §3.2 step 6,
             // RFC 6582 §3.2 step 3 option 2, RFC 6675 §5 step (A)).
             self.exit_recovery();
-            self.open_window();
+            self.open_window(now, delivered);
             self.restart_timer(now);
             return;
         }
@@ -605,7 +765,7 @@ impl TcpSender {
                 // Reno leaves fast recovery on the first ACK for new data, partial or not
                 // (ns-2 RenoTcpAgent).
                 self.exit_recovery();
-                self.open_window();
+                self.open_window(now, delivered);
                 self.restart_timer(now);
             }
             Variant::NewReno => {
@@ -621,7 +781,7 @@ impl TcpSender {
                 recovery.partial_acks = recovery.partial_acks.saturating_add(1);
                 self.recovery = Some(recovery);
             }
-            Variant::Sack => {
+            Variant::Sack | Variant::Cubic | Variant::Bbr => {
                 // RFC 6675: partial ACKs only update the scoreboard; the timer restarts as for
                 // any ACK of new data (RFC 6298 §5.3).
                 recovery.partial_acks = recovery.partial_acks.saturating_add(1);
@@ -636,7 +796,7 @@ impl TcpSender {
         self.duplicate_acks = self.duplicate_acks.saturating_add(1);
         self.stats.duplicate_acks += 1;
         if self.recovery.is_some() {
-            if self.config.variant != Variant::Sack {
+            if !self.config.variant.uses_sack() {
                 // RFC 5681 §3.2 step 4: each further duplicate inflates the window by one.
                 self.window_inflation = self.window_inflation.saturating_add(1);
             }
@@ -645,7 +805,7 @@ impl TcpSender {
         let threshold_reached = self.duplicate_acks == self.config.duplicate_ack_threshold;
         // RFC 6675 §5 step (2): three SACKed packets above the cumulative ACK also mean loss.
         let sack_detects_loss =
-            self.config.variant == Variant::Sack && self.is_lost(self.unacknowledged);
+            self.config.variant.uses_sack() && self.is_lost(self.unacknowledged);
         if (threshold_reached || sack_detects_loss) && self.fast_retransmit_allowed() {
             self.enter_recovery(now);
         }
@@ -670,6 +830,26 @@ impl TcpSender {
             point,
             partial_acks: 0,
         });
+        let window = self
+            .congestion_window
+            .min(f64::from(self.config.max_window));
+        match &mut self.control {
+            Control::Reno => {}
+            Control::Cubic(cubic) => {
+                // RFC 9438 §4.6 (β_cubic), and the window is ssthresh through the recovery.
+                self.slow_start_threshold = cubic.on_congestion_event(window) as u32;
+                self.congestion_window = f64::from(self.slow_start_threshold);
+                self.start_sack_recovery(now);
+                return;
+            }
+            Control::Bbr(bbr) => {
+                // BBR keeps ssthresh and its window; the ACK's `bbr_main` applies packet
+                // conservation (`bbr_set_cwnd_to_recover_or_restore`).
+                bbr.on_congestion_event(window);
+                self.start_sack_recovery(now);
+                return;
+            }
+        }
         self.slow_start_threshold = self.half_window();
         self.congestion_window = if self.config.precise_halving {
             // ns-2 `slowdown(CLOSE_SSTHRESH_HALF|CLOSE_CWND_HALF)` with `precisionReduce_`:
@@ -684,11 +864,17 @@ impl TcpSender {
         };
         // Reno/NewReno: cwnd = ssthresh + 3 (RFC 5681), the three packets that left the
         // network; SACK counts them in `pipe` instead.
-        self.window_inflation = if self.config.variant == Variant::Sack {
+        self.window_inflation = if self.config.variant.uses_sack() {
             0
         } else {
             self.config.duplicate_ack_threshold
         };
+        self.start_sack_recovery(now);
+    }
+
+    /// What every fast retransmit does once the window is set: clear the recovery's
+    /// retransmission bookkeeping, queue the first unacknowledged packet, restart the timer.
+    fn start_sack_recovery(&mut self, now: Instant) {
         self.retransmitted.clear();
         self.highest_retransmitted = None;
         self.retransmit_queue.clear();
@@ -703,7 +889,9 @@ impl TcpSender {
         self.window_inflation = 0;
         // ns-2 with `precisionReduce_` leaves the window where the fast retransmit (and
         // NewReno's deflation, `exit_recovery_fix_ 0`) put it; the RFCs set it to ssthresh.
-        if !self.config.precise_halving {
+        // CUBIC as Linux `tcp_end_cwnd_reduction` ("tcp_snd_cwnd_set(tp, tp->snd_ssthresh)");
+        // BBR restores its window itself (`bbr_set_cwnd_to_recover_or_restore`).
+        if !self.config.precise_halving && !matches!(self.control, Control::Bbr(_)) {
             self.congestion_window = f64::from(self.slow_start_threshold);
         }
         self.retransmitted.clear();
@@ -719,15 +907,203 @@ impl TcpSender {
         self.congestion_window = (self.congestion_window - rest).max(1.0);
     }
 
-    /// Slow start (+1 per ACK) below ssthresh, congestion avoidance (+1/cwnd per ACK) above
-    /// (RFC 5681 §3.1; ns-2 `opencwnd` with `windowOption_ 1`: one increase per ACK, however
-    /// many packets it acknowledges).
-    fn open_window(&mut self) {
-        if self.in_slow_start() {
-            self.congestion_window += 1.0;
-        } else {
-            self.congestion_window += 1.0 / self.congestion_window;
+    /// Window growth on an ACK for new data outside recovery.
+    ///
+    /// Reno: slow start (+1 per ACK) below ssthresh, congestion avoidance (+1/cwnd per ACK)
+    /// above (RFC 5681 §3.1; ns-2 `opencwnd` with `windowOption_ 1`: one increase per ACK,
+    /// however many packets it acknowledges). CUBIC: Linux `tcp_slow_start` ("cwnd =
+    /// min(cwnd + acked, tp->snd_ssthresh)", the rest of `acked` to congestion avoidance), then
+    /// RFC 9438 for the `delivered` packets. BBR sets its window on every ACK instead.
+    fn open_window(&mut self, now: Instant, delivered: u64) {
+        match &mut self.control {
+            Control::Reno => {
+                if self.congestion_window < f64::from(self.slow_start_threshold) {
+                    self.congestion_window += 1.0;
+                } else {
+                    self.congestion_window += 1.0 / self.congestion_window;
+                }
+            }
+            Control::Cubic(cubic) => {
+                let mut acked = delivered as f64;
+                let threshold = f64::from(self.slow_start_threshold);
+                if self.congestion_window < threshold {
+                    let grown = (self.congestion_window + acked).min(threshold);
+                    acked -= grown - self.congestion_window;
+                    self.congestion_window = grown;
+                }
+                if acked > 0.0 {
+                    self.congestion_window =
+                        cubic.congestion_avoidance(now, self.congestion_window, acked);
+                }
+                // Linux `snd_cwnd_clamp`.
+                self.congestion_window = self
+                    .congestion_window
+                    .min(f64::from(self.config.max_window));
+            }
+            Control::Bbr(_) => {}
         }
+    }
+
+    // ---- CUBIC's and BBR's per-ACK inputs, BBR's pacing --------------------------------
+
+    /// Counts the packets `ack` delivers (cumulatively up to `acknowledged_up_to`, or newly
+    /// SACKed) and builds the ACK's rate and RTT samples; nothing for Reno's variants.
+    fn account_deliveries(
+        &mut self,
+        now: Instant,
+        ack: &Ack,
+        acknowledged_up_to: u64,
+    ) -> AckDelivery {
+        let Some(delivery) = &mut self.delivery else {
+            return AckDelivery::default();
+        };
+        for sequence in self.unacknowledged..acknowledged_up_to {
+            delivery.on_delivered(now, sequence);
+        }
+        for block in ack.sack_blocks() {
+            let start = block.start.max(acknowledged_up_to);
+            let end = block.end.min(self.sent_up_to);
+            if start < end {
+                self.sacked.for_each_gap(start, end, |gap_start, gap_end| {
+                    for sequence in gap_start..gap_end {
+                        delivery.on_delivered(now, sequence);
+                    }
+                });
+            }
+        }
+        delivery.finish_ack()
+    }
+
+    /// CUBIC and BBR: the ACK's RTT sample feeds the RFC 6298 estimator (Linux samples every
+    /// ACK) and CUBIC's minimum delay and HyStart.
+    fn take_rtt_sample(&mut self, now: Instant, delivered: &AckDelivery) {
+        let Some(rtt) = delivered.rtt else {
+            return;
+        };
+        self.rtt.on_sample(rtt);
+        self.backoff = 1;
+        if let Control::Cubic(cubic) = &mut self.control {
+            let window = (
+                self.congestion_window,
+                self.congestion_window < f64::from(self.slow_start_threshold),
+            );
+            let progress = (self.unacknowledged, self.sent_up_to);
+            if let Some(threshold) = cubic.on_rtt_sample(now, rtt, window, progress) {
+                // Linux `hystart_update`: "tp->snd_ssthresh = tcp_snd_cwnd(tp)".
+                self.slow_start_threshold = threshold as u32;
+            }
+        }
+    }
+
+    /// The recovery state BBR sees (Linux `icsk_ca_state`).
+    fn loss_state(&self) -> LossState {
+        if self.loss_point.is_some() {
+            LossState::Loss
+        } else if self.recovery.is_some() {
+            LossState::Recovery
+        } else {
+            LossState::Open
+        }
+    }
+
+    /// Packets deemed lost (RFC 6675 `IsLost`) since the last count (BBR's `rs.losses`).
+    fn newly_lost(&mut self) -> u64 {
+        let Some(bound) = self.lost_below() else {
+            return 0;
+        };
+        let from = self.lost_counted_up_to.max(self.unacknowledged);
+        if bound <= from {
+            return 0;
+        }
+        self.lost_counted_up_to = bound;
+        (bound - from) - (self.sacked.count_below(bound) - self.sacked.count_below(from))
+    }
+
+    /// Linux `bbr_main` for one ACK: BBR's model, window and pacing rate.
+    fn bbr_on_ack(&mut self, now: Instant, delivered: &AckDelivery, prior_in_flight: u64) {
+        let losses = self.newly_lost();
+        let in_flight = self.pipe();
+        let state = self.loss_state();
+        let Some(tracker) = &self.delivery else {
+            return;
+        };
+        let ack = BbrAck {
+            now,
+            rate: delivered.rate,
+            rtt: delivered.rtt,
+            acked: delivered.packets,
+            losses,
+            prior_in_flight,
+            in_flight,
+            delivered: tracker.delivered(),
+            delivered_time: tracker.delivered_time(),
+            state,
+            smoothed_rtt: self.rtt.smoothed(),
+            earliest_departure: self.pacing.map_or(now, |pacing| pacing.next_departure),
+            max_window: f64::from(self.config.max_window),
+        };
+        let Control::Bbr(bbr) = &mut self.control else {
+            return;
+        };
+        let decision = bbr.on_ack(&ack, self.congestion_window);
+        self.congestion_window = decision.window;
+        if let Some(threshold) = decision.slow_start_threshold {
+            self.slow_start_threshold = threshold as u32;
+        }
+        if decision.app_limited {
+            if let Some(tracker) = &mut self.delivery {
+                tracker.mark_app_limited(in_flight);
+            }
+        }
+    }
+
+    /// The draft's application-limited mark: the sender could send but the application has
+    /// nothing left (a finite transfer or a stopped one).
+    fn note_application_limited(&mut self) {
+        if self.delivery.is_none()
+            || self.sent_up_to < self.data_limit
+            || !self.retransmit_queue.is_empty()
+        {
+            return;
+        }
+        let in_flight = self.pipe();
+        if let Some(delivery) = &mut self.delivery {
+            delivery.mark_app_limited(in_flight);
+        }
+    }
+
+    /// Whether pacing holds the next packet back at `now`. Linux paces from the 10th data
+    /// segment on (`tcp_update_skb_after_send`: "tp->data_segs_out >= 10").
+    fn paced_out(&mut self, now: Instant) -> bool {
+        let data_segments = self.stats.segments_sent;
+        let Some(pacing) = &mut self.pacing else {
+            return false;
+        };
+        pacing.waiting = data_segments >= 10 && now < pacing.next_departure;
+        pacing.waiting
+    }
+
+    /// Linux `tcp_update_skb_after_send`: the next departure moves by the packet's length at
+    /// the pacing rate ("len_ns = skb->len * NSEC_PER_SEC / rate", the payload bytes), less up
+    /// to half of it for lateness ("take into account OS jitter": a packet sent after its
+    /// departure time earns that credit).
+    fn schedule_next_departure(&mut self, now: Instant, payload_bytes: u32) {
+        let Control::Bbr(bbr) = &self.control else {
+            return;
+        };
+        let rate = bbr.pacing_rate();
+        let data_segments = self.stats.segments_sent;
+        let Some(pacing) = &mut self.pacing else {
+            return;
+        };
+        let prior = pacing.next_departure;
+        pacing.next_departure = pacing.next_departure.max(now);
+        if rate <= 0.0 || data_segments < 10 {
+            return;
+        }
+        let length = Duration::from_secs_f64(f64::from(payload_bytes) / rate);
+        let credit = pacing.next_departure.saturating_duration_since(prior);
+        pacing.next_departure += length - credit.min(length / 2);
     }
 
     /// ssthresh after a loss: half the window in whole packets, at least 2 (ns-2 `slowdown`

@@ -197,7 +197,11 @@ const PFTK_TOLERANCE_NEWRENO_SACK: f64 = 0.10;
 /// model fed with the measured loss rate, mean SRTT and mean RTO, 400 s per point.
 #[test]
 fn throughput_matches_the_pftk_model_under_bernoulli_loss() {
-    for variant in Variant::ALL {
+    // PFTK models Reno's window; CUBIC and BBR are not expected to follow it.
+    for variant in Variant::ALL
+        .into_iter()
+        .filter(|variant| !variant.is_modern())
+    {
         let tolerance = if variant == Variant::Reno {
             PFTK_TOLERANCE_RENO
         } else {

@@ -420,12 +420,8 @@ fn tcp_endpoints(
         tfrc_scenario::TcpVariant::Reno => tfrc_tcp::Variant::Reno,
         tfrc_scenario::TcpVariant::NewReno => tfrc_tcp::Variant::NewReno,
         tfrc_scenario::TcpVariant::Sack => tfrc_tcp::Variant::Sack,
-        tfrc_scenario::TcpVariant::Cubic | tfrc_scenario::TcpVariant::Bbr => {
-            return Err(SimulationError::scenario(
-                key,
-                "variant \"cubic\" and \"bbr\" are not in the simulator yet".to_owned(),
-            ))
-        }
+        tfrc_scenario::TcpVariant::Cubic => tfrc_tcp::Variant::Cubic,
+        tfrc_scenario::TcpVariant::Bbr => tfrc_tcp::Variant::Bbr,
     };
     let mut config = match spec.profile {
         tfrc_scenario::TcpProfile::Rfc => tfrc_tcp::SenderConfig::new(variant),
@@ -446,6 +442,8 @@ fn tcp_endpoints(
     if let Some(window) = spec.window {
         config.max_window = window;
     }
+    // The flow's own seed: BBR draws the phase its gain cycle starts in from it.
+    config.seed = seed;
     config.validate().map_err(scenario_error(key))?;
     let mut sink_config = tfrc_tcp::SinkConfig::for_variant(variant);
     sink_config.delayed_ack = spec.delayed_ack;
