@@ -52,6 +52,7 @@ struct RawFactors {
     tcp2_variant: Option<String>,
     profile: Option<String>,
     tcp_profile: Option<String>,
+    delayed_ack: Option<bool>,
     rate: Option<String>,
     rtt: Option<String>,
     queue: Option<String>,
@@ -161,6 +162,8 @@ pub struct Factors {
     pub profile: String,
     /// The TCP flows' profile: `ns2` or `rfc`.
     pub tcp_profile: String,
+    /// The TCP sinks delay their ACKs (one per two segments or 100 ms).
+    pub delayed_ack: bool,
     /// Bottleneck rate, bits/s.
     pub rate_bps: u64,
     /// Base round-trip time.
@@ -252,6 +255,7 @@ fn merge(defaults: &RawFactors, cell: &RawFactors) -> RawFactors {
         tcp2_variant,
         profile,
         tcp_profile,
+        delayed_ack,
         rate,
         rtt,
         queue,
@@ -394,6 +398,7 @@ fn factors(raw: &RawFactors, reference: Reference) -> Result<Factors> {
         bail!("`packet_size` {packet_size}: 100 … 9000 bytes");
     }
     Ok(Factors {
+        delayed_ack: raw.delayed_ack.unwrap_or(false),
         tfrc,
         tcp,
         tcp_variant,
@@ -529,6 +534,9 @@ impl Factors {
                     "variant = \"{variant}\"\nprofile = \"{}\"\n",
                     self.tcp_profile
                 ));
+                if self.delayed_ack {
+                    text.push_str("delayed_ack = true\n");
+                }
             }
         }
         if self.pareto_cross {
