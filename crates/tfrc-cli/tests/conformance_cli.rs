@@ -191,3 +191,37 @@ fn the_committed_quick_matrix_agrees_with_ns2() {
     assert_eq!(agree, total, "{stdout}");
     assert!(total.parse::<u32>().unwrap() >= 10, "{stdout}");
 }
+
+/// The regression gate of today's TCPs: the `--quick` cells of `conformance/modern.toml`, ours
+/// against ns-3.37. Every cell marked `expect = "agrees"` must agree; a cell measured to differ
+/// carries its cause in the matrix (docs/conformance.md, "Today's TCP against ns-3").
+#[test]
+fn the_committed_quick_modern_matrix_passes_its_gate_against_ns3() {
+    let missing = tfrc_ns3::missing_toolchain(&tfrc_ns3::BuildOptions::default());
+    if !tfrc_test_support::can_run(
+        "the_committed_quick_modern_matrix_passes_its_gate_against_ns3",
+        missing,
+    ) {
+        return;
+    }
+    let scratch = Scratch::new();
+    let out = scratch.join("out");
+    let mut command = Command::cargo_bin("tfrc").unwrap();
+    command.current_dir(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."));
+    let output = command
+        .args(["conformance", "--modern", "--quick", "--quiet", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(stdout.contains("against ns-3.37"), "{stdout}");
+    let rows = records(&out.join("conformance.csv"));
+    assert!(rows.iter().any(|row| row.contains_key("ns3_mean")));
+    assert!(rows.iter().all(|row| !row.contains_key("ns2_mean")));
+    assert!(rows.len() >= 3 * 7, "{} rows", rows.len());
+}

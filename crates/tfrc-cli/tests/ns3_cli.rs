@@ -87,12 +87,7 @@ fn bad_input_is_an_error_naming_it() {
 
 #[test]
 fn a_run_writes_the_four_output_files() {
-    let installed = std::process::Command::new("pkg-config")
-        .args(["--exists", "ns3-core", "ns3-internet"])
-        .status()
-        .is_ok_and(|status| status.success())
-        && tfrc_test_support::on_path("g++").is_some();
-    let missing = (!installed).then(|| "g++ or ns-3.37 (libns3-dev) is missing".to_owned());
+    let missing = tfrc_ns3::missing_toolchain(&tfrc_ns3::BuildOptions::default());
     if !tfrc_test_support::can_run("a_run_writes_the_four_output_files", missing) {
         return;
     }

@@ -28,7 +28,8 @@ pub use describe::{
 };
 pub use error::Ns3Error;
 pub use program::{
-    build_program, default_cache_dir, ns3_flags, BuildOptions, Program, NS3_MODULES, PROGRAM_SOURCE,
+    build_program, default_cache_dir, missing_toolchain, ns3_flags, BuildOptions, Program,
+    NS3_MODULES, PROGRAM_SOURCE,
 };
 pub use run::{
     run_described, run_scenario, RunOptions, RunOutcome, DESCRIPTION_NAME, SAMPLES_NAME,

@@ -19,6 +19,30 @@ pub const NS3_MODULES: [&str; 6] = [
     "ns3-applications",
 ];
 
+/// Why the program cannot be built here, `None` when `options`' compiler and pkg-config are on
+/// the `PATH` (or are paths that exist) and pkg-config knows every module of [`NS3_MODULES`]:
+/// what a test prints when it skips, and what a command names before it tries.
+pub fn missing_toolchain(options: &BuildOptions) -> Option<String> {
+    for (program, package) in [(&options.cxx, "g++"), (&options.pkg_config, "pkg-config")] {
+        let found = std::process::Command::new(program)
+            .arg("--version")
+            .output()
+            .is_ok_and(|output| output.status.success());
+        if !found {
+            return Some(format!(
+                "{} cannot be run (Debian: apt-get install {package})",
+                program.display()
+            ));
+        }
+    }
+    let installed = std::process::Command::new(&options.pkg_config)
+        .arg("--exists")
+        .args(NS3_MODULES)
+        .status()
+        .is_ok_and(|status| status.success());
+    (!installed).then(|| "ns-3.37 is not installed (Debian: apt-get install libns3-dev)".to_owned())
+}
+
 /// How to build the program.
 #[derive(Debug, Clone)]
 pub struct BuildOptions {

@@ -3,31 +3,13 @@
 //! `CI` set they must run.
 
 use std::path::Path;
-use std::process::Command;
 
-use tfrc_ns3::{run_scenario, BuildOptions, RunOptions, NS3_MODULES};
+use tfrc_ns3::{missing_toolchain, run_scenario, BuildOptions, RunOptions};
 use tfrc_scenario::Scenario;
 use tfrc_test_support::{read_csv, read_json};
 
-/// Why ns-3 runs are impossible here, `None` when g++, pkg-config and ns-3 are installed.
-fn missing_ns3() -> Option<String> {
-    for program in ["g++", "pkg-config"] {
-        if tfrc_test_support::on_path(program).is_none() {
-            return Some(format!(
-                "{program} is not on the PATH (apt-get install {program})"
-            ));
-        }
-    }
-    let installed = Command::new("pkg-config")
-        .arg("--exists")
-        .args(NS3_MODULES)
-        .status()
-        .is_ok_and(|status| status.success());
-    (!installed).then(|| "ns-3.37 is not installed (apt-get install libns3-dev)".to_owned())
-}
-
 fn ns3_available(test: &str) -> bool {
-    tfrc_test_support::can_run(test, missing_ns3())
+    tfrc_test_support::can_run(test, missing_toolchain(&BuildOptions::default()))
 }
 
 /// Two flows of `variant` over a dumbbell: a 10 Mb/s, 8 ms bottleneck between 100 Mb/s, 1 ms
