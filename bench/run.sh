@@ -11,8 +11,10 @@
 #    SCHED_FIFO when root: added-delay error and delivered rate.
 # 5. The Python package against the CLI (bench/python/run.sh, issue 19): what `tfrc.simulate`
 #    adds to a simulation, a 200-run sweep from Python, on Dask and with `tfrc sweep`.
+# 6. Simulator against ns-3.37 (bench/ns3-speed/run.sh 64 1024, issue 39): a TCP-only dumbbell,
+#    CPU time and peak memory of each, ratio ns-3 / ours.
 #
-# Needs ns-2 (Debian ns2), iperf3, jq, /usr/bin/time (Debian time); as root it installs the
+# Needs ns-2 (Debian ns2), ns-3.37 (libns3-dev, g++, pkg-config), iperf3, jq, /usr/bin/time (Debian time); as root it installs the
 # missing ones. Takes about 20 minutes on 2 cores (10 of them building the Python package). The machine's load average is recorded at
 # the start of each part: other work slows every figure, the ratios less.
 set -euo pipefail
@@ -23,6 +25,9 @@ export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-target}
 if [ "$(id -u)" = 0 ]; then
     missing=()
     command -v ns >/dev/null || missing+=(ns2)
+    pkg-config --exists ns3-core 2>/dev/null || missing+=(libns3-dev)
+    command -v g++ >/dev/null || missing+=(g++)
+    command -v pkg-config >/dev/null || missing+=(pkg-config)
     command -v iperf3 >/dev/null || missing+=(iperf3)
     command -v jq >/dev/null || missing+=(jq)
     [ -x /usr/bin/time ] || missing+=(time)
@@ -93,6 +98,15 @@ fi
     echo
 } >>"$work/results.md"
 bench/python/run.sh >>"$work/results.md" 2>"$work/python.err" || { cat "$work/python.err" >&2; exit 1; }
+
+{
+    echo
+    echo "## 6. Simulator against ns-3.37 (TCP NewReno dumbbell, 100 Mb/s, 30 s simulated)"
+    echo
+    echo "Load average at the start: $(load)."
+    echo
+} >>"$work/results.md"
+bench/ns3-speed/run.sh 64 1024 >>"$work/results.md" 2>"$work/ns3.err" || { cat "$work/ns3.err" >&2; exit 1; }
 
 cp "$work/results.md" "$OUT"
 cat "$OUT"

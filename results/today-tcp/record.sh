@@ -13,7 +13,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 CELLS=("$@")
-[ ${#CELLS[@]} -eq 0 ] && CELLS=(cubic-1 bbr-1 cubic-bbr cubic-bbr-buffer-0.25 bbr-4-rtt-20)
+[ ${#CELLS[@]} -eq 0 ] && CELLS=(cubic-4 newreno-4 bbr-1 bbr-4 cubic-bbr cubic-newreno)
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-target}
 cargo build --release -p tfrc-cli >&2
 TFRC="$CARGO_TARGET_DIR/release/tfrc"
