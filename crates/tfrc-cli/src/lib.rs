@@ -6,6 +6,7 @@ pub mod conformance;
 pub mod emu;
 pub mod ns2_cmd;
 pub mod ns2_compare;
+pub mod ns3_cmd;
 pub mod plot;
 pub mod reproduce;
 pub mod rmcat;

@@ -41,6 +41,9 @@ enum Command {
     /// Run a scenario in ns-2.35 (output converted to our flows.csv/state.csv/links.csv), then
     /// in our simulator, and plot both on one figure.
     Ns2(ns2_compare::Ns2CompareArgs),
+    /// Run a scenario in ns-3.37 (TCP Reno/NewReno/SACK/CUBIC/BBR, CBR and on/off flows over
+    /// DropTail or RED links; output converted to our flows.csv/state.csv/links.csv/summary.json).
+    Ns3(tfrc_cli::ns3_cmd::Ns3Args),
     /// Our simulator against ns-2.35 over a designed matrix of cells
     /// (conformance/matrix.toml), with replications: conformance.csv, index.html and
     /// "N of M cells agree".
@@ -131,6 +134,7 @@ fn main() -> Result<()> {
         Command::Sim(args) => sim::run(&args),
         Command::Sweep(args) => sweep::run(&args),
         Command::Ns2(args) => ns2_compare::run(&args),
+        Command::Ns3(args) => tfrc_cli::ns3_cmd::run(&args),
         Command::Conformance(args) => conformance::run(&args),
         Command::Plot(args) => plot::run(&args),
         Command::Reproduce(args) => reproduce::run(&args).map(drop),

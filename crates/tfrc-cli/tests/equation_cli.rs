@@ -173,6 +173,7 @@ fn completions_cover_every_subcommand() {
         "recv",
         "sim",
         "ns2",
+        "ns3",
         "conformance",
         "plot",
         "stream",

@@ -154,9 +154,13 @@ impl DeliveryTracker {
         };
         match sequence.checked_sub(self.base) {
             Some(offset) if (offset as usize) < self.records.len() => {
+                // A retransmission takes the send state of its new transmission (the draft: the
+                // record is written "each time a packet is transmitted"); a packet already
+                // delivered (resent by go-back-N after a timeout) stays counted once.
                 let slot = &mut self.records[offset as usize];
                 *slot = PacketRecord {
                     retransmitted: true,
+                    acknowledged: slot.acknowledged,
                     ..record
                 };
             }
@@ -326,6 +330,22 @@ mod tests {
         assert!(!tracker.is_delivered(1));
         tracker.release_below(1);
         assert!(!tracker.is_delivered(0));
+    }
+
+    #[test]
+    fn a_delivered_packet_sent_again_is_not_delivered_twice() {
+        let mut tracker = DeliveryTracker::new();
+        tracker.on_sent(at(0), 0, 0);
+        tracker.on_sent(at(0), 1, 1);
+        tracker.on_delivered(at(100), 1); // SACKed
+        let _ = tracker.finish_ack();
+        // A timeout resends both (go-back-N); the ACK for both counts only packet 0.
+        tracker.on_sent(at(1000), 0, 0);
+        tracker.on_sent(at(1000), 1, 1);
+        tracker.on_delivered(at(1100), 0);
+        tracker.on_delivered(at(1100), 1);
+        assert_eq!(tracker.finish_ack().packets, 1);
+        assert_eq!(tracker.delivered(), 2);
     }
 
     #[test]

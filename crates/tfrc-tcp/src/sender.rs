@@ -353,7 +353,12 @@ impl TcpSender {
             self.stats.stale_acks += 1;
             return Ok(());
         }
-        let prior_in_flight = self.pipe();
+        // BBR's `rs.prior_in_flight`; only BBR reads it.
+        let prior_in_flight = if matches!(self.control, Control::Bbr(_)) {
+            self.pipe()
+        } else {
+            0
+        };
         let delivered = self.account_deliveries(now, ack, acknowledged_up_to);
         let newly_acknowledged = acknowledged_up_to - self.unacknowledged;
         if newly_acknowledged > 0 {

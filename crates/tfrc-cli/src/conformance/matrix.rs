@@ -22,6 +22,12 @@
 //! A scenario cell (`scenario = "…"`, with `set = […]` overrides) runs that file; replication k
 //! is [`Scenario::replicate`] (another seed, starts jittered by up to one base RTT), since its
 //! topology is the paper's and has no access links of ours to vary.
+//!
+//! The matrix names its reference (`reference = "ns2"`, the default, or `"ns3"`): ns-2.35 for the
+//! papers' TCPs and TFRC (`conformance/matrix.toml`), ns-3.37 for today's TCPs
+//! (`conformance/modern.toml`). In an ns-3 matrix a cell may hold two TCP classes (`tcp` flows of
+//! `tcp_variant` and `tcp2` flows of `tcp2_variant`), whose flows are named by their variant
+//! (`cubic1`, `bbr1`, …) so the metrics find each class.
 
 use std::path::{Path, PathBuf};
 
@@ -42,6 +48,8 @@ struct RawFactors {
     tfrc: Option<u32>,
     tcp: Option<u32>,
     tcp_variant: Option<String>,
+    tcp2: Option<u32>,
+    tcp2_variant: Option<String>,
     profile: Option<String>,
     tcp_profile: Option<String>,
     rate: Option<String>,
@@ -65,9 +73,47 @@ struct RawFactors {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawMatrix {
+    /// The reference simulator: `ns2` (default) or `ns3`.
+    reference: Option<String>,
     #[serde(default)]
     defaults: RawFactors,
     cell: Vec<RawFactors>,
+}
+
+/// The simulator a matrix compares ours with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reference {
+    /// ns-2.35 through `tfrc ns2` (the papers' TCPs and TFRC).
+    Ns2,
+    /// ns-3.37 through `tfrc ns3` (today's TCPs).
+    Ns3,
+}
+
+impl Reference {
+    /// The directory and column prefix: `ns2`, `ns3`.
+    pub fn key(self) -> &'static str {
+        match self {
+            Reference::Ns2 => "ns2",
+            Reference::Ns3 => "ns3",
+        }
+    }
+
+    /// The name in prose: `ns-2.35`, `ns-3.37`.
+    pub fn label(self) -> &'static str {
+        match self {
+            Reference::Ns2 => "ns-2.35",
+            Reference::Ns3 => "ns-3.37",
+        }
+    }
+}
+
+/// A matrix file: its reference and its cells.
+#[derive(Debug, Clone)]
+pub struct Matrix {
+    /// What ours is compared with.
+    pub reference: Reference,
+    /// The cells, in file order.
+    pub cells: Vec<Cell>,
 }
 
 /// The queue of a factor cell's bottleneck.
@@ -101,10 +147,16 @@ pub enum CellSetup {
 pub struct Factors {
     /// TFRC flows.
     pub tfrc: u32,
-    /// TCP flows.
+    /// TCP flows of the first class.
     pub tcp: u32,
-    /// `reno`, `newreno` or `sack`.
+    /// Their variant: `reno`, `newreno`, `sack`, `cubic` or `bbr`.
     pub tcp_variant: String,
+    /// TCP flows of the second class (an ns-3 matrix).
+    pub tcp2: u32,
+    /// Their variant (another than `tcp_variant`).
+    pub tcp2_variant: String,
+    /// TCP flows are named by their variant (`cubic1`) rather than `tcp1` (an ns-3 matrix).
+    pub named_by_variant: bool,
     /// The TFRC flows' profile: `ns2` or `rfc5348`.
     pub profile: String,
     /// The TCP flows' profile: `ns2` or `rfc`.
@@ -149,12 +201,20 @@ pub struct Cell {
     pub note: Option<String>,
 }
 
-/// The matrix file's cells, checked: unique names, known factor values.
-pub fn load(path: &Path) -> Result<Vec<Cell>> {
+/// The matrix file, checked: its reference, unique cell names, known factor values.
+pub fn load(path: &Path) -> Result<Matrix> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
     let raw: RawMatrix =
         toml::from_str(&text).with_context(|| format!("{}: not a matrix file", path.display()))?;
+    let reference = match raw.reference.as_deref() {
+        None | Some("ns2") => Reference::Ns2,
+        Some("ns3") => Reference::Ns3,
+        Some(other) => bail!(
+            "{}: `reference` {other:?}: one of \"ns2\", \"ns3\"",
+            path.display()
+        ),
+    };
     let base = path.parent().unwrap_or(Path::new("."));
     let mut cells: Vec<Cell> = Vec::new();
     for (index, cell) in raw.cell.iter().enumerate() {
@@ -163,8 +223,8 @@ pub fn load(path: &Path) -> Result<Vec<Cell>> {
             .name
             .clone()
             .unwrap_or_else(|| format!("#{}", index + 1));
-        let built =
-            build(&merged, base).with_context(|| format!("{}: cell {label}", path.display()))?;
+        let built = build(&merged, base, reference)
+            .with_context(|| format!("{}: cell {label}", path.display()))?;
         if cells.iter().any(|other| other.name == built.name) {
             bail!("{}: cell {label} is named twice", path.display());
         }
@@ -173,7 +233,7 @@ pub fn load(path: &Path) -> Result<Vec<Cell>> {
     if cells.is_empty() {
         bail!("{}: no [[cell]]", path.display());
     }
-    Ok(cells)
+    Ok(Matrix { reference, cells })
 }
 
 fn merge(defaults: &RawFactors, cell: &RawFactors) -> RawFactors {
@@ -188,6 +248,8 @@ fn merge(defaults: &RawFactors, cell: &RawFactors) -> RawFactors {
         tfrc,
         tcp,
         tcp_variant,
+        tcp2,
+        tcp2_variant,
         profile,
         tcp_profile,
         rate,
@@ -214,7 +276,7 @@ fn merge(defaults: &RawFactors, cell: &RawFactors) -> RawFactors {
     merged
 }
 
-fn build(raw: &RawFactors, base: &Path) -> Result<Cell> {
+fn build(raw: &RawFactors, base: &Path, reference: Reference) -> Result<Cell> {
     let name = raw.name.clone().context("`name` is required")?;
     if name.is_empty()
         || !name
@@ -237,7 +299,7 @@ fn build(raw: &RawFactors, base: &Path) -> Result<Cell> {
             set: raw.set.clone().unwrap_or_default(),
             variant: raw.variant.clone(),
         },
-        None => CellSetup::Factors(factors(raw)?),
+        None => CellSetup::Factors(factors(raw, reference)?),
     };
     Ok(Cell {
         name,
@@ -250,15 +312,36 @@ fn build(raw: &RawFactors, base: &Path) -> Result<Cell> {
     })
 }
 
-fn factors(raw: &RawFactors) -> Result<Factors> {
+/// The TCP variants a factor cell may name.
+const TCP_VARIANTS: [&str; 5] = ["reno", "newreno", "sack", "cubic", "bbr"];
+
+fn factors(raw: &RawFactors, reference: Reference) -> Result<Factors> {
     let tfrc = raw.tfrc.unwrap_or(0);
     let tcp = raw.tcp.unwrap_or(0);
-    if tfrc + tcp == 0 || tfrc + tcp > 64 {
-        bail!("`tfrc` + `tcp` is {}: give 1 to 64 flows", tfrc + tcp);
+    let tcp2 = raw.tcp2.unwrap_or(0);
+    let flows = tfrc + tcp + tcp2;
+    if flows == 0 || flows > 64 {
+        bail!("`tfrc` + `tcp` + `tcp2` is {flows}: give 1 to 64 flows");
     }
     let tcp_variant = raw.tcp_variant.clone().unwrap_or_else(|| "sack".into());
-    if !matches!(tcp_variant.as_str(), "reno" | "newreno" | "sack") {
-        bail!("`tcp_variant` {tcp_variant:?}: one of reno, newreno, sack");
+    if !TCP_VARIANTS.contains(&tcp_variant.as_str()) {
+        bail!(
+            "`tcp_variant` {tcp_variant:?}: one of {}",
+            TCP_VARIANTS.join(", ")
+        );
+    }
+    let tcp2_variant = raw.tcp2_variant.clone().unwrap_or_else(|| "newreno".into());
+    if !TCP_VARIANTS.contains(&tcp2_variant.as_str()) {
+        bail!(
+            "`tcp2_variant` {tcp2_variant:?}: one of {}",
+            TCP_VARIANTS.join(", ")
+        );
+    }
+    if tcp2 > 0 && tcp2_variant == tcp_variant {
+        bail!("`tcp2_variant` {tcp2_variant:?} is `tcp_variant`'s: the two classes differ");
+    }
+    if tcp2 > 0 && reference == Reference::Ns2 {
+        bail!("`tcp2`: two TCP classes are a matrix with `reference = \"ns3\"`");
     }
     let profile = raw.profile.clone().unwrap_or_else(|| "ns2".into());
     if !matches!(profile.as_str(), "ns2" | "rfc5348") {
@@ -314,6 +397,9 @@ fn factors(raw: &RawFactors) -> Result<Factors> {
         tfrc,
         tcp,
         tcp_variant,
+        tcp2,
+        tcp2_variant,
+        named_by_variant: reference == Reference::Ns3,
         profile,
         tcp_profile,
         rate_bps,
@@ -397,7 +483,7 @@ impl Factors {
                 "\n[[link]]\nbetween = [\"{node}\", \"{router}\"]\nrate = \"{access_rate}bps\"\ndelay = \"{delay_us}us\"\nqueue = {{ kind = \"droptail\", limit = 1000 }}\n"
             ));
         };
-        for i in 0..self.tfrc + self.tcp {
+        for i in 0..self.tfrc + self.tcp + self.tcp2 {
             access(&mut text, &format!("s{i}"), "r1");
             access(&mut text, &format!("d{i}"), "r2");
         }
@@ -412,12 +498,22 @@ impl Factors {
     /// `rng`), then the Pareto cross traffic.
     fn flows_text(&self, rng: &mut ChaCha8Rng) -> String {
         let mut text = String::new();
-        for i in 0..self.tfrc + self.tcp {
+        for i in 0..self.tfrc + self.tcp + self.tcp2 {
             let start_ms: u64 = rng.gen_range(0..1000);
-            let (name, kind) = if i < self.tfrc {
-                (format!("tfrc{}", i + 1), FlowKind::Tfrc)
+            let (name, kind, variant) = if i < self.tfrc {
+                (format!("tfrc{}", i + 1), FlowKind::Tfrc, "")
+            } else if i < self.tfrc + self.tcp {
+                let number = i - self.tfrc + 1;
+                let name = if self.named_by_variant {
+                    format!("{}{number}", self.tcp_variant)
+                } else {
+                    format!("tcp{number}")
+                };
+                (name, FlowKind::Tcp, self.tcp_variant.as_str())
             } else {
-                (format!("tcp{}", i - self.tfrc + 1), FlowKind::Tcp)
+                let number = i - self.tfrc - self.tcp + 1;
+                let name = format!("{}{number}", self.tcp2_variant);
+                (name, FlowKind::Tcp, self.tcp2_variant.as_str())
             };
             text.push_str(&format!(
                 "\n[[flow]]\nname = \"{name}\"\nkind = \"{kind}\"\nfrom = \"s{i}\"\nto = \"d{i}\"\nstart = \"{start_ms}ms\"\npacket_size = {}\n",
@@ -430,8 +526,8 @@ impl Factors {
                 ));
             } else {
                 text.push_str(&format!(
-                    "variant = \"{}\"\nprofile = \"{}\"\n",
-                    self.tcp_variant, self.tcp_profile
+                    "variant = \"{variant}\"\nprofile = \"{}\"\n",
+                    self.tcp_profile
                 ));
             }
         }
@@ -514,7 +610,7 @@ mod tests {
             &path,
             format!("[defaults]\ntfrc = 2\ntcp = 2\n\n[[cell]]\nname = \"c\"\n{extra}"),
         )?;
-        load(&path)
+        load(&path).map(|matrix| matrix.cells)
     }
 
     #[test]
@@ -553,6 +649,61 @@ mod tests {
             starts.windows(2).any(|pair| pair[0] != pair[1]),
             "{starts:?}"
         );
+    }
+
+    #[test]
+    fn an_ns3_matrix_holds_two_classes_named_by_variant() {
+        let directory = tempfile::tempdir().unwrap();
+        let path = directory.path().join("modern.toml");
+        let write = |text: &str| {
+            std::fs::write(&path, text).unwrap();
+            load(&path)
+        };
+        let matrix = write(
+            "reference = \"ns3\"\n[[cell]]\nname = \"m\"\ntcp = 2\ntcp_variant = \"cubic\"\n\
+             tcp2 = 1\ntcp2_variant = \"bbr\"\n",
+        )
+        .unwrap();
+        assert_eq!(matrix.reference, Reference::Ns3);
+        let scenario = matrix.cells[0].scenario(0).unwrap();
+        let flows: Vec<(&str, String)> = scenario
+            .flows
+            .iter()
+            .map(|flow| (flow.name.as_str(), format!("{:?}", flow.kind)))
+            .collect();
+        assert_eq!(
+            flows.iter().map(|(name, _)| *name).collect::<Vec<_>>(),
+            ["cubic1", "cubic2", "bbr1"]
+        );
+        assert!(flows[2].1.contains("Bbr"), "{flows:?}");
+        // Errors: an unknown reference, two classes against ns-2, the same variant twice.
+        let error = format!(
+            "{:#}",
+            write("reference = \"ns4\"\n[[cell]]\nname = \"m\"\ntcp = 1\n").unwrap_err()
+        );
+        assert!(error.contains("`reference` \"ns4\""), "{error}");
+        let error = format!(
+            "{:#}",
+            write("[[cell]]\nname = \"m\"\ntcp = 1\ntcp2 = 1\n").unwrap_err()
+        );
+        assert!(error.contains("reference = \"ns3\""), "{error}");
+        let error = format!(
+            "{:#}",
+            write("reference = \"ns3\"\n[[cell]]\nname = \"m\"\ntcp = 1\ntcp2 = 1\ntcp_variant = \"bbr\"\ntcp2_variant = \"bbr\"\n")
+                .unwrap_err()
+        );
+        assert!(error.contains("the two classes differ"), "{error}");
+    }
+
+    #[test]
+    fn the_committed_modern_matrix_loads() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../conformance/modern.toml");
+        let matrix = load(&path).unwrap();
+        assert_eq!(matrix.reference, Reference::Ns3);
+        assert_eq!(matrix.cells.len(), 30);
+        for cell in &matrix.cells {
+            cell.scenario(0).unwrap();
+        }
     }
 
     #[test]

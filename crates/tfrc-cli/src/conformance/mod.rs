@@ -1,6 +1,7 @@
-//! `tfrc conformance`: our simulator against ns-2.35 over a designed matrix of cells
-//! (`conformance/matrix.toml`), each run R times in both, compared by ensemble means with
-//! confidence intervals (docs/conformance.md).
+//! `tfrc conformance`: our simulator against a reference simulator over a designed matrix of
+//! cells, each run R times in both, compared by ensemble means with confidence intervals
+//! (docs/conformance.md): ns-2.35 for the papers' TCPs and TFRC (`conformance/matrix.toml`),
+//! ns-3.37 for today's TCPs (`conformance/modern.toml`, `--modern`).
 
 mod matrix;
 mod report;
@@ -14,15 +15,18 @@ use tfrc_ns2::RunOptions;
 use tfrc_output::Summary;
 
 use crate::reproduce::runner::{parallel_map, progress_bar};
-use matrix::Cell;
-use report::{CellResult, RunMetrics, METRICS};
+use matrix::{Cell, CellSetup, Reference};
+use report::{CellResult, Classes, MetricSet, RunMetrics};
 
 /// Arguments of `tfrc conformance`.
 #[derive(Debug, Args)]
 pub struct ConformanceArgs {
-    /// The matrix file.
+    /// The matrix file (its `reference` says which simulator ours is compared with).
     #[arg(long, default_value = "conformance/matrix.toml")]
     matrix: PathBuf,
+    /// Today's TCPs against ns-3.37: the matrix `conformance/modern.toml` (instead of --matrix).
+    #[arg(long, conflicts_with = "matrix")]
+    modern: bool,
     /// Only the cells marked `quick = true` (about 10), with 4 replications unless
     /// --replications says otherwise.
     #[arg(long)]
@@ -30,9 +34,10 @@ pub struct ConformanceArgs {
     /// Only this cell (repeatable).
     #[arg(long, value_name = "CELL")]
     only: Vec<String>,
-    /// Replications per cell and simulator (default 16, or 4 with --quick). 16 because one
-    /// flow's whole-run p varies by about 50 % between replications: 8 estimate its mean to
-    /// about ±35 %, wider than p's 20 % rule (docs/conformance.md).
+    /// Replications per cell and simulator (default 16 against ns-2, 8 against ns-3, or 4 with
+    /// --quick). 16 because one TFRC flow's whole-run p varies by about 50 % between
+    /// replications: 8 estimate its mean to about ±35 %, wider than p's 20 % rule; the ns-3
+    /// matrix judges throughput at 10 % and has no p (docs/conformance.md).
     #[arg(long, value_parser = clap::value_parser!(u32).range(2..=1000))]
     replications: Option<u32>,
     /// Runs at once (default: the number of cores).
@@ -56,17 +61,24 @@ pub struct ConformanceArgs {
 /// Which simulator a run is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Simulator {
-    Ns2,
+    /// The matrix's reference (ns-2 or ns-3).
+    Reference(Reference),
     Ours,
 }
 
 impl Simulator {
     fn directory_name(self) -> &'static str {
         match self {
-            Simulator::Ns2 => "ns2",
+            Simulator::Reference(reference) => reference.key(),
             Simulator::Ours => "ours",
         }
     }
+}
+
+/// How the reference runs: ns-2's binary, or the ns-3 program built once for the whole matrix.
+enum ReferenceRunner {
+    Ns2(RunOptions),
+    Ns3(tfrc_ns3::RunOptions),
 }
 
 /// One run to do.
@@ -82,40 +94,39 @@ type JobOutcome = (Result<RunMetrics, String>, Vec<String>);
 /// Runs the matrix, writes the report, prints the verdicts; fails when a cell expected to agree
 /// does not (or a run fails).
 pub fn run(args: &ConformanceArgs) -> Result<()> {
-    let cells = selected_cells(args)?;
-    let replications =
-        args.replications
-            .unwrap_or(if args.quick { 4 } else { DEFAULT_REPLICATIONS });
-    let ns_path = tfrc_ns2::find_ns(&args.ns).map_err(|_| {
-        anyhow::anyhow!(
-            "ns-2 not found at {} (Debian: apt-get install ns2; or --ns PATH)",
-            args.ns.display()
-        )
-    })?;
+    let (reference, cells) = selected_cells(args)?;
+    let replications = args.replications.unwrap_or(if args.quick {
+        4
+    } else {
+        default_replications(reference)
+    });
     // Every scenario is built (and checked) before anything runs.
     for cell in &cells {
         cell.scenario(0)?;
     }
+    let runner = reference_runner(args, reference)?;
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("cannot create {}", args.out.display()))?;
-    let jobs = all_jobs(cells.len(), replications);
+    let jobs = all_jobs(cells.len(), replications, reference);
     let threads = crate::reproduce::runner::jobs_or_cores(args.jobs.map(usize::from));
     let started = std::time::Instant::now();
-    let outcomes = run_jobs(args, &cells, &jobs, ns_path, threads);
+    let outcomes = run_jobs(args, &cells, &jobs, &runner, threads);
+    let set = MetricSet::of(reference);
     let mut results = Vec::new();
     for (index, cell) in cells.iter().enumerate() {
-        results.push(collect(index, cell, &jobs, &outcomes));
+        results.push(collect(index, cell, &jobs, &outcomes, set));
     }
     let header = format!(
-        "{}, matrix {}, {} cells × {replications} replications × 2 simulators, {:.0} s on {threads} threads",
+        "{}, matrix {} (against {}), {} cells × {replications} replications × 2 simulators, {:.0} s on {threads} threads",
         tfrc_output::tool(),
-        args.matrix.display(),
+        matrix_path(args).display(),
+        reference.label(),
         cells.len(),
         started.elapsed().as_secs_f64()
     );
-    write_runs_csv(&args.out.join("runs.csv"), &cells, &jobs, &outcomes)?;
-    report::write_csv(&args.out.join("conformance.csv"), &results)?;
-    report::write_html(&args.out.join("index.html"), &results, &header)?;
+    write_runs_csv(&args.out.join("runs.csv"), &cells, &jobs, &outcomes, set)?;
+    report::write_csv(&args.out.join("conformance.csv"), &results, reference)?;
+    report::write_html(&args.out.join("index.html"), &results, &header, reference)?;
     print_results(args, &header, &results);
     let regressions: Vec<&str> = results
         .iter()
@@ -126,17 +137,70 @@ pub fn run(args: &ConformanceArgs) -> Result<()> {
         bail!(
             "{} cell(s) expected to agree (expect = \"agrees\" in {}) do not: {}",
             regressions.len(),
-            args.matrix.display(),
+            matrix_path(args).display(),
             regressions.join(", ")
         );
     }
     Ok(())
 }
 
+/// The matrix of today's TCPs against ns-3 (`--modern`).
+const MODERN_MATRIX: &str = "conformance/modern.toml";
+
+/// The matrix file the arguments name.
+fn matrix_path(args: &ConformanceArgs) -> PathBuf {
+    if args.modern {
+        PathBuf::from(MODERN_MATRIX)
+    } else {
+        args.matrix.clone()
+    }
+}
+
+/// Replications per cell and simulator without `--replications` or `--quick`: 16 against ns-2
+/// (p's 20 % rule needs them), 8 against ns-3 (throughput at 10 %, no p).
+fn default_replications(reference: Reference) -> u32 {
+    match reference {
+        Reference::Ns2 => 16,
+        Reference::Ns3 => 8,
+    }
+}
+
+/// Finds ns-2, or builds the ns-3 program once for every run of the matrix.
+fn reference_runner(args: &ConformanceArgs, reference: Reference) -> Result<ReferenceRunner> {
+    match reference {
+        Reference::Ns2 => {
+            let ns_path = tfrc_ns2::find_ns(&args.ns).map_err(|_| {
+                anyhow::anyhow!(
+                    "ns-2 not found at {} (Debian: apt-get install ns2; or --ns PATH)",
+                    args.ns.display()
+                )
+            })?;
+            Ok(ReferenceRunner::Ns2(RunOptions {
+                ns_path,
+                timeout: Duration::from_secs(1800),
+                keep_tcl: false,
+                dry_run: false,
+            }))
+        }
+        Reference::Ns3 => {
+            let options = tfrc_ns3::RunOptions {
+                timeout: Duration::from_secs(1800),
+                ..tfrc_ns3::RunOptions::default()
+            };
+            tfrc_ns3::build_program(&options.build)
+                .map_err(anyhow::Error::new)
+                .context("cannot build the ns-3 program (Debian: apt-get install libns3-dev g++ pkg-config)")?;
+            Ok(ReferenceRunner::Ns3(options))
+        }
+    }
+}
+
 /// The matrix's cells this run takes: the quick ones with `--quick`, those `--only` names
-/// (an unknown name is an error listing the cells); at least one.
-fn selected_cells(args: &ConformanceArgs) -> Result<Vec<Cell>> {
-    let mut cells = matrix::load(&args.matrix)?;
+/// (an unknown name is an error listing the cells); at least one. With the matrix's reference.
+fn selected_cells(args: &ConformanceArgs) -> Result<(Reference, Vec<Cell>)> {
+    let path = matrix_path(args);
+    let matrix = matrix::load(&path)?;
+    let mut cells = matrix.cells;
     if args.quick {
         cells.retain(|cell| cell.quick);
     }
@@ -145,7 +209,7 @@ fn selected_cells(args: &ConformanceArgs) -> Result<Vec<Cell>> {
             if !cells.iter().any(|cell| &cell.name == name) {
                 bail!(
                     "--only {name}: no such cell in {}{} (cells: {})",
-                    args.matrix.display(),
+                    path.display(),
                     if args.quick { " with --quick" } else { "" },
                     cells
                         .iter()
@@ -158,17 +222,17 @@ fn selected_cells(args: &ConformanceArgs) -> Result<Vec<Cell>> {
         cells.retain(|cell| args.only.contains(&cell.name));
     }
     if cells.is_empty() {
-        bail!("{}: no cell to run", args.matrix.display());
+        bail!("{}: no cell to run", path.display());
     }
-    Ok(cells)
+    Ok((matrix.reference, cells))
 }
 
-/// Every job: each cell, each replication, ns-2 then ours.
-fn all_jobs(cells: usize, replications: u32) -> Vec<Job> {
+/// Every job: each cell, each replication, the reference then ours.
+fn all_jobs(cells: usize, replications: u32, reference: Reference) -> Vec<Job> {
     let mut jobs = Vec::new();
     for index in 0..cells {
         for replication in 0..replications {
-            for simulator in [Simulator::Ns2, Simulator::Ours] {
+            for simulator in [Simulator::Reference(reference), Simulator::Ours] {
                 jobs.push(Job {
                     cell: index,
                     replication,
@@ -185,18 +249,15 @@ fn run_jobs(
     args: &ConformanceArgs,
     cells: &[Cell],
     jobs: &[Job],
-    ns_path: PathBuf,
+    runner: &ReferenceRunner,
     threads: usize,
 ) -> Vec<JobOutcome> {
     let bar = progress_bar(jobs.len() as u64, args.quiet);
-    bar.set_prefix("ns-2 and ours");
+    bar.set_prefix(match runner {
+        ReferenceRunner::Ns2(_) => "ns-2 and ours",
+        ReferenceRunner::Ns3(_) => "ns-3 and ours",
+    });
     let order: Vec<usize> = (0..jobs.len()).collect();
-    let ns_options = RunOptions {
-        ns_path,
-        timeout: Duration::from_secs(1800),
-        keep_tcl: false,
-        dry_run: false,
-    };
     let outcomes = parallel_map(&order, threads, |index| {
         let job = &jobs[index];
         let cell = &cells[job.cell];
@@ -206,7 +267,7 @@ fn run_jobs(
             .join(&cell.name)
             .join(job.replication.to_string())
             .join(job.simulator.directory_name());
-        let outcome = run_one(cell, job, &directory, &ns_options, args.keep_runs);
+        let outcome = run_one(cell, job, &directory, runner, args.keep_runs);
         bar.set_message(cell.name.clone());
         bar.inc(1);
         outcome
@@ -262,15 +323,12 @@ fn print_results(args: &ConformanceArgs, header: &str, results: &[CellResult]) {
     );
 }
 
-/// Replications per cell and simulator without `--replications` or `--quick`.
-const DEFAULT_REPLICATIONS: u32 = 16;
-
 /// Runs one job into `directory` and measures it.
 fn run_one(
     cell: &Cell,
     job: &Job,
     directory: &Path,
-    ns_options: &RunOptions,
+    runner: &ReferenceRunner,
     keep_runs: bool,
 ) -> JobOutcome {
     let scenario = match cell.scenario(job.replication) {
@@ -283,24 +341,22 @@ fn run_one(
             .map_err(|error| format!("cannot create {}: {error}", directory.display()))?;
         std::fs::write(directory.join("scenario.toml"), scenario.to_toml_string())
             .map_err(|error| format!("cannot write scenario.toml: {error}"))?;
-        match job.simulator {
-            Simulator::Ns2 => {
+        match (job.simulator, runner) {
+            (Simulator::Reference(_), ReferenceRunner::Ns2(options)) => {
                 let generated = tfrc_ns2::generate(&scenario).map_err(|e| e.to_string())?;
-                notes.extend(
-                    generated
-                        .unsupported
-                        .iter()
-                        .map(|u| format!("unsupported: {u}")),
-                );
-                notes.extend(generated.notes.iter().map(|n| format!("approximated: {n}")));
-                tfrc_ns2::run_generated(&generated, directory, ns_options)
+                note_limits(&mut notes, &generated.unsupported, &generated.notes);
+                tfrc_ns2::run_generated(&generated, directory, options)
                     .map_err(|e| e.to_string())?;
-                let path = directory.join(tfrc_output::SUMMARY_FILE);
-                let text = std::fs::read_to_string(&path)
-                    .map_err(|error| format!("{}: {error}", path.display()))?;
-                serde_json::from_str(&text).map_err(|error| format!("{}: {error}", path.display()))
+                read_summary(directory)
             }
-            Simulator::Ours => {
+            (Simulator::Reference(_), ReferenceRunner::Ns3(options)) => {
+                let described = tfrc_ns3::describe(&scenario).map_err(|e| e.to_string())?;
+                note_limits(&mut notes, &described.unsupported, &described.notes);
+                tfrc_ns3::run_described(&described, directory, options)
+                    .map_err(|e| e.to_string())?;
+                read_summary(directory)
+            }
+            (Simulator::Ours, _) => {
                 crate::sim::run_scenario(&scenario, Some(directory), false, true, None)
                     .map(|done| done.summary)
                     .map_err(|error| format!("{error:#}"))
@@ -308,12 +364,18 @@ fn run_one(
         }
     })();
     if !keep_runs {
-        for file in ["flows.csv", "state.csv", "links.csv", "ns2-unsupported.txt"] {
+        for file in [
+            "flows.csv",
+            "state.csv",
+            "links.csv",
+            "ns2-unsupported.txt",
+            tfrc_ns3::UNSUPPORTED_NAME,
+        ] {
             let _ = std::fs::remove_file(directory.join(file));
         }
     }
     let metrics = summary
-        .map(|summary| report::run_metrics(&summary))
+        .map(|summary| report::run_metrics(cell_metric_set(runner), &summary, &classes(cell)))
         .map_err(|error| {
             format!(
                 "{} replication {}: {error}",
@@ -324,17 +386,57 @@ fn run_one(
     (metrics, notes)
 }
 
-fn collect(index: usize, cell: &Cell, jobs: &[Job], outcomes: &[JobOutcome]) -> CellResult {
-    let mut values = vec![(Vec::new(), Vec::new()); METRICS.len()];
+/// What the reference could not express or approximated, as the page lists them.
+fn note_limits(notes: &mut Vec<String>, unsupported: &[String], approximated: &[String]) {
+    notes.extend(unsupported.iter().map(|u| format!("unsupported: {u}")));
+    notes.extend(approximated.iter().map(|n| format!("approximated: {n}")));
+}
+
+/// A finished run's `summary.json`.
+fn read_summary(directory: &Path) -> Result<Summary, String> {
+    let path = directory.join(tfrc_output::SUMMARY_FILE);
+    let text =
+        std::fs::read_to_string(&path).map_err(|error| format!("{}: {error}", path.display()))?;
+    serde_json::from_str(&text).map_err(|error| format!("{}: {error}", path.display()))
+}
+
+/// The metrics a run against this runner's reference measures.
+fn cell_metric_set(runner: &ReferenceRunner) -> MetricSet {
+    match runner {
+        ReferenceRunner::Ns2(_) => MetricSet::Papers,
+        ReferenceRunner::Ns3(_) => MetricSet::Modern,
+    }
+}
+
+/// A cell's TCP classes: its flows named by variant (an ns-3 matrix's factor cells).
+fn classes(cell: &Cell) -> Classes {
+    match &cell.setup {
+        CellSetup::Factors(factors) if factors.named_by_variant => Classes {
+            a: (factors.tcp > 0).then(|| factors.tcp_variant.clone()),
+            b: (factors.tcp2 > 0).then(|| factors.tcp2_variant.clone()),
+        },
+        _ => Classes::default(),
+    }
+}
+
+fn collect(
+    index: usize,
+    cell: &Cell,
+    jobs: &[Job],
+    outcomes: &[JobOutcome],
+    set: MetricSet,
+) -> CellResult {
+    let metrics = set.metrics();
+    let mut values = vec![(Vec::new(), Vec::new()); metrics.len()];
     let mut failures = Vec::new();
-    let mut ns2_notes: Vec<String> = Vec::new();
+    let mut reference_notes: Vec<String> = Vec::new();
     for (job, (outcome, notes)) in jobs.iter().zip(outcomes) {
         if job.cell != index {
             continue;
         }
         for note in notes {
-            if !ns2_notes.contains(note) {
-                ns2_notes.push(note.clone());
+            if !reference_notes.contains(note) {
+                reference_notes.push(note.clone());
             }
         }
         match outcome {
@@ -342,7 +444,7 @@ fn collect(index: usize, cell: &Cell, jobs: &[Job], outcomes: &[JobOutcome]) -> 
                 for (slot, value) in values.iter_mut().zip(metrics) {
                     if let Some(value) = value {
                         match job.simulator {
-                            Simulator::Ns2 => slot.0.push(*value),
+                            Simulator::Reference(_) => slot.0.push(*value),
                             Simulator::Ours => slot.1.push(*value),
                         }
                     }
@@ -351,7 +453,7 @@ fn collect(index: usize, cell: &Cell, jobs: &[Job], outcomes: &[JobOutcome]) -> 
             Err(error) => failures.push(error.clone()),
         }
     }
-    let rows = METRICS
+    let rows = metrics
         .iter()
         .zip(&values)
         .map(|(&metric, (ns2, ours))| report::compare((&cell.name, &cell.group), metric, ns2, ours))
@@ -364,7 +466,7 @@ fn collect(index: usize, cell: &Cell, jobs: &[Job], outcomes: &[JobOutcome]) -> 
         rows,
         values,
         failures,
-        ns2_notes,
+        reference_notes,
     }
 }
 
@@ -375,6 +477,7 @@ fn write_runs_csv(
     cells: &[Cell],
     jobs: &[Job],
     outcomes: &[JobOutcome],
+    set: MetricSet,
 ) -> Result<()> {
     let mut writer =
         csv::Writer::from_path(path).with_context(|| format!("cannot write {}", path.display()))?;
@@ -383,7 +486,7 @@ fn write_runs_csv(
         .with_context(|| format!("cannot write {}", path.display()))?;
     for (job, (outcome, _)) in jobs.iter().zip(outcomes) {
         let Ok(metrics) = outcome else { continue };
-        for ((metric, _), value) in METRICS.iter().zip(metrics) {
+        for ((metric, _), value) in set.metrics().iter().zip(metrics) {
             let Some(value) = value else { continue };
             writer
                 .write_record([

@@ -1,0 +1,107 @@
+//! `tfrc ns3 SCENARIO.toml --out DIR`: the arguments, filled into `tfrc-ns3`'s typed
+//! [`RunOptions`], and the printing of what each run produced. The command line lives here, at
+//! the edge: `tfrc-ns3` itself has no clap or anyhow.
+
+use core::time::Duration;
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+use clap::Args;
+use tfrc_scenario::Scenario;
+
+use tfrc_ns3::{run_scenario, BuildOptions, RunOptions, RunOutcome};
+
+/// Arguments of `tfrc ns3`.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "The ns-3 program (crates/tfrc-ns3/ns3/tfrc-ns3.cc, built into the \
+    binary) is compiled against the installed ns-3.37 (Debian: libns3-dev) on first use and \
+    cached in $XDG_CACHE_HOME/tfrc (else ~/.cache/tfrc). What ns-3 cannot express (TFRC flows, \
+    markers, traces, …) is listed in ns3-unsupported.txt of each run; see docs/ns3.md."
+)]
+pub struct Ns3Args {
+    /// The scenario file (TOML, see docs/scenario-format.md).
+    pub scenario: PathBuf,
+    /// Output directory (created); a scenario with a [sweep] gets one subdirectory per variant.
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Seed of the run (overrides the scenario's `seed`).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Override a scenario value, e.g. --set link.1.rate=2Mbps (repeatable).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub sets: Vec<String>,
+    /// Keep the run description (ns3-run.txt), the program's samples and output after a
+    /// successful run.
+    #[arg(long)]
+    pub keep: bool,
+    /// Write the run description and the list of unsupported features only; build and run
+    /// nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Kill the ns-3 program after this many seconds.
+    #[arg(long, default_value_t = 3600)]
+    pub timeout: u64,
+    /// The C++ compiler that builds the ns-3 program.
+    #[arg(long, default_value = "g++")]
+    pub cxx: PathBuf,
+    /// The pkg-config that finds ns-3's modules (ns3-core, ns3-internet, …).
+    #[arg(long, default_value = "pkg-config")]
+    pub pkg_config: PathBuf,
+}
+
+/// Runs `tfrc ns3`: loads the scenario, applies the overrides, runs ns-3 (or only writes the
+/// run descriptions with `--dry-run`) and prints what could not be expressed and the times.
+pub fn run(args: &Ns3Args) -> Result<()> {
+    run_outcomes(args).map(|_| ())
+}
+
+/// [`run`], returning what each variant's run produced.
+pub fn run_outcomes(args: &Ns3Args) -> Result<Vec<RunOutcome>> {
+    let mut scenario = Scenario::from_path(&args.scenario)?;
+    let mut sets = args.sets.clone();
+    if let Some(seed) = args.seed {
+        sets.push(format!("seed={seed}"));
+    }
+    scenario.apply_sets(&sets)?;
+    let options = RunOptions {
+        build: BuildOptions {
+            cxx: args.cxx.clone(),
+            pkg_config: args.pkg_config.clone(),
+            cache_dir: None,
+        },
+        timeout: Duration::from_secs(args.timeout),
+        keep: args.keep || args.dry_run,
+        dry_run: args.dry_run,
+    };
+    let outcomes = run_scenario(&scenario, &args.out, &options)
+        .with_context(|| format!("tfrc ns3 {}", args.scenario.display()))?;
+    for outcome in &outcomes {
+        for line in &outcome.unsupported {
+            eprintln!("{}: unsupported in ns-3: {line}", outcome.scenario);
+        }
+        for line in &outcome.notes {
+            eprintln!("{}: note: {line}", outcome.scenario);
+        }
+        if let Some(compile) = outcome.compile_time {
+            println!(
+                "built the ns-3 program in {:.1} s (cached for later runs)",
+                compile.as_secs_f64()
+            );
+        }
+        match outcome.wall_time {
+            Some(wall) => println!(
+                "{}: ns-3 ran in {:.3} s; results in {}",
+                outcome.scenario,
+                wall.as_secs_f64(),
+                outcome.directory.display()
+            ),
+            None => println!(
+                "{}: dry run: run description in {}",
+                outcome.scenario,
+                outcome.directory.join(tfrc_ns3::DESCRIPTION_NAME).display()
+            ),
+        }
+    }
+    Ok(outcomes)
+}

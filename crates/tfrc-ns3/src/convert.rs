@@ -1,0 +1,451 @@
+//! From the counters the ns-3 program writes (`ns3-samples.txt`) to the toolkit's output files
+//! (`docs/output-format.md`): `flows.csv`, `state.csv`, `links.csv`, `summary.json`, with
+//! `tfrc-output`'s row types and writers, as `tfrc ns2` converts ns-2's.
+//!
+//! The program writes cumulative counters at each sampling time; per-interval values are the
+//! differences. Cells ns-3 does not fill (TFRC's columns, RED's average queue, the per-colour
+//! counters) are left empty.
+
+use core::time::Duration;
+use std::path::Path;
+
+use tfrc_output::{
+    BottleneckSummary, FlowIdentity, FlowSummary, FlowTotals, LinkRow, LinkSummary, RunIdentity,
+    RunWriter, StateRow, Summary,
+};
+
+use crate::describe::Layout;
+use crate::error::Ns3Error;
+
+/// The converted run: the rows of the three CSV files and the summary.
+#[derive(Debug, Clone)]
+pub struct Converted {
+    /// `flows.csv`, `state.csv` and `links.csv`.
+    pub rows: tfrc_output::Rows,
+    /// `summary.json`.
+    pub summary: Summary,
+}
+
+/// Cumulative flow counters at one sampling time (an `F` line).
+#[derive(Debug, Clone, Copy, Default)]
+struct FlowCounters {
+    sent_packets: u64,
+    sent_bytes: u64,
+    recv_packets: u64,
+    recv_bytes: u64,
+    /// What the receiving application got: TCP payload delivered in order; for UDP the
+    /// packets whole (IP size), as our simulator counts a UDP flow's goodput.
+    sink_bytes: u64,
+}
+
+/// Cumulative link-direction counters at one sampling time (an `L` line).
+#[derive(Debug, Clone, Copy, Default)]
+struct LinkCounters {
+    queue_bytes: u64,
+    queue_packets: u64,
+    arrivals: u64,
+    departures: u64,
+    departure_bytes: u64,
+    drops: u64,
+    loss_drops: u64,
+}
+
+/// `(cwnd, ssthresh, last RTT, SRTT, RTO)` of an `S` line, `None` for `-`.
+type StateSample = [Option<f64>; 5];
+
+struct Samples {
+    flows: Vec<Vec<Option<FlowCounters>>>,
+    links: Vec<Vec<Option<LinkCounters>>>,
+    state: Vec<Vec<Option<StateSample>>>,
+    /// Per flow, `(timeouts, retransmitted packets)` at the end of the run.
+    retransmissions: Vec<Option<(u64, u64)>>,
+}
+
+/// Parses the program's samples (`text`, read from `path`, which names it in errors) and
+/// builds the converted files. A malformed line, or a sample missing for some flow, direction
+/// or time (the program stopped early), is an error naming the file and line or the sample.
+pub fn convert_samples(layout: &Layout, text: &str, path: &Path) -> Result<Converted, Ns3Error> {
+    let samples = parse(layout, text, path)?;
+    let missing = |what: String| Ns3Error::Parse {
+        path: path.to_path_buf(),
+        line_number: text.lines().count(),
+        line: String::new(),
+        message: format!("the samples end without {what} (did ns-3 stop early?)"),
+    };
+    let mut rows = tfrc_output::Rows::default();
+    let (totals, per_interval_sent) = flow_rows(layout, &samples, &mut rows, &missing)?;
+    let rtt_sums = state_rows(layout, &samples, &mut rows);
+    let link_totals = link_rows(layout, &samples, &mut rows, &missing)?;
+    let summary = summarize(
+        layout,
+        (&totals, &per_interval_sent),
+        &rtt_sums,
+        &samples.retransmissions,
+        &link_totals,
+    );
+    Ok(Converted { rows, summary })
+}
+
+/// `flows.csv`: each flow's counts per output interval. Returns the flows' totals and the
+/// packets each sent per interval while active (for the summary).
+fn flow_rows(
+    layout: &Layout,
+    samples: &Samples,
+    rows: &mut tfrc_output::Rows,
+    missing: &impl Fn(String) -> Ns3Error,
+) -> Result<(Vec<FlowTotals>, Vec<Vec<f64>>), Ns3Error> {
+    let mut totals = vec![FlowTotals::default(); layout.flows.len()];
+    let mut per_interval_sent: Vec<Vec<f64>> = vec![Vec::new(); layout.flows.len()];
+    for (k, &time) in layout.flow_times.iter().enumerate() {
+        let width = interval_width(&layout.flow_times, k);
+        for (i, flow) in layout.flows.iter().enumerate() {
+            let now = samples.flows[k][i].ok_or_else(|| {
+                missing(format!(
+                    "the sample of flow {} at {} s",
+                    flow.name,
+                    seconds_text(time)
+                ))
+            })?;
+            let before = match k {
+                0 => FlowCounters::default(),
+                _ => samples.flows[k - 1][i].unwrap_or_default(),
+            };
+            let counts = FlowTotals {
+                sent_bytes: now.sent_bytes.saturating_sub(before.sent_bytes),
+                recv_bytes: now.recv_bytes.saturating_sub(before.recv_bytes),
+                sent_packets: now.sent_packets.saturating_sub(before.sent_packets),
+                recv_packets: now.recv_packets.saturating_sub(before.recv_packets),
+                goodput_bytes: now.sink_bytes.saturating_sub(before.sink_bytes),
+            };
+            totals[i].add(counts);
+            if time > flow.start && time - width < flow.stop.min(layout.duration) {
+                per_interval_sent[i].push(counts.sent_packets as f64);
+            }
+            rows.flows.push(counts.row(
+                tfrc_output::duration_seconds(time),
+                (&flow.name, flow.kind),
+                width.as_secs_f64(),
+            ));
+        }
+    }
+    Ok((totals, per_interval_sent))
+}
+
+/// `state.csv`: each TCP flow's state at each sampling time while it is active and its
+/// socket exists. Returns the sums and counts of the RTT samples per flow.
+fn state_rows(layout: &Layout, samples: &Samples, rows: &mut tfrc_output::Rows) -> Vec<(f64, u32)> {
+    let mut rtt_sums = vec![(0.0, 0); layout.flows.len()];
+    for (k, &time) in layout.state_times.iter().enumerate() {
+        for (i, flow) in layout.flows.iter().enumerate() {
+            if !flow.tcp || time < flow.start || time > flow.stop {
+                continue;
+            }
+            let Some([cwnd, ssthresh, rtt, srtt, rto]) = samples.state[k][i] else {
+                continue;
+            };
+            let mut row =
+                StateRow::empty(tfrc_output::duration_seconds(time), &flow.name, flow.kind);
+            row.cwnd = cwnd;
+            row.ssthresh = ssthresh;
+            row.rtt_s = rtt;
+            row.srtt_s = srtt;
+            row.rto_s = rto;
+            if let Some(rtt) = rtt {
+                rtt_sums[i].0 += rtt;
+                rtt_sums[i].1 += 1;
+            }
+            rows.states.push(row);
+        }
+    }
+    rtt_sums
+}
+
+/// `links.csv`: each link direction's queue and counts per output interval. Returns the
+/// directions' totals (for the summary).
+fn link_rows(
+    layout: &Layout,
+    samples: &Samples,
+    rows: &mut tfrc_output::Rows,
+    missing: &impl Fn(String) -> Ns3Error,
+) -> Result<Vec<LinkCounters>, Ns3Error> {
+    let mut link_totals = vec![LinkCounters::default(); layout.directions.len()];
+    for (k, &time) in layout.flow_times.iter().enumerate() {
+        let width = interval_width(&layout.flow_times, k);
+        for (d, direction) in layout.directions.iter().enumerate() {
+            let now = samples.links[k][d].ok_or_else(|| {
+                missing(format!(
+                    "the sample of link direction {} -> {} at {} s",
+                    direction.from,
+                    direction.to,
+                    seconds_text(time)
+                ))
+            })?;
+            let before = match k {
+                0 => LinkCounters::default(),
+                _ => samples.links[k - 1][d].unwrap_or_default(),
+            };
+            let departures = now.departures.saturating_sub(before.departures);
+            let departure_bytes = now.departure_bytes.saturating_sub(before.departure_bytes);
+            let drops = now.drops.saturating_sub(before.drops);
+            let total = &mut link_totals[d];
+            total.departures += departures;
+            total.departure_bytes += departure_bytes;
+            total.drops += drops;
+            rows.links.push(LinkRow {
+                time_s: tfrc_output::duration_seconds(time),
+                from: direction.from.clone(),
+                to: direction.to.clone(),
+                queue_packets: now.queue_packets,
+                queue_bytes: now.queue_bytes,
+                average_queue: None,
+                arrivals: now.arrivals.saturating_sub(before.arrivals),
+                departures,
+                departure_bytes,
+                utilization: tfrc_output::utilization(
+                    departure_bytes,
+                    Some(direction.capacity_bps),
+                    width.as_secs_f64(),
+                ),
+                drops,
+                drops_unmarked: None,
+                drops_in: None,
+                drops_out: None,
+                drops_loss_model: Some(now.loss_drops.saturating_sub(before.loss_drops)),
+                marked_in: None,
+                marked_out: None,
+                ecn_marks: None,
+            });
+        }
+    }
+    Ok(link_totals)
+}
+
+/// `summary.json` by the output schema's rules ([`tfrc_output::Summary::new`]).
+fn summarize(
+    layout: &Layout,
+    (totals, per_interval_sent): (&[FlowTotals], &[Vec<f64>]),
+    rtt_sums: &[(f64, u32)],
+    retransmissions: &[Option<(u64, u64)>],
+    link_totals: &[LinkCounters],
+) -> Summary {
+    let mean = |(sum, count): (f64, u32)| (count > 0).then(|| sum / f64::from(count));
+    let duration = layout.duration.as_secs_f64();
+    let flows = layout
+        .flows
+        .iter()
+        .enumerate()
+        .map(|(i, flow)| FlowSummary {
+            mean_rtt_s: mean(rtt_sums[i]),
+            timeouts: retransmissions[i].map(|(timeouts, _)| timeouts),
+            retransmissions: retransmissions[i].map(|(_, packets)| packets),
+            // The CoV of packets per 0.1 s bin is only available when the output interval is
+            // 0.1 s.
+            cov_sent_100ms: (layout.interval == Duration::from_millis(100))
+                .then(|| tfrc_output::coefficient_of_variation(&per_interval_sent[i]))
+                .flatten(),
+            ..FlowSummary::from_totals(
+                FlowIdentity {
+                    name: &flow.name,
+                    kind: flow.kind,
+                    from: &flow.from,
+                    to: &flow.to,
+                },
+                (flow.start, flow.stop.min(layout.duration)),
+                totals[i],
+            )
+        })
+        .collect();
+    let utilization = |d: usize| {
+        tfrc_output::utilization(
+            link_totals[d].departure_bytes,
+            Some(layout.directions[d].capacity_bps),
+            duration,
+        )
+    };
+    let on_data_paths = layout.flows.iter().flat_map(|flow| {
+        flow.data_path
+            .iter()
+            .map(|&d| (d, Some(layout.directions[d].capacity_bps)))
+    });
+    let bottleneck = tfrc_output::bottleneck_direction(on_data_paths).map(|d| {
+        let direction = &layout.directions[d];
+        BottleneckSummary {
+            from: direction.from.clone(),
+            to: direction.to.clone(),
+            capacity_bps: Some(direction.capacity_bps as f64),
+            utilization: utilization(d),
+        }
+    });
+    let links = layout
+        .directions
+        .iter()
+        .enumerate()
+        .map(|(d, direction)| LinkSummary {
+            from: direction.from.clone(),
+            to: direction.to.clone(),
+            utilization: utilization(d),
+            drops: link_totals[d].drops,
+            departures: link_totals[d].departures,
+        })
+        .collect();
+    Summary::new(run_identity(layout), flows, bottleneck, links)
+}
+
+/// The `run` part of `summary.json`: ns-3 (through this tool), the scenario, seed and times.
+fn run_identity(layout: &Layout) -> RunIdentity {
+    RunIdentity {
+        tool: format!("ns-3.37 via {}", tfrc_output::tool()),
+        scenario: layout.scenario.clone(),
+        seed: layout.seed,
+        duration_s: layout.duration.as_secs_f64(),
+        interval_s: layout.interval.as_secs_f64(),
+        parameters: layout.parameters.clone(),
+    }
+}
+
+fn parse(layout: &Layout, text: &str, path: &Path) -> Result<Samples, Ns3Error> {
+    let flow_count = layout.flows.len();
+    let mut samples = Samples {
+        flows: vec![vec![None; flow_count]; layout.flow_times.len()],
+        links: vec![vec![None; layout.directions.len()]; layout.flow_times.len()],
+        state: vec![vec![None; flow_count]; layout.state_times.len()],
+        retransmissions: vec![None; flow_count],
+    };
+    for (number, line) in text.lines().enumerate() {
+        let mut fields = line.split_whitespace();
+        let Some(tag) = fields.next() else {
+            continue;
+        };
+        let line = SampleLine {
+            fields: fields.collect(),
+            path,
+            number,
+            line,
+        };
+        match tag {
+            "F" => {
+                let k = line.index(0, layout.flow_times.len(), "sampling time")?;
+                let i = line.index(1, flow_count, "flow")?;
+                samples.flows[k][i] = Some(FlowCounters {
+                    sent_packets: line.count(2)?,
+                    sent_bytes: line.count(3)?,
+                    recv_packets: line.count(4)?,
+                    recv_bytes: line.count(5)?,
+                    sink_bytes: line.count(6)?,
+                });
+            }
+            "L" => {
+                let k = line.index(0, layout.flow_times.len(), "sampling time")?;
+                let d = line.index(1, layout.directions.len(), "link direction")?;
+                samples.links[k][d] = Some(LinkCounters {
+                    queue_bytes: line.count(2)?,
+                    queue_packets: line.count(3)?,
+                    arrivals: line.count(4)?,
+                    departures: line.count(5)?,
+                    departure_bytes: line.count(6)?,
+                    drops: line.count(7)?,
+                    loss_drops: line.count(8)?,
+                });
+            }
+            "S" => {
+                let k = line.index(0, layout.state_times.len(), "state sampling time")?;
+                let i = line.index(1, flow_count, "flow")?;
+                samples.state[k][i] = Some([
+                    line.value(2)?,
+                    line.value(3)?,
+                    line.value(4)?,
+                    line.value(5)?,
+                    line.value(6)?,
+                ]);
+            }
+            "R" => {
+                let i = line.index(0, flow_count, "flow")?;
+                samples.retransmissions[i] = Some((line.count(1)?, line.count(2)?));
+            }
+            _ => return Err(line.error("expected a line tagged F, L, S or R".to_owned())),
+        }
+    }
+    Ok(samples)
+}
+
+/// One line of the samples, its tag removed: typed fields, and errors that name the file, the
+/// line and what was expected.
+struct SampleLine<'a> {
+    fields: Vec<&'a str>,
+    path: &'a Path,
+    /// 0-based line number.
+    number: usize,
+    line: &'a str,
+}
+
+impl SampleLine<'_> {
+    fn error(&self, message: String) -> Ns3Error {
+        Ns3Error::Parse {
+            path: self.path.to_path_buf(),
+            line_number: self.number + 1,
+            line: self.line.to_owned(),
+            message,
+        }
+    }
+
+    /// The field at `position` as an index below `limit`.
+    fn index(&self, position: usize, limit: usize, what: &str) -> Result<usize, Ns3Error> {
+        self.fields
+            .get(position)
+            .and_then(|text| text.parse::<usize>().ok())
+            .filter(|&value| value < limit)
+            .ok_or_else(|| self.error(format!("expected a {what} index below {limit}")))
+    }
+
+    /// The field at `position` as a finite number, `None` for `-` (not available).
+    fn value(&self, position: usize) -> Result<Option<f64>, Ns3Error> {
+        match self.fields.get(position) {
+            Some(&"-") => Ok(None),
+            Some(text) => text
+                .parse::<f64>()
+                .ok()
+                .filter(|v| v.is_finite())
+                .map(Some)
+                .ok_or_else(|| self.error(format!("field {} is not a number", position + 2))),
+            None => Err(self.error(format!("expected at least {} fields", position + 2))),
+        }
+    }
+
+    /// The field at `position` as a count (a non-negative integer).
+    fn count(&self, position: usize) -> Result<u64, Ns3Error> {
+        self.fields
+            .get(position)
+            .and_then(|text| text.parse::<u64>().ok())
+            .ok_or_else(|| self.error(format!("field {} is not a count", position + 2)))
+    }
+}
+
+/// Writes `flows.csv`, `state.csv`, `links.csv` and `summary.json` into `directory`, with
+/// the output schema's writer.
+pub fn write_outputs(converted: &Converted, directory: &Path) -> Result<(), Ns3Error> {
+    let write_error = |error: tfrc_output::WriteError| Ns3Error::io(error.path, error.source);
+    let mut writer = RunWriter::new(Some(directory)).map_err(write_error)?;
+    let rows = &converted.rows;
+    for row in &rows.flows {
+        writer.push(row.clone()).map_err(write_error)?;
+    }
+    for row in &rows.states {
+        writer.push(row.clone()).map_err(write_error)?;
+    }
+    for row in &rows.links {
+        writer.push(row.clone()).map_err(write_error)?;
+    }
+    writer.finish().map_err(write_error)?;
+    converted.summary.write(directory).map_err(write_error)
+}
+
+/// A sampling time as the output files write it (`12.5`), for error messages.
+fn seconds_text(time: Duration) -> String {
+    tfrc_output::format_time_nanos(u64::try_from(time.as_nanos()).unwrap_or(u64::MAX))
+}
+
+/// Width of output interval `k` whose ends are `ends` (the first starts at 0).
+fn interval_width(ends: &[Duration], k: usize) -> Duration {
+    let start = if k == 0 { Duration::ZERO } else { ends[k - 1] };
+    ends[k] - start
+}
