@@ -183,3 +183,29 @@ def test_reproduce_returns_the_claims_table(tmp_path):
     with pytest.raises(RuntimeError) as raised:
         tfrc.reproduce(["e999-none"], quick=True, ns2=False)
     assert "e999-none" in str(raised.value)
+
+
+def test_today_s_tcp_variants_simulate_and_sweep(tmp_path):
+    """CUBIC and BBR (``variant = "cubic" | "bbr"`` of a TCP flow) run from Python as from
+    ``tfrc sim``, and a sweep over the TCP flow's variant has one run per variant, the variant
+    as a column and the single runs' numbers; a variant the model lacks is a ScenarioError."""
+    goodputs = {}
+    for variant in ["newreno", "cubic", "bbr"]:
+        scenario = tfrc.Scenario.from_toml(DUMBBELL).set("flow.t.variant", variant)
+        assert f'variant = "{variant}"' in scenario.to_toml()
+        result = tfrc.simulate(scenario)
+        tcp = next(flow for flow in result.summary["flows"] if flow["name"] == "t")
+        assert tcp["goodput_bps"] > 100e3, (variant, tcp)
+        goodputs[variant] = tcp["goodput_bps"]
+    assert goodputs["cubic"] != goodputs["newreno"] and goodputs["bbr"] != goodputs["cubic"]
+    grid = DUMBBELL + '\n[sweep]\n"flow.t.variant" = ["cubic", "bbr"]\n'
+    done = tfrc.sweep(grid, tmp_path / "sweep", progress=False)
+    assert (done.ran, done.skipped, done.failed) == (2, 0, [])
+    runs = done.runs
+    assert sorted(runs.variant.unique()) == ["bbr", "cubic"]
+    for variant in ["cubic", "bbr"]:
+        tcp = runs[(runs.variant == variant) & (runs.name == "t")]
+        assert len(tcp) == 1 and tcp.goodput_bps.iloc[0] == goodputs[variant]
+    with pytest.raises(tfrc.ScenarioError) as raised:
+        tfrc.Scenario.from_toml(DUMBBELL).set("flow.t.variant", "vegas")
+    assert "variant" in str(raised.value)

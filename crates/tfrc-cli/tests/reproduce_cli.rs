@@ -240,6 +240,7 @@ fn quick_reproduction_reports_every_experiment_with_numbers() {
         let text = section(&report, id);
         assert!(text.contains(needle), "{id}: no {needle:?}:\n{text}");
     }
+    today_tcp_is_reported_apart_from_the_claims(&out, &report, &html);
     // The ns-2 conformance runs are beside ours when ns-2 is installed (always in CI).
     if tfrc_test_support::ns2_available("the ns-2 part of the report") {
         for id in ["e000-const-bw", "e000-loss", "e000-udp"] {
@@ -250,6 +251,67 @@ fn quick_reproduction_reports_every_experiment_with_numbers() {
             );
         }
     }
+}
+
+/// The "Today's TCP" section of a quick report: last, marked as no paper's claim, one row per
+/// quick run (3 protocols × CUBIC and BBR × 2 paths) with the four figures as `mean [low, high]`
+/// over the 2 replications, its figure drawn; its rows are in runs.csv but never in claims.csv.
+fn today_tcp_is_reported_apart_from_the_claims(out: &Path, report: &str, html: &str) {
+    let text = section(report, "today-tcp");
+    assert!(report.rfind("<a id=\"").unwrap() == report.find("<a id=\"today-tcp\">").unwrap());
+    assert!(html.contains("id=\"today-tcp\""));
+    for needle in [
+        "Today's TCP (not a paper's claim)",
+        "**Not a paper's claim.**",
+        "not results the papers state",
+        "**Verdict: no criterion**",
+        "| [today-tcp](#today-tcp) | Today's TCP (not a paper's claim) | no criterion |  |  |",
+    ] {
+        assert!(report.contains(needle), "no {needle:?}");
+    }
+    let rows: Vec<Vec<&str>> = text
+        .lines()
+        .filter(|line| line.starts_with("| tfrc") || line.starts_with("| gtfrc"))
+        .map(|line| line.trim_matches('|').split(" | ").map(str::trim).collect())
+        .collect();
+    assert_eq!(rows.len(), 12, "{text}");
+    for row in &rows {
+        assert!(["cubic", "bbr"].contains(&row[1]), "{row:?}");
+        assert!(["20", "100"].contains(&row[2]), "{row:?}");
+        assert!(row[3].ends_with("(1.02 BDP)") || row[3].ends_with("(1.00 BDP)"));
+        for cell in &row[4..8] {
+            // mean [low, high] over two replications.
+            let (mean, interval) = cell.split_once(" [").unwrap_or_else(|| panic!("{row:?}"));
+            let (low, high) = interval.trim_end_matches(']').split_once(", ").unwrap();
+            let [mean, low, high] = [mean, low, high].map(|v| v.parse::<f64>().unwrap());
+            assert!(low <= mean && mean <= high, "{row:?}");
+        }
+        let ratio: f64 = row[4].split(' ').next().unwrap().parse().unwrap();
+        let jain: f64 = row[5].split(' ').next().unwrap().parse().unwrap();
+        assert!(ratio > 0.0 && (0.5..=1.0).contains(&jain), "{row:?}");
+    }
+    // TFRC-SP is held to 100 packets/s of 232 B (185.6 kb/s) on a 10 Mb/s link.
+    for row in rows.iter().filter(|row| row[0] == "tfrc-sp") {
+        let ratio: f64 = row[4].split(' ').next().unwrap().parse().unwrap();
+        assert!(ratio < 0.03, "{row:?}");
+    }
+    for line in text.lines().filter(|line| line.starts_with("![")) {
+        let path = line.rsplit_once("](").unwrap().1.trim_end_matches(')');
+        assert!(out.join(path).is_file(), "missing figure {path}");
+    }
+    assert!(out.join("figures/today-tcp/ratio-1bdp.png").is_file());
+    let claims = std::fs::read_to_string(out.join("claims.csv")).unwrap();
+    assert!(
+        !claims.contains("today-tcp"),
+        "a today-tcp row in claims.csv"
+    );
+    let runs = std::fs::read_to_string(out.join("runs.csv")).unwrap();
+    assert_eq!(
+        runs.lines()
+            .filter(|line| line.starts_with("today-tcp,"))
+            .count(),
+        12 * 2
+    );
 }
 
 #[test]

@@ -162,6 +162,71 @@ fn a_grid_times_seeds_gives_one_run_per_point_and_seed_with_the_simulators_numbe
     assert_eq!(seen.len(), 8, "every point × seed once: {seen:?}");
 }
 
+/// A sweep over the TCP flow's congestion control, today's beside the papers': one run per
+/// variant, the `variant` column naming it, each run the simulator's run of that variant (CUBIC's
+/// and BBR's numbers differ from NewReno's and from each other); a variant the model lacks is an
+/// error naming the key.
+#[test]
+fn a_sweep_over_the_tcp_variant_runs_cubic_and_bbr() {
+    let scratch = Scratch::new();
+    let text = format!(
+        "name = \"tcps\"\nduration = \"10s\"\nseed = 3\n{DUMBBELL_1MBPS_50MS}{}{}\n[sweep]\n\
+         \"flow.t.variant\" = [\"newreno\", \"cubic\", \"bbr\"]\n",
+        flow("a", "tfrc", &[]),
+        flow("t", "tcp", &[])
+    );
+    let file = scratch.write("tcps.toml", &text);
+    let out = scratch.join("dataset");
+    sweep(&file, &out).args(["--jobs", "2"]).assert().success();
+    let manifest = read_json(&out.join("sweep.json"));
+    assert_eq!(manifest["parameters"][0]["name"], "variant");
+    let plain = scratch.write("plain.toml", &text[..text.find("[sweep]").unwrap()]);
+    let mut goodputs = std::collections::BTreeMap::new();
+    for path in parquet_files(&out.join("runs")) {
+        let runs = read_table(&path);
+        let variant = cell_text(&runs, "variant", 0);
+        let row = (0..runs.num_rows())
+            .find(|&row| cell_text(&runs, "name", row) == "t")
+            .unwrap();
+        let goodput = number(&runs, "goodput_bps", row).unwrap();
+        let single = scratch.join(&format!("sim-{variant}"));
+        Command::cargo_bin("tfrc")
+            .unwrap()
+            .args(["sim", plain.to_str().unwrap(), "--quiet"])
+            .args(["--set", &format!("flow.t.variant={variant}")])
+            .arg("--out")
+            .arg(&single)
+            .assert()
+            .success();
+        let summary = read_json(&single.join("summary.json"));
+        let expected = summary["flows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|flow| flow["name"] == "t")
+            .unwrap();
+        assert_eq!(Some(goodput), expected["goodput_bps"].as_f64(), "{variant}");
+        assert!(goodput > 100e3, "{variant}: {goodput} b/s");
+        goodputs.insert(variant, goodput);
+    }
+    assert_eq!(
+        goodputs.keys().map(String::as_str).collect::<Vec<_>>(),
+        ["bbr", "cubic", "newreno"]
+    );
+    assert!(goodputs["cubic"] != goodputs["newreno"] && goodputs["bbr"] != goodputs["cubic"]);
+    let bad = scratch.write(
+        "vegas.toml",
+        &text.replace("\"bbr\"]", "\"bbr\", \"vegas\"]"),
+    );
+    let failed = sweep(&bad, &scratch.join("bad")).output().unwrap();
+    assert!(!failed.status.success());
+    let message = String::from_utf8_lossy(&failed.stderr);
+    assert!(
+        message.contains("variant") && message.contains("vegas"),
+        "{message}"
+    );
+}
+
 #[test]
 fn a_rerun_skips_finished_runs_and_redoes_only_an_interrupted_one() {
     let scratch = Scratch::new();

@@ -6,6 +6,7 @@ pub mod catalogue;
 mod claims;
 pub(crate) mod figures;
 pub mod runner;
+pub mod today;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -35,7 +36,8 @@ const NS2_CONFORMANCE: [&str; 3] = ["e000-const-bw", "e000-loss", "e000-udp"];
 /// Arguments of `tfrc reproduce`.
 #[derive(Debug, Args)]
 pub struct ReproduceArgs {
-    /// Only these experiment ids (e.g. `--only e000-loss e003-single`); default: all.
+    /// Only these experiment ids (e.g. `--only e000-loss e003-single`, or `today-tcp` for the
+    /// section on today's TCP); default: all, then the today-tcp section.
     #[arg(long, num_args = 1.., value_name = "ID")]
     pub only: Vec<String>,
     /// Output directory: index.html, report.md, claims.csv, figures/ and runs/ (the raw
@@ -87,6 +89,16 @@ fn scenarios_dir(given: Option<&PathBuf>) -> PathBuf {
         return local;
     }
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios")
+}
+
+/// The scenario file of `id`: `<id>.toml` for an experiment of the papers, the today-tcp
+/// section's own file for [`today::ID`].
+fn scenario_path(dir: &Path, id: &str) -> PathBuf {
+    if id == today::ID {
+        dir.join(today::FILE)
+    } else {
+        dir.join(format!("{id}.toml"))
+    }
 }
 
 /// Experiment ids: the `e*.toml` files of the scenarios folder, sorted.
@@ -425,16 +437,13 @@ pub fn run(args: &ReproduceArgs) -> Result<Vec<ClaimRow>> {
     }
     let bar = runner::progress_bar((distinct as u64) * u64::from(replications), args.quiet);
     let mut ns2 = Ns2Runs::start(args, &plans);
-    let claim_lists: Vec<&[claims::Claim]> = plans
+    // The today-tcp section's questions are measured like claims, but are none (today.rs).
+    let questions = plans
         .iter()
-        .map(|plan| {
-            claims
-                .experiment
-                .get(&plan.id)
-                .map(|paper| paper.claim.as_slice())
-                .unwrap_or(&[])
-        })
-        .collect();
+        .find(|plan| plan.id == today::ID)
+        .map(|plan| today::questions(&plan.variants))
+        .unwrap_or_default();
+    let claim_lists = claim_lists(&plans, &claims, &questions);
     let replicated = run_replications(&plans, &claim_lists, replications, args, &bar);
     bar.finish_and_clear();
     let simulated = started.elapsed();
@@ -478,6 +487,23 @@ pub fn run(args: &ReproduceArgs) -> Result<Vec<ClaimRow>> {
     Ok(claim_rows)
 }
 
+/// What each plan measures, in plan order: its experiment's claims, the today-tcp section's
+/// `questions` (measured like claims, but none), or nothing.
+fn claim_lists<'a>(
+    plans: &[Plan],
+    claims: &'a claims::ClaimsFile,
+    questions: &'a [claims::Claim],
+) -> Vec<&'a [claims::Claim]> {
+    plans
+        .iter()
+        .map(|plan| match claims.experiment.get(&plan.id) {
+            Some(paper) => paper.claim.as_slice(),
+            None if plan.id == today::ID => questions,
+            None => &[],
+        })
+        .collect()
+}
+
 /// The report's experiments and their claims' outcomes: replication 0's experiments with the
 /// other replications' runs beside them, every claim judged over the replications, each
 /// calibrated outcome beside the stated one ([`beside_stated`]), and `references` (ns-2's
@@ -510,10 +536,13 @@ fn judged_experiments(
     (experiments, outcomes)
 }
 
-/// The experiments `--only` selects (all of `dir`'s without it); an unknown id is an error
-/// naming the known ones.
+/// The experiments `--only` selects (all of `dir`'s without it, then the today-tcp section
+/// when its file is there); an unknown id is an error naming the known ones.
 fn selected_ids(args: &ReproduceArgs, dir: &Path) -> Result<Vec<String>> {
-    let known = experiment_ids(dir)?;
+    let mut known = experiment_ids(dir)?;
+    if dir.join(today::FILE).is_file() {
+        known.push(today::ID.to_string());
+    }
     if args.only.is_empty() {
         return Ok(known);
     }
@@ -547,7 +576,7 @@ fn replication_count(args: &ReproduceArgs) -> Result<u32> {
 fn stated_plans(dir: &Path, ids: &[String], quick: bool) -> Result<Vec<Plan>> {
     let mut plans = Vec::new();
     for id in ids {
-        let path = dir.join(format!("{id}.toml"));
+        let path = scenario_path(dir, id);
         let mut scenario = Scenario::from_path(&path).map_err(anyhow::Error::new)?;
         if quick {
             scenario.apply_quick().map_err(anyhow::Error::new)?;
@@ -831,7 +860,8 @@ struct VerdictCounts {
 
 fn count_verdicts(report: &Report) -> VerdictCounts {
     let mut counts = VerdictCounts::default();
-    for section in &report.sections {
+    // The today-tcp section is no experiment of the papers: it has no verdict to count.
+    for section in report.sections.iter().filter(|s| s.id != today::ID) {
         match section.verdict {
             Verdict::Holds => counts.holds += 1,
             Verdict::Differs(_) => counts.differs += 1,
@@ -1265,7 +1295,18 @@ fn build_report(
     let mut report = Report::new("TFRC and its extensions: the papers' experiments, reproduced")
         .intro(report_intro(claims_file, replications, args.quick));
     let mut claim_rows = Vec::new();
+    let mut beyond = None;
     for (experiment, outcomes) in experiments.iter().zip(outcomes) {
+        if experiment.id == today::ID {
+            // Not a paper's experiment: its own section after the papers', no claim rows.
+            beyond = Some(today::section(
+                experiment,
+                outcomes,
+                replications,
+                &args.out,
+            )?);
+            continue;
+        }
         let section =
             experiment_section(experiment, outcomes, claims_file, replications, &args.out)?;
         report = report.section(section);
@@ -1274,6 +1315,10 @@ fn build_report(
                 .iter()
                 .map(|outcome| ClaimRow::of(&experiment.id, outcome, claims_file)),
         );
+    }
+    if let Some(section) = beyond {
+        report.intro.push_str(today::INTRO);
+        report = report.section(section);
     }
     write_claims_csv(&args.out, &claim_rows)?;
     Ok((report, claim_rows))

@@ -206,7 +206,9 @@ fn margin(claim: &Claim, interval: &metrics::MeanInterval) -> f64 {
     }
 }
 
-fn interval_text(interval: &metrics::MeanInterval) -> String {
+/// An interval as the report writes ours: `mean [low, high]`, or the one value of a single
+/// replication.
+pub(crate) fn interval_text(interval: &metrics::MeanInterval) -> String {
     if interval.n < 2 {
         format!(
             "{} (1 replication, no interval)",

@@ -11,7 +11,7 @@ mod vocabulary;
 
 use tfrc_analysis::run::Run;
 
-pub(crate) use judge::paper_text;
+pub(crate) use judge::{interval_text, paper_text};
 pub use judge::{judge, Outcome, Status, CALIBRATION_TARGET};
 pub(crate) use sample::{
     flow_names, goodput_kbps, label_number, mean_of_all, total_receiving_ratio,
@@ -20,7 +20,47 @@ pub use sample::{sample, Sample};
 pub use schema::{
     load, Claim, ClaimsFile, ExperimentClaims, OneOrMany, CAUSES, THRESHOLDS, UNEXPLAINED,
 };
+pub(crate) use vocabulary::Metric;
 pub use vocabulary::{Aggregate, Relation};
+
+/// A measurement with no bound (`relation = "reference"`) of `metric`, named `text`, on every
+/// run and the default flows: what [`sample`] and [`judge`] need to give a figure its interval
+/// over the replications without judging it (the report's "Today's TCP" questions set the
+/// runs, flows and window).
+pub(crate) fn reference_claim(text: &str, metric: Metric) -> Claim {
+    Claim {
+        text: text.to_string(),
+        quote: None,
+        source: None,
+        threshold: None,
+        reading: None,
+        explanation: None,
+        cause: None,
+        calibrates: None,
+        metric,
+        relation: Relation::Reference,
+        variant: std::collections::BTreeMap::new(),
+        baseline: None,
+        baseline_id: None,
+        flows: None,
+        baseline_flows: None,
+        aggregate: None,
+        window: None,
+        baseline_window: None,
+        statistic: None,
+        across: None,
+        cut: None,
+        along: None,
+        bin_s: None,
+        level: None,
+        side: None,
+        value: None,
+        min: None,
+        max: None,
+        tolerance: None,
+        unit: None,
+    }
+}
 
 /// One finished run, as the claims see it.
 pub struct RunView<'a> {
