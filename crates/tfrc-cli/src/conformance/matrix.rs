@@ -319,34 +319,55 @@ fn build(raw: &RawFactors, base: &Path, reference: Reference) -> Result<Cell> {
 /// The TCP variants a factor cell may name.
 const TCP_VARIANTS: [&str; 5] = ["reno", "newreno", "sack", "cubic", "bbr"];
 
-fn factors(raw: &RawFactors, reference: Reference) -> Result<Factors> {
-    let tfrc = raw.tfrc.unwrap_or(0);
-    let tcp = raw.tcp.unwrap_or(0);
-    let tcp2 = raw.tcp2.unwrap_or(0);
-    let flows = tfrc + tcp + tcp2;
-    if flows == 0 || flows > 64 {
-        bail!("`tfrc` + `tcp` + `tcp2` is {flows}: give 1 to 64 flows");
-    }
+/// A cell's TCP classes: `tcp` flows of `tcp_variant`, `tcp2` flows of `tcp2_variant`.
+struct TcpClasses {
+    tcp: u32,
+    tcp_variant: String,
+    tcp2: u32,
+    tcp2_variant: String,
+}
+
+/// The cell's TCP classes, checked: known variants, two different ones, a second class only
+/// against ns-3.
+fn tcp_classes(raw: &RawFactors, reference: Reference) -> Result<TcpClasses> {
     let tcp_variant = raw.tcp_variant.clone().unwrap_or_else(|| "sack".into());
-    if !TCP_VARIANTS.contains(&tcp_variant.as_str()) {
-        bail!(
-            "`tcp_variant` {tcp_variant:?}: one of {}",
-            TCP_VARIANTS.join(", ")
-        );
-    }
     let tcp2_variant = raw.tcp2_variant.clone().unwrap_or_else(|| "newreno".into());
-    if !TCP_VARIANTS.contains(&tcp2_variant.as_str()) {
-        bail!(
-            "`tcp2_variant` {tcp2_variant:?}: one of {}",
-            TCP_VARIANTS.join(", ")
-        );
+    for (key, variant) in [
+        ("tcp_variant", &tcp_variant),
+        ("tcp2_variant", &tcp2_variant),
+    ] {
+        if !TCP_VARIANTS.contains(&variant.as_str()) {
+            bail!("`{key}` {variant:?}: one of {}", TCP_VARIANTS.join(", "));
+        }
     }
+    let tcp2 = raw.tcp2.unwrap_or(0);
     if tcp2 > 0 && tcp2_variant == tcp_variant {
         bail!("`tcp2_variant` {tcp2_variant:?} is `tcp_variant`'s: the two classes differ");
     }
     if tcp2 > 0 && reference == Reference::Ns2 {
         bail!("`tcp2`: two TCP classes are a matrix with `reference = \"ns3\"`");
     }
+    Ok(TcpClasses {
+        tcp: raw.tcp.unwrap_or(0),
+        tcp_variant,
+        tcp2,
+        tcp2_variant,
+    })
+}
+
+fn factors(raw: &RawFactors, reference: Reference) -> Result<Factors> {
+    let tfrc = raw.tfrc.unwrap_or(0);
+    let classes = tcp_classes(raw, reference)?;
+    let flows = tfrc + classes.tcp + classes.tcp2;
+    if flows == 0 || flows > 64 {
+        bail!("`tfrc` + `tcp` + `tcp2` is {flows}: give 1 to 64 flows");
+    }
+    let TcpClasses {
+        tcp,
+        tcp_variant,
+        tcp2,
+        tcp2_variant,
+    } = classes;
     let profile = raw.profile.clone().unwrap_or_else(|| "ns2".into());
     if !matches!(profile.as_str(), "ns2" | "rfc5348") {
         bail!("`profile` {profile:?}: one of ns2, rfc5348");
