@@ -319,6 +319,15 @@ fn build(raw: &RawFactors, base: &Path, reference: Reference) -> Result<Cell> {
 /// The TCP variants a factor cell may name.
 const TCP_VARIANTS: [&str; 5] = ["reno", "newreno", "sack", "cubic", "bbr"];
 
+/// `value` (the first of `allowed` when absent) if `allowed` has it, else an error naming `key`.
+fn one_of(key: &str, value: Option<&str>, allowed: &[&str]) -> Result<String> {
+    let value = value.unwrap_or(allowed[0]);
+    if !allowed.contains(&value) {
+        bail!("`{key}` {value:?}: one of {}", allowed.join(", "));
+    }
+    Ok(value.to_string())
+}
+
 /// A cell's TCP classes: `tcp` flows of `tcp_variant`, `tcp2` flows of `tcp2_variant`.
 struct TcpClasses {
     tcp: u32,
@@ -368,14 +377,8 @@ fn factors(raw: &RawFactors, reference: Reference) -> Result<Factors> {
         tcp2,
         tcp2_variant,
     } = classes;
-    let profile = raw.profile.clone().unwrap_or_else(|| "ns2".into());
-    if !matches!(profile.as_str(), "ns2" | "rfc5348") {
-        bail!("`profile` {profile:?}: one of ns2, rfc5348");
-    }
-    let tcp_profile = raw.tcp_profile.clone().unwrap_or_else(|| "ns2".into());
-    if !matches!(tcp_profile.as_str(), "ns2" | "rfc") {
-        bail!("`tcp_profile` {tcp_profile:?}: one of ns2, rfc");
-    }
+    let profile = one_of("profile", raw.profile.as_deref(), &["ns2", "rfc5348"])?;
+    let tcp_profile = one_of("tcp_profile", raw.tcp_profile.as_deref(), &["ns2", "rfc"])?;
     let rate_text = raw.rate.as_deref().unwrap_or("10Mbps");
     let rate_bps = parse_rate(rate_text)
         .map_err(|error| anyhow::anyhow!("`rate` {rate_text:?}: {error}"))?
