@@ -8,10 +8,10 @@
 use core::time::Duration;
 use std::path::Path;
 
-use tfrc_output::{
-    BottleneckSummary, FlowIdentity, FlowSummary, FlowTotals, LinkRow, LinkSummary, RunIdentity,
-    RunWriter, StateRow, Summary,
+use tfrc_output::external::{
+    interval_width, DirectionMeasures, DirectionShape, FlowMeasures, FlowShape, RunShape,
 };
+use tfrc_output::{FlowIdentity, FlowTotals, LinkRow, RunIdentity, StateRow, Summary};
 
 use crate::error::Ns2Error;
 use crate::generate::{Layout, SampleKind};
@@ -307,7 +307,8 @@ fn link_rows(
     Ok(link_totals)
 }
 
-/// `summary.json` by the output schema's rules ([`tfrc_output::Summary::new`]).
+/// `summary.json` by the output schema's rules, built by [`tfrc_output::external::summarize`]
+/// from what this converter measured.
 fn summarize(
     layout: &Layout,
     totals: &[FlowTotals],
@@ -317,69 +318,63 @@ fn summarize(
     link_totals: &[LinkCounters],
 ) -> Summary {
     let mean = |(sum, count): (f64, u32)| (count > 0).then(|| sum / f64::from(count));
-    let duration = layout.duration.as_secs_f64();
-    let flows = layout
-        .flows
-        .iter()
-        .enumerate()
-        .map(|(i, flow)| FlowSummary {
+    let flows: Vec<FlowMeasures> = (0..layout.flows.len())
+        .map(|i| FlowMeasures {
+            totals: totals[i],
+            sent_per_interval: per_interval_sent[i].clone(),
             mean_rtt_s: mean(rtt_sums[i]),
             // The time average of the printed p over the state samples, as the simulator's
             // mean of the sender's p: only the flow whose sink prints it has one.
             mean_p: mean(p_sums[i]),
-            timeouts: retransmissions[i].map(|(timeouts, _)| timeouts),
-            retransmissions: retransmissions[i].map(|(_, packets)| packets),
-            // The CoV of packets per 0.1 s bin is only available when the output interval is
-            // 0.1 s.
-            cov_sent_100ms: (layout.interval == Duration::from_millis(100))
-                .then(|| tfrc_output::coefficient_of_variation(&per_interval_sent[i]))
-                .flatten(),
-            ..FlowSummary::from_totals(
-                FlowIdentity {
+            retransmissions: retransmissions[i],
+        })
+        .collect();
+    tfrc_output::external::summarize(&shape(layout), &flows, &direction_measures(link_totals))
+}
+
+/// The run's shape as [`tfrc_output::external`] reads it.
+fn shape(layout: &Layout) -> RunShape<'_> {
+    RunShape {
+        run: run_identity(layout),
+        duration: layout.duration,
+        interval: layout.interval,
+        flows: layout
+            .flows
+            .iter()
+            .map(|flow| FlowShape {
+                identity: FlowIdentity {
                     name: &flow.name,
                     kind: flow.kind,
                     from: &flow.from,
                     to: &flow.to,
                 },
-                (flow.start, flow.stop.min(layout.duration)),
-                totals[i],
-            )
-        })
-        .collect();
-    let utilization = |d: usize| {
-        tfrc_output::utilization(
-            link_totals[d].departure_bytes,
-            Some(layout.directions[d].capacity_bps),
-            duration,
-        )
-    };
-    let on_data_paths = layout.flows.iter().flat_map(|flow| {
-        flow.data_path
+                start: flow.start,
+                stop: flow.stop,
+                data_path: &flow.data_path,
+            })
+            .collect(),
+        directions: layout
+            .directions
             .iter()
-            .map(|&d| (d, Some(layout.directions[d].capacity_bps)))
-    });
-    let bottleneck = tfrc_output::bottleneck_direction(on_data_paths).map(|d| {
-        let direction = &layout.directions[d];
-        BottleneckSummary {
-            from: direction.from.clone(),
-            to: direction.to.clone(),
-            capacity_bps: Some(direction.capacity_bps as f64),
-            utilization: utilization(d),
-        }
-    });
-    let links = layout
-        .directions
+            .map(|direction| DirectionShape {
+                from: &direction.from,
+                to: &direction.to,
+                capacity_bps: direction.capacity_bps,
+            })
+            .collect(),
+    }
+}
+
+/// The run's totals per link direction, as [`tfrc_output::external`] reads them.
+fn direction_measures(link_totals: &[LinkCounters]) -> Vec<DirectionMeasures> {
+    link_totals
         .iter()
-        .enumerate()
-        .map(|(d, direction)| LinkSummary {
-            from: direction.from.clone(),
-            to: direction.to.clone(),
-            utilization: utilization(d),
-            drops: link_totals[d].drops,
-            departures: link_totals[d].departures,
+        .map(|link| DirectionMeasures {
+            departure_bytes: link.departure_bytes,
+            departures: link.departures,
+            drops: link.drops,
         })
-        .collect();
-    Summary::new(run_identity(layout), flows, bottleneck, links)
+        .collect()
 }
 
 /// The `run` part of `summary.json`: ns-2 (through this tool), the scenario, seed and times.
@@ -548,29 +543,11 @@ impl Samples {
 /// Writes `flows.csv`, `state.csv`, `links.csv` and `summary.json` into `directory`, with
 /// the output schema's writer.
 pub fn write_outputs(converted: &Converted, directory: &Path) -> Result<(), Ns2Error> {
-    let write_error = |error: tfrc_output::WriteError| Ns2Error::io(error.path, error.source);
-    let mut writer = RunWriter::new(Some(directory)).map_err(write_error)?;
-    let rows = &converted.rows;
-    for row in &rows.flows {
-        writer.push(row.clone()).map_err(write_error)?;
-    }
-    for row in &rows.states {
-        writer.push(row.clone()).map_err(write_error)?;
-    }
-    for row in &rows.links {
-        writer.push(row.clone()).map_err(write_error)?;
-    }
-    writer.finish().map_err(write_error)?;
-    converted.summary.write(directory).map_err(write_error)
+    tfrc_output::external::write_run(&converted.rows, &converted.summary, directory)
+        .map_err(|error| Ns2Error::io(error.path, error.source))
 }
 
 /// A sampling time as the output files write it (`12.5`), for error messages.
 fn seconds_text(time: Duration) -> String {
     tfrc_output::format_time_nanos(u64::try_from(time.as_nanos()).unwrap_or(u64::MAX))
-}
-
-/// Width of output interval `k` whose ends are `ends` (the first starts at 0).
-fn interval_width(ends: &[Duration], k: usize) -> Duration {
-    let start = if k == 0 { Duration::ZERO } else { ends[k - 1] };
-    ends[k] - start
 }

@@ -23,6 +23,7 @@ use serde::{Deserialize, Serialize};
 #[cfg(feature = "arrow")]
 pub mod arrow;
 mod cell;
+pub mod external;
 mod histogram;
 mod kind;
 pub mod stats;

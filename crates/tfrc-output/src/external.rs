@@ -1,0 +1,255 @@
+//! The summary and files of a run another simulator made (ns-2.35 through `tfrc ns2`, ns-3.37
+//! through `tfrc ns3`): both converters measure their samples their own way, then describe the
+//! run's shape and measures here, and this module builds `summary.json` by the schema's rules and
+//! writes the four files, so that a run of either reads exactly as one of ours.
+
+use core::time::Duration;
+use std::path::Path;
+
+use crate::{
+    bottleneck_direction, coefficient_of_variation, utilization, BottleneckSummary, FlowIdentity,
+    FlowSummary, FlowTotals, LinkSummary, Rows, RunIdentity, RunWriter, Summary, WriteError,
+};
+
+/// What the converted run was: its identity, length, output interval, flows and link directions.
+#[derive(Debug, Clone)]
+pub struct RunShape<'a> {
+    /// The `run` part of `summary.json` (its `tool` names the simulator).
+    pub run: RunIdentity,
+    /// The run's length.
+    pub duration: Duration,
+    /// The output interval (a 0.1 s interval gives each flow its CoV of packets per bin).
+    pub interval: Duration,
+    /// The flows, in output order.
+    pub flows: Vec<FlowShape<'a>>,
+    /// The link directions, in output order.
+    pub directions: Vec<DirectionShape<'a>>,
+}
+
+/// A flow of a [`RunShape`].
+#[derive(Debug, Clone)]
+pub struct FlowShape<'a> {
+    /// Name, kind and end nodes.
+    pub identity: FlowIdentity<'a>,
+    /// When it starts.
+    pub start: Duration,
+    /// When it stops (clipped to the run).
+    pub stop: Duration,
+    /// The directions its data crosses (indices into [`RunShape::directions`]).
+    pub data_path: &'a [usize],
+}
+
+/// A link direction of a [`RunShape`].
+#[derive(Debug, Clone, Copy)]
+pub struct DirectionShape<'a> {
+    /// The node it leaves.
+    pub from: &'a str,
+    /// The node it reaches.
+    pub to: &'a str,
+    /// Its rate, bits/s.
+    pub capacity_bps: u64,
+}
+
+/// What a converter measured of one flow over the run.
+#[derive(Debug, Clone, Default)]
+pub struct FlowMeasures {
+    /// Packets and bytes sent, received, delivered.
+    pub totals: FlowTotals,
+    /// Packets sent in each output interval while it was active (for its CoV).
+    pub sent_per_interval: Vec<f64>,
+    /// Time mean of its RTT samples, if any.
+    pub mean_rtt_s: Option<f64>,
+    /// Time mean of its loss event rate, if the simulator reports one.
+    pub mean_p: Option<f64>,
+    /// `(timeouts, retransmitted packets)` of a TCP sender.
+    pub retransmissions: Option<(u64, u64)>,
+}
+
+/// What a converter counted on one link direction over the run.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct DirectionMeasures {
+    /// Bytes that left it.
+    pub departure_bytes: u64,
+    /// Packets that left it.
+    pub departures: u64,
+    /// Packets it dropped.
+    pub drops: u64,
+}
+
+/// `summary.json` by the output schema's rules ([`Summary::new`]): each flow's summary from its
+/// totals, the bottleneck (the slowest direction on a data path) and every direction's
+/// utilisation.
+#[must_use]
+pub fn summarize(
+    shape: &RunShape<'_>,
+    flows: &[FlowMeasures],
+    directions: &[DirectionMeasures],
+) -> Summary {
+    let duration = shape.duration.as_secs_f64();
+    let flow_summaries = shape
+        .flows
+        .iter()
+        .zip(flows)
+        .map(|(flow, measures)| FlowSummary {
+            mean_rtt_s: measures.mean_rtt_s,
+            mean_p: measures.mean_p,
+            timeouts: measures.retransmissions.map(|(timeouts, _)| timeouts),
+            retransmissions: measures.retransmissions.map(|(_, packets)| packets),
+            // The CoV of packets per 0.1 s bin is only available when the output interval is
+            // 0.1 s.
+            cov_sent_100ms: (shape.interval == Duration::from_millis(100))
+                .then(|| coefficient_of_variation(&measures.sent_per_interval))
+                .flatten(),
+            ..FlowSummary::from_totals(
+                flow.identity,
+                (flow.start, flow.stop.min(shape.duration)),
+                measures.totals,
+            )
+        })
+        .collect();
+    let direction_utilization = |d: usize| {
+        utilization(
+            directions[d].departure_bytes,
+            Some(shape.directions[d].capacity_bps),
+            duration,
+        )
+    };
+    let on_data_paths = shape.flows.iter().flat_map(|flow| {
+        flow.data_path
+            .iter()
+            .map(|&d| (d, Some(shape.directions[d].capacity_bps)))
+    });
+    let bottleneck = bottleneck_direction(on_data_paths).map(|d| {
+        let direction = &shape.directions[d];
+        BottleneckSummary {
+            from: direction.from.to_string(),
+            to: direction.to.to_string(),
+            capacity_bps: Some(direction.capacity_bps as f64),
+            utilization: direction_utilization(d),
+        }
+    });
+    let links = shape
+        .directions
+        .iter()
+        .enumerate()
+        .map(|(d, direction)| LinkSummary {
+            from: direction.from.to_string(),
+            to: direction.to.to_string(),
+            utilization: direction_utilization(d),
+            drops: directions[d].drops,
+            departures: directions[d].departures,
+        })
+        .collect();
+    Summary::new(shape.run.clone(), flow_summaries, bottleneck, links)
+}
+
+/// Writes `flows.csv`, `state.csv`, `links.csv` (with the schema's writer) and `summary.json`
+/// into `directory`.
+pub fn write_run(rows: &Rows, summary: &Summary, directory: &Path) -> Result<(), WriteError> {
+    let mut writer = RunWriter::new(Some(directory))?;
+    for row in &rows.flows {
+        writer.push(row.clone())?;
+    }
+    for row in &rows.states {
+        writer.push(row.clone())?;
+    }
+    for row in &rows.links {
+        writer.push(row.clone())?;
+    }
+    writer.finish()?;
+    summary.write(directory)
+}
+
+/// Width of output interval `k` whose ends are `ends` (the first starts at 0).
+#[must_use]
+pub fn interval_width(ends: &[Duration], k: usize) -> Duration {
+    let start = if k == 0 { Duration::ZERO } else { ends[k - 1] };
+    ends[k].saturating_sub(start)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::FlowKind;
+
+    #[test]
+    fn a_two_direction_run_summarizes_its_flow_and_bottleneck() {
+        let path = [0usize, 1];
+        let shape = RunShape {
+            run: RunIdentity {
+                tool: "ns-x via tfrc".into(),
+                scenario: "s".into(),
+                seed: 1,
+                duration_s: 10.0,
+                interval_s: 0.1,
+                parameters: Default::default(),
+            },
+            duration: Duration::from_secs(10),
+            interval: Duration::from_millis(100),
+            flows: vec![FlowShape {
+                identity: FlowIdentity {
+                    name: "f",
+                    kind: FlowKind::Tcp,
+                    from: "a",
+                    to: "c",
+                },
+                start: Duration::ZERO,
+                stop: Duration::from_secs(20),
+                data_path: &path,
+            }],
+            directions: vec![
+                DirectionShape {
+                    from: "a",
+                    to: "b",
+                    capacity_bps: 100_000_000,
+                },
+                DirectionShape {
+                    from: "b",
+                    to: "c",
+                    capacity_bps: 10_000_000,
+                },
+            ],
+        };
+        let flows = [FlowMeasures {
+            totals: FlowTotals {
+                sent_bytes: 12_500_000,
+                recv_bytes: 12_500_000,
+                sent_packets: 12_500,
+                recv_packets: 12_500,
+                goodput_bytes: 12_000_000,
+            },
+            sent_per_interval: vec![125.0; 100],
+            mean_rtt_s: Some(0.05),
+            mean_p: None,
+            retransmissions: Some((1, 7)),
+        }];
+        let directions = [
+            DirectionMeasures {
+                departure_bytes: 12_500_000,
+                departures: 12_500,
+                drops: 0,
+            },
+            DirectionMeasures {
+                departure_bytes: 12_500_000,
+                departures: 12_500,
+                drops: 3,
+            },
+        ];
+        let summary = summarize(&shape, &flows, &directions);
+        let bottleneck = summary.bottleneck.unwrap();
+        assert_eq!(
+            (bottleneck.from.as_str(), bottleneck.to.as_str()),
+            ("b", "c")
+        );
+        assert_eq!(bottleneck.utilization, Some(1.0));
+        let flow = &summary.flows[0];
+        assert_eq!(flow.stop_s, 10.0, "the stop is clipped to the run");
+        assert_eq!((flow.timeouts, flow.retransmissions), (Some(1), Some(7)));
+        assert_eq!(flow.cov_sent_100ms, Some(0.0));
+        assert_eq!(summary.links[1].drops, 3);
+        assert_eq!(
+            interval_width(&[Duration::from_secs(1), Duration::from_millis(1500)], 1),
+            Duration::from_millis(500)
+        );
+    }
+}
