@@ -656,7 +656,7 @@ fn wrong_values_name_the_key_and_what_was_expected() {
         (minimal("[[flow]]\nname = \"a\"\nkind = \"quic\"\nfrom = \"s\"\nto = \"r\""), "flow[0].kind", "\"tfrc\", \"tcp\", \"cbr\", \"pareto\", \"exp-onoff\""),
         (minimal("[[flow]]\nname = \"a\"\nkind = \"cbr\"\nfrom = \"s\"\nto = \"r\""), "flow[0].rate", "required key is missing for a cbr flow (expected a rate like \"800kbps\")"),
         (minimal("[[flow]]\nname = \"a\"\nkind = \"pareto\"\nfrom = \"s\"\nto = \"r\"\nrate = \"1Mbps\"\nshape = 1"), "flow[0].shape", "above 1"),
-        (minimal("[[flow]]\nname = \"a\"\nkind = \"tcp\"\nfrom = \"s\"\nto = \"r\"\nvariant = \"cubic\""), "flow[0].variant", "\"reno\", \"newreno\", \"sack\""),
+        (minimal("[[flow]]\nname = \"a\"\nkind = \"tcp\"\nfrom = \"s\"\nto = \"r\"\nvariant = \"vegas\""), "flow[0].variant", "\"reno\", \"newreno\", \"sack\", \"cubic\", \"bbr\", got \"vegas\""),
         (minimal("[[flow]]\nkind = \"tcp\"\nfrom = \"s\"\nto = \"r\""), "flow[0].name", "required key is missing (expected a name like \"example\")"),
         (minimal("[[flow]]\nname = \"a\"\nkind = \"tcp\"\nfrom = \"x\"\nto = \"r\""), "flow[0].from", "expected a node that a link joins (\"s\", \"r\"), got \"x\""),
         (minimal("[[flow]]\nname = \"a\"\nkind = \"tcp\"\nfrom = \"s\"\nto = \"s\""), "flow[0].to", "a node other than from"),
