@@ -81,6 +81,16 @@ enum ReferenceRunner {
     Ns3(tfrc_ns3::RunOptions),
 }
 
+impl ReferenceRunner {
+    /// The simulator it runs.
+    fn reference(&self) -> Reference {
+        match self {
+            ReferenceRunner::Ns2(_) => Reference::Ns2,
+            ReferenceRunner::Ns3(_) => Reference::Ns3,
+        }
+    }
+}
+
 /// One run to do.
 struct Job {
     cell: usize,
@@ -375,7 +385,9 @@ fn run_one(
         }
     }
     let metrics = summary
-        .map(|summary| report::run_metrics(cell_metric_set(runner), &summary, &classes(cell)))
+        .map(|summary| {
+            report::run_metrics(MetricSet::of(runner.reference()), &summary, &classes(cell))
+        })
         .map_err(|error| {
             format!(
                 "{} replication {}: {error}",
@@ -398,14 +410,6 @@ fn read_summary(directory: &Path) -> Result<Summary, String> {
     let text =
         std::fs::read_to_string(&path).map_err(|error| format!("{}: {error}", path.display()))?;
     serde_json::from_str(&text).map_err(|error| format!("{}: {error}", path.display()))
-}
-
-/// The metrics a run against this runner's reference measures.
-fn cell_metric_set(runner: &ReferenceRunner) -> MetricSet {
-    match runner {
-        ReferenceRunner::Ns2(_) => MetricSet::Papers,
-        ReferenceRunner::Ns3(_) => MetricSet::Modern,
-    }
 }
 
 /// A cell's TCP classes: its flows named by variant (an ns-3 matrix's factor cells).
