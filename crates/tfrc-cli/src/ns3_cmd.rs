@@ -9,7 +9,7 @@ use anyhow::{Context, Result};
 use clap::Args;
 use tfrc_scenario::Scenario;
 
-use tfrc_ns3::{run_scenario, BuildOptions, RunOptions, RunOutcome};
+use tfrc_ns3::{run_scenario, BbrModel, BuildOptions, RunOptions, RunOutcome};
 
 /// Arguments of `tfrc ns3`.
 #[derive(Debug, Args)]
@@ -48,6 +48,11 @@ pub struct Ns3Args {
     /// The pkg-config that finds ns-3's modules (ns3-core, ns3-internet, …).
     #[arg(long, default_value = "pkg-config")]
     pub pkg_config: PathBuf,
+    /// Run BBR flows with ns-3.37's TcpBbr exactly as packaged. By default the program applies
+    /// two upstream fixes ns-3.37 predates (#1026, ns-3.41; #735, ns-3.42), without which
+    /// ns-3.37's BBR loses its bandwidth estimate after a retransmission timeout (docs/ns3.md).
+    #[arg(long)]
+    pub bbr_as_packaged: bool,
 }
 
 /// Runs `tfrc ns3`: loads the scenario, applies the overrides, runs ns-3 (or only writes the
@@ -73,6 +78,11 @@ pub fn run_outcomes(args: &Ns3Args) -> Result<Vec<RunOutcome>> {
         timeout: Duration::from_secs(args.timeout),
         keep: args.keep || args.dry_run,
         dry_run: args.dry_run,
+        bbr: if args.bbr_as_packaged {
+            BbrModel::AsPackaged
+        } else {
+            BbrModel::UpstreamFixes
+        },
     };
     let outcomes = run_scenario(&scenario, &args.out, &options)
         .with_context(|| format!("tfrc ns3 {}", args.scenario.display()))?;

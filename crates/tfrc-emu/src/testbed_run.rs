@@ -44,6 +44,7 @@ use tfrc_sim::{
     CbrParams, CbrSource, FlowId, OnOffDistribution, OnOffParams, OnOffSource, TrafficSource,
 };
 use tfrc_udp::sender::SenderInterval;
+use tfrc_udp::tcp_info::TcpInfo;
 
 use crate::element_syntax::{DirectionSpec, MarkerSpec};
 use crate::error::{chain, failed, invalid, Error, IoContext, Result};
@@ -322,6 +323,9 @@ type Worker = JoinHandle<Result<()>>;
 
 /// `state.csv` rows (the output schema's), with the index of their flow for sorting.
 type States = Arc<Mutex<Vec<(usize, StateRow)>>>;
+/// The kernel's `tcp_info` of each flow's TCP sender at its end, by flow index (`None`: not a
+/// TCP flow, or it could not be read).
+type TcpCounts = Arc<Mutex<Vec<Option<TcpInfo>>>>;
 
 /// A testbed serving the flows of a plan, and the workers running them.
 struct Running {
@@ -334,6 +338,7 @@ struct Running {
     stop: Arc<AtomicBool>,
     workers: Vec<Worker>,
     states: States,
+    tcp_counts: TcpCounts,
 }
 
 /// Brings the testbed up and starts the workers of every flow.
@@ -366,6 +371,7 @@ fn launch(args: &RunOptions, scenario: &Scenario, plan: &Plan) -> Result<Running
         stop: Arc::new(AtomicBool::new(false)),
         workers: Vec::new(),
         states: Arc::default(),
+        tcp_counts: Arc::new(Mutex::new(vec![None; plan.flows.len()])),
     };
     for (index, (flow, port)) in plan.flows.iter().zip(&plan.ports).enumerate() {
         let to = running.testbed.host(&flow.to)?;
@@ -388,6 +394,7 @@ fn launch(args: &RunOptions, scenario: &Scenario, plan: &Plan) -> Result<Running
                 &ends,
                 mss,
                 congestion.unwrap_or(args.tcp_congestion.as_str()),
+                &running.tcp_counts,
             )?,
             Endpoint::Udp => launch_udp(flow, &ends, scenario.seed)?,
         };
@@ -490,7 +497,12 @@ fn launch_tfrc(
 
 /// A kernel TCP flow: a sink that reads and counts what arrives, and a sender that writes as
 /// fast as the connection takes (congestion control `congestion`, MSS `mss`) until it stops.
-fn launch_tcp(ends: &FlowEnds, mss: u32, congestion: &str) -> Result<[Worker; 2]> {
+fn launch_tcp(
+    ends: &FlowEnds,
+    mss: u32,
+    congestion: &str,
+    counts: &TcpCounts,
+) -> Result<[Worker; 2]> {
     let sink = {
         let worker = ends.clone();
         in_namespace(&ends.to, move || run_tcp_sink(&worker))?
@@ -498,9 +510,18 @@ fn launch_tcp(ends: &FlowEnds, mss: u32, congestion: &str) -> Result<[Worker; 2]
     let sender = {
         let worker = ends.clone();
         let congestion = congestion.to_string();
+        let counts = counts.clone();
         in_namespace(&ends.from, move || -> Result<()> {
             sleep_until(worker.start, &worker.stop);
-            run_tcp_source(&worker, &congestion, mss)
+            let sender_counts = run_tcp_source(&worker, &congestion, mss)?;
+            if let Some(slot) = counts
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .get_mut(worker.index)
+            {
+                *slot = sender_counts;
+            }
+            Ok(())
         })?
     };
     Ok([sink, sender])
@@ -537,6 +558,7 @@ fn collect(args: &RunOptions, scenario: &Scenario, plan: &Plan, running: Running
         stop,
         workers,
         states,
+        tcp_counts,
     } = running;
     // Run for the scenario's duration (plus a little for the last packets in flight).
     let end = origin + scenario.duration;
@@ -548,7 +570,16 @@ fn collect(args: &RunOptions, scenario: &Scenario, plan: &Plan, running: Running
     let errors = join_workers(workers);
     let report = testbed.shutdown()?;
     let states = std::mem::take(&mut *states.lock().unwrap_or_else(|p| p.into_inner()));
-    write_outputs(args, scenario, plan, &flow_log, &states, &report)?;
+    let tcp_counts = std::mem::take(&mut *tcp_counts.lock().unwrap_or_else(|p| p.into_inner()));
+    write_outputs(
+        args,
+        scenario,
+        plan,
+        &flow_log,
+        &states,
+        &tcp_counts,
+        &report,
+    )?;
     for error in &errors {
         eprintln!("warning: {error}");
     }
@@ -683,7 +714,9 @@ fn timed_out(error: &std::io::Error) -> bool {
 }
 
 /// Connects and writes until the flow's stop time, then aborts the connection.
-fn run_tcp_source(ends: &FlowEnds, congestion: &str, mss: u32) -> Result<()> {
+/// Returns the kernel's `tcp_info` of the connection at its end (its retransmission and
+/// timeout counts).
+fn run_tcp_source(ends: &FlowEnds, congestion: &str, mss: u32) -> Result<Option<TcpInfo>> {
     let mut stream = connect_tcp(ends.address, congestion, mss)?;
     stream.set_write_timeout(Some(Duration::from_millis(100)))?;
     let chunk = vec![0x5a; 1 << 16];
@@ -694,10 +727,11 @@ fn run_tcp_source(ends: &FlowEnds, congestion: &str, mss: u32) -> Result<()> {
             Err(_) => break,
         }
     }
+    let counts = TcpInfo::from_socket(&stream).ok();
     // Abort (SO_LINGER with a zero timeout: the close sends a reset): data still queued would
     // otherwise be counted after the stop.
     let _ = SockRef::from(&stream).set_linger(Some(Duration::ZERO));
-    Ok(())
+    Ok(counts)
 }
 
 /// A TCP connection to `address` whose sender uses congestion control `congestion` and MSS
@@ -848,10 +882,11 @@ fn write_outputs(
     plan: &Plan,
     flow_log: &FlowLog,
     states: &[(usize, StateRow)],
+    tcp_counts: &[Option<TcpInfo>],
     report: &crate::testbed::TestbedReport,
 ) -> Result<()> {
     let sorted = write_rows(args, scenario, plan, flow_log, states)?;
-    let flow_summaries = flow_summaries(scenario, plan, flow_log, &sorted);
+    let flow_summaries = flow_summaries(scenario, plan, flow_log, &sorted, tcp_counts);
     let seconds = scenario.duration.as_secs_f64();
     // Bytes each direction sent during the run: the links.csv rows up to its end. The counters at
     // shutdown also hold what drained after the last flow stopped, which would put utilization
@@ -964,6 +999,7 @@ fn flow_summaries(
     plan: &Plan,
     flow_log: &FlowLog,
     sorted: &[&(usize, StateRow)],
+    tcp_counts: &[Option<TcpInfo>],
 ) -> Vec<FlowSummary> {
     let duration = scenario.duration;
     let intervals = (duration.as_nanos() / scenario.output.interval.as_nanos().max(1)) as usize;
@@ -996,7 +1032,12 @@ fn flow_summaries(
         let counts: Vec<f64> = (first_bin..last_bin)
             .map(|bin| f64::from(bins.get(bin).copied().unwrap_or(0)))
             .collect();
+        // The kernel's counts of a TCP sender (TCP_INFO at its end): segments retransmitted
+        // (`tcpi_total_retrans`), and RTO expiries (`tcpi_total_rto`, Linux 6.7 on).
+        let kernel = tcp_counts.get(index).copied().flatten();
         flow_summaries.push(FlowSummary {
+            retransmissions: kernel.map(|info| u64::from(info.total_retrans)),
+            timeouts: kernel.and_then(|info| info.total_rto.map(u64::from)),
             mean_p,
             mean_rtt_s: mean_rtt,
             cov_sent_100ms: coefficient_of_variation(&counts),

@@ -480,6 +480,34 @@ fn scenario_run_writes_the_simulator_outputs() {
         .contains("short-af"));
 }
 
+/// A kernel TCP flow's summary carries the kernel's own counters (`TCP_INFO` at the sender's
+/// end): the segments it retransmitted and, on Linux 6.7 and later, its retransmission
+/// timeouts, as the simulators report theirs.
+#[test]
+fn kernel_tcp_flows_report_the_kernels_retransmissions() {
+    if !available("kernel_tcp_flows_report_the_kernels_retransmissions") {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|poison| poison.into_inner());
+    let (_directory, out) = run_data_scenario("kernel-cubic.toml");
+    let summary: tfrc_output::Summary =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    let flow = &summary.flows[0];
+    let retransmissions = flow
+        .retransmissions
+        .expect("the kernel's tcpi_total_retrans");
+    assert!(
+        retransmissions > 0,
+        "slow start overflowing a 10-packet buffer retransmits: {flow:?}"
+    );
+    let sent = flow.sent_packets;
+    assert!(retransmissions < sent, "{retransmissions} of {sent}");
+    match flow.timeouts {
+        Some(timeouts) => assert!(timeouts < 100, "{timeouts} timeouts in 4 s"),
+        None => eprintln!("this kernel predates tcpi_total_rto (Linux 6.7): no timeout count"),
+    }
+}
+
 /// The testbed honours `profile = "ns2"`: the flow runs ns-2.35's TFRC at both ends (the
 /// receiver told by the flow options of each packet) and fills a 2 Mb/s bottleneck as the
 /// simulator's ns-2 profile does on the same scenario.

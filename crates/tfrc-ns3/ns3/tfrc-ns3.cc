@@ -113,6 +113,143 @@ class SampleKeepingRtt : public RttMeanDeviation
     Time m_last{Seconds(-1)};
 };
 
+[[noreturn]] void Fail(const std::string& message);
+
+// ---- BBR with the two upstream fixes that ns-3.37 predates ----------------------------------
+//
+// ns-3.37's TcpBbr loses its bandwidth estimate after a retransmission timeout (one BBR flow at
+// 10 Mb/s: pacing rate 12 Mb/s -> 24 kb/s within 50 ms of the timeout). Two later upstream
+// commits change exactly that path; the description names "ns3::TfrcTcpBbrUpstreamFixes" to run
+// with both (the default of `tfrc ns3`), "ns3::TcpBbr" to run ns-3.37's TcpBbr as packaged
+// (`--bbr-as-packaged`). With both fixes switched off these classes run byte-identical to the
+// packaged ones (checked against copies of ns-3.37's tcp-bbr.cc and tcp-rate-ops.cc, docs/ns3.md).
+//
+// ns-3 #1026, "Fix delivery rate estimation bug" (ns-3.41, commit 1759450302): in
+// TcpRateLinux::SkbDelivered,
+//     m_rateSample.m_ackElapsed = Simulator::Now() - m_rateSample.m_priorTime;
+// became
+//     m_rateSample.m_ackElapsed = Simulator::Now() - skbInfo.m_deliveredTime;
+// i.e. the ACK phase is measured from the delivery time recorded when the packet now acknowledged
+// was sent, as Linux does ("rs->prior_mstamp = scb->tx.delivered_mstamp;" in
+// tcp_rate_skb_delivered, then "ack_us = tcp_stamp_us_delta(tp->tcp_mstamp, rs->prior_mstamp)"
+// in tcp_rate_gen). ns-3.37 measured it from the previous sample's prior time.
+//
+// The fixed line is applied after ns-3.37's own SkbDelivered: that function assigns
+// m_priorTime = skbInfo.m_deliveredTime right after the line above and then fires the
+// "TcpRateSampleUpdated" trace with its (non-const) sample; the override catches that reference
+// and sets m_ackElapsed = now - m_priorTime, the fixed value. Nothing else in ns-3.37 reads the
+// sample between the two (only CongControl, i.e. BBR, reads rate samples at all).
+class TcpRateLinuxUpstreamFix : public TcpRateLinux
+{
+  public:
+    static TypeId GetTypeId()
+    {
+        static TypeId tid = TypeId("ns3::TfrcTcpRateLinuxUpstreamFix")
+                                .SetParent<TcpRateLinux>()
+                                .SetGroupName("Internet")
+                                .AddConstructor<TcpRateLinuxUpstreamFix>();
+        return tid;
+    }
+
+    void SkbDelivered(TcpTxItem* skb) override
+    {
+        if (!m_connected)
+        {
+            m_connected = TraceConnectWithoutContext(
+                "TcpRateSampleUpdated",
+                MakeCallback(&TcpRateLinuxUpstreamFix::OnSampleUpdated, this));
+            if (!m_connected)
+            {
+                Fail("TcpRateLinux has no TcpRateSampleUpdated trace: not ns-3.37?");
+            }
+        }
+        m_updated = nullptr;
+        m_delivering = true;
+        TcpRateLinux::SkbDelivered(skb);
+        m_delivering = false;
+        if (m_updated != nullptr)
+        {
+            // The sample is TcpRateLinux's own member (not const): the trace hands it out as const.
+            auto& sample = const_cast<TcpRateSample&>(*m_updated);
+            sample.m_ackElapsed = Simulator::Now() - sample.m_priorTime;
+        }
+    }
+
+  private:
+    void OnSampleUpdated(const TcpRateSample& sample)
+    {
+        if (m_delivering)
+        {
+            m_updated = &sample;
+        }
+    }
+
+    bool m_connected{false};
+    bool m_delivering{false};
+    const TcpRateSample* m_updated{nullptr};
+};
+
+NS_OBJECT_ENSURE_REGISTERED(TcpRateLinuxUpstreamFix);
+
+// ns-3 #735, "BBR fails to discard invalid samples" (commit 90634468bb, first released in
+// ns-3.42): in TcpBbr::UpdateBtlBw,
+//     if (rs.m_deliveryRate == 0) { return; }
+// became
+//     if (rs.m_delivered < 0 || rs.m_interval.IsZero()) { return; }
+// ns-3.37's estimator leaves m_deliveryRate at its previous value when it invalidates a sample, so
+// the packaged check let a stale rate through (and counted a round on it). UpdateBtlBw is the
+// only reader of m_deliveryRate in tcp-bbr.cc, so the override hands TcpBbr a copy of the sample
+// whose rate says what the fixed check decides: 0 when the sample is invalid. (A valid sample
+// whose rate is 0 would pass the fixed check; it is handed over as 1 b/s, the nearest value the
+// packaged check passes. ns-3.37's estimator cannot produce one: a valid sample covers at least
+// the packet just acknowledged, over less than an hour.)
+class TcpBbrUpstreamFixes : public TcpBbr
+{
+  public:
+    static TypeId GetTypeId()
+    {
+        static TypeId tid = TypeId("ns3::TfrcTcpBbrUpstreamFixes")
+                                .SetParent<TcpBbr>()
+                                .SetGroupName("Internet")
+                                .AddConstructor<TcpBbrUpstreamFixes>();
+        return tid;
+    }
+
+    Ptr<TcpCongestionOps> Fork() override
+    {
+        return CopyObject<TcpBbrUpstreamFixes>(this);
+    }
+
+    void CongControl(Ptr<TcpSocketState> tcb,
+                     const TcpRateOps::TcpRateConnection& rc,
+                     const TcpRateOps::TcpRateSample& rs) override
+    {
+        TcpRateOps::TcpRateSample sample = rs;
+        if (rs.m_delivered < 0 || rs.m_interval.IsZero())
+        {
+            sample.m_deliveryRate = DataRate(0);
+        }
+        else if (sample.m_deliveryRate.GetBitRate() == 0)
+        {
+            sample.m_deliveryRate = DataRate(1);
+        }
+        TcpBbr::CongControl(tcb, rc, sample);
+    }
+};
+
+NS_OBJECT_ENSURE_REGISTERED(TcpBbrUpstreamFixes);
+
+// Gives a socket another rate estimator: TcpSocketBase::m_rateOps is protected and 3.37 has no
+// setter (the socket makes a TcpRateLinux in its constructor; only CongControl reads it).
+struct RateOpsSlot : TcpSocketBase
+{
+    static void Replace(TcpSocketBase& socket, Ptr<TcpRateOps> rateOps)
+    {
+        Ptr<TcpRateOps> TcpSocketBase::*member = &RateOpsSlot::m_rateOps;
+        socket.*member = rateOps;
+    }
+};
+
 // Per-flow counters, cumulative since the start of the run.
 struct FlowState
 {
@@ -568,7 +705,13 @@ StartTcpSender(uint32_t i, Ptr<Node> node)
     socket->SetAttribute("SndBufSize", UintegerValue(sndBuf));
     socket->SetAttribute("RcvBufSize", UintegerValue(64u << 20));
     socket->SetAttribute("Sack", BooleanValue(f.sack));
-    if (f.congestion == "ns3::TcpBbr")
+    if (f.congestion == "ns3::TfrcTcpBbrUpstreamFixes")
+    {
+        // Before the connection: the estimator has seen no packet yet.
+        RateOpsSlot::Replace(*DynamicCast<TcpSocketBase>(socket),
+                             CreateObject<TcpRateLinuxUpstreamFix>());
+    }
+    if (f.congestion == "ns3::TcpBbr" || f.congestion == "ns3::TfrcTcpBbrUpstreamFixes")
     {
         // BBR paces (our model too): pacing on, explicitly. (With Debian's ns-3.37 a BBR run
         // is byte-identical without this line: TcpBbr turns pacing on by itself; kept so that

@@ -132,6 +132,39 @@ pub struct DirectionLayout {
 /// is possible (a trace-driven link, a TCP packet no larger than its headers, a flow between
 /// unconnected nodes).
 pub fn describe(scenario: &Scenario) -> Result<Described, Ns3Error> {
+    describe_with(scenario, BbrModel::default())
+}
+
+/// Which ns-3 BBR a `variant = "bbr"` flow runs.
+///
+/// ns-3.37's `TcpBbr` loses its bandwidth estimate after a retransmission timeout; two later
+/// upstream commits fix that path: #1026 "Fix delivery rate estimation bug" (ns-3.41: the ACK
+/// phase of a rate sample measured from the acknowledged packet's delivery time, as Linux's
+/// `tcp_rate.c`) and #735 "BBR fails to discard invalid samples" (ns-3.42: `UpdateBtlBw` skips a
+/// sample by its validity, not by a zero rate). The program applies both to ns-3.37's classes
+/// (`ns3/tfrc-ns3.cc`, docs/ns3.md "BBR").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum BbrModel {
+    /// ns-3.37's `TcpBbr` and `TcpRateLinux` with the upstream fixes #1026 and #735 (the
+    /// default: the behaviour upstream ns-3 has had since 3.42).
+    #[default]
+    UpstreamFixes,
+    /// ns-3.37's `TcpBbr` exactly as packaged.
+    AsPackaged,
+}
+
+impl BbrModel {
+    /// The congestion-control TypeId the program creates for a BBR flow.
+    pub fn type_id(self) -> &'static str {
+        match self {
+            BbrModel::UpstreamFixes => "ns3::TfrcTcpBbrUpstreamFixes",
+            BbrModel::AsPackaged => "ns3::TcpBbr",
+        }
+    }
+}
+
+/// [`describe`], with the ns-3 BBR that `variant = "bbr"` flows run.
+pub fn describe_with(scenario: &Scenario, bbr: BbrModel) -> Result<Described, Ns3Error> {
     if !scenario.sweep.is_empty() {
         return Err(describe_error(
             scenario,
@@ -144,7 +177,7 @@ pub fn describe(scenario: &Scenario) -> Result<Described, Ns3Error> {
         ));
     }
     let scenario = scenario.expand_counts();
-    let mut describer = Describer::new(&scenario);
+    let mut describer = Describer::new(&scenario, bbr);
     describer.links()?;
     describer.flows()?;
     describer.routes();
@@ -175,10 +208,11 @@ struct Describer<'a> {
     directions: Vec<DirectionLayout>,
     unsupported: Vec<String>,
     notes: Vec<String>,
+    bbr: BbrModel,
 }
 
 impl<'a> Describer<'a> {
-    fn new(scenario: &'a Scenario) -> Describer<'a> {
+    fn new(scenario: &'a Scenario, bbr: BbrModel) -> Describer<'a> {
         let nodes = scenario.nodes();
         let mut out = String::new();
         let _ = writeln!(
@@ -201,6 +235,7 @@ impl<'a> Describer<'a> {
             directions: Vec::new(),
             unsupported: Vec::new(),
             notes: Vec::new(),
+            bbr,
         }
     }
 
@@ -495,7 +530,16 @@ impl Describer<'_> {
                 ("ns3::TcpNewReno", 2)
             }
             TcpVariant::Cubic => ("ns3::TcpCubic", 10),
-            TcpVariant::Bbr => ("ns3::TcpBbr", 10),
+            TcpVariant::Bbr => {
+                if self.bbr == BbrModel::UpstreamFixes {
+                    self.notes.push(format!(
+                        "flow.{name}.variant: \"bbr\" runs ns3::TcpBbr with two upstream fixes \
+                         ns-3.37 predates (#1026 delivery-rate ACK phase, ns-3.41; #735 invalid \
+                         samples, ns-3.42); --bbr-as-packaged runs it unchanged (docs/ns3.md)"
+                    ));
+                }
+                (self.bbr.type_id(), 10)
+            }
         }
     }
 

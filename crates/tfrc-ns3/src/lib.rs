@@ -23,8 +23,8 @@ mod run;
 
 pub use convert::{convert_samples, write_outputs, Converted};
 pub use describe::{
-    describe, Described, DirectionLayout, FlowLayout, Layout, NS3_TCP_HEADER_BYTES,
-    NS3_UDP_HEADER_BYTES,
+    describe, describe_with, BbrModel, Described, DirectionLayout, FlowLayout, Layout,
+    NS3_TCP_HEADER_BYTES, NS3_UDP_HEADER_BYTES,
 };
 pub use error::Ns3Error;
 pub use program::{

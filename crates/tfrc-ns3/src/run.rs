@@ -9,7 +9,7 @@ use std::time::Instant;
 use tfrc_scenario::Scenario;
 
 use crate::convert::{convert_samples, write_outputs};
-use crate::describe::{describe, Described};
+use crate::describe::{describe_with, BbrModel, Described};
 use crate::error::Ns3Error;
 use crate::program::{build_program, BuildOptions};
 
@@ -35,6 +35,8 @@ pub struct RunOptions {
     pub keep: bool,
     /// Write the run description and the unsupported list only; build and run nothing.
     pub dry_run: bool,
+    /// The ns-3 BBR that `variant = "bbr"` flows run.
+    pub bbr: BbrModel,
 }
 
 impl Default for RunOptions {
@@ -44,6 +46,7 @@ impl Default for RunOptions {
             timeout: Duration::from_secs(3600),
             keep: false,
             dry_run: false,
+            bbr: BbrModel::default(),
         }
     }
 }
@@ -80,7 +83,7 @@ pub fn run_scenario(
     // run.
     let described = variants
         .iter()
-        .map(describe)
+        .map(|variant| describe_with(variant, options.bbr))
         .collect::<Result<Vec<_>, _>>()?;
     let mut outcomes = Vec::with_capacity(variants.len());
     for (variant, described) in variants.iter().zip(&described) {

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use tfrc_ns3::{convert_samples, describe, Ns3Error};
+use tfrc_ns3::{convert_samples, describe, describe_with, BbrModel, Ns3Error};
 use tfrc_scenario::Scenario;
 
 fn scenario(text: &str) -> Scenario {
@@ -145,7 +145,7 @@ fn tcp_flows_carry_variant_window_and_ack_policy_and_routes_follow_the_route_fun
         [
             // kind from to destination-direction start stop size congestion IW delack window sack
             "flow tcp 0 4 6 0 10000000000 1000 ns3::TcpCubic 10 0 0 1",
-            "flow tcp 2 5 8 1000000000 8000000000 1000 ns3::TcpBbr 10 0 0 1",
+            "flow tcp 2 5 8 1000000000 8000000000 1000 ns3::TfrcTcpBbrUpstreamFixes 10 0 0 1",
             "flow tcp 0 5 8 0 10000000000 1500 ns3::TcpLinuxReno 2 1 20 0",
             "flow cbr 2 4 6 0 10000000000 1000 1000000",
         ]
@@ -168,6 +168,36 @@ fn tcp_flows_carry_variant_window_and_ack_policy_and_routes_follow_the_route_fun
     assert_eq!(layout.flows[0].data_path, [0, 4, 6]);
     assert_eq!(layout.flows[1].start.as_secs(), 1);
     assert_eq!(layout.flows[1].stop.as_secs(), 8);
+}
+
+#[test]
+fn bbr_runs_with_the_upstream_fixes_unless_asked_for_ns3_as_packaged() {
+    let fixed = describe(&scenario(DUMBBELL)).expect("describes");
+    assert!(fixed
+        .notes
+        .iter()
+        .any(|note| note.starts_with("flow.bbr.variant") && note.contains("#1026")));
+    let packaged = describe_with(&scenario(DUMBBELL), BbrModel::AsPackaged).expect("describes");
+    let flows = lines_starting(&packaged.description, "flow");
+    assert_eq!(
+        flows[1],
+        "flow tcp 2 5 8 1000000000 8000000000 1000 ns3::TcpBbr 10 0 0 1"
+    );
+    assert!(!packaged
+        .notes
+        .iter()
+        .any(|note| note.starts_with("flow.bbr.variant")));
+    // Nothing but the BBR flow's congestion control changes.
+    let without_bbr = |text: &str| {
+        text.lines()
+            .filter(|line| !line.contains("Bbr") && !line.contains("flow.bbr.variant"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    assert_eq!(
+        without_bbr(&fixed.description),
+        without_bbr(&packaged.description)
+    );
 }
 
 #[test]

@@ -59,6 +59,9 @@ pub struct TcpInfo {
     pub bytes_sent: Option<u64>,
     /// Bytes retransmitted (kernel 4.19+).
     pub bytes_retrans: Option<u64>,
+    /// Retransmission timeouts over the connection's life (kernel 6.7+): "Total number of RTO
+    /// timeouts, including SYN/SYN-ACK and recurring timeouts" (`tcpi_total_rto`).
+    pub total_rto: Option<u16>,
 }
 
 fn u32_at(bytes: &[u8], at: usize) -> Option<u32> {
@@ -66,6 +69,11 @@ fn u32_at(bytes: &[u8], at: usize) -> Option<u32> {
     let mut word = [0u8; 4];
     word.copy_from_slice(slice);
     Some(u32::from_ne_bytes(word))
+}
+
+fn u16_at(bytes: &[u8], at: usize) -> Option<u16> {
+    let slice = bytes.get(at..at + 2)?;
+    Some(u16::from_ne_bytes([slice[0], slice[1]]))
 }
 
 fn u64_at(bytes: &[u8], at: usize) -> Option<u64> {
@@ -106,6 +114,9 @@ impl TcpInfo {
             delivery_rate: u64_at(bytes, 160),
             bytes_sent: u64_at(bytes, 200),
             bytes_retrans: u64_at(bytes, 208),
+            // After tcpi_snd_wnd (228), tcpi_rcv_wnd (232) and tcpi_rehash (236), Linux 6.7's
+            // `__u16 tcpi_total_rto;`.
+            total_rto: u16_at(bytes, 240),
         })
     }
 
@@ -183,6 +194,12 @@ mod tests {
         bytes.resize(168, 0);
         bytes[160..168].copy_from_slice(&12_345u64.to_ne_bytes());
         assert_eq!(TcpInfo::parse(&bytes).unwrap().delivery_rate, Some(12_345));
+        // Linux 6.1 stops at tcpi_snd_wnd (232 bytes): no RTO count; 6.7 fills it.
+        bytes.resize(232, 0);
+        assert_eq!(TcpInfo::parse(&bytes).unwrap().total_rto, None);
+        bytes.resize(248, 0);
+        bytes[240..242].copy_from_slice(&3u16.to_ne_bytes());
+        assert_eq!(TcpInfo::parse(&bytes).unwrap().total_rto, Some(3));
     }
 
     #[test]

@@ -360,7 +360,8 @@ fn run_one(
                 read_summary(directory)
             }
             (Simulator::Reference(_), ReferenceRunner::Ns3(options)) => {
-                let described = tfrc_ns3::describe(&scenario).map_err(|e| e.to_string())?;
+                let described =
+                    tfrc_ns3::describe_with(&scenario, options.bbr).map_err(|e| e.to_string())?;
                 note_limits(&mut notes, &described.unsupported, &described.notes);
                 tfrc_ns3::run_described(&described, directory, options)
                     .map_err(|e| e.to_string())?;

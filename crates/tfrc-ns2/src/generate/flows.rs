@@ -147,7 +147,8 @@ fn write_tcp_agents(out: &mut String, index: usize, size: u32, tcp: &TcpSpec) ->
                  $src({index}) set rtxcur_init_ 1.0; $src({index}) reset"
         );
     }
-    if agent == "Agent/TCP/Linux" {
+    let linux = matches!(tcp.variant, TcpVariant::Cubic | TcpVariant::Bbr);
+    if linux {
         // TCP-Linux's documented set-up: timestamps on both sides, the module chosen at time 0.
         let _ = writeln!(
             out,
@@ -155,7 +156,7 @@ fn write_tcp_agents(out: &mut String, index: usize, size: u32, tcp: &TcpSpec) ->
         );
     }
     let _ = write!(out, "set snk({index}) [new {sink}]");
-    if agent == "Agent/TCP/Linux" {
+    if linux {
         let _ = write!(out, "; $snk({index}) set ts_echo_rfc1323_ true");
     }
     if tcp.delayed_ack {
