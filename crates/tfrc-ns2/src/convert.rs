@@ -9,12 +9,12 @@ use core::time::Duration;
 use std::path::Path;
 
 use tfrc_output::external::{
-    interval_width, DirectionMeasures, DirectionShape, FlowMeasures, FlowShape, RunShape,
+    interval_width, DirectionMeasures, FlowMeasures, SampleLine, SampleLineError,
 };
-use tfrc_output::{FlowIdentity, FlowTotals, LinkRow, RunIdentity, StateRow, Summary};
+use tfrc_output::{FlowTotals, LinkRow, StateRow, Summary};
 
 use crate::error::Ns2Error;
-use crate::generate::{Layout, SampleKind};
+use crate::generate::{loss_rate_flow, Layout, SampleKind};
 
 /// The converted run: the rows of the three CSV files and the summary, in the output schema's
 /// types (`tfrc-output`), written as the simulator writes its own.
@@ -85,7 +85,7 @@ struct Samples {
     state: Vec<Vec<Option<StateSample>>>,
     /// Per flow, TCP's `(nrexmit_, nrexmitpack_)` at the end of the run.
     retransmissions: Vec<Option<(u64, u64)>>,
-    /// `(time, p)` as [`Layout::loss_rate_flow`]'s sink printed them, in time order.
+    /// `(time, p)` as [`loss_rate_flow`]'s sink printed them, in time order.
     loss_rates: Vec<(f64, f64)>,
 }
 
@@ -95,7 +95,7 @@ struct Samples {
 /// (ns-2 stopped early), is an error naming the file and line or the missing sample.
 ///
 /// `printed` is what ns-2 itself printed on standard output; the loss event rates of
-/// [`Layout::loss_rate_flow`] are read from it.
+/// [`loss_rate_flow`] are read from it.
 pub fn convert_samples(
     layout: &Layout,
     output: &str,
@@ -103,11 +103,16 @@ pub fn convert_samples(
     path: &Path,
 ) -> Result<Converted, Ns2Error> {
     let samples = parse(layout, output, printed, path)?;
-    let missing = |what: String| Ns2Error::Parse {
-        path: path.to_path_buf(),
-        line_number: output.lines().count(),
-        line: String::new(),
-        message: format!("ns-2's output ends without the sample of {what} (did ns-2 stop early?)"),
+    let missing = |what: String| -> Ns2Error {
+        SampleLineError {
+            path: path.to_path_buf(),
+            line_number: output.lines().count(),
+            line: String::new(),
+            message: format!(
+                "ns-2's output ends without the sample of {what} (did ns-2 stop early?)"
+            ),
+        }
+        .into()
     };
 
     let mut rows = tfrc_output::Rows::default();
@@ -159,7 +164,7 @@ fn flow_rows(
                 sent_packets: now.sent_packets.saturating_sub(before.sent_packets),
                 recv_packets,
                 goodput_bytes: goodput_bytes(
-                    flow.sample,
+                    flow.extra.sample,
                     flow.packet_size,
                     recv_bytes,
                     recv_packets,
@@ -195,9 +200,10 @@ fn state_rows(
     // (the sink prints only once p > 0).
     let mut printed = samples.loss_rates.iter().peekable();
     let mut p_now = 0.0;
+    let loss_rate = loss_rate_flow(&layout.flows);
     for (k, &time) in layout.state_times.iter().enumerate() {
         for (i, flow) in layout.flows.iter().enumerate() {
-            if flow.sample == SampleKind::Udp || time < flow.start || time > flow.stop {
+            if flow.extra.sample == SampleKind::Udp || time < flow.start || time > flow.stop {
                 continue;
             }
             let sample = samples.state[k][i].as_ref().ok_or_else(|| {
@@ -209,11 +215,11 @@ fn state_rows(
             })?;
             let value = |index: usize| sample.values.get(index).copied().flatten();
             let mut row = StateRow::empty(seconds(time), &flow.name, flow.kind);
-            match flow.sample {
+            match flow.extra.sample {
                 SampleKind::Tfrc => {
                     row.x_bps = value(0).map(|bytes_per_second| bytes_per_second * 8.0);
-                    row.feedbacks_per_rtt = flow.feedbacks_per_rtt.map(f64::from);
-                    if layout.loss_rate_flow == Some(i) {
+                    row.feedbacks_per_rtt = flow.extra.feedbacks_per_rtt.map(f64::from);
+                    if loss_rate == Some(i) {
                         while let Some(&&(at, p)) = printed.peek() {
                             if at > time.as_secs_f64() + 1e-9 {
                                 break;
@@ -329,40 +335,11 @@ fn summarize(
             retransmissions: retransmissions[i],
         })
         .collect();
-    tfrc_output::external::summarize(&shape(layout), &flows, &direction_measures(link_totals))
-}
-
-/// The run's shape as [`tfrc_output::external`] reads it.
-fn shape(layout: &Layout) -> RunShape<'_> {
-    RunShape {
-        run: run_identity(layout),
-        duration: layout.duration,
-        interval: layout.interval,
-        flows: layout
-            .flows
-            .iter()
-            .map(|flow| FlowShape {
-                identity: FlowIdentity {
-                    name: &flow.name,
-                    kind: flow.kind,
-                    from: &flow.from,
-                    to: &flow.to,
-                },
-                start: flow.start,
-                stop: flow.stop,
-                data_path: &flow.data_path,
-            })
-            .collect(),
-        directions: layout
-            .directions
-            .iter()
-            .map(|direction| DirectionShape {
-                from: &direction.from,
-                to: &direction.to,
-                capacity_bps: direction.capacity_bps,
-            })
-            .collect(),
-    }
+    tfrc_output::external::summarize(
+        &layout.shape(format!("ns-2.35 via {}", tfrc_output::tool())),
+        &flows,
+        &direction_measures(link_totals),
+    )
 }
 
 /// The run's totals per link direction, as [`tfrc_output::external`] reads them.
@@ -375,18 +352,6 @@ fn direction_measures(link_totals: &[LinkCounters]) -> Vec<DirectionMeasures> {
             drops: link.drops,
         })
         .collect()
-}
-
-/// The `run` part of `summary.json`: ns-2 (through this tool), the scenario, seed and times.
-fn run_identity(layout: &Layout) -> RunIdentity {
-    RunIdentity {
-        tool: format!("ns-2.35 via {}", tfrc_output::tool()),
-        scenario: layout.scenario.clone(),
-        seed: layout.seed,
-        duration_s: layout.duration.as_secs_f64(),
-        interval_s: layout.interval.as_secs_f64(),
-        parameters: layout.parameters.clone(),
-    }
 }
 
 /// The loss event rates ns-2's TFRC sink printed (`printLoss_ 1`) on standard output:
@@ -421,75 +386,18 @@ fn parse(layout: &Layout, output: &str, printed: &str, path: &Path) -> Result<Sa
         if !matches!(tag, Some("F" | "S" | "L" | "R")) {
             continue;
         }
-        let line = SampleLine {
-            fields: fields.collect(),
-            path,
-            number,
-            line,
-        };
+        let line = SampleLine::new(fields, path, number, line);
         match tag {
             Some("F") => samples.record_flow(layout, &line)?,
             Some("L") => samples.record_link(layout, &line)?,
             Some("R") => {
                 let i = line.index(0, flow_count, "flow")?;
-                samples.retransmissions[i] = Some((line.count(1)?, line.count(2)?));
+                samples.retransmissions[i] = Some((line.rounded_count(1)?, line.rounded_count(2)?));
             }
             _ => samples.record_state(layout, &line)?,
         }
     }
     Ok(samples)
-}
-
-/// One `F`, `S`, `L` or `R` line of the script's output, its tag removed: typed fields, and
-/// errors that name the file, the line and what was expected.
-struct SampleLine<'a> {
-    fields: Vec<&'a str>,
-    path: &'a Path,
-    /// 0-based line number.
-    number: usize,
-    line: &'a str,
-}
-
-impl SampleLine<'_> {
-    fn error(&self, message: String) -> Ns2Error {
-        Ns2Error::Parse {
-            path: self.path.to_path_buf(),
-            line_number: self.number + 1,
-            line: self.line.to_owned(),
-            message,
-        }
-    }
-
-    /// The field at `position` as an index below `limit`.
-    fn index(&self, position: usize, limit: usize, what: &str) -> Result<usize, Ns2Error> {
-        self.fields
-            .get(position)
-            .and_then(|text| text.parse::<usize>().ok())
-            .filter(|&value| value < limit)
-            .ok_or_else(|| self.error(format!("expected a {what} index below {limit}")))
-    }
-
-    /// The field at `position` as a finite number, `None` for `-` (not available).
-    fn value(&self, position: usize) -> Result<Option<f64>, Ns2Error> {
-        match self.fields.get(position) {
-            Some(&"-") => Ok(None),
-            Some(text) => text
-                .parse::<f64>()
-                .ok()
-                .filter(|v| v.is_finite())
-                .map(Some)
-                .ok_or_else(|| self.error(format!("field {} is not a number", position + 2))),
-            None => Err(self.error(format!("expected at least {} fields", position + 2))),
-        }
-    }
-
-    /// The field at `position` as a count (a non-negative number, rounded).
-    fn count(&self, position: usize) -> Result<u64, Ns2Error> {
-        self.value(position)?
-            .filter(|v| *v >= 0.0)
-            .map(|v| v.round() as u64)
-            .ok_or_else(|| self.error(format!("field {} is not a count", position + 2)))
-    }
 }
 
 impl Samples {
@@ -499,10 +407,10 @@ impl Samples {
         let i = line.index(1, layout.flows.len(), "flow")?;
         let recv_packets = line.value(4)?.map(|v| v.max(0.0).round() as u64);
         self.flows[k][i] = Some(FlowCounters {
-            sent_packets: line.count(2)?,
-            sent_bytes: line.count(3)?,
+            sent_packets: line.rounded_count(2)?,
+            sent_bytes: line.rounded_count(3)?,
             recv_packets,
-            recv_bytes: line.count(5)?,
+            recv_bytes: line.rounded_count(5)?,
         });
         Ok(())
     }
@@ -512,12 +420,12 @@ impl Samples {
         let k = line.index(0, layout.flow_times.len(), "sampling time")?;
         let d = line.index(1, layout.directions.len(), "link direction")?;
         self.links[k][d] = Some(LinkCounters {
-            queue_bytes: line.count(2)?,
-            queue_packets: line.count(3)?,
-            arrivals: line.count(4)?,
-            departures: line.count(5)?,
-            departure_bytes: line.count(6)?,
-            drops: line.count(7)?,
+            queue_bytes: line.rounded_count(2)?,
+            queue_packets: line.rounded_count(3)?,
+            arrivals: line.rounded_count(4)?,
+            departures: line.rounded_count(5)?,
+            departure_bytes: line.rounded_count(6)?,
+            drops: line.rounded_count(7)?,
             average_queue: line.value(8)?,
         });
         Ok(())
@@ -527,7 +435,7 @@ impl Samples {
     fn record_state(&mut self, layout: &Layout, line: &SampleLine<'_>) -> Result<(), Ns2Error> {
         let k = line.index(0, layout.state_times.len(), "state sampling time")?;
         let i = line.index(1, layout.flows.len(), "flow")?;
-        let expected = match layout.flows[i].sample {
+        let expected = match layout.flows[i].extra.sample {
             SampleKind::Tfrc => 1,
             SampleKind::Tcp => 5,
             SampleKind::Udp => 0,

@@ -55,17 +55,8 @@ pub enum Ns2Error {
         seconds: u64,
     },
     /// A line ns-2 printed does not have the form the generated script writes.
-    #[error("{}:{line_number}: {message}: {line:?}", path.display())]
-    Parse {
-        /// The captured output file.
-        path: PathBuf,
-        /// 1-based line number.
-        line_number: usize,
-        /// The offending line.
-        line: String,
-        /// What was expected.
-        message: String,
-    },
+    #[error(transparent)]
+    Parse(#[from] tfrc_output::external::SampleLineError),
     /// Writing a CSV file failed.
     #[error("{}: {source}", path.display())]
     Csv {

@@ -24,6 +24,7 @@ mod tcl;
 pub use convert::{convert_samples, write_outputs, Converted};
 pub use error::Ns2Error;
 pub use generate::{
-    generate, FlowLayout, Generated, Layout, LinkDirectionLayout, SampleKind, NS2_TCP_HEADER_BYTES,
+    generate, loss_rate_flow, DirectionLayout, FlowLayout, FlowSampling, Generated, Layout,
+    SampleKind, NS2_TCP_HEADER_BYTES,
 };
 pub use run::{find_ns, run_generated, run_scenario, RunOptions, RunOutcome, DEFAULT_NS_PATH};

@@ -168,7 +168,7 @@ fn every_mapped_feature_has_its_tcl_object() {
         .layout
         .flows
         .iter()
-        .map(|flow| (flow.name.as_str(), flow.kind.name(), flow.sample))
+        .map(|flow| (flow.name.as_str(), flow.kind.name(), flow.extra.sample))
         .collect();
     assert_eq!(
         kinds,
@@ -186,7 +186,7 @@ fn every_mapped_feature_has_its_tcl_object() {
     );
     assert_eq!(generated.layout.directions.len(), 4);
     assert_eq!(generated.layout.directions[3].capacity_bps, 64_000);
-    assert_eq!(generated.layout.flows[0].feedbacks_per_rtt, Some(4));
+    assert_eq!(generated.layout.flows[0].extra.feedbacks_per_rtt, Some(4));
     assert_eq!(generated.layout.flow_times.len(), 60);
     // Nothing here is unsupported, but the rtt_ref mapping is noted.
     assert!(
@@ -592,7 +592,7 @@ fn the_converter_turns_cumulative_samples_into_intervals() {
     }
     // What ns-2's TFRC sink prints with printLoss_ 1 (its second line and the sample list
     // repeat the value or are something else).
-    assert_eq!(layout.loss_rate_flow, Some(0));
+    assert_eq!(tfrc_ns2::loss_rate_flow(&layout.flows), Some(0));
     let printed = "time: 1.50000 loss_rate: 0.01000 \n\
                    time: 1.50000 sample 0:   100 loss_rate: 0.01000 \n\
                    1.500000: sample 0:   100 1:    92 2:   216 3:    84 4:    37\n\

@@ -10,9 +10,9 @@ use core::time::Duration;
 use std::path::Path;
 
 use tfrc_output::external::{
-    interval_width, DirectionMeasures, DirectionShape, FlowMeasures, FlowShape, RunShape,
+    interval_width, DirectionMeasures, FlowMeasures, SampleLine, SampleLineError,
 };
-use tfrc_output::{FlowIdentity, FlowTotals, LinkRow, RunIdentity, StateRow, Summary};
+use tfrc_output::{FlowTotals, LinkRow, StateRow, Summary};
 
 use crate::describe::Layout;
 use crate::error::Ns3Error;
@@ -66,11 +66,14 @@ struct Samples {
 /// or time (the program stopped early), is an error naming the file and line or the sample.
 pub fn convert_samples(layout: &Layout, text: &str, path: &Path) -> Result<Converted, Ns3Error> {
     let samples = parse(layout, text, path)?;
-    let missing = |what: String| Ns3Error::Parse {
-        path: path.to_path_buf(),
-        line_number: text.lines().count(),
-        line: String::new(),
-        message: format!("the samples end without {what} (did ns-3 stop early?)"),
+    let missing = |what: String| -> Ns3Error {
+        SampleLineError {
+            path: path.to_path_buf(),
+            line_number: text.lines().count(),
+            line: String::new(),
+            message: format!("the samples end without {what} (did ns-3 stop early?)"),
+        }
+        .into()
     };
     let mut rows = tfrc_output::Rows::default();
     let (totals, per_interval_sent) = flow_rows(layout, &samples, &mut rows, &missing)?;
@@ -137,7 +140,7 @@ fn state_rows(layout: &Layout, samples: &Samples, rows: &mut tfrc_output::Rows) 
     let mut rtt_sums = vec![(0.0, 0); layout.flows.len()];
     for (k, &time) in layout.state_times.iter().enumerate() {
         for (i, flow) in layout.flows.iter().enumerate() {
-            if !flow.tcp || time < flow.start || time > flow.stop {
+            if flow.kind != tfrc_output::FlowKind::Tcp || time < flow.start || time > flow.stop {
                 continue;
             }
             let Some([cwnd, ssthresh, rtt, srtt, rto]) = samples.state[k][i] else {
@@ -239,40 +242,11 @@ fn summarize(
             retransmissions: retransmissions[i],
         })
         .collect();
-    tfrc_output::external::summarize(&shape(layout), &flows, &direction_measures(link_totals))
-}
-
-/// The run's shape as [`tfrc_output::external`] reads it.
-fn shape(layout: &Layout) -> RunShape<'_> {
-    RunShape {
-        run: run_identity(layout),
-        duration: layout.duration,
-        interval: layout.interval,
-        flows: layout
-            .flows
-            .iter()
-            .map(|flow| FlowShape {
-                identity: FlowIdentity {
-                    name: &flow.name,
-                    kind: flow.kind,
-                    from: &flow.from,
-                    to: &flow.to,
-                },
-                start: flow.start,
-                stop: flow.stop,
-                data_path: &flow.data_path,
-            })
-            .collect(),
-        directions: layout
-            .directions
-            .iter()
-            .map(|direction| DirectionShape {
-                from: &direction.from,
-                to: &direction.to,
-                capacity_bps: direction.capacity_bps,
-            })
-            .collect(),
-    }
+    tfrc_output::external::summarize(
+        &layout.shape(format!("ns-3.37 via {}", tfrc_output::tool())),
+        &flows,
+        &direction_measures(link_totals),
+    )
 }
 
 /// The run's totals per link direction, as [`tfrc_output::external`] reads them.
@@ -285,18 +259,6 @@ fn direction_measures(link_totals: &[LinkCounters]) -> Vec<DirectionMeasures> {
             drops: link.drops,
         })
         .collect()
-}
-
-/// The `run` part of `summary.json`: ns-3 (through this tool), the scenario, seed and times.
-fn run_identity(layout: &Layout) -> RunIdentity {
-    RunIdentity {
-        tool: format!("ns-3.37 via {}", tfrc_output::tool()),
-        scenario: layout.scenario.clone(),
-        seed: layout.seed,
-        duration_s: layout.duration.as_secs_f64(),
-        interval_s: layout.interval.as_secs_f64(),
-        parameters: layout.parameters.clone(),
-    }
 }
 
 fn parse(layout: &Layout, text: &str, path: &Path) -> Result<Samples, Ns3Error> {
@@ -312,12 +274,7 @@ fn parse(layout: &Layout, text: &str, path: &Path) -> Result<Samples, Ns3Error> 
         let Some(tag) = fields.next() else {
             continue;
         };
-        let line = SampleLine {
-            fields: fields.collect(),
-            path,
-            number,
-            line,
-        };
+        let line = SampleLine::new(fields, path, number, line);
         match tag {
             "F" => {
                 let k = line.index(0, layout.flow_times.len(), "sampling time")?;
@@ -358,62 +315,14 @@ fn parse(layout: &Layout, text: &str, path: &Path) -> Result<Samples, Ns3Error> 
                 let i = line.index(0, flow_count, "flow")?;
                 samples.retransmissions[i] = Some((line.count(1)?, line.count(2)?));
             }
-            _ => return Err(line.error("expected a line tagged F, L, S or R".to_owned())),
+            _ => {
+                return Err(line
+                    .error("expected a line tagged F, L, S or R".to_owned())
+                    .into())
+            }
         }
     }
     Ok(samples)
-}
-
-/// One line of the samples, its tag removed: typed fields, and errors that name the file, the
-/// line and what was expected.
-struct SampleLine<'a> {
-    fields: Vec<&'a str>,
-    path: &'a Path,
-    /// 0-based line number.
-    number: usize,
-    line: &'a str,
-}
-
-impl SampleLine<'_> {
-    fn error(&self, message: String) -> Ns3Error {
-        Ns3Error::Parse {
-            path: self.path.to_path_buf(),
-            line_number: self.number + 1,
-            line: self.line.to_owned(),
-            message,
-        }
-    }
-
-    /// The field at `position` as an index below `limit`.
-    fn index(&self, position: usize, limit: usize, what: &str) -> Result<usize, Ns3Error> {
-        self.fields
-            .get(position)
-            .and_then(|text| text.parse::<usize>().ok())
-            .filter(|&value| value < limit)
-            .ok_or_else(|| self.error(format!("expected a {what} index below {limit}")))
-    }
-
-    /// The field at `position` as a finite number, `None` for `-` (not available).
-    fn value(&self, position: usize) -> Result<Option<f64>, Ns3Error> {
-        match self.fields.get(position) {
-            Some(&"-") => Ok(None),
-            Some(text) => text
-                .parse::<f64>()
-                .ok()
-                .filter(|v| v.is_finite())
-                .map(Some)
-                .ok_or_else(|| self.error(format!("field {} is not a number", position + 2))),
-            None => Err(self.error(format!("expected at least {} fields", position + 2))),
-        }
-    }
-
-    /// The field at `position` as a count (a non-negative integer).
-    fn count(&self, position: usize) -> Result<u64, Ns3Error> {
-        self.fields
-            .get(position)
-            .and_then(|text| text.parse::<u64>().ok())
-            .ok_or_else(|| self.error(format!("field {} is not a count", position + 2)))
-    }
 }
 
 /// Writes `flows.csv`, `state.csv`, `links.csv` and `summary.json` into `directory`, with

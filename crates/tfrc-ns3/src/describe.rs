@@ -67,62 +67,10 @@ pub struct Described {
     pub layout: Layout,
 }
 
-/// The shape of a described run: flows, link directions and sampling times, in output order.
-#[derive(Debug, Clone)]
-pub struct Layout {
-    /// Scenario (or sweep variant) name.
-    pub scenario: String,
-    /// The sweep grid's `(label, value)` pairs of the variant (empty outside a sweep).
-    pub parameters: Vec<(String, String)>,
-    /// The scenario seed.
-    pub seed: u64,
-    /// Run length.
-    pub duration: Duration,
-    /// `[output] interval`.
-    pub interval: Duration,
-    /// Ends of the output intervals (`flows.csv`/`links.csv` rows), in order.
-    pub flow_times: Vec<Duration>,
-    /// State sampling times (`state.csv` rows), in order.
-    pub state_times: Vec<Duration>,
-    /// The flows the program runs, in scenario order (after `count` expansion).
-    pub flows: Vec<FlowLayout>,
-    /// The link directions: forward then reverse of each link, in scenario order.
-    pub directions: Vec<DirectionLayout>,
-}
-
-/// One flow of a described run.
-#[derive(Debug, Clone)]
-pub struct FlowLayout {
-    /// Flow name (`name.3` for an instance of a `count` flow).
-    pub name: String,
-    /// The `kind` column of `flows.csv`.
-    pub kind: tfrc_output::FlowKind,
-    /// Whether it is a TCP flow (state samples, retransmission counts).
-    pub tcp: bool,
-    /// Sending node.
-    pub from: String,
-    /// Receiving node.
-    pub to: String,
-    /// Start time.
-    pub start: Duration,
-    /// Stop time (the run's duration when the scenario gives none).
-    pub stop: Duration,
-    /// Packet size on the wire (IP packet), headers included.
-    pub packet_size: u32,
-    /// Indices into [`Layout::directions`] of the link directions its data crosses.
-    pub data_path: Vec<usize>,
-}
-
-/// One link direction of a described run.
-#[derive(Debug, Clone)]
-pub struct DirectionLayout {
-    /// Sending node.
-    pub from: String,
-    /// Receiving node.
-    pub to: String,
-    /// Its rate in bits/s.
-    pub capacity_bps: u64,
-}
+/// The shape of a described run: flows, link directions and sampling times, in output order
+/// (the layout both converters share; ns-3 adds nothing per flow).
+pub type Layout = tfrc_output::external::RunLayout;
+pub use tfrc_output::external::{DirectionLayout, FlowLayout};
 
 /// Writes the ns-3 run description of `scenario`.
 ///
@@ -603,13 +551,13 @@ impl Describer<'_> {
             .map(|flow| FlowLayout {
                 name: flow.spec.name.clone(),
                 kind: flow.spec.output_kind(),
-                tcp: matches!(flow.spec.kind, FlowKind::Tcp(_)),
                 from: flow.spec.from.clone(),
                 to: flow.spec.to.clone(),
                 start: flow.spec.start,
                 stop: flow.spec.stop_time(scenario.duration),
                 packet_size: flow.spec.packet_size,
                 data_path: flow.data_path.clone(),
+                extra: (),
             })
             .collect();
         let mut description = String::new();

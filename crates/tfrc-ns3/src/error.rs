@@ -89,17 +89,8 @@ pub enum Ns3Error {
         seconds: u64,
     },
     /// A line of the program's samples does not have the form it writes.
-    #[error("{}:{line_number}: {message}: {line:?}", path.display())]
-    Parse {
-        /// The samples file.
-        path: PathBuf,
-        /// 1-based line number.
-        line_number: usize,
-        /// The offending line.
-        line: String,
-        /// What was expected.
-        message: String,
-    },
+    #[error(transparent)]
+    Parse(#[from] tfrc_output::external::SampleLineError),
 }
 
 impl Ns3Error {

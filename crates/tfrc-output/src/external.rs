@@ -4,12 +4,218 @@
 //! writes the four files, so that a run of either reads exactly as one of ours.
 
 use core::time::Duration;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::{
     bottleneck_direction, coefficient_of_variation, utilization, BottleneckSummary, FlowIdentity,
     FlowSummary, FlowTotals, LinkSummary, Rows, RunIdentity, RunWriter, Summary, WriteError,
 };
+
+/// How another simulator's run was planned, as its converter needs it: the run's identity and
+/// times, its flows and link directions in output order. Both generators (`tfrc-ns2`'s Tcl,
+/// `tfrc-ns3`'s run description) fill one; `F` is what a simulator adds per flow (ns-2: which
+/// counters its script samples).
+#[derive(Debug, Clone)]
+pub struct RunLayout<F = ()> {
+    /// Scenario (or sweep variant) name.
+    pub scenario: String,
+    /// The sweep grid's `(label, value)` pairs of the variant (empty outside a sweep).
+    pub parameters: Vec<(String, String)>,
+    /// The scenario seed.
+    pub seed: u64,
+    /// Run length.
+    pub duration: Duration,
+    /// `[output] interval`.
+    pub interval: Duration,
+    /// Ends of the output intervals (`flows.csv`/`links.csv` rows), in order.
+    pub flow_times: Vec<Duration>,
+    /// State sampling times (`state.csv` rows), in order.
+    pub state_times: Vec<Duration>,
+    /// The flows the run has, in scenario order (after `count` expansion).
+    pub flows: Vec<FlowLayout<F>>,
+    /// The link directions: forward then reverse of each link, in scenario order.
+    pub directions: Vec<DirectionLayout>,
+}
+
+/// One flow of a [`RunLayout`].
+#[derive(Debug, Clone)]
+pub struct FlowLayout<F = ()> {
+    /// Flow name (`name.3` for an instance of a `count` flow).
+    pub name: String,
+    /// The `kind` column of `flows.csv`.
+    pub kind: crate::FlowKind,
+    /// Sending node.
+    pub from: String,
+    /// Receiving node.
+    pub to: String,
+    /// Start time.
+    pub start: Duration,
+    /// Stop time (the run's duration when the scenario gives none).
+    pub stop: Duration,
+    /// Packet size on the wire (the IP packet), headers included.
+    pub packet_size: u32,
+    /// Indices into [`RunLayout::directions`] of the link directions its data crosses.
+    pub data_path: Vec<usize>,
+    /// What the simulator adds.
+    pub extra: F,
+}
+
+/// One link direction of a [`RunLayout`].
+#[derive(Debug, Clone)]
+pub struct DirectionLayout {
+    /// Sending node.
+    pub from: String,
+    /// Receiving node.
+    pub to: String,
+    /// The rate the simulator runs it at, bits/s (for a trace-driven link in ns-2, the mean rate
+    /// of its schedule over the run).
+    pub capacity_bps: u64,
+}
+
+impl<F> RunLayout<F> {
+    /// The `run` part of `summary.json`: `tool` (which simulator, through which version of this
+    /// toolkit), the scenario, seed and times.
+    pub fn identity(&self, tool: String) -> RunIdentity {
+        RunIdentity {
+            tool,
+            scenario: self.scenario.clone(),
+            seed: self.seed,
+            duration_s: self.duration.as_secs_f64(),
+            interval_s: self.interval.as_secs_f64(),
+            parameters: self.parameters.clone(),
+        }
+    }
+
+    /// The run's shape as [`summarize`] reads it, its identity naming `tool`.
+    pub fn shape(&self, tool: String) -> RunShape<'_> {
+        RunShape {
+            run: self.identity(tool),
+            duration: self.duration,
+            interval: self.interval,
+            flows: self
+                .flows
+                .iter()
+                .map(|flow| FlowShape {
+                    identity: FlowIdentity {
+                        name: &flow.name,
+                        kind: flow.kind,
+                        from: &flow.from,
+                        to: &flow.to,
+                    },
+                    start: flow.start,
+                    stop: flow.stop,
+                    data_path: &flow.data_path,
+                })
+                .collect(),
+            directions: self
+                .directions
+                .iter()
+                .map(|direction| DirectionShape {
+                    from: &direction.from,
+                    to: &direction.to,
+                    capacity_bps: direction.capacity_bps,
+                })
+                .collect(),
+        }
+    }
+}
+
+/// A line of another simulator's samples that does not have the form its generator writes.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}:{line_number}: {message}: {line:?}", path.display())]
+pub struct SampleLineError {
+    /// The file the samples came from.
+    pub path: PathBuf,
+    /// 1-based line number.
+    pub line_number: usize,
+    /// The offending line.
+    pub line: String,
+    /// What was expected.
+    pub message: String,
+}
+
+/// One line of a simulator's samples (`F`, `S`, `L`, `R` records), its tag removed: typed
+/// fields, and errors that name the file, the line and what was expected.
+#[derive(Debug, Clone)]
+pub struct SampleLine<'a> {
+    fields: Vec<&'a str>,
+    path: &'a Path,
+    /// 0-based line number.
+    number: usize,
+    line: &'a str,
+}
+
+impl<'a> SampleLine<'a> {
+    /// Line `number` (0-based) of `path`, whose fields after the tag are `fields`.
+    pub fn new(
+        fields: impl Iterator<Item = &'a str>,
+        path: &'a Path,
+        number: usize,
+        line: &'a str,
+    ) -> Self {
+        SampleLine {
+            fields: fields.collect(),
+            path,
+            number,
+            line,
+        }
+    }
+
+    /// The error for this line: `message` says what was expected.
+    pub fn error(&self, message: String) -> SampleLineError {
+        SampleLineError {
+            path: self.path.to_path_buf(),
+            line_number: self.number + 1,
+            line: self.line.to_owned(),
+            message,
+        }
+    }
+
+    /// The field at `position` as an index below `limit` (`what` names it in the error).
+    pub fn index(
+        &self,
+        position: usize,
+        limit: usize,
+        what: &str,
+    ) -> Result<usize, SampleLineError> {
+        self.fields
+            .get(position)
+            .and_then(|text| text.parse::<usize>().ok())
+            .filter(|&value| value < limit)
+            .ok_or_else(|| self.error(format!("expected a {what} index below {limit}")))
+    }
+
+    /// The field at `position` as a finite number, `None` for `-` (not available).
+    pub fn value(&self, position: usize) -> Result<Option<f64>, SampleLineError> {
+        match self.fields.get(position) {
+            Some(&"-") => Ok(None),
+            Some(text) => text
+                .parse::<f64>()
+                .ok()
+                .filter(|v| v.is_finite())
+                .map(Some)
+                .ok_or_else(|| self.error(format!("field {} is not a number", position + 2))),
+            None => Err(self.error(format!("expected at least {} fields", position + 2))),
+        }
+    }
+
+    /// The field at `position` as a count: a non-negative integer.
+    pub fn count(&self, position: usize) -> Result<u64, SampleLineError> {
+        self.fields
+            .get(position)
+            .and_then(|text| text.parse::<u64>().ok())
+            .ok_or_else(|| self.error(format!("field {} is not a count", position + 2)))
+    }
+
+    /// The field at `position` as a count printed as a number (ns-2 prints some counters as
+    /// Tcl doubles): non-negative, rounded.
+    pub fn rounded_count(&self, position: usize) -> Result<u64, SampleLineError> {
+        self.value(position)?
+            .filter(|v| *v >= 0.0)
+            .map(|v| v.round() as u64)
+            .ok_or_else(|| self.error(format!("field {} is not a count", position + 2)))
+    }
+}
 
 /// What the converted run was: its identity, length, output interval, flows and link directions.
 #[derive(Debug, Clone)]

@@ -7,7 +7,7 @@ use tfrc_scenario::{
     FlowKind, OnOffSpec, Rate, TcpProfile, TcpSpec, TcpVariant, TfrcSpec, TfrcVariant,
 };
 
-use super::{Generator, NS2_TCP_HEADER_BYTES, UNLIMITED_TCP_WINDOW};
+use super::{loss_rate_flow, Generator, NS2_TCP_HEADER_BYTES, UNLIMITED_TCP_WINDOW};
 use crate::tcl;
 
 impl Generator<'_> {
@@ -60,7 +60,7 @@ impl Generator<'_> {
         size: u32,
         tfrc: &TfrcSpec,
     ) -> String {
-        let feedbacks = self.flows[index].feedbacks_per_rtt.unwrap_or(1);
+        let feedbacks = self.flows[index].extra.feedbacks_per_rtt.unwrap_or(1);
         let _ = writeln!(
             out,
             "set src({index}) [new Agent/TFRC]; $src({index}) set packetSize_ {size}; \
@@ -93,7 +93,7 @@ impl Generator<'_> {
                      $src({index}) set headersize_ {header}; $snk({index}) set ShortIntervals_ 1"
             );
         }
-        if self.loss_rate_flow() == Some(index) {
+        if loss_rate_flow(&self.flows) == Some(index) {
             // TfrcSinkAgent::est_loss_WALI prints "time: T loss_rate: P" each
             // time it computes p (a feedback), once p > 0.
             let _ = write!(out, "; $snk({index}) set printLoss_ 1");

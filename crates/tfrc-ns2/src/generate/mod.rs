@@ -80,56 +80,29 @@ pub struct Generated {
     pub layout: Layout,
 }
 
-/// The shape of a generated run: flows, link directions and sampling times, in output order.
-#[derive(Debug, Clone)]
-pub struct Layout {
-    /// Scenario (or sweep variant) name.
-    pub scenario: String,
-    /// The sweep grid's `(label, value)` pairs of the variant (empty outside a sweep).
-    pub parameters: Vec<(String, String)>,
-    /// The scenario seed.
-    pub seed: u64,
-    /// Run length.
-    pub duration: Duration,
-    /// `[output] interval`.
-    pub interval: Duration,
-    /// Ends of the output intervals (`flows.csv`/`links.csv` rows), in order.
-    pub flow_times: Vec<Duration>,
-    /// State sampling times (`state.csv` rows), in order.
-    pub state_times: Vec<Duration>,
-    /// The flows, in scenario order (after `count` expansion).
-    pub flows: Vec<FlowLayout>,
-    /// The link directions: forward then reverse of each link, in scenario order.
-    pub directions: Vec<LinkDirectionLayout>,
-    /// The TFRC flow whose sink prints its loss event rate (`printLoss_ 1`): the first TFRC
-    /// flow. ns-2.35 binds neither the sender's nor the sink's p, and the sink prints it
-    /// (`time: T loss_rate: P`) without naming its flow, so only one sink may print.
-    pub loss_rate_flow: Option<usize>,
-}
-
+/// The shape of a generated run: flows, link directions and sampling times, in output order
+/// (the layout both converters share), each flow with what the script samples of it.
+pub type Layout = tfrc_output::external::RunLayout<FlowSampling>;
 /// One flow of a generated run.
-#[derive(Debug, Clone)]
-pub struct FlowLayout {
-    /// Flow name (`name.3` for an instance of a `count` flow).
-    pub name: String,
-    /// The `kind` column of `flows.csv`: the scenario's kind (`tfrc`, `tcp`, `cbr`, `pareto`, `exp-onoff`).
-    pub kind: tfrc_output::FlowKind,
-    /// Sending node.
-    pub from: String,
-    /// Receiving node.
-    pub to: String,
-    /// Start time.
-    pub start: Duration,
-    /// Stop time (the run's duration when the scenario gives none).
-    pub stop: Duration,
-    /// Packet size on the wire, headers included.
-    pub packet_size: u32,
+pub type FlowLayout = tfrc_output::external::FlowLayout<FlowSampling>;
+pub use tfrc_output::external::DirectionLayout;
+
+/// What the generated script samples of a flow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FlowSampling {
     /// Which counters the script prints for it.
     pub sample: SampleKind,
     /// `NumFeedback_` of a TFRC sink.
     pub feedbacks_per_rtt: Option<u32>,
-    /// Indices into [`Layout::directions`] of the link directions its data crosses.
-    pub data_path: Vec<usize>,
+}
+
+/// The TFRC flow whose sink prints its loss event rate (`printLoss_ 1`): the first TFRC flow.
+/// ns-2.35 binds neither the sender's nor the sink's p, and the sink prints it
+/// (`time: T loss_rate: P`) without naming its flow, so only one sink may print.
+pub fn loss_rate_flow(flows: &[FlowLayout]) -> Option<usize> {
+    flows
+        .iter()
+        .position(|flow| flow.extra.sample == SampleKind::Tfrc)
 }
 
 /// Which counters the generated script samples for a flow.
@@ -143,21 +116,6 @@ pub enum SampleKind {
     /// `Agent/UDP` with a traffic generator and `Agent/LossMonitor`: a flow monitor on the first
     /// link counts what was sent, the loss monitor's `npkts_`/`bytes_` what arrived.
     Udp,
-}
-
-/// One link direction of a generated run.
-#[derive(Debug, Clone)]
-pub struct LinkDirectionLayout {
-    /// Sending node.
-    pub from: String,
-    /// Receiving node.
-    pub to: String,
-    /// The rate ns-2 uses, in bits/s: the link's constant rate, or for a trace the mean rate of
-    /// its schedule over the run.
-    pub capacity_bps: u64,
-    /// Whether the scenario gives a trace (ns-2 then changes the link's rate every
-    /// [`TRACE_BIN`](trace::TRACE_BIN) to follow it).
-    pub trace_driven: bool,
 }
 
 /// Writes an ns-2.35 Tcl script for `scenario`.
@@ -222,13 +180,6 @@ impl<'a> Generator<'a> {
         Ok(generator)
     }
 
-    /// See [`Layout::loss_rate_flow`].
-    fn loss_rate_flow(&self) -> Option<usize> {
-        self.flows
-            .iter()
-            .position(|flow| flow.sample == SampleKind::Tfrc)
-    }
-
     fn node(&self, name: &str) -> usize {
         // Validation guarantees every endpoint is a node of some link.
         self.nodes.id(name).unwrap_or(0)
@@ -251,9 +202,7 @@ impl<'a> Generator<'a> {
         );
         collapse_instances(&mut self.unsupported);
         collapse_instances(&mut self.notes);
-        let loss_rate_flow = self.loss_rate_flow();
         let layout = Layout {
-            loss_rate_flow,
             scenario: scenario.name.clone(),
             parameters: scenario.variant.clone(),
             seed: scenario.seed,
@@ -265,11 +214,10 @@ impl<'a> Generator<'a> {
             directions: self
                 .directions
                 .iter()
-                .map(|plan| LinkDirectionLayout {
+                .map(|plan| DirectionLayout {
                     from: self.nodes.names()[plan.from].clone(),
                     to: self.nodes.names()[plan.to].clone(),
                     capacity_bps: plan.capacity_bps,
-                    trace_driven: plan.spec.trace().is_some(),
                 })
                 .collect(),
         };

@@ -10,7 +10,8 @@ use tfrc_scenario::{
 
 use super::trace::{TraceFile, TRACE_BIN};
 use super::{
-    generate_error, FlowLayout, Generator, SampleKind, NS2_TCP_HEADER_BYTES, UNLIMITED_TCP_WINDOW,
+    generate_error, FlowLayout, FlowSampling, Generator, SampleKind, NS2_TCP_HEADER_BYTES,
+    UNLIMITED_TCP_WINDOW,
 };
 use crate::error::Ns2Error;
 
@@ -238,9 +239,11 @@ impl Generator<'_> {
                 start: flow.start,
                 stop: flow.stop_time(scenario.duration),
                 packet_size: flow.packet_size,
-                sample,
-                feedbacks_per_rtt,
                 data_path,
+                extra: FlowSampling {
+                    sample,
+                    feedbacks_per_rtt,
+                },
             });
             self.check_flow_features(flow);
         }

@@ -19,7 +19,7 @@ impl Generator<'_> {
         let mut udp_monitor: BTreeMap<usize, String> = BTreeMap::new();
         let mut flowmon_keys: Vec<(String, usize, usize)> = Vec::new();
         for (index, flow) in self.flows.iter().enumerate() {
-            if flow.sample != SampleKind::Udp {
+            if flow.extra.sample != SampleKind::Udp {
                 continue;
             }
             let source = self.attach[index];
@@ -81,7 +81,7 @@ impl Generator<'_> {
             self.flows
                 .iter()
                 .enumerate()
-                .filter(|(_, flow)| flow.sample == kind)
+                .filter(|(_, flow)| flow.extra.sample == kind)
                 .map(|(index, _)| index)
                 .collect::<Vec<_>>()
         };
