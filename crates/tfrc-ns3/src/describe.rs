@@ -649,23 +649,9 @@ fn times_text(times: &[Duration]) -> String {
 /// the duration, plus the duration itself when it is not a multiple (a shorter last interval),
 /// as `tfrc ns2` samples (docs/ns2.md, "How the output is produced").
 pub(crate) fn sample_times(scenario: &Scenario) -> (Vec<Duration>, Vec<Duration>) {
-    let multiples = |step: Duration| {
-        let mut times = Vec::new();
-        if step.is_zero() {
-            return times;
-        }
-        let mut time = step;
-        while time <= scenario.duration {
-            times.push(time);
-            time += step;
-        }
-        if times.last() != Some(&scenario.duration) {
-            times.push(scenario.duration);
-        }
-        times
-    };
+    let times = |step| tfrc_output::external::sample_times(scenario.duration, step);
     (
-        multiples(scenario.output.interval),
-        multiples(scenario.output.state_sampling_interval()),
+        times(scenario.output.interval),
+        times(scenario.output.state_sampling_interval()),
     )
 }

@@ -120,6 +120,27 @@ impl<F> RunLayout<F> {
     }
 }
 
+/// Where a run of another simulator samples: the multiples of `step` up to `duration`, plus
+/// `duration` itself when it is not a multiple (a shorter last interval); none for a zero step.
+/// The ends of the output intervals (`step` = `[output] interval`) and the state sampling times
+/// (`step` = the state sampling interval) of `tfrc ns2` and `tfrc ns3` runs (docs/ns2.md, "How the
+/// output is produced").
+pub fn sample_times(duration: Duration, step: Duration) -> Vec<Duration> {
+    let mut times = Vec::new();
+    if step.is_zero() {
+        return times;
+    }
+    let mut time = step;
+    while time <= duration {
+        times.push(time);
+        time += step;
+    }
+    if times.last() != Some(&duration) {
+        times.push(duration);
+    }
+    times
+}
+
 /// A line of another simulator's samples that does not have the form its generator writes.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{}:{line_number}: {message}: {line:?}", path.display())]
@@ -376,6 +397,16 @@ pub fn interval_width(ends: &[Duration], k: usize) -> Duration {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sample_times_end_every_interval_and_the_run() {
+        let ms = Duration::from_millis;
+        assert_eq!(sample_times(ms(300), ms(100)), [ms(100), ms(200), ms(300)]);
+        // A last, shorter interval ends at the run's end.
+        assert_eq!(sample_times(ms(250), ms(100)), [ms(100), ms(200), ms(250)]);
+        assert_eq!(sample_times(ms(50), ms(100)), [ms(50)]);
+        assert!(sample_times(ms(300), Duration::ZERO).is_empty());
+    }
     use crate::FlowKind;
 
     #[test]

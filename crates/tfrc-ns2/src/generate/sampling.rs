@@ -135,23 +135,9 @@ const SAMPLING_PROCEDURES: &str = include_str!("sampling.tcl");
 /// Ends of the output intervals and the state sampling times: multiples of the interval up to
 /// the duration, plus the duration itself when it is not a multiple (a shorter last interval).
 pub(super) fn sample_times(scenario: &Scenario) -> (Vec<Duration>, Vec<Duration>) {
-    let multiples = |step: Duration| {
-        let mut times = Vec::new();
-        if step.is_zero() {
-            return times;
-        }
-        let mut time = step;
-        while time <= scenario.duration {
-            times.push(time);
-            time += step;
-        }
-        if times.last() != Some(&scenario.duration) {
-            times.push(scenario.duration);
-        }
-        times
-    };
+    let times = |step| tfrc_output::external::sample_times(scenario.duration, step);
     (
-        multiples(scenario.output.interval),
-        multiples(scenario.output.state_sampling_interval()),
+        times(scenario.output.interval),
+        times(scenario.output.state_sampling_interval()),
     )
 }
