@@ -87,7 +87,6 @@ pub fn run_scenario(
     options: &RunOptions,
 ) -> Result<Vec<RunOutcome>, Ns2Error> {
     let variants = scenario.expand()?;
-    let swept = !scenario.sweep.is_empty();
     // Generate everything first, so that a variant ns-2 cannot express stops the sweep before
     // any run.
     let generated = variants
@@ -99,16 +98,9 @@ pub fn run_scenario(
     }
     let mut outcomes = Vec::with_capacity(variants.len());
     for (variant, generated) in variants.iter().zip(&generated) {
-        let run_directory = if swept {
-            directory.join(&variant.name)
-        } else {
-            directory.to_path_buf()
-        };
-        std::fs::create_dir_all(&run_directory)
-            .map_err(|source| Ns2Error::io(run_directory.clone(), source))?;
-        let scenario_path = run_directory.join("scenario.toml");
-        std::fs::write(&scenario_path, variant.to_toml_string())
-            .map_err(|source| Ns2Error::io(scenario_path, source))?;
+        let run_directory = scenario
+            .prepare_run_directory(variant, directory)
+            .map_err(|error| Ns2Error::io(error.path, error.source))?;
         outcomes.push(run_generated(generated, &run_directory, options)?);
     }
     Ok(outcomes)

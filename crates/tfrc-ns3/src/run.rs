@@ -78,7 +78,6 @@ pub fn run_scenario(
     options: &RunOptions,
 ) -> Result<Vec<RunOutcome>, Ns3Error> {
     let variants = scenario.expand()?;
-    let swept = !scenario.sweep.is_empty();
     // Describe everything first, so that a variant ns-3 cannot run stops the sweep before any
     // run.
     let described = variants
@@ -87,16 +86,9 @@ pub fn run_scenario(
         .collect::<Result<Vec<_>, _>>()?;
     let mut outcomes = Vec::with_capacity(variants.len());
     for (variant, described) in variants.iter().zip(&described) {
-        let run_directory = if swept {
-            directory.join(&variant.name)
-        } else {
-            directory.to_path_buf()
-        };
-        std::fs::create_dir_all(&run_directory)
-            .map_err(|source| Ns3Error::io(run_directory.clone(), source))?;
-        let scenario_path = run_directory.join("scenario.toml");
-        std::fs::write(&scenario_path, variant.to_toml_string())
-            .map_err(|source| Ns3Error::io(scenario_path, source))?;
+        let run_directory = scenario
+            .prepare_run_directory(variant, directory)
+            .map_err(|error| Ns3Error::io(error.path, error.source))?;
         outcomes.push(run_described(described, &run_directory, options)?);
     }
     Ok(outcomes)

@@ -344,6 +344,34 @@ impl Scenario {
         variant_count(&self.sweep).unwrap_or(0)
     }
 
+    /// Where the run of `variant` (one of [`expand`](Self::expand)'s) goes under `directory`:
+    /// `directory` itself for a scenario without a sweep, `directory/<variant name>` for one
+    /// with. The directory is created and the variant written into it as `scenario.toml`, so
+    /// that the run can be repeated; the layout of `tfrc ns2` and `tfrc ns3` runs.
+    pub fn prepare_run_directory(
+        &self,
+        variant: &Scenario,
+        directory: &Path,
+    ) -> Result<PathBuf, tfrc_output::WriteError> {
+        let run_directory = if self.sweep.is_empty() {
+            directory.to_path_buf()
+        } else {
+            directory.join(&variant.name)
+        };
+        std::fs::create_dir_all(&run_directory).map_err(|source| tfrc_output::WriteError {
+            path: run_directory.clone(),
+            source,
+        })?;
+        let scenario_path = run_directory.join("scenario.toml");
+        std::fs::write(&scenario_path, variant.to_toml_string()).map_err(|source| {
+            tfrc_output::WriteError {
+                path: scenario_path,
+                source,
+            }
+        })?;
+        Ok(run_directory)
+    }
+
     /// The runnable scenarios: one per point of the sweep's cartesian product (the first axis
     /// varies slowest), or just this one without a sweep. Each has no sweep, a variant name
     /// `name[label=value,…]`, its settings in `variant`, and its flows with `count` expanded
