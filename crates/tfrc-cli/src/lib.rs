@@ -8,6 +8,7 @@ pub mod ns2_cmd;
 pub mod ns2_compare;
 pub mod ns3_cmd;
 pub mod plot;
+pub mod reference_run;
 pub mod reproduce;
 pub mod rmcat;
 pub mod sim;

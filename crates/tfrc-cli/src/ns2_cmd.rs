@@ -5,26 +5,18 @@
 use core::time::Duration;
 use std::path::PathBuf;
 
+use crate::reference_run::{print_limits, ScenarioRunArgs};
 use anyhow::{Context, Result};
 use clap::Args;
-use tfrc_scenario::Scenario;
 
 use tfrc_ns2::{run_scenario, RunOptions, RunOutcome, DEFAULT_NS_PATH};
 
 /// Arguments of `tfrc ns2`.
 #[derive(Debug, Args)]
 pub struct Ns2Args {
-    /// The scenario file (TOML, see docs/scenario-format.md).
-    pub scenario: PathBuf,
-    /// Output directory (created); a scenario with a [sweep] gets one subdirectory per variant.
-    #[arg(long)]
-    pub out: PathBuf,
-    /// Seed of the run (overrides the scenario's `seed`).
-    #[arg(long)]
-    pub seed: Option<u64>,
-    /// Override a scenario value, e.g. --set link.1.rate=2Mbps (repeatable).
-    #[arg(long = "set", value_name = "KEY=VALUE")]
-    pub sets: Vec<String>,
+    /// The scenario, its overrides and the output directory.
+    #[command(flatten)]
+    pub run: ScenarioRunArgs,
     /// Keep the generated script (ns2.tcl) and ns-2's raw output after a successful run.
     #[arg(long)]
     pub keep_tcl: bool,
@@ -48,27 +40,22 @@ pub fn run(args: &Ns2Args) -> Result<()> {
 /// [`run`], returning what each variant's run produced (for a caller that compares with the
 /// simulator).
 pub fn run_outcomes(args: &Ns2Args) -> Result<Vec<RunOutcome>> {
-    let mut scenario = Scenario::from_path(&args.scenario)?;
-    let mut sets = args.sets.clone();
-    if let Some(seed) = args.seed {
-        sets.push(format!("seed={seed}"));
-    }
-    scenario.apply_sets(&sets)?;
+    let scenario = args.run.load()?;
     let options = RunOptions {
         ns_path: args.ns.clone(),
         timeout: Duration::from_secs(args.timeout),
         keep_tcl: args.keep_tcl || args.dry_run,
         dry_run: args.dry_run,
     };
-    let outcomes = run_scenario(&scenario, &args.out, &options)
-        .with_context(|| format!("tfrc ns2 {}", args.scenario.display()))?;
+    let outcomes = run_scenario(&scenario, &args.run.out, &options)
+        .with_context(|| format!("tfrc ns2 {}", args.run.scenario.display()))?;
     for outcome in &outcomes {
-        for line in &outcome.unsupported {
-            eprintln!("{}: unsupported in ns-2: {line}", outcome.scenario);
-        }
-        for line in &outcome.notes {
-            eprintln!("{}: note: {line}", outcome.scenario);
-        }
+        print_limits(
+            "ns-2",
+            &outcome.scenario,
+            &outcome.unsupported,
+            &outcome.notes,
+        );
         match outcome.wall_time {
             Some(wall) => println!(
                 "{}: ns-2 ran in {:.3} s; results in {}",

@@ -5,9 +5,9 @@
 use core::time::Duration;
 use std::path::PathBuf;
 
+use crate::reference_run::{print_limits, ScenarioRunArgs};
 use anyhow::{Context, Result};
 use clap::Args;
-use tfrc_scenario::Scenario;
 
 use tfrc_ns3::{run_scenario, BbrModel, BuildOptions, RunOptions, RunOutcome};
 
@@ -20,17 +20,9 @@ use tfrc_ns3::{run_scenario, BbrModel, BuildOptions, RunOptions, RunOutcome};
     markers, traces, …) is listed in ns3-unsupported.txt of each run; see docs/ns3.md."
 )]
 pub struct Ns3Args {
-    /// The scenario file (TOML, see docs/scenario-format.md).
-    pub scenario: PathBuf,
-    /// Output directory (created); a scenario with a [sweep] gets one subdirectory per variant.
-    #[arg(long)]
-    pub out: PathBuf,
-    /// Seed of the run (overrides the scenario's `seed`).
-    #[arg(long)]
-    pub seed: Option<u64>,
-    /// Override a scenario value, e.g. --set link.1.rate=2Mbps (repeatable).
-    #[arg(long = "set", value_name = "KEY=VALUE")]
-    pub sets: Vec<String>,
+    /// The scenario, its overrides and the output directory.
+    #[command(flatten)]
+    pub run: ScenarioRunArgs,
     /// Keep the run description (ns3-run.txt), the program's samples and output after a
     /// successful run.
     #[arg(long)]
@@ -63,12 +55,7 @@ pub fn run(args: &Ns3Args) -> Result<()> {
 
 /// [`run`], returning what each variant's run produced.
 pub fn run_outcomes(args: &Ns3Args) -> Result<Vec<RunOutcome>> {
-    let mut scenario = Scenario::from_path(&args.scenario)?;
-    let mut sets = args.sets.clone();
-    if let Some(seed) = args.seed {
-        sets.push(format!("seed={seed}"));
-    }
-    scenario.apply_sets(&sets)?;
+    let scenario = args.run.load()?;
     let options = RunOptions {
         build: BuildOptions {
             cxx: args.cxx.clone(),
@@ -84,15 +71,15 @@ pub fn run_outcomes(args: &Ns3Args) -> Result<Vec<RunOutcome>> {
             BbrModel::UpstreamFixes
         },
     };
-    let outcomes = run_scenario(&scenario, &args.out, &options)
-        .with_context(|| format!("tfrc ns3 {}", args.scenario.display()))?;
+    let outcomes = run_scenario(&scenario, &args.run.out, &options)
+        .with_context(|| format!("tfrc ns3 {}", args.run.scenario.display()))?;
     for outcome in &outcomes {
-        for line in &outcome.unsupported {
-            eprintln!("{}: unsupported in ns-3: {line}", outcome.scenario);
-        }
-        for line in &outcome.notes {
-            eprintln!("{}: note: {line}", outcome.scenario);
-        }
+        print_limits(
+            "ns-3",
+            &outcome.scenario,
+            &outcome.unsupported,
+            &outcome.notes,
+        );
         if let Some(compile) = outcome.compile_time {
             println!(
                 "built the ns-3 program in {:.1} s (cached for later runs)",
