@@ -8,9 +8,17 @@
 # For each cell: `tfrc conformance --modern --only CELL --replications 2 --keep-runs` writes the
 # cell's replication-0 scenario and runs it in ns-3 and in our simulator (runs/CELL/0/{ns3,ours});
 # `tfrc testbed run` runs the same scenario.toml with the kernel's TCP (root, TUN; real time).
-# Everything lands in results/today-tcp/CELL/{kernel,ours,ns3}/ (summary.json, flows.csv,
+# Cells with BBR flows also run ns-3.37's BBR as packaged (`tfrc ns3 --bbr-as-packaged`).
+# Everything lands in results/today-tcp/CELL/{kernel,ours,ns3,ns3-packaged}/ (summary.json, flows.csv,
 # scenario.toml), and summary.md is rewritten from them. Needs root, ns-3 (libns3-dev), g++.
+#
+#   REPLICATIONS=R results/today-tcp/record.sh CELL...
+#
+# also runs replications 0..R-1 of each cell on all three sides (the kernel's one after the other,
+# in real time: R minutes per minute of scenario) into CELL/replications/<r>/{kernel,ours,ns3}/
+# (summary.json); summary.md then has a "Replications" table with 95 % intervals.
 set -euo pipefail
+REPLICATIONS=${REPLICATIONS:-1}
 cd "$(dirname "$0")/../.."
 CELLS=("$@")
 [ ${#CELLS[@]} -eq 0 ] && CELLS=(cubic-4 newreno-4 bbr-1 bbr-4 cubic-bbr cubic-newreno)
@@ -21,7 +29,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 for cell in "${CELLS[@]}"; do
     echo "== $cell" >&2
-    "$TFRC" conformance --modern --only "$cell" --replications 2 --keep-runs --quiet --out "$work/$cell" >/dev/null || true
+    "$TFRC" conformance --modern --only "$cell" --replications $(( REPLICATIONS > 2 ? REPLICATIONS : 2 )) --keep-runs --quiet --out "$work/$cell" >/dev/null || true
     out=results/today-tcp/$cell
     rm -rf "$out"
     mkdir -p "$out"
@@ -29,8 +37,26 @@ for cell in "${CELLS[@]}"; do
         mkdir -p "$out/$side"
         cp "$work/$cell/runs/$cell/0/$side/"{scenario.toml,summary.json,flows.csv} "$out/$side/"
     done
+    # ns-3.37's BBR as packaged beside `tfrc ns3`'s default (upstream fixes, docs/ns3.md "BBR").
+    if grep -q 'variant = "bbr"' "$out/ns3/scenario.toml"; then
+        "$TFRC" ns3 "$out/ns3/scenario.toml" --bbr-as-packaged --out "$work/$cell-packaged" >/dev/null
+        mkdir -p "$out/ns3-packaged"
+        cp "$work/$cell-packaged/"{scenario.toml,summary.json,flows.csv} "$out/ns3-packaged/"
+    fi
     "$TFRC" testbed run "$out/ours/scenario.toml" --out "$out/kernel" >"$out/kernel.log" 2>&1
     rm -f "$out/kernel/state.csv" "$out/kernel/links.csv"
+    if [ "$REPLICATIONS" -gt 1 ]; then
+        for ((r = 0; r < REPLICATIONS; r++)); do
+            rep=$out/replications/$r
+            for side in ours ns3; do
+                mkdir -p "$rep/$side"
+                cp "$work/$cell/runs/$cell/$r/$side/summary.json" "$rep/$side/"
+            done
+            "$TFRC" testbed run "$work/$cell/runs/$cell/$r/ours/scenario.toml" --out "$work/kernel-$cell-$r" >/dev/null 2>&1
+            mkdir -p "$rep/kernel"
+            cp "$work/kernel-$cell-$r/summary.json" "$rep/kernel/"
+        done
+    fi
 done
 python3 results/today-tcp/summarize.py >results/today-tcp/summary.md
 cat results/today-tcp/summary.md
