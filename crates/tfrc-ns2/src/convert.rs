@@ -5,13 +5,12 @@
 //! differences. Cells ns-2 cannot fill (TFRC's p, X_recv and RTT are not bound to Tcl; dsRED
 //! keeps no per-colour counters) are left empty, and the matching summary fields are null.
 
-use core::time::Duration;
 use std::path::Path;
 
 use tfrc_output::external::{
-    interval_width, DirectionMeasures, FlowMeasures, SampleLine, SampleLineError,
+    seconds_text, DirectionMeasures, FlowMeasures, LinkCounters, SampleLine, SampleLineError,
 };
-use tfrc_output::{FlowTotals, LinkRow, StateRow, Summary};
+use tfrc_output::{FlowTotals, StateRow, Summary};
 
 use crate::error::Ns2Error;
 use crate::generate::{loss_rate_flow, Layout, SampleKind};
@@ -56,18 +55,6 @@ fn goodput_bytes(kind: SampleKind, packet_size: u32, recv_bytes: u64, recv_packe
         }
         SampleKind::Udp => recv_bytes,
     }
-}
-
-/// Cumulative link-direction counters at one sampling time.
-#[derive(Debug, Clone, Default)]
-struct LinkCounters {
-    queue_bytes: u64,
-    queue_packets: u64,
-    arrivals: u64,
-    departures: u64,
-    departure_bytes: u64,
-    drops: u64,
-    average_queue: Option<f64>,
 }
 
 /// One state sample of a flow (numbers as ns-2 printed them, `None` for "-").
@@ -118,7 +105,7 @@ pub fn convert_samples(
     let mut rows = tfrc_output::Rows::default();
     let (totals, per_interval_sent) = flow_rows(layout, &samples, &mut rows, &missing)?;
     let (rtt_sums, p_sums) = state_rows(layout, &samples, &mut rows, &missing)?;
-    let link_totals = link_rows(layout, &samples, &mut rows, &missing)?;
+    let link_totals = tfrc_output::external::link_rows(layout, &samples.links, &mut rows, missing)?;
     let summary = summarize(
         layout,
         &totals,
@@ -139,49 +126,38 @@ fn flow_rows(
     rows: &mut tfrc_output::Rows,
     missing: &impl Fn(String) -> Ns2Error,
 ) -> Result<(Vec<FlowTotals>, Vec<Vec<f64>>), Ns2Error> {
-    let seconds = tfrc_output::duration_seconds;
-    let mut totals = vec![FlowTotals::default(); layout.flows.len()];
-    let mut per_interval_sent: Vec<Vec<f64>> = vec![Vec::new(); layout.flows.len()];
-    for (k, &time) in layout.flow_times.iter().enumerate() {
-        let width = interval_width(&layout.flow_times, k);
-        for (i, flow) in layout.flows.iter().enumerate() {
-            let now = samples.flows[k][i].ok_or_else(|| {
-                missing(format!("flow {} at {} s", flow.name, seconds_text(time)))
-            })?;
-            let before = if k == 0 {
-                FlowCounters::default()
-            } else {
-                samples.flows[k - 1][i].unwrap_or_default()
-            };
-            let size = u64::from(flow.packet_size.max(1));
-            let recv_packets_now = now.recv_packets.unwrap_or(now.recv_bytes / size);
-            let recv_packets_before = before.recv_packets.unwrap_or(before.recv_bytes / size);
-            let recv_bytes = now.recv_bytes.saturating_sub(before.recv_bytes);
-            let recv_packets = recv_packets_now.saturating_sub(recv_packets_before);
-            let counts = FlowTotals {
-                sent_bytes: now.sent_bytes.saturating_sub(before.sent_bytes),
+    tfrc_output::external::flow_rows(layout, rows, |k, i| {
+        let flow = &layout.flows[i];
+        let now = samples.flows[k][i].ok_or_else(|| {
+            missing(format!(
+                "flow {} at {} s",
+                flow.name,
+                seconds_text(layout.flow_times[k])
+            ))
+        })?;
+        let before = if k == 0 {
+            FlowCounters::default()
+        } else {
+            samples.flows[k - 1][i].unwrap_or_default()
+        };
+        let size = u64::from(flow.packet_size.max(1));
+        let recv_packets_now = now.recv_packets.unwrap_or(now.recv_bytes / size);
+        let recv_packets_before = before.recv_packets.unwrap_or(before.recv_bytes / size);
+        let recv_bytes = now.recv_bytes.saturating_sub(before.recv_bytes);
+        let recv_packets = recv_packets_now.saturating_sub(recv_packets_before);
+        Ok(FlowTotals {
+            sent_bytes: now.sent_bytes.saturating_sub(before.sent_bytes),
+            recv_bytes,
+            sent_packets: now.sent_packets.saturating_sub(before.sent_packets),
+            recv_packets,
+            goodput_bytes: goodput_bytes(
+                flow.extra.sample,
+                flow.packet_size,
                 recv_bytes,
-                sent_packets: now.sent_packets.saturating_sub(before.sent_packets),
                 recv_packets,
-                goodput_bytes: goodput_bytes(
-                    flow.extra.sample,
-                    flow.packet_size,
-                    recv_bytes,
-                    recv_packets,
-                ),
-            };
-            totals[i].add(counts);
-            if time > flow.start && time - width < flow.stop.min(layout.duration) {
-                per_interval_sent[i].push(counts.sent_packets as f64);
-            }
-            rows.flows.push(counts.row(
-                seconds(time),
-                (&flow.name, flow.kind),
-                width.as_secs_f64(),
-            ));
-        }
-    }
-    Ok((totals, per_interval_sent))
+            ),
+        })
+    })
 }
 
 /// `state.csv`: the protocol state of each TFRC and TCP flow at each sampling time (the
@@ -251,68 +227,6 @@ fn state_rows(
     Ok((rtt_sums, p_sums))
 }
 
-/// `links.csv`: each link direction's queue and counts per output interval. Returns the
-/// directions' totals (for the summary).
-fn link_rows(
-    layout: &Layout,
-    samples: &Samples,
-    rows: &mut tfrc_output::Rows,
-    missing: &impl Fn(String) -> Ns2Error,
-) -> Result<Vec<LinkCounters>, Ns2Error> {
-    let seconds = tfrc_output::duration_seconds;
-    let mut link_totals = vec![LinkCounters::default(); layout.directions.len()];
-    for (k, &time) in layout.flow_times.iter().enumerate() {
-        let width = interval_width(&layout.flow_times, k);
-        for (d, direction) in layout.directions.iter().enumerate() {
-            let now = samples.links[k][d].clone().ok_or_else(|| {
-                missing(format!(
-                    "link direction {} -> {} at {} s",
-                    direction.from,
-                    direction.to,
-                    seconds_text(time)
-                ))
-            })?;
-            let before = if k == 0 {
-                LinkCounters::default()
-            } else {
-                samples.links[k - 1][d].clone().unwrap_or_default()
-            };
-            let departures = now.departures.saturating_sub(before.departures);
-            let departure_bytes = now.departure_bytes.saturating_sub(before.departure_bytes);
-            let drops = now.drops.saturating_sub(before.drops);
-            link_totals[d].departures += departures;
-            link_totals[d].departure_bytes += departure_bytes;
-            link_totals[d].drops += drops;
-            rows.links.push(LinkRow {
-                time_s: seconds(time),
-                from: direction.from.clone(),
-                to: direction.to.clone(),
-                queue_packets: now.queue_packets,
-                queue_bytes: now.queue_bytes,
-                average_queue: now.average_queue,
-                arrivals: now.arrivals.saturating_sub(before.arrivals),
-                departures,
-                departure_bytes,
-                utilization: tfrc_output::utilization(
-                    departure_bytes,
-                    Some(direction.capacity_bps),
-                    width.as_secs_f64(),
-                ),
-                drops,
-                // dsRED keeps no per-colour counters, ns-2 no per-cause ones.
-                drops_unmarked: None,
-                drops_in: None,
-                drops_out: None,
-                drops_loss_model: None,
-                marked_in: None,
-                marked_out: None,
-                ecn_marks: None,
-            });
-        }
-    }
-    Ok(link_totals)
-}
-
 /// `summary.json` by the output schema's rules, built by [`tfrc_output::external::summarize`]
 /// from what this converter measured.
 fn summarize(
@@ -321,7 +235,7 @@ fn summarize(
     per_interval_sent: &[Vec<f64>],
     (rtt_sums, p_sums): (&[SumCount], &[SumCount]),
     retransmissions: &[Option<(u64, u64)>],
-    link_totals: &[LinkCounters],
+    link_totals: &[DirectionMeasures],
 ) -> Summary {
     let mean = |(sum, count): (f64, u32)| (count > 0).then(|| sum / f64::from(count));
     let flows: Vec<FlowMeasures> = (0..layout.flows.len())
@@ -338,20 +252,8 @@ fn summarize(
     tfrc_output::external::summarize(
         &layout.shape(format!("ns-2.35 via {}", tfrc_output::tool())),
         &flows,
-        &direction_measures(link_totals),
+        link_totals,
     )
-}
-
-/// The run's totals per link direction, as [`tfrc_output::external`] reads them.
-fn direction_measures(link_totals: &[LinkCounters]) -> Vec<DirectionMeasures> {
-    link_totals
-        .iter()
-        .map(|link| DirectionMeasures {
-            departure_bytes: link.departure_bytes,
-            departures: link.departures,
-            drops: link.drops,
-        })
-        .collect()
 }
 
 /// The loss event rates ns-2's TFRC sink printed (`printLoss_ 1`) on standard output:
@@ -427,6 +329,7 @@ impl Samples {
             departure_bytes: line.rounded_count(6)?,
             drops: line.rounded_count(7)?,
             average_queue: line.value(8)?,
+            loss_drops: None,
         });
         Ok(())
     }
@@ -453,9 +356,4 @@ impl Samples {
 pub fn write_outputs(converted: &Converted, directory: &Path) -> Result<(), Ns2Error> {
     tfrc_output::external::write_run(&converted.rows, &converted.summary, directory)
         .map_err(|error| Ns2Error::io(error.path, error.source))
-}
-
-/// A sampling time as the output files write it (`12.5`), for error messages.
-fn seconds_text(time: Duration) -> String {
-    tfrc_output::format_time_nanos(u64::try_from(time.as_nanos()).unwrap_or(u64::MAX))
 }

@@ -6,13 +6,12 @@
 //! differences. Cells ns-3 does not fill (TFRC's columns, RED's average queue, the per-colour
 //! counters) are left empty.
 
-use core::time::Duration;
 use std::path::Path;
 
 use tfrc_output::external::{
-    interval_width, DirectionMeasures, FlowMeasures, SampleLine, SampleLineError,
+    seconds_text, DirectionMeasures, FlowMeasures, LinkCounters, SampleLine, SampleLineError,
 };
-use tfrc_output::{FlowTotals, LinkRow, StateRow, Summary};
+use tfrc_output::{FlowTotals, StateRow, Summary};
 
 use crate::describe::Layout;
 use crate::error::Ns3Error;
@@ -36,18 +35,6 @@ struct FlowCounters {
     /// What the receiving application got: TCP payload delivered in order; for UDP the
     /// packets whole (IP size), as our simulator counts a UDP flow's goodput.
     sink_bytes: u64,
-}
-
-/// Cumulative link-direction counters at one sampling time (an `L` line).
-#[derive(Debug, Clone, Copy, Default)]
-struct LinkCounters {
-    queue_bytes: u64,
-    queue_packets: u64,
-    arrivals: u64,
-    departures: u64,
-    departure_bytes: u64,
-    drops: u64,
-    loss_drops: u64,
 }
 
 /// `(cwnd, ssthresh, last RTT, SRTT, RTO)` of an `S` line, `None` for `-`.
@@ -78,7 +65,10 @@ pub fn convert_samples(layout: &Layout, text: &str, path: &Path) -> Result<Conve
     let mut rows = tfrc_output::Rows::default();
     let (totals, per_interval_sent) = flow_rows(layout, &samples, &mut rows, &missing)?;
     let rtt_sums = state_rows(layout, &samples, &mut rows);
-    let link_totals = link_rows(layout, &samples, &mut rows, &missing)?;
+    let link_totals =
+        tfrc_output::external::link_rows(layout, &samples.links, &mut rows, |what| {
+            missing(format!("the sample of {what}"))
+        })?;
     let summary = summarize(
         layout,
         (&totals, &per_interval_sent),
@@ -89,49 +79,34 @@ pub fn convert_samples(layout: &Layout, text: &str, path: &Path) -> Result<Conve
     Ok(Converted { rows, summary })
 }
 
-/// `flows.csv`: each flow's counts per output interval. Returns the flows' totals and the
-/// packets each sent per interval while active (for the summary).
+/// `flows.csv`: each flow's counts per output interval (the differences of its cumulative `F`
+/// samples). Returns the flows' totals and the packets each sent per interval while active.
 fn flow_rows(
     layout: &Layout,
     samples: &Samples,
     rows: &mut tfrc_output::Rows,
     missing: &impl Fn(String) -> Ns3Error,
 ) -> Result<(Vec<FlowTotals>, Vec<Vec<f64>>), Ns3Error> {
-    let mut totals = vec![FlowTotals::default(); layout.flows.len()];
-    let mut per_interval_sent: Vec<Vec<f64>> = vec![Vec::new(); layout.flows.len()];
-    for (k, &time) in layout.flow_times.iter().enumerate() {
-        let width = interval_width(&layout.flow_times, k);
-        for (i, flow) in layout.flows.iter().enumerate() {
-            let now = samples.flows[k][i].ok_or_else(|| {
-                missing(format!(
-                    "the sample of flow {} at {} s",
-                    flow.name,
-                    seconds_text(time)
-                ))
-            })?;
-            let before = match k {
-                0 => FlowCounters::default(),
-                _ => samples.flows[k - 1][i].unwrap_or_default(),
-            };
-            let counts = FlowTotals {
-                sent_bytes: now.sent_bytes.saturating_sub(before.sent_bytes),
-                recv_bytes: now.recv_bytes.saturating_sub(before.recv_bytes),
-                sent_packets: now.sent_packets.saturating_sub(before.sent_packets),
-                recv_packets: now.recv_packets.saturating_sub(before.recv_packets),
-                goodput_bytes: now.sink_bytes.saturating_sub(before.sink_bytes),
-            };
-            totals[i].add(counts);
-            if time > flow.start && time - width < flow.stop.min(layout.duration) {
-                per_interval_sent[i].push(counts.sent_packets as f64);
-            }
-            rows.flows.push(counts.row(
-                tfrc_output::duration_seconds(time),
-                (&flow.name, flow.kind),
-                width.as_secs_f64(),
-            ));
-        }
-    }
-    Ok((totals, per_interval_sent))
+    tfrc_output::external::flow_rows(layout, rows, |k, i| {
+        let now = samples.flows[k][i].ok_or_else(|| {
+            missing(format!(
+                "the sample of flow {} at {} s",
+                layout.flows[i].name,
+                seconds_text(layout.flow_times[k])
+            ))
+        })?;
+        let before = match k {
+            0 => FlowCounters::default(),
+            _ => samples.flows[k - 1][i].unwrap_or_default(),
+        };
+        Ok(FlowTotals {
+            sent_bytes: now.sent_bytes.saturating_sub(before.sent_bytes),
+            recv_bytes: now.recv_bytes.saturating_sub(before.recv_bytes),
+            sent_packets: now.sent_packets.saturating_sub(before.sent_packets),
+            recv_packets: now.recv_packets.saturating_sub(before.recv_packets),
+            goodput_bytes: now.sink_bytes.saturating_sub(before.sink_bytes),
+        })
+    })
 }
 
 /// `state.csv`: each TCP flow's state at each sampling time while it is active and its
@@ -163,66 +138,6 @@ fn state_rows(layout: &Layout, samples: &Samples, rows: &mut tfrc_output::Rows) 
     rtt_sums
 }
 
-/// `links.csv`: each link direction's queue and counts per output interval. Returns the
-/// directions' totals (for the summary).
-fn link_rows(
-    layout: &Layout,
-    samples: &Samples,
-    rows: &mut tfrc_output::Rows,
-    missing: &impl Fn(String) -> Ns3Error,
-) -> Result<Vec<LinkCounters>, Ns3Error> {
-    let mut link_totals = vec![LinkCounters::default(); layout.directions.len()];
-    for (k, &time) in layout.flow_times.iter().enumerate() {
-        let width = interval_width(&layout.flow_times, k);
-        for (d, direction) in layout.directions.iter().enumerate() {
-            let now = samples.links[k][d].ok_or_else(|| {
-                missing(format!(
-                    "the sample of link direction {} -> {} at {} s",
-                    direction.from,
-                    direction.to,
-                    seconds_text(time)
-                ))
-            })?;
-            let before = match k {
-                0 => LinkCounters::default(),
-                _ => samples.links[k - 1][d].unwrap_or_default(),
-            };
-            let departures = now.departures.saturating_sub(before.departures);
-            let departure_bytes = now.departure_bytes.saturating_sub(before.departure_bytes);
-            let drops = now.drops.saturating_sub(before.drops);
-            let total = &mut link_totals[d];
-            total.departures += departures;
-            total.departure_bytes += departure_bytes;
-            total.drops += drops;
-            rows.links.push(LinkRow {
-                time_s: tfrc_output::duration_seconds(time),
-                from: direction.from.clone(),
-                to: direction.to.clone(),
-                queue_packets: now.queue_packets,
-                queue_bytes: now.queue_bytes,
-                average_queue: None,
-                arrivals: now.arrivals.saturating_sub(before.arrivals),
-                departures,
-                departure_bytes,
-                utilization: tfrc_output::utilization(
-                    departure_bytes,
-                    Some(direction.capacity_bps),
-                    width.as_secs_f64(),
-                ),
-                drops,
-                drops_unmarked: None,
-                drops_in: None,
-                drops_out: None,
-                drops_loss_model: Some(now.loss_drops.saturating_sub(before.loss_drops)),
-                marked_in: None,
-                marked_out: None,
-                ecn_marks: None,
-            });
-        }
-    }
-    Ok(link_totals)
-}
-
 /// `summary.json` by the output schema's rules, built by [`tfrc_output::external::summarize`]
 /// from what this converter measured.
 fn summarize(
@@ -230,7 +145,7 @@ fn summarize(
     (totals, per_interval_sent): (&[FlowTotals], &[Vec<f64>]),
     rtt_sums: &[(f64, u32)],
     retransmissions: &[Option<(u64, u64)>],
-    link_totals: &[LinkCounters],
+    link_totals: &[DirectionMeasures],
 ) -> Summary {
     let mean = |(sum, count): (f64, u32)| (count > 0).then(|| sum / f64::from(count));
     let flows: Vec<FlowMeasures> = (0..layout.flows.len())
@@ -245,20 +160,8 @@ fn summarize(
     tfrc_output::external::summarize(
         &layout.shape(format!("ns-3.37 via {}", tfrc_output::tool())),
         &flows,
-        &direction_measures(link_totals),
+        link_totals,
     )
-}
-
-/// The run's totals per link direction, as [`tfrc_output::external`] reads them.
-fn direction_measures(link_totals: &[LinkCounters]) -> Vec<DirectionMeasures> {
-    link_totals
-        .iter()
-        .map(|link| DirectionMeasures {
-            departure_bytes: link.departure_bytes,
-            departures: link.departures,
-            drops: link.drops,
-        })
-        .collect()
 }
 
 fn parse(layout: &Layout, text: &str, path: &Path) -> Result<Samples, Ns3Error> {
@@ -297,7 +200,8 @@ fn parse(layout: &Layout, text: &str, path: &Path) -> Result<Samples, Ns3Error> 
                     departures: line.count(5)?,
                     departure_bytes: line.count(6)?,
                     drops: line.count(7)?,
-                    loss_drops: line.count(8)?,
+                    loss_drops: Some(line.count(8)?),
+                    average_queue: None,
                 });
             }
             "S" => {
@@ -330,9 +234,4 @@ fn parse(layout: &Layout, text: &str, path: &Path) -> Result<Samples, Ns3Error> 
 pub fn write_outputs(converted: &Converted, directory: &Path) -> Result<(), Ns3Error> {
     tfrc_output::external::write_run(&converted.rows, &converted.summary, directory)
         .map_err(|error| Ns3Error::io(error.path, error.source))
-}
-
-/// A sampling time as the output files write it (`12.5`), for error messages.
-fn seconds_text(time: Duration) -> String {
-    tfrc_output::format_time_nanos(u64::try_from(time.as_nanos()).unwrap_or(u64::MAX))
 }

@@ -141,6 +141,125 @@ pub fn sample_times(duration: Duration, step: Duration) -> Vec<Duration> {
     times
 }
 
+/// A sampling time as the output files write it (`12.5`), for error messages.
+pub fn seconds_text(time: Duration) -> String {
+    crate::format_time_nanos(u64::try_from(time.as_nanos()).unwrap_or(u64::MAX))
+}
+
+/// Cumulative counters of one link direction at one sampling time, as a simulator's samples
+/// give them (ns-2's queue monitor, ns-3's queue disc and device).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct LinkCounters {
+    /// Bytes in the queue.
+    pub queue_bytes: u64,
+    /// Packets in the queue.
+    pub queue_packets: u64,
+    /// Packets that arrived.
+    pub arrivals: u64,
+    /// Packets that left.
+    pub departures: u64,
+    /// Bytes that left.
+    pub departure_bytes: u64,
+    /// Packets dropped.
+    pub drops: u64,
+    /// RED's average queue, where the simulator keeps one (ns-2).
+    pub average_queue: Option<f64>,
+    /// Packets a random-loss model dropped, where the simulator counts them apart (ns-3).
+    pub loss_drops: Option<u64>,
+}
+
+/// `flows.csv`: one row per output interval and flow from `counts(k, i)`, flow `i`'s counts
+/// over interval `k` (an error when a sample is missing). Returns each flow's totals over the
+/// run and its packets sent per interval while it was active (for its CoV).
+pub fn flow_rows<F, E>(
+    layout: &RunLayout<F>,
+    rows: &mut Rows,
+    mut counts: impl FnMut(usize, usize) -> Result<FlowTotals, E>,
+) -> Result<(Vec<FlowTotals>, Vec<Vec<f64>>), E> {
+    let mut totals = vec![FlowTotals::default(); layout.flows.len()];
+    let mut per_interval_sent: Vec<Vec<f64>> = vec![Vec::new(); layout.flows.len()];
+    for (k, &time) in layout.flow_times.iter().enumerate() {
+        let width = interval_width(&layout.flow_times, k);
+        for (i, flow) in layout.flows.iter().enumerate() {
+            let interval = counts(k, i)?;
+            totals[i].add(interval);
+            if time > flow.start && time - width < flow.stop.min(layout.duration) {
+                per_interval_sent[i].push(interval.sent_packets as f64);
+            }
+            rows.flows.push(interval.row(
+                crate::duration_seconds(time),
+                (&flow.name, flow.kind),
+                width.as_secs_f64(),
+            ));
+        }
+    }
+    Ok((totals, per_interval_sent))
+}
+
+/// `links.csv`: one row per output interval and link direction from `samples[k][d]`, the
+/// direction's cumulative counters at interval `k`'s end; a missing one is
+/// `missing("link direction A -> B at T s")`. Returns each direction's totals over the run.
+pub fn link_rows<F, E>(
+    layout: &RunLayout<F>,
+    samples: &[Vec<Option<LinkCounters>>],
+    rows: &mut Rows,
+    missing: impl Fn(String) -> E,
+) -> Result<Vec<DirectionMeasures>, E> {
+    let mut totals = vec![DirectionMeasures::default(); layout.directions.len()];
+    for (k, &time) in layout.flow_times.iter().enumerate() {
+        let width = interval_width(&layout.flow_times, k);
+        for (d, direction) in layout.directions.iter().enumerate() {
+            let now = samples[k][d].ok_or_else(|| {
+                missing(format!(
+                    "link direction {} -> {} at {} s",
+                    direction.from,
+                    direction.to,
+                    seconds_text(time)
+                ))
+            })?;
+            let before = match k {
+                0 => LinkCounters::default(),
+                _ => samples[k - 1][d].unwrap_or_default(),
+            };
+            let departures = now.departures.saturating_sub(before.departures);
+            let departure_bytes = now.departure_bytes.saturating_sub(before.departure_bytes);
+            let drops = now.drops.saturating_sub(before.drops);
+            let total = &mut totals[d];
+            total.departures += departures;
+            total.departure_bytes += departure_bytes;
+            total.drops += drops;
+            rows.links.push(crate::LinkRow {
+                time_s: crate::duration_seconds(time),
+                from: direction.from.clone(),
+                to: direction.to.clone(),
+                queue_packets: now.queue_packets,
+                queue_bytes: now.queue_bytes,
+                average_queue: now.average_queue,
+                arrivals: now.arrivals.saturating_sub(before.arrivals),
+                departures,
+                departure_bytes,
+                utilization: utilization(
+                    departure_bytes,
+                    Some(direction.capacity_bps),
+                    width.as_secs_f64(),
+                ),
+                drops,
+                // Neither ns-2's dsRED nor ns-3 keeps per-colour counters; ns-2 no per-cause ones.
+                drops_unmarked: None,
+                drops_in: None,
+                drops_out: None,
+                drops_loss_model: now
+                    .loss_drops
+                    .map(|count| count.saturating_sub(before.loss_drops.unwrap_or(0))),
+                marked_in: None,
+                marked_out: None,
+                ecn_marks: None,
+            });
+        }
+    }
+    Ok(totals)
+}
+
 /// A line of another simulator's samples that does not have the form its generator writes.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{}:{line_number}: {message}: {line:?}", path.display())]
