@@ -121,8 +121,9 @@ class SampleKeepingRtt : public RttMeanDeviation
 // 10 Mb/s: pacing rate 12 Mb/s -> 24 kb/s within 50 ms of the timeout). Two later upstream
 // commits change exactly that path; the description names "ns3::TfrcTcpBbrUpstreamFixes" to run
 // with both (the default of `tfrc ns3`), "ns3::TcpBbr" to run ns-3.37's TcpBbr as packaged
-// (`--bbr-as-packaged`). With both fixes switched off these classes run byte-identical to the
-// packaged ones (checked against copies of ns-3.37's tcp-bbr.cc and tcp-rate-ops.cc, docs/ns3.md).
+// (`--bbr-as-packaged`). Checked (docs/ns3.md "BBR"): copies of ns-3.37's tcp-bbr.cc and
+// tcp-rate-ops.cc with the two upstream lines patched give output byte-identical to these classes,
+// and the same copies unpatched output byte-identical to ns-3.37 as packaged.
 //
 // ns-3 #1026, "Fix delivery rate estimation bug" (ns-3.41, commit 1759450302): in
 // TcpRateLinux::SkbDelivered,
