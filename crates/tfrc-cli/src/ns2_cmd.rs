@@ -5,11 +5,12 @@
 use core::time::Duration;
 use std::path::PathBuf;
 
-use crate::reference_run::{print_limits, ScenarioRunArgs};
 use anyhow::{Context, Result};
 use clap::Args;
 
 use tfrc_ns2::{run_scenario, RunOptions, RunOutcome, DEFAULT_NS_PATH};
+
+use crate::reference_run::{print_limits, ScenarioRunArgs};
 
 /// Arguments of `tfrc ns2`.
 #[derive(Debug, Args)]

@@ -5,11 +5,12 @@
 use core::time::Duration;
 use std::path::PathBuf;
 
-use crate::reference_run::{print_limits, ScenarioRunArgs};
 use anyhow::{Context, Result};
 use clap::Args;
 
 use tfrc_ns3::{run_scenario, BbrModel, BuildOptions, RunOptions, RunOutcome};
+
+use crate::reference_run::{print_limits, ScenarioRunArgs};
 
 /// Arguments of `tfrc ns3`.
 #[derive(Debug, Args)]
