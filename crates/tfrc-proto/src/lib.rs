@@ -51,6 +51,7 @@
 pub mod adversary;
 pub mod application;
 pub mod config;
+mod deque;
 pub mod equation;
 pub mod loss_history;
 pub mod media;

@@ -1,7 +1,7 @@
 //! Loss intervals and the average loss interval (RFC 5348 §5.3–§5.5), with Veno stretching
 //! and TFRC-SP's short intervals (RFC 4828 §3, §4.4).
 
-use std::collections::VecDeque;
+use crate::deque::Deque;
 
 use crate::time::Instant;
 
@@ -82,7 +82,7 @@ pub struct ClosedInterval {
 #[derive(Debug, Clone, Default)]
 pub struct LossHistory {
     /// I_1 first (most recent).
-    closed: VecDeque<ClosedInterval>,
+    closed: Deque<ClosedInterval>,
     /// Sequence number and (interpolated) time of the first loss of the most recent loss event.
     event_start: Option<(u64, Instant)>,
     /// Number of loss events so far.
@@ -107,7 +107,7 @@ impl LossHistory {
     /// An empty history.
     pub fn new(history_discounting: bool) -> Self {
         LossHistory {
-            closed: VecDeque::with_capacity(INTERVALS_AVERAGED + 1),
+            closed: Deque::with_capacity(INTERVALS_AVERAGED + 1),
             event_start: None,
             events: 0,
             open_stretch: None,

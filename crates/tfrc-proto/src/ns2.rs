@@ -7,6 +7,7 @@
 
 use core::time::Duration;
 
+use crate::deque::Deque;
 use crate::time::{duration_from_secs, secs, Instant};
 
 /// `InitRate_`: the sending rate before the first feedback, bytes/s (ns-2.35 `ns-default.tcl`).
@@ -284,7 +285,7 @@ pub(crate) struct Ns2ReceiverState {
     /// `last_arrival_`: arrival of the latest new data packet.
     pub last_arrival: Option<Instant>,
     /// Arrival times of recent packets (`rtvec_`), oldest first, for `est_thput()`.
-    pub recent_arrivals: std::collections::VecDeque<Instant>,
+    pub recent_arrivals: Deque<Instant>,
     /// `maxseq` at the last report: where ns-2's first open interval starts counting.
     pub highest_at_report: Option<u64>,
     /// p computed by `adjust_history()` at the first loss, reported once as is.

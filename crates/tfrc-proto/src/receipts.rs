@@ -9,8 +9,8 @@
 //! nonce sum" — here a 16-bit sum instead of RFC 3540's one bit per interval.
 
 use core::time::Duration;
-use std::collections::VecDeque;
 
+use crate::deque::Deque;
 use crate::time::Instant;
 
 /// Most received packets waiting above a pending gap; beyond it the oldest are dropped (only a
@@ -37,11 +37,11 @@ pub(crate) struct ReceivedLedger {
     /// The packet right after the settled ones when nothing else waits (the usual case, a
     /// packet in order), kept apart so that it costs no queue operation.
     in_order: Option<(u64, u16)>,
-    unsettled: VecDeque<(u64, u16)>,
-    lost: VecDeque<(u64, u64)>,
-    requests: VecDeque<u64>,
+    unsettled: Deque<(u64, u16)>,
+    lost: Deque<(u64, u64)>,
+    requests: Deque<u64>,
     /// (sequence, sum of the marks below it, sum through it).
-    sums: VecDeque<(u64, u16, u16)>,
+    sums: Deque<(u64, u16, u16)>,
 }
 
 impl ReceivedLedger {
@@ -231,87 +231,150 @@ impl ReceivedLedger {
     }
 }
 
-/// A ring buffer whose storage is all initialized (its length is its capacity): a copy of it
-/// (a sender's clone) keeps its room, so the next push writes in place instead of growing a
-/// copy that had none (which a `VecDeque`'s clone would do). Grows by doubling when full.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Ring<T: Copy + Default> {
-    slots: Vec<T>,
-    head: usize,
-    len: usize,
+/// Slots of the receiver's mark ring: a power of two (so that sequence numbers keep their slot
+/// across the 2^32 wrap) that holds a whole proof window below a run ending
+/// [`crate::wire::PROOF_MAX_OFFSET`] packets under the newest packet.
+pub(crate) const MARK_SLOTS: usize = 128;
+const _: () = assert!(
+    MARK_SLOTS.is_power_of_two()
+        && MARK_SLOTS > crate::wire::PROOF_WINDOW as usize + crate::wire::PROOF_MAX_OFFSET as usize
+);
+
+/// One received packet's mark, with the run of consecutive received packets that ends at it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct MarkSlot {
+    sequence: u32,
+    mark: u16,
+    /// Consecutive packets received up to and including this one (at least 1), as far as the
+    /// ring held them when this slot was last updated.
+    run: u32,
+    /// Sum (mod 2^16) of the marks of those `run` packets.
+    run_sum: u16,
 }
 
-impl<T: Copy + Default> Ring<T> {
-    /// Entries held.
-    pub(crate) fn len(&self) -> usize {
-        self.len
+/// The receiver's marks of recently received packets, by sequence number modulo
+/// [`MARK_SLOTS`]: what a feedback's receipt proof sums ([`crate::wire::ReceiptProof`]).
+///
+/// Each slot also keeps the run of consecutive packets ending at it and that run's mark sum,
+/// so that the sum of the last `n` packets of a run is a difference of two slots' sums: a
+/// proof costs two lookups instead of a walk over up to [`crate::wire::PROOF_WINDOW`] slots.
+/// A packet that fills a gap joins the runs on either side: the slots after it (at most
+/// [`MARK_SLOTS`], as many as the ring holds consecutively) are brought up to date.
+#[derive(Debug, Clone)]
+pub(crate) struct RecentMarks {
+    slots: Box<[Option<MarkSlot>; MARK_SLOTS]>,
+    /// The newest packet inserted (in sequence order, across the wrap).
+    newest: Option<u32>,
+}
+
+impl Default for RecentMarks {
+    fn default() -> RecentMarks {
+        RecentMarks {
+            slots: Box::new([None; MARK_SLOTS]),
+            newest: None,
+        }
+    }
+}
+
+impl RecentMarks {
+    fn slot(&self, sequence: u32) -> Option<&MarkSlot> {
+        self.slots[sequence as usize % MARK_SLOTS]
+            .as_ref()
+            .filter(|slot| slot.sequence == sequence)
     }
 
-    fn slot(&self, index: usize) -> usize {
-        (self.head + index) & (self.slots.len() - 1)
+    /// The mark of packet `sequence`, if the ring holds it.
+    pub(crate) fn mark(&self, sequence: u32) -> Option<u16> {
+        self.slot(sequence).map(|slot| slot.mark)
     }
 
-    /// Appends an entry.
-    pub(crate) fn push_back(&mut self, value: T) {
-        if self.len == self.slots.len() {
-            let capacity = (self.slots.len() * 2).max(16);
-            let mut slots = vec![T::default(); capacity];
-            for (index, slot) in slots.iter_mut().take(self.len).enumerate() {
-                *slot = self.slots[self.slot(index)];
+    /// Packet `sequence` arrived with `mark` (a copy replaces the earlier mark; a packet
+    /// older than the one in its slot replaces it too, as the ring always kept the latest
+    /// arrival).
+    pub(crate) fn insert(&mut self, sequence: u32, mark: u16) {
+        if self
+            .newest
+            .is_none_or(|newest| crate::wire::sequence_distance(newest, sequence) > 0)
+        {
+            self.newest = Some(sequence);
+        }
+        let evicted_newer = self.slots[sequence as usize % MARK_SLOTS]
+            .map(|slot| slot.sequence)
+            .filter(|&old| crate::wire::sequence_distance(sequence, old) > 0);
+        self.link(sequence, mark);
+        self.relink_after(sequence);
+        if let Some(old) = evicted_newer {
+            // The packets after the one evicted no longer continue its run.
+            self.relink_after(old);
+        }
+    }
+
+    /// Writes packet `sequence`'s slot, its run continuing the packet before it if the ring
+    /// holds that one; whether the slot changed.
+    fn link(&mut self, sequence: u32, mark: u16) -> bool {
+        let (run, run_sum) = match self.slot(sequence.wrapping_sub(1)) {
+            Some(before) => (
+                before.run.saturating_add(1),
+                before.run_sum.wrapping_add(mark),
+            ),
+            None => (1, mark),
+        };
+        let slot = Some(MarkSlot {
+            sequence,
+            mark,
+            run,
+            run_sum,
+        });
+        let index = sequence as usize % MARK_SLOTS;
+        let changed = self.slots[index] != slot;
+        self.slots[index] = slot;
+        changed
+    }
+
+    /// Brings the runs of the packets after `sequence` up to date, as far as they change
+    /// (bounded: the ring holds at most [`MARK_SLOTS`] consecutive packets).
+    fn relink_after(&mut self, sequence: u32) {
+        let mut next = sequence.wrapping_add(1);
+        for _ in 0..MARK_SLOTS {
+            let Some(mark) = self.mark(next) else {
+                break;
+            };
+            if !self.link(next, mark) {
+                break;
             }
-            self.slots = slots;
-            self.head = 0;
+            next = next.wrapping_add(1);
         }
-        let at = self.slot(self.len);
-        self.slots[at] = value;
-        self.len += 1;
     }
 
-    /// Removes the oldest entry.
-    pub(crate) fn pop_front(&mut self) -> Option<T> {
-        if self.len == 0 {
-            return None;
-        }
-        let value = self.slots[self.head];
-        self.head = self.slot(1);
-        self.len -= 1;
-        Some(value)
-    }
-
-    /// The entry `index` places from the oldest.
-    pub(crate) fn get(&self, index: usize) -> Option<&T> {
-        (index < self.len).then(|| &self.slots[self.slot(index)])
-    }
-
-    /// The oldest entry.
-    pub(crate) fn front(&self) -> Option<&T> {
-        self.get(0)
-    }
-
-    /// The newest entry.
-    pub(crate) fn back(&self) -> Option<&T> {
-        self.len.checked_sub(1).and_then(|index| self.get(index))
-    }
-
-    /// The number of leading entries for which `before` holds (they must come first).
-    pub(crate) fn partition_point(&self, before: impl Fn(&T) -> bool) -> usize {
-        let (mut low, mut high) = (0, self.len);
-        while low < high {
-            let middle = (low + high) / 2;
-            if before(&self.slots[self.slot(middle)]) {
-                low = middle + 1;
-            } else {
-                high = middle;
+    /// The run of consecutive received packets ending at `end`, at most `window` long: its
+    /// length and the sum of its marks, as a walk over the ring from `end` down gives them.
+    /// When `end` is less than `MARK_SLOTS − window` below the newest packet, no packet of the
+    /// run's last `window` can have left the ring and the sum is a difference of two slots'
+    /// sums; otherwise the ring is walked.
+    pub(crate) fn run_ending(&self, end: u32, window: u16) -> (u16, u16) {
+        let newest = self.newest.unwrap_or(end);
+        if (newest.wrapping_sub(end) as usize) < MARK_SLOTS - usize::from(window) {
+            let Some(last) = self.slot(end) else {
+                return (0, 0);
+            };
+            let length = last.run.min(u32::from(window));
+            if length == last.run {
+                return (length as u16, last.run_sum);
             }
+            let before = self
+                .slot(end.wrapping_sub(length))
+                .expect("a run longer than `length` holds the packet before its last `length`");
+            return (length as u16, last.run_sum.wrapping_sub(before.run_sum));
         }
-        low
-    }
-
-    /// The entries, newest first.
-    pub(crate) fn iter_rev(&self) -> impl Iterator<Item = &T> {
-        (0..self.len)
-            .rev()
-            .map(|index| &self.slots[self.slot(index)])
+        let (mut length, mut sum) = (0u16, 0u16);
+        while length < window {
+            let Some(mark) = self.mark(end.wrapping_sub(u32::from(length))) else {
+                break;
+            };
+            sum = sum.wrapping_add(mark);
+            length += 1;
+        }
+        (length, sum)
     }
 }
 
@@ -346,16 +409,32 @@ const MAX_CACHED: usize = 32;
 /// older ones that a proof already established: the running mark sum at the start of a data
 /// part (so that a long open interval stays checkable after its start left the record) and
 /// the intervals whose proofs were checked.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub(crate) struct SentLedger {
     first: u64,
-    records: Ring<SentRecord>,
+    records: Deque<SentRecord>,
     marks: u16,
     payload: u64,
     /// (index, sum of the marks sent before it).
-    anchors: VecDeque<(u64, u16)>,
-    lossy_checked: VecDeque<(u64, u32)>,
-    closed_checked: VecDeque<(u64, u32, u32, u16)>,
+    anchors: Deque<(u64, u16)>,
+    lossy_checked: Deque<(u64, u32)>,
+    closed_checked: Deque<(u64, u32, u32, u16)>,
+}
+
+impl Default for SentLedger {
+    /// An empty ledger whose bounded caches have their full room from the start, so that a
+    /// settled session does not allocate when they reach it.
+    fn default() -> SentLedger {
+        SentLedger {
+            first: 0,
+            records: Deque::default(),
+            marks: 0,
+            payload: 0,
+            anchors: Deque::with_capacity(MAX_CACHED + 1),
+            lossy_checked: Deque::with_capacity(MAX_CACHED + 1),
+            closed_checked: Deque::with_capacity(MAX_CACHED + 1),
+        }
+    }
 }
 
 impl SentLedger {
@@ -461,7 +540,7 @@ impl SentLedger {
 
     /// Whether the sum of the marks of packets `first..=last` is `sum`; `None` when the ledger
     /// no longer knows.
-    fn sum_matches(&self, first: u64, last: u64, sum: u16) -> Option<bool> {
+    pub(crate) fn sum_matches(&self, first: u64, last: u64, sum: u16) -> Option<bool> {
         let through = self.marks_before(last + 1)?;
         let before = self.marks_before(first)?;
         Some(through.wrapping_sub(before) == sum)
@@ -469,7 +548,11 @@ impl SentLedger {
 
     /// Keeps the mark sum before packet `index` once it leaves the record.
     fn remember_anchor(&mut self, index: u64) {
-        if self.anchors.iter().any(|anchor| anchor.0 == index) {
+        // The newest anchor first: the open interval's data part keeps its start from one
+        // feedback to the next until a loss closes it.
+        if self.anchors.back().is_some_and(|anchor| anchor.0 == index)
+            || self.anchors.iter().any(|anchor| anchor.0 == index)
+        {
             return;
         }
         if let Some(before) = self.marks_before(index) {
@@ -546,6 +629,20 @@ pub(crate) struct CheckedIntervals {
     pub(crate) origin: u64,
     /// The most the synthetic interval may count (set by the sender).
     pub(crate) synthetic_cap: f64,
+}
+
+impl CheckedIntervals {
+    /// Whether the sender reads every interval as the receiver claims it (I_0, the closed
+    /// ones, and a synthetic interval within its cap): then both readings give the same p.
+    pub(crate) fn read_as_claimed(&self) -> bool {
+        self.open_counted == self.open
+            && self.closed[..self.closed_count]
+                .iter()
+                .all(|&(claimed, read, _)| claimed == read)
+            && self
+                .synthetic
+                .is_none_or(|length| length as f64 <= self.synthetic_cap)
+    }
 }
 
 /// Up to a dozen spans of packets (first, length), without allocating.
@@ -755,7 +852,14 @@ impl SentLedger {
                 return Err(FalseIntervals::Proven);
             };
             let key = (first, interval.lossy, interval.data, interval.sum);
-            if !self.closed_checked.iter().rev().any(|done| *done == key) {
+            // Intervals enter the cache as they close, so the one `position` places from the
+            // newest is usually as far from the cache's end: looked at first.
+            let likely = self
+                .closed_checked
+                .len()
+                .checked_sub(position + 1)
+                .and_then(|index| self.closed_checked.get(index));
+            if likely != Some(&key) && !self.closed_checked.iter().rev().any(|done| *done == key) {
                 let data_first = first + u64::from(interval.lossy);
                 self.check_data(data_first, interval.data, interval.sum)?;
                 self.closed_checked.push_back(key);
@@ -868,6 +972,60 @@ impl SentLedger {
         ) {
             (Some(from), Some(to)) => to - from <= allowance,
             _ => true,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// The receipt proof's run as a walk over the ring gives it (what the receiver computed
+    /// before [`RecentMarks`] kept runs): the reference the fast path must match.
+    fn walked(marks: &RecentMarks, end: u32, window: u16) -> (u16, u16) {
+        let (mut length, mut sum) = (0u16, 0u16);
+        while length < window {
+            let Some(mark) = marks.mark(end.wrapping_sub(u32::from(length))) else {
+                break;
+            };
+            sum = sum.wrapping_add(mark);
+            length += 1;
+        }
+        (length, sum)
+    }
+
+    proptest! {
+        /// Arrivals in any order (late packets, copies with other marks, gaps, jumps beyond the
+        /// ring, the 2^32 wrap): every run the proof may ask for is the walk's.
+        #[test]
+        fn runs_from_kept_sums_are_the_walks(
+            start in prop_oneof![Just(u32::MAX - 200), any::<u32>()],
+            steps in proptest::collection::vec((-20i64..300, any::<u16>()), 1..400),
+        ) {
+            let mut marks = RecentMarks::default();
+            let mut next = start;
+            for (step, mark) in steps {
+                // Mostly the next packet; sometimes an earlier one (late or a copy) or a jump.
+                let sequence = match step {
+                    0..=200 => next,
+                    201..=280 => next.wrapping_add((step - 200) as u32),
+                    _ => next.wrapping_sub(step.unsigned_abs() as u32),
+                };
+                marks.insert(sequence, mark);
+                if crate::wire::sequence_distance(next, sequence) >= 0 {
+                    next = sequence.wrapping_add(1);
+                }
+                let newest = marks.newest.expect("a packet was inserted");
+                for below in 0..80u32 {
+                    let end = newest.wrapping_sub(below);
+                    prop_assert_eq!(
+                        marks.run_ending(end, crate::wire::PROOF_WINDOW),
+                        walked(&marks, end, crate::wire::PROOF_WINDOW),
+                        "end {} newest {}", end, newest
+                    );
+                }
+            }
         }
     }
 }

@@ -18,8 +18,8 @@
 //! count at the window's end is always exact. Without a horizon (no RTT yet), more than
 //! [`MAX_ENTRIES`] entries are thinned by dropping every other one.
 
+use crate::deque::Deque;
 use core::time::Duration;
-use std::collections::VecDeque;
 
 use crate::time::{secs, Instant};
 
@@ -30,7 +30,7 @@ pub const MAX_ENTRIES: usize = 8192;
 #[derive(Debug, Clone, Default)]
 pub struct ArrivalWindow {
     /// `(arrival, bytes of every packet up to and including this one)`, oldest first.
-    entries: VecDeque<(Instant, u64)>,
+    entries: Deque<(Instant, u64)>,
     /// Running byte count of the newest entry dropped from the front (0 if none).
     dropped_total: u64,
     /// Running byte count over every packet recorded.

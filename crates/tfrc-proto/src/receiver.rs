@@ -13,14 +13,14 @@
 //! 4. After any of the above, drain [`Receiver::poll_transmit`] until it returns `None` and send
 //!    each feedback packet to the sender.
 
+use crate::deque::Deque;
 use core::time::Duration;
-use std::collections::VecDeque;
 
 use crate::config::{Config, ConfigError};
 use crate::equation;
 use crate::loss_history::LossHistory;
 use crate::ns2::Ns2ReceiverState;
-use crate::receipts::ReceivedLedger;
+use crate::receipts::{ReceivedLedger, RecentMarks};
 use crate::receive_rate::ArrivalWindow;
 use crate::time::{duration_from_secs, secs, Instant};
 use crate::wire::{self, DataRepr, FeedbackRepr, Packet, PacketKind};
@@ -140,29 +140,20 @@ impl Gap {
     }
 }
 
-/// Slots of the receiver's mark ring: a power of two (so that sequence numbers keep their slot
-/// across the 2^32 wrap) that holds a whole proof window below a run ending
-/// [`wire::PROOF_MAX_OFFSET`] packets under the newest packet.
-const MARK_SLOTS: usize = 128;
-const _: () = assert!(
-    MARK_SLOTS.is_power_of_two()
-        && MARK_SLOTS > wire::PROOF_WINDOW as usize + wire::PROOF_MAX_OFFSET as usize
-);
-
 /// The TFRC receiver: detects losses, keeps the loss history and produces feedback.
 #[derive(Debug, Clone)]
 pub struct Receiver {
     config: Config,
     /// Session id and token (the nonce's upper half) learned from the first data packet.
     session: Option<(u32, u16)>,
-    /// The marks of recently received packets, by sequence number modulo [`MARK_SLOTS`]: what
-    /// the feedback's receipt proof sums ([`wire::ReceiptProof`]).
-    marks: [Option<(u32, u16)>; MARK_SLOTS],
+    /// The marks of recently received packets: what the feedback's receipt proof sums
+    /// ([`wire::ReceiptProof`]).
+    marks: RecentMarks,
     /// Lowest extended sequence number received (the start of what feedback can prove).
     lowest: Option<u64>,
     /// Highest extended sequence number received and its arrival time.
     highest: Option<(u64, Instant)>,
-    gaps: VecDeque<Gap>,
+    gaps: Deque<Gap>,
     history: LossHistory,
     /// R_m: the sender's RTT estimate carried by the latest data packet.
     rtt: Option<Duration>,
@@ -211,10 +202,10 @@ impl Receiver {
             ns2,
             config,
             session: None,
-            marks: [None; MARK_SLOTS],
+            marks: RecentMarks::default(),
             lowest: None,
             highest: None,
-            gaps: VecDeque::new(),
+            gaps: Deque::default(),
             rtt: None,
             veno_backlog: 0.0,
             latest: None,
@@ -334,8 +325,7 @@ impl Receiver {
             }
             Some(_) => {}
         }
-        self.marks[data.sequence as usize % self.marks.len()] =
-            Some((data.sequence, data.nonce as u16));
+        self.marks.insert(data.sequence, data.nonce as u16);
         let length = bytes.len() as u64;
         let payload = packet.payload().len() as u64;
         if let Some(state) = &mut self.ns2 {
@@ -885,10 +875,6 @@ impl Receiver {
     /// packets) or a packet late in flight then leaves a complete run below it, which is what
     /// a sender may ask of a receiver that reports no loss.
     fn receipt_proof(&self, echo: u32) -> wire::ReceiptProof {
-        let mark = |sequence: u32| match self.marks[sequence as usize % self.marks.len()] {
-            Some((stored, mark)) if stored == sequence => Some(mark),
-            _ => None,
-        };
         // Packets from the first this receiver got up to `end`: what a complete run holds
         // (or the whole window). Packets before the first arrival are not ours to prove.
         let since_first = |end: u32| -> u64 {
@@ -907,14 +893,7 @@ impl Receiver {
         };
         for offset in 0..=wire::PROOF_MAX_OFFSET {
             let end = echo.wrapping_sub(u32::from(offset));
-            let (mut length, mut sum) = (0u16, 0u16);
-            while length < wire::PROOF_WINDOW {
-                let Some(mark) = mark(end.wrapping_sub(u32::from(length))) else {
-                    break;
-                };
-                sum = sum.wrapping_add(mark);
-                length += 1;
-            }
+            let (length, sum) = self.marks.run_ending(end, wire::PROOF_WINDOW);
             let proof = wire::ReceiptProof {
                 offset,
                 length,

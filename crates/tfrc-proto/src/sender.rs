@@ -14,13 +14,13 @@
 //! 4. Give every datagram from the receiver to [`Sender::handle_packet`].
 
 use core::time::Duration;
-use std::collections::VecDeque;
 
 use crate::config::{Config, ConfigError, SMALL_PACKET_MIN_INTERVAL};
+use crate::deque::Deque;
 use crate::equation;
 use crate::loss_history;
 use crate::ns2::{self, Ns2SenderState};
-use crate::receipts::{CheckContext, CheckedIntervals, FalseIntervals, Ring, SentLedger};
+use crate::receipts::{CheckContext, CheckedIntervals, FalseIntervals, SentLedger};
 use crate::receiver::NDUPACK;
 use crate::time::{duration_from_secs, secs, Instant};
 use crate::wire::{self, DataRepr, FeedbackRepr, Packet, PacketKind};
@@ -203,7 +203,8 @@ pub struct SenderState {
     pub slow_start: bool,
 }
 
-/// One sent packet, for the data-limited test of §4.3 step 4.
+/// One sent packet, for the data-limited test of §4.3 step 4 (one per packet, in sequence
+/// order).
 #[derive(Debug, Clone, Copy)]
 struct SendRecord {
     sequence: u32,
@@ -251,7 +252,7 @@ pub struct Sender {
     /// The application had no data at the last send opportunity.
     data_limited: bool,
     full_rate_count: u64,
-    send_records: VecDeque<SendRecord>,
+    send_records: Deque<SendRecord>,
     /// Sequence number echoed by the previous feedback.
     last_echo: Option<u32>,
     /// A valid receipt proof has shown a packet missing below NDUPACK received ones: the
@@ -278,7 +279,7 @@ pub struct Sender {
     previous_tail: Option<u64>,
     /// (arrival, payload accounted for) of recent feedbacks taken: the delivery the receiver
     /// has reported, which bounds X_recv ([`Sender::x_recv_limit`]).
-    delivered: Ring<(Instant, u64)>,
+    delivered: Deque<(Instant, u64)>,
     /// Where the receiver's proofs start: the first packet of the first accepted feedback's
     /// run (packets before it may have been lost before the receiver got anything).
     receiver_start: Option<u32>,
@@ -328,7 +329,7 @@ impl Sender {
             last_send: None,
             data_limited: false,
             full_rate_count: 0,
-            send_records: VecDeque::new(),
+            send_records: Deque::default(),
             last_echo: None,
             last_elapsed: None,
             loss_proven: false,
@@ -340,7 +341,7 @@ impl Sender {
             silent: false,
             loss_free: None,
             previous_tail: None,
-            delivered: Ring::default(),
+            delivered: Deque::default(),
             stats: SenderStats::default(),
             ns2,
             config,
@@ -801,7 +802,12 @@ impl Sender {
             self.stats.under_reported += 1;
             return Err(FeedbackError::UnderReported);
         }
-        let read = self.loss_event_rate_from(&checked, Reading::AsRead);
+        // The sender's reading gives the floor again when it reads every interval as claimed.
+        let read = if checked.read_as_claimed() {
+            floor
+        } else {
+            self.loss_event_rate_from(&checked, Reading::AsRead)
+        };
         // Beyond the wire's rounding, so that a p the sender reads as the receiver counts it
         // stays the p the receiver reported.
         let p = if read > reported * (1.0 + 1e-9) + 1.0 / 4_294_967_296.0 {
@@ -1027,11 +1033,19 @@ impl Sender {
         // Packets sent up to and including the run's last.
         let sent_to_end = (self.stats.packets + 1).saturating_sub(behind + u64::from(proof.offset));
         let end = feedback.echo_sequence.wrapping_sub(u32::from(proof.offset));
+        // The run's sum from the ledger's running sums (two lookups), or where the ledger no
+        // longer holds the run, from the marks themselves (one keyed hash per packet).
+        let sum_matches = || {
+            let first = sent_to_end - u64::from(proof.length);
+            self.ledger
+                .sum_matches(first, sent_to_end - 1, proof.sum)
+                .unwrap_or_else(|| self.marker.run_sum(end, proof.length) == proof.sum)
+        };
         let valid = proof.length >= 1
             && proof.length <= wire::PROOF_WINDOW
             && proof.offset <= wire::PROOF_MAX_OFFSET
             && u64::from(proof.length) <= sent_to_end
-            && self.marker.run_sum(end, proof.length) == proof.sum;
+            && sum_matches();
         if !valid {
             self.stats.unproven += 1;
             return Err(FeedbackError::Unproven);
@@ -1103,7 +1117,8 @@ impl Sender {
         let span = self.rtt.unwrap_or(checked.window_rtt);
         let earlier = self
             .delivered
-            .iter_rev()
+            .iter()
+            .rev()
             .find(|(at, _)| now - *at >= span)
             .copied();
         match (earlier, checked.accounted_payload) {
@@ -1365,11 +1380,14 @@ impl Sender {
     /// echoed by the previous feedback, up to the one echoed now) was sent data-limited, or if no
     /// packet was sent in it (idle).
     fn interval_was_data_limited(&mut self, echo: u32) -> bool {
-        let count_at = |records: &VecDeque<SendRecord>, sequence: u32| {
+        // One record per packet sent, in sequence order: packet `sequence`'s is at its distance
+        // from the oldest.
+        let count_at = |records: &Deque<SendRecord>, sequence: u32| {
+            let oldest = records.front()?;
+            let index = usize::try_from(wire::sequence_distance(oldest.sequence, sequence)).ok()?;
             records
-                .iter()
-                .rev()
-                .find(|record| record.sequence == sequence)
+                .get(index)
+                .filter(|record| record.sequence == sequence)
                 .map(|record| record.full_rate_count)
         };
         let now_count = count_at(&self.send_records, echo);
@@ -1383,12 +1401,10 @@ impl Sender {
             _ => false,
         };
         // Forget records older than the echoed packet, keeping it for the next interval.
-        while let Some(front) = self.send_records.front() {
-            if wire::sequence_distance(front.sequence, echo) > 0 {
-                self.send_records.pop_front();
-            } else {
-                break;
-            }
+        if let Some(front) = self.send_records.front() {
+            let older = (wire::sequence_distance(front.sequence, echo).max(0) as usize)
+                .min(self.send_records.len());
+            self.send_records.drain(..older);
         }
         limited
     }
@@ -1415,7 +1431,8 @@ impl Sender {
             .map(|item| item.1)
             .filter(|rate| rate.is_finite())
             .fold(x_recv, f64::max);
-        self.x_recv_set = vec![(now, largest)];
+        self.x_recv_set.clear();
+        self.x_recv_set.push((now, largest));
     }
 
     /// Fires the no-feedback timer if due (RFC 5348 §4.4); an early call does nothing.
