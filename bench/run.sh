@@ -5,7 +5,8 @@
 #
 # 1. Simulator against ns-2.35 (bench/sim-speed/run.sh 64 1024 10000): CPU time, sampled and
 #    bare, peak memory, events/s.
-# 2. Protocol core per operation (cargo bench -p tfrc-proto --bench core): criterion's mean.
+# 2. Protocol core per operation (cargo bench -p tfrc-proto --bench core): criterion's mean; and
+#    instructions per operation under callgrind (bench/core-instructions/run.sh, issue 41).
 # 3. Real UDP on loopback against iperf3 -u -b 0 (bench/udp/run.sh 5): goodput, CPU, pacing.
 # 4. Emulator relay with one core kept busy (bench/emu/run.sh, BUSY=1), normal priority and
 #    SCHED_FIFO when root: added-delay error and delivered rate.
@@ -14,7 +15,7 @@
 # 6. Simulator against ns-3.37 (bench/ns3-speed/run.sh 64 1024, issue 39): a TCP-only dumbbell,
 #    CPU time and peak memory of each, ratio ns-3 / ours.
 #
-# Needs ns-2 (Debian ns2), ns-3.37 (libns3-dev, g++, pkg-config), iperf3, jq, /usr/bin/time (Debian time); as root it installs the
+# Needs ns-2 (Debian ns2), ns-3.37 (libns3-dev, g++, pkg-config), iperf3, jq, valgrind, /usr/bin/time (Debian time); as root it installs the
 # missing ones. Takes about 20 minutes on 2 cores (10 of them building the Python package). The machine's load average is recorded at
 # the start of each part: other work slows every figure, the ratios less.
 set -euo pipefail
@@ -30,6 +31,7 @@ if [ "$(id -u)" = 0 ]; then
     command -v pkg-config >/dev/null || missing+=(pkg-config)
     command -v iperf3 >/dev/null || missing+=(iperf3)
     command -v jq >/dev/null || missing+=(jq)
+    command -v valgrind >/dev/null || missing+=(valgrind)
     [ -x /usr/bin/time ] || missing+=(time)
     if [ ${#missing[@]} -gt 0 ]; then
         apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >&2
@@ -69,6 +71,16 @@ cargo bench -p tfrc-proto --bench core -- --warm-up-time 1 --measurement-time 3 
 awk '/^Benchmarking [a-z0-9]+\/.*per operation$/ { name = $0; sub(/^Benchmarking /, "", name); sub(/\/per operation$/, "", name); printed = 0 }
      /^ +time: +\[/ && !printed { gsub(/[\[\]]/, ""); printf "| %s | %s %s (%s %s – %s %s) |\n", name, $4, $5, $2, $3, $6, $7; printed = 1 }' \
     "$work/core.txt" >>"$work/results.md"
+
+{
+    echo
+    echo "### Instructions per operation (callgrind; bench/core-instructions/run.sh)"
+    echo
+    echo "Counts that do not move with the machine's load; the same operations on the same recorded endpoints as the times above."
+    echo
+} >>"$work/results.md"
+bench/core-instructions/run.sh >>"$work/results.md" 2>"$work/core-instructions.err" ||
+    { cat "$work/core-instructions.err" >&2; exit 1; }
 
 {
     echo

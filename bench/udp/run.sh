@@ -10,6 +10,10 @@
 # 3. One 1400-byte TFRC flow through `tfrc emulate` with no shaping (forwarding speed).
 # 4. The same 1400-byte goodput runs and 100 Mbit/s pacing while another process keeps one core
 #    busy (a shell loop this script starts and stops).
+# 5. Right after each pacing run, in the same conditions (load, priority), the machine's own
+#    wake-up lateness at the run's packet interval (crates/tfrc-udp/examples/wakeup_probe.rs: the
+#    sender's sleep-then-spin wait with nothing else to do, and a kernel sleep alone): the floor
+#    under the pacing error, which the table reports the sender's error against.
 #
 # Every run's JSON is kept in OUT_DIR (default out/bench-udp); a Markdown table is printed and
 # written to OUT_DIR/summary.md. CPU is in percent of one core, as iperf3 reports it. The
@@ -23,7 +27,9 @@ export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-target}
 mkdir -p "$OUT"
 
 cargo build --release -p tfrc-cli >&2
+cargo build --release -p tfrc-udp --example wakeup_probe >&2
 TFRC="$CARGO_TARGET_DIR/release/tfrc"
+PROBE="$CARGO_TARGET_DIR/release/examples/wakeup_probe"
 
 if ! command -v iperf3 >/dev/null; then
     if [ "$(id -u)" = 0 ]; then
@@ -102,13 +108,28 @@ if command -v iperf3 >/dev/null; then
 else
     echo "iperf3 not installed: its rows are skipped" | tee -a "$OUT/summary.md"
 fi
+# probe NAME [--realtime]: the wake-up probe at NAME's packet interval (from its send JSON), for
+# half the run's duration; leaves NAME.probe.json.
+probe() {
+    local name=$1
+    shift
+    local interval_us
+    interval_us=$(jq '.end.sender.seconds / .end.sender.packets * 1e6' "$OUT/$name.send.json" 2>/dev/null || echo 0)
+    if [ "$(jq -n --argjson i "${interval_us:-0}" '$i > 0')" = true ]; then
+        "$PROBE" "$interval_us" "$(( (DURATION + 1) / 2 ))" "$@" >"$OUT/$name.probe.json" 2>"$OUT/$name.probe.err" || true
+    fi
+}
 run_tfrc pacing-10M --max-rate 10M
+probe pacing-10M
 run_tfrc pacing-100M --max-rate 100M
+probe pacing-100M
 # The same with a real-time sending thread (root only): shows how much of the tail is the
 # scheduler making a woken sender wait for a CPU on a busy machine.
 if [ "$(id -u)" = 0 ]; then
     run_tfrc pacing-10M-realtime --max-rate 10M --realtime
+    probe pacing-10M-realtime --realtime
     run_tfrc pacing-100M-realtime --max-rate 100M --realtime
+    probe pacing-100M-realtime --realtime
 fi
 # Through the emulator's relay with no shaping (issue 18: at least 1 Gbit/s forwarded).
 THROUGH_RELAY=1 run_tfrc tfrc-1400-relay --packet-size 1400
@@ -120,6 +141,7 @@ if command -v iperf3 >/dev/null; then
     run_iperf iperf3-1400-busy 1400
 fi
 run_tfrc pacing-100M-busy --max-rate 100M
+probe pacing-100M-busy
 kill "$busy" 2>/dev/null || true
 wait "$busy" 2>/dev/null || true
 
@@ -158,13 +180,19 @@ wait "$busy" 2>/dev/null || true
     echo
     echo "## Pacing error (actual − scheduled send time), µs"
     echo
-    echo "| run | achieved (Mbit/s) | packets | p50 | p90 | p99 | p99.9 | max | sender CPU % | timer granularity (µs) |"
-    echo "|---|---|---|---|---|---|---|---|---|---|"
+    echo "| run | achieved (Mbit/s) | packets | p50 | p90 | p99 | p99.9 | max | sender CPU % | timer granularity (µs) | probe p99, same wait (µs) | probe p99, kernel sleep (µs) | p99 ÷ probe p99 (same wait) |"
+    echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
     for run in 10M 100M 10M-realtime 100M-realtime 100M-busy; do
         [ -f "$OUT/pacing-$run.send.json" ] || continue
-        jq -r --arg run "$run" '
-            "| \($run) | \(.end.sender.bits_per_second / 1e6 * 10 | round / 10) | \(.end.pacing.samples) | \(.end.pacing.p50_us * 10 | round / 10) | \(.end.pacing.p90_us * 10 | round / 10) | \(.end.pacing.p99_us * 10 | round / 10) | \(.end.pacing.p999_us * 10 | round / 10) | \(.end.pacing.max_us | round) | \(.end.cpu_utilization_percent.host_total | round) | \(.start.timer.timer_granularity_us * 10 | round / 10) |"' "$OUT/pacing-$run.send.json"
+        probe_json="$OUT/pacing-$run.probe.json"
+        [ -s "$probe_json" ] || echo '{}' >"$probe_json"
+        jq -r --arg run "$run" --slurpfile probe "$probe_json" '
+            ($probe[0].sleep_then_spin.p99_us // null) as $floor
+            | ($probe[0].sleep.p99_us // null) as $sleep
+            | "| \($run) | \(.end.sender.bits_per_second / 1e6 * 10 | round / 10) | \(.end.pacing.samples) | \(.end.pacing.p50_us * 10 | round / 10) | \(.end.pacing.p90_us * 10 | round / 10) | \(.end.pacing.p99_us * 10 | round / 10) | \(.end.pacing.p999_us * 10 | round / 10) | \(.end.pacing.max_us | round) | \(.end.cpu_utilization_percent.host_total | round) | \(.start.timer.timer_granularity_us * 10 | round / 10) | \(if $floor then ($floor * 10 | round / 10) else "n/a" end) | \(if $sleep then ($sleep * 10 | round / 10) else "n/a" end) | \(if $floor and $floor > 0 then "\(.end.pacing.p99_us / $floor * 100 | round / 100)x" else "n/a" end) |"' "$OUT/pacing-$run.send.json"
     done
+    echo
+    echo "Probe: crates/tfrc-udp/examples/wakeup_probe.rs right after the run, same load and priority, at the run's mean packet interval; the target (issue 41) is pacing p99 within 1.2x the probe's p99."
     echo
     echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
 } | tee -a "$OUT/summary.md"

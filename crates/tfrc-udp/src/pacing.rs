@@ -254,6 +254,50 @@ impl PacingSummary {
     }
 }
 
+/// How [`probe_wakeups`] waits for each deadline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ProbeWait {
+    /// [`Waiter::wait_until`]: sleep, then spin the calibrated margin (what `tfrc send` does).
+    SleepThenSpin,
+    /// [`Waiter::sleep_until`]: the kernel's sleep alone (what a cyclictest-like probe measures).
+    Sleep,
+}
+
+/// The machine's own wake-up lateness, the floor under any pacing error: a thread that does
+/// nothing but wait, with `waiter`, for deadlines `interval` apart (as a sender pacing one packet
+/// per `interval` does), for `duration`, recording how late each wait returns (actual minus
+/// scheduled time). A deadline more than one interval past when the previous wait returns is
+/// skipped (a sender would send that packet at once); the next one is the first still ahead.
+/// Run it in the same conditions (load, priority) as the tool it is the floor of.
+pub fn probe_wakeups(
+    waiter: &Waiter,
+    how: ProbeWait,
+    interval: Duration,
+    duration: Duration,
+) -> PacingSummary {
+    let interval = interval.max(Duration::from_micros(1));
+    let clock = waiter.clock;
+    let start = clock.now();
+    let end = start + duration;
+    let mut deadline = start + interval;
+    let mut lateness = Histogram::new();
+    while deadline <= end {
+        match how {
+            ProbeWait::SleepThenSpin => waiter.wait_until(deadline, None),
+            ProbeWait::Sleep => waiter.sleep_until(deadline, None),
+        };
+        let now = clock.now();
+        lateness.record(u64::try_from((now - deadline).as_nanos()).unwrap_or(u64::MAX));
+        deadline += interval;
+        if now > deadline + interval {
+            let behind = (now - deadline).as_nanos() / interval.as_nanos();
+            deadline += interval * u32::try_from(behind + 1).unwrap_or(u32::MAX);
+        }
+    }
+    PacingSummary::of(&lateness)
+}
+
 /// Length of the window over which [`RecentLateness`] keeps the largest lateness.
 const LATENESS_WINDOW: Duration = Duration::from_secs(1);
 /// The window is kept as this many buckets, each with its largest lateness.
@@ -323,6 +367,26 @@ impl RecentLateness {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_wakeup_probe_samples_every_deadline_it_reaches() {
+        let clock = Clock::new();
+        let (waiter, _) = Waiter::calibrate(clock);
+        for how in [ProbeWait::SleepThenSpin, ProbeWait::Sleep] {
+            let summary = probe_wakeups(
+                &waiter,
+                how,
+                Duration::from_millis(1),
+                Duration::from_millis(50),
+            );
+            // 50 deadlines, fewer only when the machine made the probe skip some.
+            assert!((1..=50).contains(&summary.samples), "{how:?}: {summary:?}");
+            assert!(
+                summary.p50_us >= 0.0 && summary.max_us >= summary.p99_us,
+                "{summary:?}"
+            );
+        }
+    }
 
     #[test]
     fn waits_never_return_early() {
