@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # Relay accuracy benchmark: added-delay error (p50/p99/max) with probes at half the link rate,
+# the machine's own wake-up lateness under the relay's waiting (p99; same priority and load),
 # and the delivered rate under a 150 % load, for each link rate (Mb/s).
 # Usage: [REALTIME=1] bench/emu/run.sh [SECONDS_PER_RUN] [RATE_MBPS ...]   (default: 3 s; 1 10 100 200 400)
 # REALTIME=1 runs the relay thread as SCHED_FIFO (needs root). BUSY=1 keeps one core busy with

@@ -21,12 +21,55 @@ use std::time::Instant;
 use tfrc_udp::batch::{Offload, ReceiveBuffers};
 
 use tfrc_emu::element_syntax::{LinkFlags, LinkSpec};
-use tfrc_emu::realtime::unix_nanos_now;
+use tfrc_emu::realtime::{unix_nanos_now, Clock, Waiter, Wake};
 use tfrc_emu::relay::{self, RelayConfig};
 
 const WIRE_BYTES: u64 = 1000;
 const PAYLOAD: usize = 972;
 const DELAY_MS: u64 = 10;
+
+/// The relay's spin margin: SPIN_US, else the relay's default.
+fn spin_margin() -> Duration {
+    std::env::var("SPIN_US")
+        .ok()
+        .and_then(|text| text.parse().ok())
+        .map_or(
+            tfrc_emu::realtime::DEFAULT_SPIN_MARGIN,
+            Duration::from_micros,
+        )
+}
+
+/// The machine's own wake-up lateness under the relay's waiting: a thread at the relay's
+/// priority waits, with the relay's [`Waiter`] and spin margin and nothing else to do, for
+/// deadlines one serialization time apart (the link's departures at full load), for `seconds`.
+/// The 99th percentile of how late each wait returns: the floor under the relay's delay error.
+fn wakeup_floor_p99_us(rate_bps: u64, seconds: f64, realtime: bool) -> f64 {
+    let interval = Duration::from_nanos((WIRE_BYTES * 8 * 1_000_000_000 / rate_bps).max(1));
+    let probe = std::thread::spawn(move || {
+        if realtime {
+            let _ = tfrc_udp::pacing::set_realtime_priority(10);
+        }
+        let waiter = Waiter::new(Clock::new(), spin_margin());
+        let clock = waiter.clock();
+        let end = clock.now() + Duration::from_secs_f64(seconds);
+        let mut deadline = clock.now() + interval;
+        let mut lateness = Vec::new();
+        while deadline <= end {
+            while waiter.wait(&[], Some(deadline)) != Wake::Deadline || clock.now() < deadline {}
+            let now = clock.now();
+            lateness.push((now - deadline).as_nanos() as i64);
+            deadline += interval;
+            if now > deadline + interval {
+                // Deadlines the wake-up passed are skipped, as in `wakeup_probe`.
+                let behind = (now - deadline).as_nanos() / interval.as_nanos();
+                deadline += interval * (behind as u32 + 1);
+            }
+        }
+        lateness.sort_unstable();
+        percentile(&lateness, 0.99) / 1000.0
+    });
+    probe.join().expect("probe thread")
+}
 
 type RelayHandle = std::thread::JoinHandle<tfrc_emu::Result<relay::RelayReport>>;
 
@@ -48,12 +91,7 @@ fn relay_for(
     let stop = Arc::new(AtomicBool::new(false));
     let mut config = RelayConfig::new("127.0.0.1:0".parse().unwrap(), sink, link);
     config.realtime_priority = realtime.then_some(10);
-    if let Some(micros) = std::env::var("SPIN_US")
-        .ok()
-        .and_then(|text| text.parse().ok())
-    {
-        config.spin_margin = Duration::from_micros(micros);
-    }
+    config.spin_margin = spin_margin();
     let (address, handle) = relay::spawn(config, stop.clone()).expect("relay");
     (address, stop, handle)
 }
@@ -205,21 +243,24 @@ fn main() {
         }
     );
     println!();
-    println!("| link rate | probes received | delay error p50 (µs) | p99 (µs) | max (µs) | delivered rate at 150 % load | error |");
-    println!("|---|---|---|---|---|---|---|");
+    println!("| link rate | probes received | delay error p50 (µs) | p99 (µs) | max (µs) | delivered rate at 150 % load | error | wake-up probe p99 (µs) | p99 ÷ probe p99 |");
+    println!("|---|---|---|---|---|---|---|---|---|");
     for mbps in rates {
         let rate_bps = mbps * 1_000_000;
         let delay = delay_error(rate_bps, seconds, realtime);
+        let floor = wakeup_floor_p99_us(rate_bps, seconds.min(2.0), realtime);
         let delivered = delivered_rate(rate_bps, seconds, realtime);
         println!(
-            "| {mbps} Mb/s | {}/{} | {:.1} | {:.1} | {:.1} | {:.3} Mb/s | {:+.2} % |",
+            "| {mbps} Mb/s | {}/{} | {:.1} | {:.1} | {:.1} | {:.3} Mb/s | {:+.2} % | {:.1} | {:.2}x |",
             delay.received,
             delay.sent,
             delay.p50_us,
             delay.p99_us,
             delay.max_us,
             delivered / 1e6,
-            (delivered / rate_bps as f64 - 1.0) * 100.0
+            (delivered / rate_bps as f64 - 1.0) * 100.0,
+            floor,
+            delay.p99_us / floor.max(0.001)
         );
     }
 }
