@@ -266,10 +266,11 @@ pub enum ProbeWait {
 
 /// The machine's own wake-up lateness, the floor under any pacing error: a thread that does
 /// nothing but wait, with `waiter`, for deadlines `interval` apart (as a sender pacing one packet
-/// per `interval` does), for `duration`, recording how late each wait returns (actual minus
-/// scheduled time). A deadline more than one interval past when the previous wait returns is
-/// skipped (a sender would send that packet at once); the next one is the first still ahead.
-/// Run it in the same conditions (load, priority) as the tool it is the floor of.
+/// per `interval` does), for `duration`, recording how late each deadline is served (actual minus
+/// scheduled time). Deadlines that passed while the thread was not running are served at once
+/// when it is, each with its own lateness, as a sender sends the packets it owes after a late
+/// wake-up and counts each one's error. Run it in the same conditions (load, priority) as the
+/// tool it is the floor of.
 pub fn probe_wakeups(
     waiter: &Waiter,
     how: ProbeWait,
@@ -290,10 +291,6 @@ pub fn probe_wakeups(
         let now = clock.now();
         lateness.record(u64::try_from((now - deadline).as_nanos()).unwrap_or(u64::MAX));
         deadline += interval;
-        if now > deadline + interval {
-            let behind = (now - deadline).as_nanos() / interval.as_nanos();
-            deadline += interval * u32::try_from(behind + 1).unwrap_or(u32::MAX);
-        }
     }
     PacingSummary::of(&lateness)
 }
