@@ -8,9 +8,12 @@
 //! the work of a real steady-state operation.
 
 use core::time::Duration;
-use std::collections::VecDeque;
 
 use tfrc_proto::{Config, Instant, Receiver, Sender};
+
+#[path = "exchange.rs"]
+mod exchange;
+use exchange::{exchange, Observer, Path, Step};
 
 /// One-way delay of the path.
 const DELAY: Duration = Duration::from_millis(25);
@@ -43,108 +46,88 @@ pub struct Recording {
     pub sent: u64,
     /// The sender's state at the end.
     pub final_state: Option<tfrc_proto::SenderState>,
+    /// Operations seen: sender data, sender feedback, receiver data, receiver feedback polls
+    /// (past the warm-up, copies are kept every `stride`-th).
+    counts: [u64; 4],
+    /// The receiver before the current poll, kept if the poll sends a feedback.
+    pending_poll: Option<Before<Receiver>>,
 }
 
-/// Keeps a copy when `kept` is not full and the run is past the warm-up, every `stride`-th time.
-fn keep<E: Clone>(
-    kept: &mut Vec<Before<E>>,
-    count: &mut u64,
-    stride: u64,
-    endpoint: &E,
-    at: Instant,
-    input: &[u8],
-) {
-    *count += 1;
-    if at >= Instant::ZERO + WARM_UP && kept.len() < KEPT && count.is_multiple_of(stride) {
-        kept.push(Before {
-            endpoint: endpoint.clone(),
-            at,
-            input: input.to_vec(),
-        });
+impl Observer for Recording {
+    fn before(&mut self, step: Step<'_>, now: Instant, sender: &Sender, receiver: &Receiver) {
+        let (count, stride) = match step {
+            Step::SenderData => (&mut self.counts[0], 16),
+            Step::SenderFeedback(_) => (&mut self.counts[1], 1),
+            Step::ReceiverData(_) => (&mut self.counts[2], 16),
+            Step::ReceiverFeedback => (&mut self.counts[3], 1),
+            Step::Timers => return,
+        };
+        *count += 1;
+        if now < Instant::ZERO + WARM_UP {
+            return;
+        }
+        let due = count.is_multiple_of(stride);
+        let input = match step {
+            Step::SenderFeedback(bytes) | Step::ReceiverData(bytes) => bytes.to_vec(),
+            _ => Vec::new(),
+        };
+        match step {
+            Step::SenderData | Step::SenderFeedback(_) => {
+                let kept = if step == Step::SenderData {
+                    &mut self.sender_data
+                } else {
+                    &mut self.sender_feedback
+                };
+                if due && kept.len() < KEPT {
+                    kept.push(Before {
+                        endpoint: sender.clone(),
+                        at: now,
+                        input,
+                    });
+                }
+            }
+            Step::ReceiverData(_) if due && self.receiver_data.len() < KEPT => {
+                self.receiver_data.push(Before {
+                    endpoint: receiver.clone(),
+                    at: now,
+                    input,
+                });
+            }
+            // Most polls send nothing: the copy is kept only if this one sends a feedback.
+            Step::ReceiverFeedback if self.receiver_feedback.len() < KEPT => {
+                self.pending_poll = Some(Before {
+                    endpoint: receiver.clone(),
+                    at: now,
+                    input,
+                });
+            }
+            _ => {}
+        }
+    }
+
+    fn after(&mut self, step: Step<'_>, _now: Instant, outcome: bool) {
+        match step {
+            Step::SenderFeedback(_) if !outcome => self.rejected_feedbacks += 1,
+            Step::ReceiverFeedback => {
+                if let Some(before) = self.pending_poll.take().filter(|_| outcome) {
+                    self.receiver_feedback.push(before);
+                }
+            }
+            _ => {}
+        }
     }
 }
 
 /// Runs the exchange and keeps the copies.
 pub fn record(config: &Config) -> Recording {
-    let mut sender = Sender::new(config.clone(), 7, 0x5eed, Instant::ZERO).expect("valid config");
-    let mut receiver = Receiver::new(config.clone()).expect("valid config");
-    let mut to_receiver: VecDeque<(Instant, Vec<u8>)> = VecDeque::new();
-    let mut to_sender: VecDeque<(Instant, Vec<u8>)> = VecDeque::new();
-    let mut buffer = vec![0u8; 2048];
+    let path = Path {
+        delay: DELAY,
+        dropped: |sent| sent.is_multiple_of(DROP_EVERY),
+        end: Instant::ZERO + RUN,
+    };
     let mut recording = Recording::default();
-    let (mut sent, mut feedbacks, mut arrivals) = (0u64, 0u64, 0u64);
-    let end = Instant::ZERO + RUN;
-    loop {
-        let next_send = sender.next_send_time();
-        let next_timer = [sender.poll_timeout(), receiver.poll_timeout()]
-            .into_iter()
-            .flatten()
-            .min();
-        let now = [
-            Some(next_send),
-            next_timer,
-            to_receiver.front().map(|(at, _)| *at),
-            to_sender.front().map(|(at, _)| *at),
-        ]
-        .into_iter()
-        .flatten()
-        .min()
-        .expect("the sender always has a next send time");
-        if now >= end {
-            recording.sent = sent;
-            recording.final_state = Some(sender.state());
-            return recording;
-        }
-        if to_sender.front().is_some_and(|(at, _)| *at == now) {
-            let (_, bytes) = to_sender.pop_front().expect("front exists");
-            keep(
-                &mut recording.sender_feedback,
-                &mut feedbacks,
-                1,
-                &sender,
-                now,
-                &bytes,
-            );
-            if sender.handle_packet(now, &bytes).is_err() {
-                recording.rejected_feedbacks += 1;
-            }
-        } else if to_receiver.front().is_some_and(|(at, _)| *at == now) {
-            let (_, bytes) = to_receiver.pop_front().expect("front exists");
-            keep(
-                &mut recording.receiver_data,
-                &mut arrivals,
-                16,
-                &receiver,
-                now,
-                &bytes,
-            );
-            receiver
-                .handle_packet(now, &bytes)
-                .expect("a well-formed data packet");
-        } else if now >= next_send {
-            keep(&mut recording.sender_data, &mut sent, 16, &sender, now, &[]);
-            let length = sender
-                .send_padded(now, &mut buffer)
-                .expect("buffer large enough");
-            if !sent.is_multiple_of(DROP_EVERY) {
-                to_receiver.push_back((now + DELAY, buffer[..length].to_vec()));
-            }
-        } else {
-            sender.handle_timeout(now);
-            receiver.handle_timeout(now);
-        }
-        // A copy only while copies are still wanted: most polls send nothing.
-        let wanted = recording.receiver_feedback.len() < KEPT && now >= Instant::ZERO + WARM_UP;
-        let before_poll = wanted.then(|| receiver.clone());
-        if let Some(length) = receiver.poll_transmit(now, &mut buffer) {
-            if let Some(endpoint) = before_poll {
-                recording.receiver_feedback.push(Before {
-                    endpoint,
-                    at: now,
-                    input: Vec::new(),
-                });
-            }
-            to_sender.push_back((now + DELAY, buffer[..length].to_vec()));
-        }
-    }
+    let (sender, sent) = exchange(config, &path, &mut recording);
+    recording.sent = sent;
+    recording.final_state = Some(sender.state());
+    recording
 }
