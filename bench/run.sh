@@ -4,7 +4,8 @@
 #   bench/run.sh [OUT_FILE]        default: bench/results.md
 #
 # 1. Simulator against ns-2.35 (bench/sim-speed/run.sh 64 1024 10000): CPU time, sampled and
-#    bare, peak memory, events/s.
+#    bare, peak memory, events/s; and both simulators' instructions at 64 flows under callgrind
+#    (bench/sim-instructions/run.sh 64, about 5 minutes).
 # 2. Protocol core per operation (cargo bench -p tfrc-proto --bench core): criterion's mean; and
 #    instructions per operation under callgrind (bench/core-instructions/run.sh, issue 41).
 # 3. Real UDP on loopback against iperf3 -u -b 0 (bench/udp/run.sh 5): goodput, CPU, pacing.
@@ -54,6 +55,13 @@ trap 'rm -rf "$work"' EXIT
 
 bench/sim-speed/run.sh 64 1024 10000 >"$work/sim.txt" 2>"$work/sim.err" || { cat "$work/sim.err" >&2; exit 1; }
 sed -n '/^| flows/,$p' "$work/sim.txt" >>"$work/results.md"
+{
+    echo
+    echo "### Instructions (callgrind; bench/sim-instructions/run.sh 64), bare runs"
+    echo
+} >>"$work/results.md"
+bench/sim-instructions/run.sh 64 >>"$work/results.md" 2>"$work/sim-instructions.err" ||
+    { cat "$work/sim-instructions.err" >&2; exit 1; }
 
 {
     echo
