@@ -197,7 +197,10 @@ proptest! {
         pair.reorder = reorder.map(|(share, millis)| (share, Duration::from_millis(millis)));
         pair.run_until(Instant::from_secs(20), 5_000_000);
         let stats = pair.sender.stats();
-        prop_assert!(stats.packets > 100 && stats.feedbacks > 20, "{:?}", stats);
+        // Enough feedback to have checked something: at 20 % loss and 0.3 Mb/s an honest
+        // TFRC sender legitimately sends under 100 packets in 20 s (seed 241: 98, with 67
+        // feedbacks taken), so the floor is on what the property is about, the feedbacks.
+        prop_assert!(stats.packets > 50 && stats.feedbacks > 20, "{:?}", stats);
         prop_assert_eq!(
             (stats.false_intervals, stats.under_reported, stats.hidden_loss, stats.lies),
             (0, 0, 0, 0),
