@@ -169,6 +169,7 @@ pub enum ConfigError {
 /// | `precise_halving` | off | `precisionReduce_ true` |
 /// | `hystart` | on (CUBIC only) | none (Linux `hystart = 1`) |
 /// | `seed` | 0 (BBR only) | none |
+/// | `rack_tlp` | on for CUBIC and BBR (RFC 8985, Linux `tcp_recovery = 1`) | none (ns-2.35 has no RACK) |
 ///
 /// [`SenderConfig::new`] gives the RFC behaviour with ns-2's values; [`SenderConfig::ns2`]
 /// turns on the three ns-2.35 defaults that differ from the RFCs (`syn_handshake`,
@@ -237,6 +238,11 @@ pub struct SenderConfig {
     /// enters PROBE_BW (Linux: `cycle_idx = CYCLE_LEN - 1 - get_random_u32_below(7)`). The
     /// same seed gives the same run; other variants ignore it.
     pub seed: u64,
+    /// RACK-TLP loss detection (RFC 8985) instead of RFC 6675's duplicate-ACK and SACK-count
+    /// rules, as Linux runs CUBIC and BBR (`net.ipv4.tcp_recovery = 1`, its default): on by
+    /// default for CUBIC and BBR, ignored by Reno, NewReno and SACK (ns-2's agents, which
+    /// keep RFC 6675). Off: CUBIC and BBR recover as `sack` does.
+    pub rack_tlp: bool,
 }
 
 impl SenderConfig {
@@ -262,6 +268,7 @@ impl SenderConfig {
             precise_halving: false,
             hystart: true,
             seed: 0,
+            rack_tlp: variant.is_modern(),
         }
     }
 

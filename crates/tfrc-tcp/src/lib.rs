@@ -114,6 +114,7 @@ mod bbr;
 mod config;
 mod cubic;
 mod delivery;
+mod rack;
 mod ranges;
 mod rtt;
 mod segment;
