@@ -170,6 +170,7 @@ pub enum ConfigError {
 /// | `hystart` | on (CUBIC only) | none (Linux `hystart = 1`) |
 /// | `seed` | 0 (BBR only) | none |
 /// | `rack_tlp` | on for CUBIC and BBR (RFC 8985, Linux `tcp_recovery = 1`) | none (ns-2.35 has no RACK) |
+/// | `linux_rto` | on for CUBIC and BBR (SRTT + max(4·RTTVAR, `min_rto`)) | none (ns-2 follows RFC 6298) |
 ///
 /// [`SenderConfig::new`] gives the RFC behaviour with ns-2's values; [`SenderConfig::ns2`]
 /// turns on the three ns-2.35 defaults that differ from the RFCs (`syn_handshake`,
@@ -243,6 +244,12 @@ pub struct SenderConfig {
     /// default for CUBIC and BBR, ignored by Reno, NewReno and SACK (ns-2's agents, which
     /// keep RFC 6675). Off: CUBIC and BBR recover as `sack` does.
     pub rack_tlp: bool,
+    /// Linux's retransmission timeout, RTO = SRTT + max(4·RTTVAR, `min_rto`), instead of RFC
+    /// 6298's max(`min_rto`, SRTT + max(G, 4·RTTVAR)): Linux `tcp_rtt_estimator` keeps its
+    /// variation term at or above `tcp_rto_min`. On by default for CUBIC and BBR, which take an
+    /// RTT sample from every ACK as Linux does; ignored by Reno, NewReno and SACK (ns-2's
+    /// agents time one segment per round trip and follow RFC 6298 as ns-2 does).
+    pub linux_rto: bool,
 }
 
 impl SenderConfig {
@@ -269,6 +276,7 @@ impl SenderConfig {
             hystart: true,
             seed: 0,
             rack_tlp: variant.is_modern(),
+            linux_rto: variant.is_modern(),
         }
     }
 

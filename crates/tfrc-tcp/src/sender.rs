@@ -184,12 +184,15 @@ impl TcpSender {
     /// the initial window.
     pub fn new(config: SenderConfig) -> Result<Self, ConfigError> {
         config.validate()?;
-        let rtt = RttEstimator::new(
+        let mut rtt = RttEstimator::new(
             config.initial_rto,
             config.min_rto,
             config.max_rto,
             config.clock_granularity,
         );
+        if config.linux_rto && config.variant.is_modern() {
+            rtt = rtt.with_linux_rto();
+        }
         let control = match config.variant {
             Variant::Cubic => Control::Cubic(Cubic::new(config.hystart)),
             Variant::Bbr => Control::Bbr(Box::new(Bbr::new(

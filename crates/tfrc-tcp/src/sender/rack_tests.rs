@@ -135,7 +135,7 @@ fn a_tail_loss_is_repaired_by_a_probe_not_a_timeout() {
             assert_eq!(sender.stats().timeouts, 1);
             continue;
         }
-        // PTO = 2·SRTT = 200 ms after the last ACK (the RTO, 200 ms, caps it at the same time).
+        // PTO = 2·SRTT = 200 ms after the last ACK, before the RTO (about 300 ms).
         assert_eq!(deadline, at(300));
         sender.handle_timeout(deadline);
         let probe = drain(&mut sender, deadline);
@@ -242,10 +242,10 @@ fn a_timeout_keeps_the_sacked_packets_and_resends_the_lost_ones_first() {
 fn the_probe_timer_is_two_srtt_and_stops_once_packets_are_sacked() {
     let mut sender = cubic(10, true);
     let _ = drain(&mut sender, at(0));
-    // SRTT 50 ms: PTO 100 ms, below the RTO (200 ms).
+    // SRTT 50 ms: PTO 100 ms, below the RTO (Linux's: 50 ms + max(4 × 25 ms, 200 ms)).
     sender.handle_ack(at(50), &Ack::new(2)).unwrap();
     assert_eq!(sender.probe.deadline, Some(at(150)));
-    assert_eq!(sender.retransmission_deadline, Some(at(250)));
+    assert_eq!(sender.retransmission_deadline, Some(at(300)));
     let _ = drain(&mut sender, at(50));
     sender
         .handle_ack(at(60), &Ack::with_sack_blocks(2, &[SackBlock::new(3, 4)]))
