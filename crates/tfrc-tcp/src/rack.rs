@@ -314,6 +314,11 @@ impl Rack {
         self.lost.first().copied()
     }
 
+    /// Whether `sequence` is marked lost and not sent again.
+    pub(crate) fn is_lost(&self, sequence: u64) -> bool {
+        self.lost.contains(&sequence)
+    }
+
     /// When the reordering timer fires, if armed.
     pub(crate) fn reorder_deadline(&self) -> Option<Instant> {
         self.reorder_deadline

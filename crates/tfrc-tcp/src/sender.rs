@@ -969,6 +969,12 @@ impl TcpSender {
         if self.rack.is_none() {
             self.retransmit_queue.push_back(self.unacknowledged);
         } else {
+            // The first retransmission leaves at once, whatever pipe says: RFC 6675 §5 (4.3)
+            // "Retransmit the first data segment presumed dropped", Linux PRR's
+            // `tcp_cwnd_reduction` ("sndcnt = max(sndcnt, (tp->prr_out ? 0 : 1))").
+            if let Some(first) = self.rack.as_ref().and_then(Rack::first_lost) {
+                self.retransmit_queue.push_back(first);
+            }
             // RACK retransmits what it marked lost. RFC 8985 §7.1: "Reset TLP.is_retrans and
             // TLP.end_seq when initiating a connection, fast recovery, or RTO recovery."
             self.probe = TailLossProbe {
@@ -1318,6 +1324,15 @@ impl TcpSender {
     /// application and the receiver's window allow it (Linux `tcp_xmit_retransmit_queue`,
     /// then `tcp_write_xmit`).
     fn rack_next_to_send(&mut self) -> Option<u64> {
+        while let Some(sequence) = self.retransmit_queue.pop_front() {
+            if self
+                .rack
+                .as_ref()
+                .is_some_and(|rack| rack.is_lost(sequence))
+            {
+                return Some(sequence);
+            }
+        }
         let pipe = self.pipe();
         if self.congestion_window - (pipe as f64) < 1.0 {
             return None;

@@ -252,3 +252,24 @@ fn the_probe_timer_is_two_srtt_and_stops_once_packets_are_sacked() {
         .unwrap();
     assert_eq!(sender.probe.deadline, None);
 }
+
+/// The first retransmission of a recovery leaves at once even when pipe exceeds the reduced
+/// window (RFC 6675 §5 (4.3); Linux PRR sends at least one packet on entering recovery).
+#[test]
+fn the_first_retransmission_of_a_recovery_is_not_held_by_pipe() {
+    let mut sender = cubic(20, true);
+    let _ = drain(&mut sender, at(0));
+    for high in 2..=4 {
+        sender
+            .handle_ack(
+                at(100),
+                &Ack::with_sack_blocks(0, &[SackBlock::new(1, high)]),
+            )
+            .unwrap();
+    }
+    assert!(sender.in_recovery());
+    // CUBIC's window is 14; pipe = 20 − 3 SACKed − 1 lost = 16.
+    assert_eq!(sender.congestion_window(), 14.0);
+    assert_eq!(sender.pipe(), 16);
+    assert_eq!(sequences(&drain(&mut sender, at(100))), vec![0]);
+}
