@@ -169,6 +169,8 @@ pub enum ConfigError {
 /// | `precise_halving` | off | `precisionReduce_ true` |
 /// | `hystart` | on (CUBIC only) | none (Linux `hystart = 1`) |
 /// | `seed` | 0 (BBR only) | none |
+/// | `rack_tlp` | on for CUBIC and BBR (RFC 8985, Linux `tcp_recovery = 1`) | none (ns-2.35 has no RACK) |
+/// | `linux_rto` | on for CUBIC and BBR (SRTT + max(4·RTTVAR, `min_rto`)) | none (ns-2 follows RFC 6298) |
 ///
 /// [`SenderConfig::new`] gives the RFC behaviour with ns-2's values; [`SenderConfig::ns2`]
 /// turns on the three ns-2.35 defaults that differ from the RFCs (`syn_handshake`,
@@ -237,6 +239,17 @@ pub struct SenderConfig {
     /// enters PROBE_BW (Linux: `cycle_idx = CYCLE_LEN - 1 - get_random_u32_below(7)`). The
     /// same seed gives the same run; other variants ignore it.
     pub seed: u64,
+    /// RACK-TLP loss detection (RFC 8985) instead of RFC 6675's duplicate-ACK and SACK-count
+    /// rules, as Linux runs CUBIC and BBR (`net.ipv4.tcp_recovery = 1`, its default): on by
+    /// default for CUBIC and BBR, ignored by Reno, NewReno and SACK (ns-2's agents, which
+    /// keep RFC 6675). Off: CUBIC and BBR recover as `sack` does.
+    pub rack_tlp: bool,
+    /// Linux's retransmission timeout, RTO = SRTT + max(4·RTTVAR, `min_rto`), instead of RFC
+    /// 6298's max(`min_rto`, SRTT + max(G, 4·RTTVAR)): Linux `tcp_rtt_estimator` keeps its
+    /// variation term at or above `tcp_rto_min`. On by default for CUBIC and BBR, which take an
+    /// RTT sample from every ACK as Linux does; ignored by Reno, NewReno and SACK (ns-2's
+    /// agents time one segment per round trip and follow RFC 6298 as ns-2 does).
+    pub linux_rto: bool,
 }
 
 impl SenderConfig {
@@ -262,6 +275,8 @@ impl SenderConfig {
             precise_halving: false,
             hystart: true,
             seed: 0,
+            rack_tlp: variant.is_modern(),
+            linux_rto: variant.is_modern(),
         }
     }
 

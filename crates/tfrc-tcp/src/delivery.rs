@@ -35,6 +35,18 @@ struct PacketRecord {
     acknowledged: bool,
 }
 
+/// A packet's last transmission, as RACK (RFC 8985 §6.1) needs it: "Segment.xmit_ts" and
+/// "Segment.retransmitted".
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Transmission {
+    /// When it was last sent.
+    pub(crate) sent_at: Instant,
+    /// Sent more than once.
+    pub(crate) retransmitted: bool,
+    /// Delivered (SACKed or cumulatively acknowledged).
+    pub(crate) delivered: bool,
+}
+
 /// One ACK's rate sample (the draft's `rs.*`), valid only when the ACK delivered something
 /// and its interval is at least the minimum RTT.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -126,10 +138,24 @@ impl DeliveryTracker {
         self.delivered_time
     }
 
-    /// The smallest RTT sample so far.
-    #[cfg(test)]
+    /// The smallest RTT sample so far (Linux `tcp_min_rtt`, whose 5-minute window outlasts
+    /// every simulated run here).
     pub(crate) fn min_rtt(&self) -> Option<Duration> {
         self.min_rtt
+    }
+
+    /// What is known of packet `sequence`'s last transmission: when it left, whether it was
+    /// sent more than once, and whether it was delivered (SACKed or acknowledged). `None`
+    /// for a packet without a record (acknowledged and released, or never sent).
+    pub(crate) fn transmission(&self, sequence: u64) -> Option<Transmission> {
+        let record = self
+            .records
+            .get(sequence.checked_sub(self.base)? as usize)?;
+        Some(Transmission {
+            sent_at: record.sent_at,
+            retransmitted: record.retransmitted,
+            delivered: record.acknowledged,
+        })
     }
 
     /// Records packet `sequence` leaving at `now` with `in_flight` packets already in flight
@@ -186,15 +212,12 @@ impl DeliveryTracker {
     }
 
     /// Packet `sequence` was delivered (acknowledged or SACKed) at `now`; counts it once.
-    pub(crate) fn on_delivered(&mut self, now: Instant, sequence: u64) {
-        let Some(offset) = sequence.checked_sub(self.base) else {
-            return;
-        };
-        let Some(record) = self.records.get_mut(offset as usize) else {
-            return;
-        };
+    /// Returns its last transmission when this call delivered it (RACK reads it).
+    pub(crate) fn on_delivered(&mut self, now: Instant, sequence: u64) -> Option<Transmission> {
+        let offset = sequence.checked_sub(self.base)?;
+        let record = self.records.get_mut(offset as usize)?;
         if record.acknowledged {
-            return;
+            return None;
         }
         record.acknowledged = true;
         let record = *record;
@@ -226,6 +249,11 @@ impl DeliveryTracker {
             pending.rtt = Some(now.saturating_duration_since(record.sent_at));
             pending.rtt_sent = Some(record.sent_at);
         }
+        Some(Transmission {
+            sent_at: record.sent_at,
+            retransmitted: record.retransmitted,
+            delivered: true,
+        })
     }
 
     /// Ends the current ACK: its packets, rate sample and RTT sample (the draft's

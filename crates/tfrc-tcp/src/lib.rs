@@ -7,9 +7,10 @@
 //! ACKs and timers.
 //!
 //! - [`TcpSender`]: Reno, NewReno or SACK loss recovery with Reno's window, or CUBIC (RFC 9438 as
-//!   Linux's `tcp_cubic.c`, HyStart included) or BBR v1 (Linux's `tcp_bbr.c`, paced) over SACK
-//!   recovery, chosen by [`Variant`] in [`SenderConfig`]; slow start, congestion avoidance, fast
-//!   retransmit, RFC 6298 retransmission timer with Karn's algorithm and exponential backoff.
+//!   Linux's `tcp_cubic.c`, HyStart included) or BBR v1 (Linux's `tcp_bbr.c`, paced) with
+//!   RACK-TLP loss detection (RFC 8985, as Linux runs it) and Linux's RTO, chosen by [`Variant`]
+//!   in [`SenderConfig`]; slow start, congestion avoidance, fast retransmit, RFC 6298
+//!   retransmission timer with Karn's algorithm and exponential backoff.
 //!   Bulk (infinite backlog) by default, optionally a finite number of packets, and
 //!   [`TcpSender::stop`]. docs/network-elements.md ("TCP: today's congestion controls") says
 //!   which source each CUBIC and BBR rule follows.
@@ -114,6 +115,7 @@ mod bbr;
 mod config;
 mod cubic;
 mod delivery;
+mod rack;
 mod ranges;
 mod rtt;
 mod segment;

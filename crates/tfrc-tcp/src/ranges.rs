@@ -94,7 +94,6 @@ impl SequenceRanges {
     }
 
     /// Whether the set is empty.
-    #[cfg(test)]
     pub(crate) fn is_empty(&self) -> bool {
         self.covered == 0
     }

@@ -13,6 +13,9 @@ pub(crate) struct RttEstimator {
     min_rto: Duration,
     max_rto: Duration,
     clock_granularity: Duration,
+    /// Linux's floor on the variation term instead of on the whole RTO (see
+    /// [`RttEstimator::base_rto`]).
+    linux: bool,
 }
 
 fn nanos(duration: Duration) -> u128 {
@@ -38,7 +41,15 @@ impl RttEstimator {
             min_rto,
             max_rto,
             clock_granularity,
+            linux: false,
         }
+    }
+
+    /// Linux's RTO: the minimum RTO bounds the variation term, not the sum (see
+    /// [`RttEstimator::base_rto`]).
+    pub(crate) fn with_linux_rto(mut self) -> Self {
+        self.linux = true;
+        self
     }
 
     /// Takes one RTT measurement `sample`.
@@ -62,9 +73,22 @@ impl RttEstimator {
 
     /// The timeout before backoff: RTO = SRTT + max(G, 4·RTTVAR) (RFC 6298 §2.2–2.3), or the
     /// initial RTO without a sample (§2.1), clamped to `[min_rto, max_rto]` (§2.4, §2.5).
+    ///
+    /// With Linux's RTO (CUBIC and BBR), RTO = SRTT + max(4·RTTVAR, min RTO): Linux
+    /// `tcp_rtt_estimator` keeps the variation term at or above `tcp_rto_min` ("tp->rttvar_us =
+    /// max(tp->mdev_us, tcp_rto_min_us(sk))", and `mdev_max_us` restarts from `tcp_rto_min_us`
+    /// every round trip), and `__tcp_set_rto` adds it to SRTT. Linux's variation is the
+    /// largest `mdev` of the last round trip, with a smaller gain when the RTT falls; RTTVAR
+    /// here stays RFC 6298's. Without it, an RTT sample on every ACK brings RTTVAR near zero
+    /// and the RTO to SRTT + 10 ms, so a retransmission that takes one round trip races the
+    /// timer.
     pub(crate) fn base_rto(&self) -> Duration {
         let rto = match self.smoothed {
             None => self.initial_rto,
+            Some(smoothed) if self.linux => {
+                let variation_term = from_nanos(4 * nanos(self.variation));
+                smoothed.saturating_add(variation_term.max(self.min_rto))
+            }
             Some(smoothed) => {
                 let variation_term = from_nanos(4 * nanos(self.variation));
                 smoothed.saturating_add(variation_term.max(self.clock_granularity))
@@ -114,6 +138,31 @@ mod tests {
         assert_eq!(rtt.base_rto(), Duration::from_secs(1));
         assert_eq!(rtt.smoothed(), None);
         assert_eq!(rtt.variation(), None);
+    }
+
+    #[test]
+    fn linux_rto_bounds_the_variation_term_not_the_sum() {
+        // Steady 100 ms samples: RTTVAR falls to about 0, so RFC 6298 gives
+        // max(200 ms, 100 ms + 10 ms) = 200 ms and Linux 100 ms + max(4 RTTVAR, 200 ms).
+        let mut rfc = estimator();
+        let mut linux = estimator().with_linux_rto();
+        for _ in 0..100 {
+            rfc.on_sample(Duration::from_millis(100));
+            linux.on_sample(Duration::from_millis(100));
+        }
+        assert_eq!(rfc.base_rto(), Duration::from_millis(200));
+        let rto = linux.base_rto();
+        assert!(
+            rto >= Duration::from_millis(300) && rto < Duration::from_micros(300_001),
+            "{rto:?}"
+        );
+        // A large variation still counts in full: 4 RTTVAR = 200 ms after the first sample.
+        let mut linux = estimator().with_linux_rto();
+        linux.on_sample(Duration::from_millis(100));
+        assert_eq!(linux.base_rto(), Duration::from_millis(300));
+        linux.on_sample(Duration::from_millis(500));
+        // RTTVAR = 3/4·50 + 1/4·400 = 137.5 ms; SRTT = 150 ms; RTO = 150 + 550 ms.
+        assert_eq!(linux.base_rto(), Duration::from_millis(700));
     }
 
     #[test]

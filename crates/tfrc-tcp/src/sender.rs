@@ -11,6 +11,7 @@ use crate::bbr::{Bbr, BbrAck, BbrMode, LossState};
 use crate::config::{ConfigError, SenderConfig, Variant};
 use crate::cubic::Cubic;
 use crate::delivery::{AckDelivery, DeliveryTracker};
+use crate::rack::{Rack, TailLossProbe};
 use crate::ranges::SequenceRanges;
 use crate::rtt::RttEstimator;
 use crate::segment::{Ack, Segment};
@@ -52,6 +53,10 @@ pub struct SenderStats {
     pub fast_recoveries: u64,
     /// Retransmission timer expiries with data outstanding (ns-2 `nrexmit_`).
     pub timeouts: u64,
+    /// Tail loss probes sent (RFC 8985 §7; Linux `TCPLossProbes`); CUBIC and BBR only.
+    pub loss_probes: u64,
+    /// Reordering timer expiries that marked packets lost (RFC 8985 §6.2 step 5).
+    pub reorder_timeouts: u64,
 }
 
 /// State of one fast recovery episode.
@@ -163,6 +168,12 @@ pub struct TcpSender {
     lost_counted_up_to: u64,
     /// The first packet left (BBR starts its min-RTT clock then).
     started: bool,
+    /// RACK loss detection (RFC 8985), CUBIC and BBR with [`SenderConfig::rack_tlp`].
+    rack: Option<Rack>,
+    /// The tail loss probe (RFC 8985 §7), used with `rack`.
+    probe: TailLossProbe,
+    /// Packets RACK marked lost while processing the current ACK (BBR's `rs.losses`).
+    rack_losses: u64,
 
     stats: SenderStats,
     stopped_at: Option<Instant>,
@@ -173,12 +184,15 @@ impl TcpSender {
     /// the initial window.
     pub fn new(config: SenderConfig) -> Result<Self, ConfigError> {
         config.validate()?;
-        let rtt = RttEstimator::new(
+        let mut rtt = RttEstimator::new(
             config.initial_rto,
             config.min_rto,
             config.max_rto,
             config.clock_granularity,
         );
+        if config.linux_rto && config.variant.is_modern() {
+            rtt = rtt.with_linux_rto();
+        }
         let control = match config.variant {
             Variant::Cubic => Control::Cubic(Cubic::new(config.hystart)),
             Variant::Bbr => Control::Bbr(Box::new(Bbr::new(
@@ -199,6 +213,9 @@ impl TcpSender {
             loss_point: None,
             lost_counted_up_to: 0,
             started: false,
+            rack: (modern && config.rack_tlp).then(Rack::new),
+            probe: TailLossProbe::default(),
+            rack_losses: 0,
             rtt,
             next_sequence: 0,
             sent_up_to: 0,
@@ -253,6 +270,9 @@ impl TcpSender {
                 bbr.start(now);
             }
         }
+        if let Some((sequence, retransmission)) = self.probe.pending.take() {
+            return Some(self.emit_probe(now, sequence, retransmission));
+        }
         if self.paced_out(now) {
             return None;
         }
@@ -262,21 +282,33 @@ impl TcpSender {
         };
         let segment = self.emit(now, sequence);
         self.schedule_next_departure(now, segment.payload_bytes);
+        if !segment.retransmission {
+            // RFC 8985 §7.2: "The sender SHOULD start or restart a loss probe PTO timer after
+            // transmitting new data (that was not itself a loss probe)".
+            self.arm_probe_timer(now);
+        }
         Some(segment)
     }
 
     /// When [`handle_timeout`](Self::handle_timeout) must be called: the retransmission timer,
-    /// or (BBR) when a packet held back by pacing may leave.
+    /// (BBR) when a packet held back by pacing may leave, and (CUBIC and BBR) RACK's
+    /// reordering timer and the tail loss probe's timer.
     #[must_use]
     pub fn poll_timeout(&self) -> Option<Instant> {
         let paced = self
             .pacing
             .filter(|pacing| pacing.waiting)
             .map(|pacing| pacing.next_departure);
-        match (self.retransmission_deadline, paced) {
-            (Some(deadline), Some(departure)) => Some(deadline.min(departure)),
-            (deadline, departure) => deadline.or(departure),
-        }
+        let reorder = self.rack.as_ref().and_then(Rack::reorder_deadline);
+        [
+            self.retransmission_deadline,
+            paced,
+            reorder,
+            self.probe.deadline,
+        ]
+        .into_iter()
+        .flatten()
+        .min()
     }
 
     /// Processes the retransmission timer at `now`; a call before the deadline does nothing.
@@ -285,7 +317,22 @@ impl TcpSender {
     /// half the window (at least 2), the window one packet, the RTO doubles (up to
     /// `max_backoff` and `max_rto`), fast recovery ends, the SACK scoreboard is cleared
     /// (RFC 6675 §5.1, ns-2 Sack1) and sending goes back to the first unacknowledged packet.
+    ///
+    /// CUBIC and BBR (RACK-TLP) also run RACK's reordering timer and the probe timer here, and
+    /// their timeout keeps the SACK scoreboard and marks losses as RFC 8985 §6.3 says instead
+    /// of going back to the first unacknowledged packet.
     pub fn handle_timeout(&mut self, now: Instant) {
+        if self
+            .rack
+            .as_ref()
+            .and_then(Rack::reorder_deadline)
+            .is_some_and(|deadline| now >= deadline)
+        {
+            self.on_reorder_timeout(now);
+        }
+        if self.probe.deadline.is_some_and(|deadline| now >= deadline) {
+            self.on_probe_timeout(now);
+        }
         match self.retransmission_deadline {
             Some(deadline) if now >= deadline => {}
             _ => return,
@@ -325,13 +372,17 @@ impl TcpSender {
         // timeout (ns-2 sets `recover_ = maxseq_`).
         self.last_recovery_point = Some(self.sent_up_to);
         self.backoff = self.backoff.saturating_mul(2).min(self.config.max_backoff);
-        self.next_sequence = self.unacknowledged;
         self.timed_segment = None;
-        self.sacked.clear();
         self.retransmitted.clear();
         self.highest_retransmitted = None;
         self.retransmit_queue.clear();
         self.retransmission_deadline = Some(now + self.retransmission_timeout());
+        if self.rack.is_some() {
+            self.rack_mark_losses_on_timeout(now);
+        } else {
+            self.next_sequence = self.unacknowledged;
+            self.sacked.clear();
+        }
     }
 
     /// Processes an ACK arriving at `now`.
@@ -368,20 +419,41 @@ impl TcpSender {
             self.update_scoreboard(ack);
         }
         self.take_rtt_sample(now, &delivered);
+        if self.rack.is_some() {
+            self.process_probe_ack(ack, newly_acknowledged);
+            self.rack_losses = self.rack_detect_loss(now);
+        }
         if newly_acknowledged > 0 {
             self.on_new_ack(now, newly_acknowledged, delivered.packets);
         } else if self.unacknowledged < self.sent_up_to {
             self.on_duplicate_ack(now);
-        }
-        if self.is_finished() {
-            self.retransmission_deadline = None;
-            self.recovery = None;
         }
         if self
             .loss_point
             .is_some_and(|point| self.unacknowledged >= point)
         {
             self.loss_point = None;
+        }
+        if self.rack.is_some() {
+            self.rack_start_recovery(now);
+            if newly_acknowledged > 0 {
+                // RFC 8985 §7.2: "... or upon receiving an ACK that cumulatively acknowledges
+                // new data unless it is already in fast recovery, RTO recovery, or segments
+                // have been SACKed".
+                self.arm_probe_timer(now);
+            } else if !self.probe_timer_allowed() {
+                // Linux has one timer for the probe, RACK's reordering timer and the RTO:
+                // leaving the Open state on an ACK gives the timer back to the RTO.
+                self.probe.deadline = None;
+            }
+        }
+        if self.is_finished() {
+            self.retransmission_deadline = None;
+            self.recovery = None;
+            self.probe.deadline = None;
+            if let Some(rack) = &mut self.rack {
+                rack.cancel_reorder_timer();
+            }
         }
         if matches!(self.control, Control::Bbr(_)) {
             self.bbr_on_ack(now, &delivered, prior_in_flight);
@@ -399,6 +471,7 @@ impl TcpSender {
         if self.is_finished() {
             self.retransmission_deadline = None;
             self.recovery = None;
+            self.probe.deadline = None;
         }
     }
 
@@ -580,6 +653,9 @@ impl TcpSender {
 
     /// Chooses the sequence number of the next segment, if any may be sent.
     fn next_to_send(&mut self) -> Option<u64> {
+        if self.rack.is_some() {
+            return self.rack_next_to_send();
+        }
         while let Some(sequence) = self.retransmit_queue.pop_front() {
             if sequence >= self.unacknowledged
                 && sequence < self.sent_up_to
@@ -651,6 +727,9 @@ impl TcpSender {
                 delivery.on_sent(now, sequence, in_flight);
             }
         }
+        if let Some(rack) = &mut self.rack {
+            rack.on_sent(now, sequence);
+        }
         let retransmission = sequence < self.sent_up_to;
         let syn = self.config.syn_handshake && sequence == 0;
         // ns-2 sends the SYN as a bare header (`databytes = 0`, size `tcpip_base_hdr_size_`).
@@ -663,7 +742,7 @@ impl TcpSender {
             // Karn's algorithm: no RTT sample across a retransmission (ns-2 clears
             // `rtt_active_` whenever it retransmits).
             self.timed_segment = None;
-            if self.recovery.is_some() && self.config.variant.uses_sack() {
+            if self.recovery.is_some() && self.config.variant.uses_sack() && self.rack.is_none() {
                 self.retransmitted.insert(sequence);
                 self.highest_retransmitted = Some(
                     self.highest_retransmitted
@@ -704,6 +783,9 @@ impl TcpSender {
         self.sacked.remove_below(acknowledged_up_to);
         if let Some(delivery) = &mut self.delivery {
             delivery.release_below(acknowledged_up_to);
+        }
+        if let Some(rack) = &mut self.rack {
+            rack.release_below(acknowledged_up_to);
         }
         self.retransmitted = self.retransmitted.split_off(&acknowledged_up_to);
         self.duplicate_acks = 0;
@@ -802,6 +884,12 @@ impl TcpSender {
             }
             return;
         }
+        if self.rack.is_some() {
+            // Linux with RACK (`tcp_time_to_recover`): only a loss RACK marked starts a
+            // recovery; RFC 6675's duplicate-ACK rules are off ("tcp: disable RFC6675 loss
+            // detection"). Three SACKed packets still do it, through RACK.reo_wnd = 0.
+            return;
+        }
         let threshold_reached = self.duplicate_acks == self.config.duplicate_ack_threshold;
         // RFC 6675 §5 step (2): three SACKed packets above the cumulative ACK also mean loss.
         let sack_detects_loss =
@@ -878,7 +966,22 @@ impl TcpSender {
         self.retransmitted.clear();
         self.highest_retransmitted = None;
         self.retransmit_queue.clear();
-        self.retransmit_queue.push_back(self.unacknowledged);
+        if self.rack.is_none() {
+            self.retransmit_queue.push_back(self.unacknowledged);
+        } else {
+            // The first retransmission leaves at once, whatever pipe says: RFC 6675 §5 (4.3)
+            // "Retransmit the first data segment presumed dropped", Linux PRR's
+            // `tcp_cwnd_reduction` ("sndcnt = max(sndcnt, (tp->prr_out ? 0 : 1))").
+            if let Some(first) = self.rack.as_ref().and_then(Rack::first_lost) {
+                self.retransmit_queue.push_back(first);
+            }
+            // RACK retransmits what it marked lost. RFC 8985 §7.1: "Reset TLP.is_retrans and
+            // TLP.end_seq when initiating a connection, fast recovery, or RTO recovery."
+            self.probe = TailLossProbe {
+                rtt_sampled: self.probe.rtt_sampled,
+                ..TailLossProbe::default()
+            };
+        }
         self.timed_segment = None;
         // ns-2 restarts the timer on fast retransmit (`reset_rtx_timer(1, 0)`).
         self.restart_timer(now);
@@ -957,8 +1060,17 @@ impl TcpSender {
         let Some(delivery) = &mut self.delivery else {
             return AckDelivery::default();
         };
+        let min_rtt = delivery.min_rtt();
+        let rack = &mut self.rack;
+        let mut deliver = |sequence: u64| {
+            if let Some(transmission) = delivery.on_delivered(now, sequence) {
+                if let Some(rack) = rack.as_mut() {
+                    rack.on_delivered(now, sequence, transmission, min_rtt);
+                }
+            }
+        };
         for sequence in self.unacknowledged..acknowledged_up_to {
-            delivery.on_delivered(now, sequence);
+            deliver(sequence);
         }
         for block in ack.sack_blocks() {
             let start = block.start.max(acknowledged_up_to);
@@ -966,10 +1078,13 @@ impl TcpSender {
             if start < end {
                 self.sacked.for_each_gap(start, end, |gap_start, gap_end| {
                     for sequence in gap_start..gap_end {
-                        delivery.on_delivered(now, sequence);
+                        deliver(sequence);
                     }
                 });
             }
+        }
+        if let Some(rack) = &mut self.rack {
+            rack.finish_ack(now);
         }
         delivery.finish_ack()
     }
@@ -982,6 +1097,7 @@ impl TcpSender {
         };
         self.rtt.on_sample(rtt);
         self.backoff = 1;
+        self.probe.rtt_sampled = true;
         if let Control::Cubic(cubic) = &mut self.control {
             let window = (
                 self.congestion_window,
@@ -1021,7 +1137,12 @@ impl TcpSender {
 
     /// Linux `bbr_main` for one ACK: BBR's model, window and pacing rate.
     fn bbr_on_ack(&mut self, now: Instant, delivered: &AckDelivery, prior_in_flight: u64) {
-        let losses = self.newly_lost();
+        let losses = if self.rack.is_some() {
+            // Linux `rs.losses`: "tp->lost - prior_lost", the packets marked lost by this ACK.
+            self.rack_losses
+        } else {
+            self.newly_lost()
+        };
         let in_flight = self.pipe();
         let state = self.loss_state();
         let Some(tracker) = &self.delivery else {
@@ -1063,6 +1184,7 @@ impl TcpSender {
         if self.delivery.is_none()
             || self.sent_up_to < self.data_limit
             || !self.retransmit_queue.is_empty()
+            || self.rack.as_ref().is_some_and(|rack| rack.lost_count() > 0)
         {
             return;
         }
@@ -1126,6 +1248,230 @@ impl TcpSender {
         };
     }
 
+    // ---- RACK-TLP (RFC 8985), CUBIC and BBR ----------------------------------------------
+
+    /// Whether a fast recovery or an RTO recovery is under way (RFC 8985's "Fast or RTO
+    /// recovery"; Linux `icsk_ca_state >= TCP_CA_Recovery`).
+    fn in_any_recovery(&self) -> bool {
+        self.recovery.is_some() || self.loss_point.is_some()
+    }
+
+    /// `RACK.reo_wnd` now (RFC 8985 §6.2 step 4).
+    fn rack_reordering_window(&self) -> Duration {
+        let Some(rack) = &self.rack else {
+            return Duration::ZERO;
+        };
+        rack.reordering_window(
+            self.in_any_recovery(),
+            self.sacked.len(),
+            u64::from(self.config.duplicate_ack_threshold),
+            self.delivery.as_ref().and_then(DeliveryTracker::min_rtt),
+            self.rtt.smoothed(),
+        )
+    }
+
+    /// RFC 8985 §6.2 step 5 on an ACK; returns the packets marked lost.
+    fn rack_detect_loss(&mut self, now: Instant) -> u64 {
+        let window = self.rack_reordering_window();
+        let (Some(rack), Some(tracker)) = (&mut self.rack, &self.delivery) else {
+            return 0;
+        };
+        rack.detect_loss(now, window, tracker, self.unacknowledged)
+    }
+
+    /// The reordering timer fired (Linux `tcp_rack_reo_timeout`): detect again and, if packets
+    /// were marked lost, start a fast recovery when none is under way.
+    fn on_reorder_timeout(&mut self, now: Instant) {
+        let window = self.rack_reordering_window();
+        let (Some(rack), Some(tracker)) = (&mut self.rack, &self.delivery) else {
+            return;
+        };
+        let marked = rack.on_reorder_timeout(now, window, tracker, self.unacknowledged);
+        if marked > 0 {
+            self.stats.reorder_timeouts += 1;
+            self.rack_start_recovery(now);
+        }
+    }
+
+    /// RFC 8985 §6.3 on a retransmission timeout: the first unacknowledged packet and every
+    /// packet sent at least `RACK.rtt + RACK.reo_wnd` ago are lost; the SACKed ones stay
+    /// delivered (Linux `tcp_timeout_mark_lost` without SACK reneging, which the sinks here
+    /// never do). The probe is reset (§7.1).
+    fn rack_mark_losses_on_timeout(&mut self, now: Instant) {
+        let window = self.rack_reordering_window();
+        self.probe = TailLossProbe {
+            rtt_sampled: self.probe.rtt_sampled,
+            ..TailLossProbe::default()
+        };
+        let (Some(rack), Some(tracker)) = (&mut self.rack, &self.delivery) else {
+            return;
+        };
+        rack.on_retransmission_timeout(now, window, tracker, self.unacknowledged);
+    }
+
+    /// Linux `tcp_time_to_recover` with RACK ("Trick#1: The loss is proven"): packets marked
+    /// lost outside any recovery start a fast recovery.
+    fn rack_start_recovery(&mut self, now: Instant) {
+        let lost = self.rack.as_ref().is_some_and(|rack| rack.lost_count() > 0);
+        if lost && !self.in_any_recovery() && self.fast_retransmit_allowed() {
+            self.enter_recovery(now);
+        }
+    }
+
+    /// What to send with RACK, in recovery or not: while `cwnd - pipe >= 1` (RFC 6675 §5
+    /// step (C); Linux `tcp_cwnd_test`: in flight below cwnd), the lowest packet RACK marked
+    /// lost — below HighRxt too: a lost retransmission is sent again —, else new data if the
+    /// application and the receiver's window allow it (Linux `tcp_xmit_retransmit_queue`,
+    /// then `tcp_write_xmit`).
+    fn rack_next_to_send(&mut self) -> Option<u64> {
+        while let Some(sequence) = self.retransmit_queue.pop_front() {
+            if self
+                .rack
+                .as_ref()
+                .is_some_and(|rack| rack.is_lost(sequence))
+            {
+                return Some(sequence);
+            }
+        }
+        let pipe = self.pipe();
+        if self.congestion_window - (pipe as f64) < 1.0 {
+            return None;
+        }
+        if let Some(sequence) = self.rack.as_ref().and_then(Rack::first_lost) {
+            return Some(sequence);
+        }
+        let sequence = self.sent_up_to;
+        let window_end = self
+            .unacknowledged
+            .saturating_add(u64::from(self.config.max_window));
+        if sequence < self.data_limit && sequence < window_end {
+            self.next_sequence = sequence + 1;
+            return Some(sequence);
+        }
+        None
+    }
+
+    /// Arms (or re-arms, or stops) the probe timer, RFC 8985 §7.2.
+    ///
+    /// Conditions: data in flight, no fast or RTO recovery, nothing SACKed and nothing marked
+    /// lost ("unless it is already in fast recovery, RTO recovery, or segments have been
+    /// SACKed (i.e., RACK.segs_sacked is not zero)"; Linux `tcp_schedule_loss_probe`: state
+    /// Open or CWR).
+    ///
+    /// `TLP_calc_PTO()`: "If SRTT is available: PTO = 2 * SRTT; If FlightSize is one segment:
+    /// PTO += TLP.max_ack_delay; Else: PTO = 1 sec; If Now() + PTO > TCP_RTO_expiration():
+    /// PTO = TCP_RTO_expiration() - Now()". `TLP.max_ack_delay` is Linux's choice,
+    /// `tcp_rto_min` (the minimum RTO, 200 ms; "Add minimum RTO to account for delayed ack
+    /// when there's one outstanding packet").
+    fn arm_probe_timer(&mut self, now: Instant) {
+        let outstanding = self.sent_up_to - self.unacknowledged;
+        if !self.probe_timer_allowed() {
+            self.probe.deadline = None;
+            return;
+        }
+        let mut timeout = match self.rtt.smoothed() {
+            Some(smoothed) => {
+                let mut timeout = 2 * smoothed;
+                if outstanding == 1 {
+                    timeout += self.config.min_rto;
+                }
+                timeout
+            }
+            None => Duration::from_secs(1),
+        };
+        if let Some(deadline) = self.retransmission_deadline {
+            timeout = timeout.min(deadline.saturating_duration_since(now));
+        }
+        self.probe.deadline = Some(now + timeout);
+    }
+
+    /// Whether the probe timer may run (see [`Self::arm_probe_timer`]).
+    fn probe_timer_allowed(&self) -> bool {
+        self.rack
+            .as_ref()
+            .is_some_and(|rack| rack.lost_count() == 0)
+            && self.unacknowledged < self.sent_up_to
+            && !self.in_any_recovery()
+            && self.sacked.is_empty()
+            && !self.is_finished()
+    }
+
+    /// The probe timer fired: RFC 8985 §7.3. "When the PTO timer expires, the sender MUST check
+    /// whether both of the following conditions are met before sending a loss probe: 1. First,
+    /// there is no other previous loss probe still in flight. ... 2. Second, the sender has
+    /// obtained an RTT measurement since the last loss probe transmission or the start of the
+    /// connection." Then a new packet if the application and the receiver's window allow one,
+    /// else "the sender SHOULD retransmit the highest-sequence segment sent so far and set
+    /// TLP.is_retrans to true". Either way the retransmission timer is re-armed (§7.3: re-arm
+    /// the RTO timer, not the PTO timer, after attempting to send a probe); it restarts from
+    /// now when a probe leaves (Linux `tcp_send_loss_probe`: "Reset s.t. tcp_rearm_rto will
+    /// restart timer from now").
+    fn on_probe_timeout(&mut self, now: Instant) {
+        self.probe.deadline = None;
+        if self.probe.in_flight.is_some()
+            || !self.probe.rtt_sampled
+            || self.unacknowledged >= self.sent_up_to
+        {
+            return;
+        }
+        let window_end = self
+            .unacknowledged
+            .saturating_add(u64::from(self.config.max_window));
+        self.probe.pending = if self.sent_up_to < self.data_limit && self.sent_up_to < window_end {
+            Some((self.sent_up_to, false))
+        } else {
+            Some((self.sent_up_to - 1, true))
+        };
+        self.restart_timer(now);
+    }
+
+    /// Hands out the probe the PTO decided on: past the congestion window and pacing (Linux
+    /// `tcp_write_xmit(..., push_one = 2)`: "Force out a loss probe pkt."), and records
+    /// `TLP.end_seq = SND.NXT` (§7.3).
+    fn emit_probe(&mut self, now: Instant, sequence: u64, retransmission: bool) -> Segment {
+        self.stats.loss_probes += 1;
+        let segment = self.emit(now, sequence);
+        self.schedule_next_departure(now, segment.payload_bytes);
+        self.probe.in_flight = Some((self.sent_up_to, retransmission));
+        self.probe.rtt_sampled = false;
+        self.restart_timer(now);
+        segment
+    }
+
+    /// RFC 8985 §7.4.2, `TLP_process_ack(ACK)`, without DSACK (the sinks never send one): "If
+    /// TLP.end_seq is not None AND ACK's ack. number >= TLP.end_seq: If not TLP.is_retrans:
+    /// TLP.end_seq = None /* TLP of new data delivered */ ... Else If ACK's ack. number >
+    /// TLP.end_seq: TLP.end_seq = None /* Repaired the single loss */ (Invoke congestion
+    /// control to react to the loss event the probe has repaired) Else If ACK is a DupAck
+    /// without any SACK option: TLP.end_seq = None /* Case 2, above */".
+    ///
+    /// The reaction is Linux's `tcp_process_tlp_ack`: a window reduction (CWR) that ends at
+    /// once, CUBIC's `ssthresh` becoming its window; BBR, which sets its window itself
+    /// (`cong_control`), keeps it.
+    fn process_probe_ack(&mut self, ack: &Ack, newly_acknowledged: u64) {
+        let Some((end, retransmission)) = self.probe.in_flight else {
+            return;
+        };
+        let acknowledged_up_to = ack.next_expected();
+        if acknowledged_up_to < end {
+            return;
+        }
+        if !retransmission {
+            self.probe.in_flight = None;
+        } else if acknowledged_up_to > end {
+            self.probe.in_flight = None;
+            let window = self
+                .congestion_window
+                .min(f64::from(self.config.max_window));
+            if let Control::Cubic(cubic) = &mut self.control {
+                self.slow_start_threshold = cubic.on_congestion_event(window) as u32;
+                self.congestion_window = f64::from(self.slow_start_threshold);
+            }
+        } else if newly_acknowledged == 0 && ack.sack_blocks().is_empty() {
+            self.probe.in_flight = None;
+        }
+    }
+
     // ---- SACK scoreboard queries (RFC 6675 §4) ---------------------------------------
 
     /// Packets below this one are lost if not SACKed: at least `DupThresh` SACKed packets lie
@@ -1142,9 +1488,16 @@ impl TcpSender {
 
     /// RFC 6675 `SetPipe()`: outstanding packets neither SACKed nor deemed lost, plus
     /// retransmissions not yet SACKed or acknowledged.
+    ///
+    /// With RACK the lost packets are the ones RACK marked and that were not sent again (Linux
+    /// `tcp_packets_in_flight`: "packets_out - (sacked_out + lost_out) + retrans_out"; a
+    /// retransmission RACK finds lost again leaves the count, as in `tcp_mark_skb_lost`).
     fn pipe(&self) -> u64 {
         let outstanding = self.sent_up_to - self.unacknowledged;
         let sacked = self.sacked.len();
+        if let Some(rack) = &self.rack {
+            return outstanding.saturating_sub(sacked + rack.lost_count());
+        }
         let lost = self.lost_below().map_or(0, |bound| {
             (bound - self.unacknowledged) - self.sacked.count_below(bound)
         });
@@ -1165,3 +1518,6 @@ impl TcpSender {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod rack_tests;
