@@ -22,7 +22,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${1:-bench/results.md}
-export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-target}
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$PWD/target}
 
 if [ "$(id -u)" = 0 ]; then
     missing=()

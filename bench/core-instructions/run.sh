@@ -11,7 +11,7 @@
 # divided by the calls. Needs valgrind (Debian `valgrind`; installed when run as root).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-target}
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$PWD/target}
 if ! command -v valgrind >/dev/null; then
     if [ "$(id -u)" = 0 ]; then
         apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq valgrind >&2

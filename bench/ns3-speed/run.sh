@@ -16,7 +16,7 @@ cd "$(dirname "$0")/../.."
 FLOWS_LIST=("$@")
 [ ${#FLOWS_LIST[@]} -eq 0 ] && FLOWS_LIST=(64 1024)
 VARIANT=${VARIANT:-newreno}
-export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-target}
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$PWD/target}
 for flows in "${FLOWS_LIST[@]}"; do
     [[ "$flows" =~ ^[1-9][0-9]*$ ]] || { echo "run.sh: FLOWS must be a positive integer, got '$flows'" >&2; exit 2; }
 done

@@ -10,7 +10,7 @@
 # Dask run on 2 cores; other work on the machine slows every side, the ratios are what matter.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-target}
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$PWD/target}
 venv=target/bench-venv
 cargo build --release --locked -p tfrc-cli
 if [ "${REUSE_VENV:-0}" != 1 ] || [ ! -x "$venv/bin/python" ]; then

@@ -12,7 +12,7 @@
 # report folder under 200 MB.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-target}
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$PWD/target}
 REPLICATIONS=${1:-}
 if [ -n "$REPLICATIONS" ] && ! [[ "$REPLICATIONS" =~ ^[1-9][0-9]*$ ]]; then
     echo "run.sh: REPLICATIONS must be a positive integer, got '$REPLICATIONS'" >&2; exit 2

@@ -18,7 +18,7 @@ FLOWS_LIST=("$@")
 for flows in "${FLOWS_LIST[@]}"; do
     [[ "$flows" =~ ^[1-9][0-9]*$ ]] || { echo "run.sh: FLOWS must be a positive integer, got '$flows'" >&2; exit 2; }
 done
-export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-target}
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$PWD/target}
 if ! command -v valgrind >/dev/null; then
     if [ "$(id -u)" = 0 ]; then
         apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq valgrind >&2

@@ -25,7 +25,7 @@ cd "$(dirname "$0")/../.."
 
 FLOWS_LIST=("$@")
 [ ${#FLOWS_LIST[@]} -eq 0 ] && FLOWS_LIST=(64)
-export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-target}
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$PWD/target}
 NS=${NS:-/usr/bin/ns}
 # ns-2 runs only up to this many flows (10 000 flows take it many minutes); above it only
 # tfrc sim runs.

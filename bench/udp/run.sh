@@ -23,7 +23,7 @@ cd "$(dirname "$0")/../.."
 
 DURATION=${1:-10}
 OUT=${2:-out/bench-udp}
-export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-target}
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$PWD/target}
 mkdir -p "$OUT"
 
 cargo build --release -p tfrc-cli >&2
