@@ -697,26 +697,39 @@ impl TcpSender {
 
     /// RFC 6675 §5 step (C): while `cwnd - pipe >= 1`, send what `NextSeg()` picks.
     fn sack_recovery_next(&mut self) -> Option<u64> {
-        let pipe = self.pipe();
-        if self.congestion_window - (pipe as f64) < 1.0 {
+        if !self.pipe_below_window() {
             return None;
         }
         // NextSeg rule 1: the first lost, unSACKed packet above HighRxt.
         if let Some(sequence) = self.next_lost_packet() {
             return Some(sequence);
         }
-        // Rule 2: new data, if the application and the receiver's window allow it.
-        let sequence = self.sent_up_to;
+        // Rule 2: new data. Rules 3 and 4 (retransmitting packets not yet deemed lost, rescue
+        // retransmission) are not implemented, as in ns-2's Sack1; the timer covers those cases.
+        self.take_new_data()
+    }
+
+    /// RFC 6675 §5 step (C)'s condition, `cwnd - pipe >= 1`.
+    fn pipe_below_window(&self) -> bool {
+        self.congestion_window - (self.pipe() as f64) >= 1.0
+    }
+
+    /// Whether the next new packet may leave: the application has it and the receiver's window
+    /// holds it.
+    fn new_data_allowed(&self) -> bool {
         let window_end = self
             .unacknowledged
             .saturating_add(u64::from(self.config.max_window));
-        if sequence < self.data_limit && sequence < window_end {
+        self.sent_up_to < self.data_limit && self.sent_up_to < window_end
+    }
+
+    /// The next new packet, if [`TcpSender::new_data_allowed`]; it becomes the next to send.
+    fn take_new_data(&mut self) -> Option<u64> {
+        let sequence = self.sent_up_to;
+        self.new_data_allowed().then(|| {
             self.next_sequence = sequence + 1;
-            return Some(sequence);
-        }
-        // Rules 3 and 4 (retransmitting packets not yet deemed lost, rescue retransmission) are
-        // not implemented, as in ns-2's Sack1; the timer covers those cases.
-        None
+            sequence
+        })
     }
 
     /// Builds the segment for `sequence` and updates counters, RTT timing and the timer.
@@ -1333,22 +1346,13 @@ impl TcpSender {
                 return Some(sequence);
             }
         }
-        let pipe = self.pipe();
-        if self.congestion_window - (pipe as f64) < 1.0 {
+        if !self.pipe_below_window() {
             return None;
         }
         if let Some(sequence) = self.rack.as_ref().and_then(Rack::first_lost) {
             return Some(sequence);
         }
-        let sequence = self.sent_up_to;
-        let window_end = self
-            .unacknowledged
-            .saturating_add(u64::from(self.config.max_window));
-        if sequence < self.data_limit && sequence < window_end {
-            self.next_sequence = sequence + 1;
-            return Some(sequence);
-        }
-        None
+        self.take_new_data()
     }
 
     /// Arms (or re-arms, or stops) the probe timer, RFC 8985 §7.2.
@@ -1414,10 +1418,7 @@ impl TcpSender {
         {
             return;
         }
-        let window_end = self
-            .unacknowledged
-            .saturating_add(u64::from(self.config.max_window));
-        self.probe.pending = if self.sent_up_to < self.data_limit && self.sent_up_to < window_end {
+        self.probe.pending = if self.new_data_allowed() {
             Some((self.sent_up_to, false))
         } else {
             Some((self.sent_up_to - 1, true))

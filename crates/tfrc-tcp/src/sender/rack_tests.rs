@@ -1,35 +1,9 @@
 //! RACK-TLP (RFC 8985) in CUBIC's and BBR's sender, one rule each, fed by hand; each test also
 //! runs the same exchange with RFC 6675 (`rack_tlp = false`) to show what the rule changes.
 
+use super::tests::{at, deliver, drain, sequences};
 use super::*;
 use crate::{SackBlock, SinkConfig, TcpSink};
-
-fn at(millis: u64) -> Instant {
-    Instant::from_millis(millis)
-}
-
-fn drain(sender: &mut TcpSender, now: Instant) -> Vec<Segment> {
-    core::iter::from_fn(|| sender.poll_transmit(now)).collect()
-}
-
-fn sequences(segments: &[Segment]) -> Vec<u64> {
-    segments.iter().map(|segment| segment.sequence).collect()
-}
-
-/// Delivers `segments` (except the sequences in `lost`) to `sink` and returns its ACKs.
-fn deliver(sink: &mut TcpSink, now: Instant, segments: &[Segment], lost: &[u64]) -> Vec<Ack> {
-    let mut acks = Vec::new();
-    for segment in segments {
-        if lost.contains(&segment.sequence) {
-            continue;
-        }
-        sink.handle_segment(now, segment).unwrap();
-        while let Some(ack) = sink.poll_ack() {
-            acks.push(ack);
-        }
-    }
-    acks
-}
 
 /// A CUBIC sender with `window` packets in congestion avoidance.
 fn cubic(window: u32, rack_tlp: bool) -> TcpSender {

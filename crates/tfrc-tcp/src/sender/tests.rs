@@ -5,7 +5,7 @@ use crate::{SackBlock, SinkConfig, TcpSink};
 use rand_chacha::rand_core::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-fn at(millis: u64) -> Instant {
+pub(super) fn at(millis: u64) -> Instant {
     Instant::from_millis(millis)
 }
 
@@ -25,16 +25,21 @@ fn sender_in_avoidance(variant: Variant, window: u32) -> TcpSender {
     sender_with(config)
 }
 
-fn drain(sender: &mut TcpSender, now: Instant) -> Vec<Segment> {
+pub(super) fn drain(sender: &mut TcpSender, now: Instant) -> Vec<Segment> {
     core::iter::from_fn(|| sender.poll_transmit(now)).collect()
 }
 
-fn sequences(segments: &[Segment]) -> Vec<u64> {
+pub(super) fn sequences(segments: &[Segment]) -> Vec<u64> {
     segments.iter().map(|segment| segment.sequence).collect()
 }
 
 /// Delivers `segments` (except the sequences in `lost`) to `sink` and returns its ACKs.
-fn deliver(sink: &mut TcpSink, now: Instant, segments: &[Segment], lost: &[u64]) -> Vec<Ack> {
+pub(super) fn deliver(
+    sink: &mut TcpSink,
+    now: Instant,
+    segments: &[Segment],
+    lost: &[u64],
+) -> Vec<Ack> {
     let mut acks = Vec::new();
     for segment in segments {
         if lost.contains(&segment.sequence) {
