@@ -277,19 +277,39 @@ pub fn probe_wakeups(
     interval: Duration,
     duration: Duration,
 ) -> PacingSummary {
-    let interval = interval.max(Duration::from_micros(1));
     let clock = waiter.clock;
-    let start = clock.now();
+    probe_deadlines(
+        || clock.now(),
+        |deadline| {
+            match how {
+                ProbeWait::SleepThenSpin => waiter.wait_until(deadline, None),
+                ProbeWait::Sleep => waiter.sleep_until(deadline, None),
+            };
+        },
+        interval,
+        duration,
+    )
+}
+
+/// The loop of [`probe_wakeups`] for any clock and wait (the emulator's relay probes its own
+/// waiter with it): deadlines `interval` apart for `duration`, each waited for with `wait_until`
+/// (which must not return before its deadline) and its lateness recorded, late ones served at
+/// once.
+pub fn probe_deadlines(
+    now: impl Fn() -> Instant,
+    mut wait_until: impl FnMut(Instant),
+    interval: Duration,
+    duration: Duration,
+) -> PacingSummary {
+    let interval = interval.max(Duration::from_micros(1));
+    let start = now();
     let end = start + duration;
     let mut deadline = start + interval;
     let mut lateness = Histogram::new();
     while deadline <= end {
-        match how {
-            ProbeWait::SleepThenSpin => waiter.wait_until(deadline, None),
-            ProbeWait::Sleep => waiter.sleep_until(deadline, None),
-        };
-        let now = clock.now();
-        lateness.record(u64::try_from((now - deadline).as_nanos()).unwrap_or(u64::MAX));
+        wait_until(deadline);
+        let late = now().saturating_duration_since(deadline);
+        lateness.record(u64::try_from(late.as_nanos()).unwrap_or(u64::MAX));
         deadline += interval;
     }
     PacingSummary::of(&lateness)
