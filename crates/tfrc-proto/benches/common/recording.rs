@@ -67,39 +67,30 @@ impl Observer for Recording {
             return;
         }
         let due = count.is_multiple_of(stride);
-        let input = match step {
-            Step::SenderFeedback(bytes) | Step::ReceiverData(bytes) => bytes.to_vec(),
-            _ => Vec::new(),
-        };
+        fn before<E>(endpoint: E, at: Instant, step: Step<'_>) -> Before<E> {
+            let input = match step {
+                Step::SenderFeedback(bytes) | Step::ReceiverData(bytes) => bytes.to_vec(),
+                _ => Vec::new(),
+            };
+            Before {
+                endpoint,
+                at,
+                input,
+            }
+        }
         match step {
-            Step::SenderData | Step::SenderFeedback(_) => {
-                let kept = if step == Step::SenderData {
-                    &mut self.sender_data
-                } else {
-                    &mut self.sender_feedback
-                };
-                if due && kept.len() < KEPT {
-                    kept.push(Before {
-                        endpoint: sender.clone(),
-                        at: now,
-                        input,
-                    });
-                }
+            Step::SenderData if due && self.sender_data.len() < KEPT => {
+                self.sender_data.push(before(sender.clone(), now, step));
+            }
+            Step::SenderFeedback(_) if due && self.sender_feedback.len() < KEPT => {
+                self.sender_feedback.push(before(sender.clone(), now, step));
             }
             Step::ReceiverData(_) if due && self.receiver_data.len() < KEPT => {
-                self.receiver_data.push(Before {
-                    endpoint: receiver.clone(),
-                    at: now,
-                    input,
-                });
+                self.receiver_data.push(before(receiver.clone(), now, step));
             }
             // Most polls send nothing: the copy is kept only if this one sends a feedback.
             Step::ReceiverFeedback if self.receiver_feedback.len() < KEPT => {
-                self.pending_poll = Some(Before {
-                    endpoint: receiver.clone(),
-                    at: now,
-                    input,
-                });
+                self.pending_poll = Some(before(receiver.clone(), now, step));
             }
             _ => {}
         }
