@@ -56,6 +56,7 @@ pub mod equation;
 pub mod loss_history;
 pub mod media;
 pub mod ns2;
+mod numeric;
 mod receipts;
 pub mod receive_rate;
 pub mod receiver;

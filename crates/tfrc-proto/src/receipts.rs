@@ -419,6 +419,11 @@ pub(crate) struct SentLedger {
     anchors: Deque<(u64, u16)>,
     lossy_checked: Deque<(u64, u32)>,
     closed_checked: Deque<(u64, u32, u32, u16)>,
+    closed_memo: ClosedMemo,
+    /// Entries the two caches above have forgotten so far ([`ClosedMemo`]).
+    forgotten: u64,
+    /// Where [`SentLedger::first_sent_after`] last found its answer (an index).
+    window_hint: u64,
 }
 
 impl Default for SentLedger {
@@ -433,6 +438,9 @@ impl Default for SentLedger {
             anchors: Deque::with_capacity(MAX_CACHED + 1),
             lossy_checked: Deque::with_capacity(MAX_CACHED + 1),
             closed_checked: Deque::with_capacity(MAX_CACHED + 1),
+            closed_memo: ClosedMemo::default(),
+            forgotten: 0,
+            window_hint: 0,
         }
     }
 }
@@ -534,8 +542,34 @@ impl SentLedger {
     }
 
     /// The first remembered packet sent after `at`.
-    fn first_sent_after(&self, at: Instant) -> u64 {
-        self.first + self.records.partition_point(|record| record.at <= at) as u64
+    ///
+    /// Found from where the last search ended (`window_hint`): X_recv's window starts a little
+    /// later at each feedback, a few records on, so the search reads the records next to the
+    /// answer instead of a binary search's dozen scattered ones (cache misses that cost the
+    /// feedback more than its instructions). Send times never decrease, so the answer is the
+    /// one `partition_point` gives.
+    fn first_sent_after(&mut self, at: Instant) -> u64 {
+        const STEPS: usize = 64;
+        let len = self.records.len();
+        let mut offset = usize::try_from(self.window_hint.saturating_sub(self.first))
+            .unwrap_or(len)
+            .min(len);
+        let before_is_in = offset == 0 || self.records[offset - 1].at <= at;
+        let mut found = false;
+        if before_is_in {
+            for _ in 0..STEPS {
+                if offset == len || self.records[offset].at > at {
+                    found = true;
+                    break;
+                }
+                offset += 1;
+            }
+        }
+        if !found {
+            offset = self.records.partition_point(|record| record.at <= at);
+        }
+        self.window_hint = self.first + offset as u64;
+        self.window_hint
     }
 
     /// Whether the sum of the marks of packets `first..=last` is `sum`; `None` when the ledger
@@ -653,10 +687,59 @@ struct Spans {
 }
 
 impl Spans {
-    fn push(&mut self, span: (u64, u64)) {
+    /// Adds a span; one that starts where the last ends, or ends where it starts, extends it
+    /// (the intervals are pushed newest first, each ending where the one before starts, so a
+    /// feedback's spans are usually one or two): the payload of joined spans is the sum of
+    /// theirs, whatever the window cuts off ([`SentLedger::payload_in_window`]).
+    fn push(&mut self, (first, length): (u64, u64)) {
+        if let Some(last) = self.len.checked_sub(1).and_then(|i| self.items.get_mut(i)) {
+            if last.0 + last.1 == first {
+                last.1 += length;
+                return;
+            }
+            if first + length == last.0 {
+                *last = (first, length + last.1);
+                return;
+            }
+        }
         if let Some(slot) = self.items.get_mut(self.len) {
-            *slot = span;
+            *slot = (first, length);
             self.len += 1;
+        }
+    }
+}
+
+/// The closed intervals of the last feedback whose closed intervals were read without a doubt.
+/// A receiver repeats its closed intervals until its next loss event, and their reading then
+/// depends on nothing that changed: each data part's sum is cached once checked, and each lossy
+/// part found to be one event is cached as such. So when a feedback's closed intervals are
+/// these, from the same open start, [`SentLedger::check_closed`] reads each as it claims
+/// without the per-interval cache lookups. Kept only when every lossy part was one event (one
+/// found not to be is not cached, and a later R may judge it again), and dropped whenever either
+/// cache forgets an entry.
+#[derive(Debug, Clone, Copy, Default)]
+struct ClosedMemo {
+    /// Whether `open_start` and `intervals` hold a feedback's closed intervals.
+    valid: bool,
+    open_start: u64,
+    count: usize,
+    intervals: [crate::wire::LossInterval; crate::loss_history::INTERVALS_AVERAGED],
+}
+
+impl ClosedMemo {
+    /// Whether `closed`, from `open_start`, are the intervals kept.
+    fn holds(&self, open_start: u64, closed: &[crate::wire::LossInterval]) -> bool {
+        self.valid && self.open_start == open_start && self.intervals[..self.count] == *closed
+    }
+
+    /// Keeps `closed` from `open_start`, if every one of them was read as claimed; else
+    /// forgets.
+    fn keep(&mut self, open_start: u64, closed: &[crate::wire::LossInterval], as_claimed: bool) {
+        self.valid = as_claimed && closed.len() <= self.intervals.len();
+        if self.valid {
+            self.open_start = open_start;
+            self.count = closed.len();
+            self.intervals[..closed.len()].copy_from_slice(closed);
         }
     }
 }
@@ -720,14 +803,16 @@ impl SentLedger {
         &mut self,
         intervals: &crate::wire::LossIntervals,
         context: &CheckContext,
-    ) -> Result<CheckedIntervals, FalseIntervals> {
+        checked: &mut CheckedIntervals,
+    ) -> Result<(), FalseIntervals> {
         let entries = intervals.iter().as_slice();
         let Some((open, closed)) = entries.split_first() else {
             return Err(FalseIntervals::Proven);
         };
         let mut proven = Spans::default();
-        let mut checked = self.check_open(open, intervals.tail, context, &mut proven)?;
-        self.check_closed(closed, context, &mut checked, &mut proven)?;
+        *checked = CheckedIntervals::default();
+        self.check_open(open, intervals.tail, context, checked, &mut proven)?;
+        self.check_closed(closed, context, checked, &mut proven)?;
         if let (Some((first, last)), Some(first_event)) = (context.loss_free, checked.first_event) {
             let last = last.min(first_event.saturating_sub(1));
             if last >= first {
@@ -757,18 +842,20 @@ impl SentLedger {
             return Err(FalseIntervals::Proven);
         }
         checked.proven_payload = self.payload_in_window(&proven, context.window);
-        Ok(checked)
+        Ok(())
     }
 
     /// The open interval: its lossy part, its data part (checked), its tail, how the sender
-    /// reads them, what they account for; the spans it proves go to `proven`.
+    /// reads them, what they account for, written to `checked` (fresh); the spans it proves go
+    /// to `proven`.
     fn check_open(
         &mut self,
         open: &crate::wire::LossInterval,
         tail: u32,
         context: &CheckContext,
+        checked: &mut CheckedIntervals,
         proven: &mut Spans,
-    ) -> Result<CheckedIntervals, FalseIntervals> {
+    ) -> Result<(), FalseIntervals> {
         let start = context.open_start;
         let short_tail = tail <= MAX_SHORT_TAIL;
         let tail = u64::from(tail);
@@ -814,19 +901,25 @@ impl SentLedger {
             let first = run_first.max(tail_first);
             proven.push((first, run_end - first));
         }
-        Ok(CheckedIntervals {
-            open: total,
-            open_counted: lossy_read + u64::from(open.data) + tail_read,
-            open_data: u64::from(open.data),
-            tail_first: (tail > 0).then_some(tail_first),
-            accounted_payload: self.payload_before(accounted_end.min(context.sent)),
-            open_stretched: open.is_stretched(),
-            ..CheckedIntervals::default()
-        })
+        checked.open = total;
+        checked.open_counted = lossy_read + u64::from(open.data) + tail_read;
+        checked.open_data = u64::from(open.data);
+        checked.tail_first = (tail > 0).then_some(tail_first);
+        checked.accounted_payload = self.payload_before(accounted_end.min(context.sent));
+        checked.open_stretched = open.is_stretched();
+        Ok(())
+    }
+
+    /// Drops the [`ClosedMemo`]: a cache forgot an entry it may rest on.
+    pub(crate) fn forget_closed_memo(&mut self) {
+        self.forgotten += 1;
+        self.closed_memo.valid = false;
     }
 
     /// The closed intervals, newest first, each ending where the newer one starts: their data
-    /// parts checked (once each), how the sender reads them; the spans go to `proven`.
+    /// parts checked (once each), how the sender reads them; the spans go to `proven`. The
+    /// intervals the last such check read without a doubt ([`ClosedMemo`]) read the same again
+    /// without the caches.
     fn check_closed(
         &mut self,
         closed: &[crate::wire::LossInterval],
@@ -834,6 +927,9 @@ impl SentLedger {
         checked: &mut CheckedIntervals,
         proven: &mut Spans,
     ) -> Result<(), FalseIntervals> {
+        let known = self.closed_memo.holds(context.open_start, closed);
+        let forgotten = self.forgotten;
+        let mut as_claimed = true;
         let mut end = context.open_start;
         for (position, interval) in closed.iter().enumerate() {
             if interval.is_synthetic() {
@@ -851,40 +947,64 @@ impl SentLedger {
             let Some(first) = end.checked_sub(span).filter(|_| span > 0) else {
                 return Err(FalseIntervals::Proven);
             };
-            let key = (first, interval.lossy, interval.data, interval.sum);
-            // Intervals enter the cache as they close, so the one `position` places from the
-            // newest is usually as far from the cache's end: looked at first.
-            let likely = self
-                .closed_checked
-                .len()
-                .checked_sub(position + 1)
-                .and_then(|index| self.closed_checked.get(index));
-            if likely != Some(&key) && !self.closed_checked.iter().rev().any(|done| *done == key) {
-                let data_first = first + u64::from(interval.lossy);
-                self.check_data(data_first, interval.data, interval.sum)?;
-                self.closed_checked.push_back(key);
-                if self.closed_checked.len() > MAX_CACHED {
-                    self.closed_checked.pop_front();
-                }
-            }
-            let one_event =
-                self.lossy_is_one_event(first, interval.lossy, context.rtt, context.rounds);
-            let read = if one_event {
+            let read = if known {
                 span
             } else {
-                u64::from(interval.data) + 1
+                self.check_closed_one(position, first, interval, context)?
             };
+            as_claimed &= read == span;
             proven.push((first, span));
             checked.closed[checked.closed_count] = (span, read, interval.is_stretched());
             checked.closed_count += 1;
             end = first;
         }
+        // A cache that forgot an entry during this check may have forgotten one it read.
+        if !known && self.forgotten == forgotten {
+            self.closed_memo
+                .keep(context.open_start, closed, as_claimed);
+        }
         Ok(())
+    }
+
+    /// One closed interval, `position` places from the newest, starting at packet `first`: its
+    /// data part checked (once: cached), and how many packets the sender reads it as (its span
+    /// if its lossy part can be one loss event, else its data part and one loss).
+    fn check_closed_one(
+        &mut self,
+        position: usize,
+        first: u64,
+        interval: &crate::wire::LossInterval,
+        context: &CheckContext,
+    ) -> Result<u64, FalseIntervals> {
+        let key = (first, interval.lossy, interval.data, interval.sum);
+        // Intervals enter the cache as they close, so the one `position` places from the
+        // newest is usually as far from the cache's end: looked at first.
+        let likely = self
+            .closed_checked
+            .len()
+            .checked_sub(position + 1)
+            .and_then(|index| self.closed_checked.get(index));
+        if likely != Some(&key) && !self.closed_checked.iter().rev().any(|done| *done == key) {
+            let data_first = first + u64::from(interval.lossy);
+            self.check_data(data_first, interval.data, interval.sum)?;
+            self.closed_checked.push_back(key);
+            if self.closed_checked.len() > MAX_CACHED {
+                self.closed_checked.pop_front();
+                self.forget_closed_memo();
+            }
+        }
+        Ok(
+            if self.lossy_is_one_event(first, interval.lossy, context.rtt, context.rounds) {
+                interval.span()
+            } else {
+                u64::from(interval.data) + 1
+            },
+        )
     }
 
     /// Payload of the `proven` spans' packets sent in the window (after its start, up to the
     /// echoed packet).
-    fn payload_in_window(&self, proven: &Spans, (window_start, echo): (Instant, u64)) -> u64 {
+    fn payload_in_window(&mut self, proven: &Spans, (window_start, echo): (Instant, u64)) -> u64 {
         let window_first = self.first_sent_after(window_start);
         proven.items[..proven.len]
             .iter()
@@ -932,6 +1052,7 @@ impl SentLedger {
             self.lossy_checked.push_back((first, length));
             if self.lossy_checked.len() > MAX_CACHED {
                 self.lossy_checked.pop_front();
+                self.forget_closed_memo();
             }
         }
         one

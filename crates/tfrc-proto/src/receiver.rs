@@ -1033,7 +1033,7 @@ impl Receiver {
             echo_sequence,
             echo_timestamp,
             elapsed_micros: elapsed,
-            x_recv: self.x_recv.round().clamp(0.0, u64::MAX as f64) as u64,
+            x_recv: crate::numeric::round_to_u64(self.x_recv),
             loss_event_rate_raw: wire::encode_loss_event_rate(p),
             echo_nonce: proof.echo_nonce(token),
             proof_flags: proof.flags(),

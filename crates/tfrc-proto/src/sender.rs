@@ -238,7 +238,9 @@ pub struct Sender {
     p: f64,
     rtt: Option<Duration>,
     base_rtt: Option<Duration>,
-    last_rtt_sample: Option<Duration>,
+    /// The last RTT sample and its square root in √seconds: §4.5's damping reads the root for
+    /// every packet, computed once per sample.
+    last_rtt_sample: Option<(Duration, f64)>,
     sqrt_rtt_mean: f64,
     rto: Duration,
     /// tld: time of the last doubling in slow start.
@@ -489,8 +491,7 @@ impl Sender {
         }
         let mut rate = self.sending_rate();
         if self.config.oscillation_damping {
-            if let Some(sample) = self.last_rtt_sample {
-                let root = secs(sample).sqrt();
+            if let Some((_, root)) = self.last_rtt_sample {
                 if root > 0.0 && self.sqrt_rtt_mean > 0.0 {
                     rate *= self.sqrt_rtt_mean / root;
                 }
@@ -624,9 +625,8 @@ impl Sender {
             rtt_micros: self.rtt.map_or(0, |rtt| {
                 u32::try_from(rtt.as_micros()).unwrap_or(u32::MAX).max(1)
             }),
-            veno_backlog_millipackets: (self.veno_backlog() * 1000.0)
-                .round()
-                .clamp(0.0, u32::MAX as f64) as u32,
+            veno_backlog_millipackets: crate::numeric::round_to_u64(self.veno_backlog() * 1000.0)
+                .min(u64::from(u32::MAX)) as u32,
             nonce: self.marker.nonce(self.next_sequence),
         };
         repr.emit(buffer).map_err(|_| SendError::BufferTooSmall {
@@ -770,8 +770,9 @@ impl Sender {
                 return Err(FeedbackError::Replayed);
             }
         }
-        match self.validate(now, &feedback, behind as u64) {
-            Ok((checked, p)) => {
+        let mut checked = CheckedIntervals::default();
+        match self.validate(now, &feedback, behind as u64, &mut checked) {
+            Ok(p) => {
                 self.last_elapsed = Some(feedback.elapsed_micros);
                 self.on_feedback(now, &feedback, &checked, p);
                 Ok(())
@@ -792,11 +793,13 @@ impl Sender {
         now: Instant,
         feedback: &FeedbackRepr,
         behind: u64,
-    ) -> Result<(CheckedIntervals, f64), FeedbackError> {
+        checked: &mut CheckedIntervals,
+    ) -> Result<f64, FeedbackError> {
         self.check_receipt(feedback, behind)?;
-        let checked = self.check_intervals(now, feedback, behind)?;
+        self.check_intervals(now, feedback, behind, checked)?;
+        let checked = &*checked;
         let reported = feedback.loss_event_rate();
-        let floor = self.loss_event_rate_from(&checked, Reading::AsClaimed);
+        let floor = self.loss_event_rate_from(checked, Reading::AsClaimed);
         // The wire rounds p to the nearest 2^-32; the float sums may differ in the last bits.
         if reported < floor * (1.0 - 1e-9) - 1.0 / 4_294_967_296.0 {
             self.stats.under_reported += 1;
@@ -806,7 +809,7 @@ impl Sender {
         let read = if checked.read_as_claimed() {
             floor
         } else {
-            self.loss_event_rate_from(&checked, Reading::AsRead)
+            self.loss_event_rate_from(checked, Reading::AsRead)
         };
         // Beyond the wire's rounding, so that a p the sender reads as the receiver counts it
         // stays the p the receiver reported.
@@ -832,7 +835,7 @@ impl Sender {
                 self.first_event = Some((first, checked.synthetic_cap));
             }
         }
-        Ok((checked, p))
+        Ok(p)
     }
 
     /// Checks a feedback's loss intervals against what was sent ([`SentLedger`]); `behind`
@@ -842,7 +845,8 @@ impl Sender {
         now: Instant,
         feedback: &FeedbackRepr,
         behind: u64,
-    ) -> Result<CheckedIntervals, FeedbackError> {
+        checked: &mut CheckedIntervals,
+    ) -> Result<(), FeedbackError> {
         let sent = self.stats.packets;
         let intervals = &feedback.intervals;
         let distance = wire::sequence_distance(intervals.open_start, self.next_sequence);
@@ -878,8 +882,8 @@ impl Sender {
             loss_free: self.loss_free,
             previous_tail: self.previous_tail,
         };
-        let mut checked = match self.ledger.check(intervals, &context) {
-            Ok(checked) => checked,
+        match self.ledger.check(intervals, &context, checked) {
+            Ok(()) => {}
             Err(FalseIntervals::Proven) => {
                 self.stats.false_intervals += 1;
                 return Err(FeedbackError::FalseIntervals);
@@ -897,10 +901,10 @@ impl Sender {
         };
         checked.synthetic_cap = match (self.first_event, checked.synthetic) {
             (Some((_, cap)), _) => cap,
-            (None, Some(_)) => self.synthetic_cap(now, &checked, rtt),
+            (None, Some(_)) => self.synthetic_cap(now, checked, rtt),
             (None, None) => f64::INFINITY,
         };
-        Ok(checked)
+        Ok(())
     }
 
     /// The most packets the synthetic first interval may count (RFC 5348 §6.3.1: "the loss
@@ -1013,6 +1017,14 @@ impl Sender {
             };
         }
         self.reschedule();
+    }
+
+    /// Drops the sender's memo of the last closed loss intervals it checked (the closed
+    /// intervals a receiver repeats until its next loss event are read once and replayed):
+    /// for tests that show the memo changes no outcome, by running a copy without it.
+    #[doc(hidden)]
+    pub fn forget_interval_memo(&mut self) {
+        self.ledger.forget_closed_memo();
     }
 
     /// Sets the least RTT sample the sender takes: an RTT measured without the receiver's help
@@ -1240,7 +1252,7 @@ impl Sender {
         } else {
             sqrt_filter * self.sqrt_rtt_mean + (1.0 - sqrt_filter) * root
         };
-        self.last_rtt_sample = Some(sample);
+        self.last_rtt_sample = Some((sample, root));
         (sample, rtt)
     }
 

@@ -123,7 +123,7 @@ pub fn duration_from_secs(seconds: f64) -> Duration {
     } else if seconds >= u64::MAX as f64 / 1e9 {
         Duration::from_nanos(u64::MAX)
     } else {
-        Duration::from_nanos((seconds * 1e9).round() as u64)
+        Duration::from_nanos(crate::numeric::round_to_u64(seconds * 1e9))
     }
 }
 

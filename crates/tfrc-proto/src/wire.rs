@@ -317,13 +317,15 @@ impl<T: AsRef<[u8]>> Packet<T> {
             count: count as u8,
             entries: [LossInterval::default(); MAX_LOSS_INTERVALS],
         };
-        for (index, entry) in intervals.entries.iter_mut().take(count).enumerate() {
-            let at = field::INTERVALS + index * LOSS_INTERVAL_LEN;
+        let table = &data[field::INTERVALS..field::INTERVALS + count * LOSS_INTERVAL_LEN];
+        let (rows, _) = table.as_chunks::<LOSS_INTERVAL_LEN>();
+        for (entry, row) in intervals.entries.iter_mut().zip(rows) {
+            let [l0, l1, l2, l3, d0, d1, d2, d3, s0, s1, flags, _] = *row;
             *entry = LossInterval {
-                lossy: u32::from_be_bytes(self.bytes(at..at + 4)),
-                data: u32::from_be_bytes(self.bytes(at + 4..at + 8)),
-                sum: u16::from_be_bytes(self.bytes(at + 8..at + 10)),
-                flags: data[at + 10],
+                lossy: u32::from_be_bytes([l0, l1, l2, l3]),
+                data: u32::from_be_bytes([d0, d1, d2, d3]),
+                sum: u16::from_be_bytes([s0, s1]),
+                flags,
             };
         }
         intervals
@@ -485,14 +487,9 @@ pub fn encode_loss_event_rate(p: f64) -> u32 {
     } else if p >= 1.0 {
         u32::MAX
     } else {
-        let raw = (p * 4_294_967_296.0).round();
-        if raw < 1.0 {
-            1 // a positive p must stay positive
-        } else if raw >= u32::MAX as f64 {
-            u32::MAX
-        } else {
-            raw as u32
-        }
+        let raw = crate::numeric::round_to_u64(p * 4_294_967_296.0);
+        // A positive p must stay positive.
+        raw.clamp(1, u64::from(u32::MAX)) as u32
     }
 }
 

@@ -212,3 +212,75 @@ proptest! {
         )), "{:?}", pair.refused);
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+    /// The sender reads the closed loss intervals a receiver repeats from one feedback to the
+    /// next once, and replays that reading (`receipts::ClosedMemo`). Replaying must change
+    /// nothing: every feedback, honest or rewritten by a liar, gets the same outcome, state and
+    /// counters from a copy of the sender that reads it afresh.
+    #[test]
+    fn replaying_the_closed_intervals_changes_no_outcome(
+        ns2 in any::<bool>(),
+        loss in 0.0f64..0.15,
+        queue in 2usize..40,
+        rate in prop::sample::select(vec![0.5e6, 4e6]),
+        reorder in prop::option::of((0.0f64..0.2, 1u64..40)),
+        lie in prop::sample::select(vec![
+            "", "", "merge", "since-first", "tail", "synthetic", "no-loss", "p=min", "p/4",
+        ]),
+        shift in prop::option::of((2u32..6, 1u32..4)),
+        seed in 0u64..1000,
+    ) {
+        let config = if ns2 { Config::ns2() } else { Config::default() };
+        let link = LinkSpec {
+            rate_bps: rate,
+            one_way_delay: Duration::from_millis(15),
+            queue_limit: queue,
+            loss,
+            seed,
+        };
+        let mut pair = Pair::new(config, link);
+        pair.strict = false;
+        pair.shadow_without_memo = true;
+        pair.reorder = reorder.map(|(share, millis)| (share, Duration::from_millis(millis)));
+        let lies = if lie.is_empty() { Vec::new() } else { Lie::parse_list(lie).unwrap() };
+        let mut feedbacks = 0u32;
+        pair.tamper = Some(Box::new(move |packet| {
+            Lie::apply_all(&lies, packet);
+            feedbacks += 1;
+            // Every `every`-th feedback moves its open interval `by` packets earlier and
+            // empties it, so that the closed intervals it repeats stand somewhere else: the
+            // replay must not take them where they were.
+            if let Some((every, by)) = shift {
+                if feedbacks.is_multiple_of(every) {
+                    shift_open_start(packet, by);
+                }
+            }
+        }));
+        pair.run_until(Instant::from_secs(15), 5_000_000);
+        // A liar caught at once is slowed to a packet per t_mbi and sends few more.
+        let least = if lie.is_empty() && shift.is_none() { 20 } else { 1 };
+        prop_assert!(pair.shadowed >= least, "{} feedbacks", pair.shadowed);
+    }
+}
+
+/// Moves a feedback's open interval `by` packets earlier, with no lossy or data part (its
+/// tail from the new start): the closed intervals, unchanged, now claim other packets.
+fn shift_open_start(packet: &mut [u8], by: u32) {
+    let Ok(view) = tfrc_proto::wire::Packet::new_checked(&*packet) else {
+        return;
+    };
+    let Ok(mut feedback) = tfrc_proto::wire::FeedbackRepr::parse(&view) else {
+        return;
+    };
+    let intervals = &mut feedback.intervals;
+    let open = intervals.entries[0];
+    intervals.tail += open.lossy + open.data + by;
+    intervals.open_start = intervals.open_start.wrapping_sub(by);
+    intervals.entries[0].lossy = 0;
+    intervals.entries[0].data = 0;
+    intervals.entries[0].sum = 0;
+    feedback.emit(packet).unwrap();
+}

@@ -88,6 +88,12 @@ pub struct Pair {
     pub last_feedback: Vec<u8>,
     /// Whether data packets still reach the receiver (false: a receiver gone away).
     pub receiver_alive: bool,
+    /// Whether each feedback is also given to a copy of the sender without its interval memo
+    /// ([`Sender::forget_interval_memo`]), failing the run if the copy's outcome, state or
+    /// counters differ.
+    pub shadow_without_memo: bool,
+    /// Feedbacks checked that way.
+    pub shadowed: u64,
 }
 
 impl Pair {
@@ -113,6 +119,8 @@ impl Pair {
             refused: Vec::new(),
             last_feedback: Vec::new(),
             receiver_alive: true,
+            shadow_without_memo: false,
+            shadowed: 0,
         }
     }
 
@@ -228,7 +236,20 @@ impl Pair {
                     if let Some(tamper) = &mut self.tamper {
                         tamper(&mut packet);
                     }
-                    match self.sender.handle_packet(at, &packet) {
+                    let shadow = self.shadow_without_memo.then(|| {
+                        let mut copy = self.sender.clone();
+                        copy.forget_interval_memo();
+                        let outcome = copy.handle_packet(at, &packet);
+                        (copy, outcome)
+                    });
+                    let outcome = self.sender.handle_packet(at, &packet);
+                    if let Some((copy, copy_outcome)) = shadow {
+                        assert_eq!(outcome, copy_outcome, "outcome at {at:?}");
+                        assert_eq!(self.sender.state(), copy.state(), "state at {at:?}");
+                        assert_eq!(self.sender.stats(), copy.stats(), "counters at {at:?}");
+                        self.shadowed += 1;
+                    }
+                    match outcome {
                         Ok(()) => {}
                         Err(error) if !self.strict => self.refused.push(error),
                         Err(error) => panic!("feedback refused at {at:?}: {error}"),
