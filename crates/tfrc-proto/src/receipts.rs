@@ -132,25 +132,15 @@ impl ReceivedLedger {
         self.sums.retain(|&(stored, _, _)| stored >= sequence);
     }
 
-    /// Sum of the marks received below `sequence`, if kept.
-    pub(crate) fn sum_below(&self, sequence: u64) -> Option<u16> {
-        if Some(sequence) == self.origin {
-            return Some(0);
+    /// The kept sums, for lookups at sequences that never increase from one to the next (a
+    /// feedback's interval boundaries, newest first): each lookup goes on from where the last
+    /// one stopped, so a feedback's lookups together read the kept sums once.
+    pub(crate) fn sums_descending(&self) -> SumsDescending<'_> {
+        SumsDescending {
+            ledger: self,
+            index: self.sums.len(),
+            last: u64::MAX,
         }
-        self.sums
-            .iter()
-            .rev()
-            .find(|entry| entry.0 == sequence)
-            .map(|entry| entry.1)
-    }
-
-    /// Sum of the marks received up to and including `sequence`, if kept.
-    pub(crate) fn sum_through(&self, sequence: u64) -> Option<u16> {
-        self.sums
-            .iter()
-            .rev()
-            .find(|entry| entry.0 == sequence)
-            .map(|entry| entry.2)
     }
 
     fn keep(&mut self, sequence: u64, below: u16, through: u16) {
@@ -228,6 +218,52 @@ impl ReceivedLedger {
                 _ => break,
             }
         }
+    }
+}
+
+/// Lookups of a [`ReceivedLedger`]'s kept sums at non-increasing sequences
+/// ([`ReceivedLedger::sums_descending`]). The sums are kept in increasing sequence order (a
+/// packet's sums are kept when it settles, and packets settle in order).
+pub(crate) struct SumsDescending<'a> {
+    ledger: &'a ReceivedLedger,
+    /// Entries at and above it hold sequences above the last one looked up.
+    index: usize,
+    /// The last sequence looked up.
+    last: u64,
+}
+
+impl SumsDescending<'_> {
+    /// The kept (sequence, below, through) of `sequence`, if any. A sequence above the last one
+    /// looked up (which a consistent history never asks) starts over from the newest.
+    fn entry(&mut self, sequence: u64) -> Option<(u64, u16, u16)> {
+        if sequence > self.last {
+            self.index = self.ledger.sums.len();
+        }
+        self.last = sequence;
+        while let Some(&entry) = self
+            .index
+            .checked_sub(1)
+            .and_then(|i| self.ledger.sums.get(i))
+        {
+            if entry.0 <= sequence {
+                return (entry.0 == sequence).then_some(entry);
+            }
+            self.index -= 1;
+        }
+        None
+    }
+
+    /// Sum of the marks received below `sequence`, if kept.
+    pub(crate) fn below(&mut self, sequence: u64) -> Option<u16> {
+        if Some(sequence) == self.ledger.origin {
+            return Some(0);
+        }
+        self.entry(sequence).map(|entry| entry.1)
+    }
+
+    /// Sum of the marks received up to and including `sequence`, if kept.
+    pub(crate) fn through(&mut self, sequence: u64) -> Option<u16> {
+        self.entry(sequence).map(|entry| entry.2)
     }
 }
 

@@ -931,7 +931,7 @@ impl Receiver {
             },
             Some((start, last_loss)) => {
                 let lossy = (last_loss + 1).saturating_sub(start);
-                match (settled, self.ledger.sum_through(last_loss)) {
+                match (settled, self.ledger.sums_descending().through(last_loss)) {
                     (Some((through, sum)), Some(at_last)) if through > last_loss => {
                         (start, lossy, through - last_loss, sum.wrapping_sub(at_last))
                     }
@@ -955,6 +955,8 @@ impl Receiver {
             },
         };
         let mut end = start;
+        // Boundaries only go down from here.
+        let mut sums = self.ledger.sums_descending();
         for closed in self.history.closed_intervals() {
             if closed.synthetic {
                 // Rounded up, and one more: the sender's recomputed p must never exceed ours.
@@ -969,10 +971,7 @@ impl Receiver {
             }
             let first = end.saturating_sub(closed.raw_length);
             let lossy = closed.lossy.min(closed.raw_length);
-            let proven = match (
-                self.ledger.sum_below(end),
-                self.ledger.sum_through(first + lossy.max(1) - 1),
-            ) {
+            let proven = match (sums.below(end), sums.through(first + lossy.max(1) - 1)) {
                 (Some(below_next), Some(at_last)) if lossy > 0 => {
                     Some(below_next.wrapping_sub(at_last))
                 }
