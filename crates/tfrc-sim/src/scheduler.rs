@@ -235,28 +235,52 @@ impl QuaternaryHeap {
         let Some(&top) = self.keys.first() else {
             return Some(last);
         };
-        // Move the smallest child up into the hole until `last` fits.
-        let len = self.keys.len();
+        // Move the smallest child up into the hole until `last` fits. The children are read
+        // as one slice per level (a node with four, the common case, as an array), which keeps
+        // the bounds checks out of the comparisons: they were a third of the pop.
+        let keys = &mut self.keys[..];
         let mut hole = 0;
         loop {
             let first = ARITY * hole + 1;
-            if first >= len {
-                break;
-            }
-            let end = (first + ARITY).min(len);
-            let mut smallest = first;
-            for child in first + 1..end {
-                if self.keys[child] < self.keys[smallest] {
-                    smallest = child;
+            let (offset, smallest) = if let Some(children) = keys
+                .get(first..first + ARITY)
+                .and_then(|children| <&[Key; ARITY]>::try_from(children).ok())
+            {
+                let (low, high) = if children[1] < children[0] {
+                    (1, children[1])
+                } else {
+                    (0, children[0])
+                };
+                let (low2, high2) = if children[3] < children[2] {
+                    (3, children[3])
+                } else {
+                    (2, children[2])
+                };
+                if high2 < high {
+                    (low2, high2)
+                } else {
+                    (low, high)
                 }
-            }
-            if last <= self.keys[smallest] {
+            } else {
+                let Some(children) = keys.get(first..).filter(|children| !children.is_empty())
+                else {
+                    break;
+                };
+                let mut best = (0, children[0]);
+                for (offset, &key) in children.iter().enumerate().skip(1) {
+                    if key < best.1 {
+                        best = (offset, key);
+                    }
+                }
+                best
+            };
+            if last <= smallest {
                 break;
             }
-            self.keys[hole] = self.keys[smallest];
-            hole = smallest;
+            keys[hole] = smallest;
+            hole = first + offset;
         }
-        self.keys[hole] = last;
+        keys[hole] = last;
         Some(top)
     }
 }
