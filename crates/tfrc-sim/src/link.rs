@@ -476,6 +476,21 @@ impl LinkDirection {
     #[must_use]
     pub fn poll_delivery(&mut self, now: Instant) -> Option<PacketMeta> {
         self.advance(now);
+        self.pop_delivered(now)
+    }
+
+    /// Every packet that has reached the far end by `now`, appended to `out` in order: what
+    /// [`LinkDirection::poll_delivery`] gives until `None`, with the due timeouts processed once
+    /// (nothing else changes the link between those calls).
+    pub fn drain_deliveries(&mut self, now: Instant, out: &mut Vec<PacketMeta>) {
+        self.advance(now);
+        while let Some(packet) = self.pop_delivered(now) {
+            out.push(packet);
+        }
+    }
+
+    /// The next packet in flight if it has reached the far end by `now`.
+    fn pop_delivered(&mut self, now: Instant) -> Option<PacketMeta> {
         match self.in_flight.front() {
             Some((at, _)) if *at <= now => {
                 let (_, packet) = self.in_flight.pop_front()?;

@@ -708,12 +708,9 @@ impl Simulation {
         self.links[index].timer = None;
         let now = self.now;
         let link = &mut self.links[index];
-        link.direction.handle_timeout(now);
         let to = link.to;
         let mut delivered = std::mem::take(&mut self.delivered);
-        while let Some(meta) = link.direction.poll_delivery(now) {
-            delivered.push(meta);
-        }
+        link.direction.drain_deliveries(now, &mut delivered);
         self.schedule_link(index);
         if self.capture.is_some() {
             // Link direction files follow the flows' in the capture's file order.
