@@ -834,7 +834,8 @@ impl SentLedger {
     /// sent: contiguous intervals within the packets sent, every data part's sum right, and a
     /// history that reaches back as the receiver's must (to its first packet before any loss;
     /// to the one synthetic interval, unmoved, until eight loss events have passed). Reads
-    /// the lossy parts and the tail as [`CheckedIntervals`] says.
+    /// the lossy parts and the tail as [`CheckedIntervals`] says, into `checked` (a fresh
+    /// `CheckedIntervals::default()`: only what the check finds is written).
     pub(crate) fn check(
         &mut self,
         intervals: &crate::wire::LossIntervals,
@@ -846,7 +847,6 @@ impl SentLedger {
             return Err(FalseIntervals::Proven);
         };
         let mut proven = Spans::default();
-        *checked = CheckedIntervals::default();
         self.check_open(open, intervals.tail, context, checked, &mut proven)?;
         self.check_closed(closed, context, checked, &mut proven)?;
         if let (Some((first, last)), Some(first_event)) = (context.loss_free, checked.first_event) {
