@@ -456,8 +456,9 @@ pub(crate) struct SentLedger {
     lossy_checked: Deque<(u64, u32)>,
     closed_checked: Deque<(u64, u32, u32, u16)>,
     closed_memo: ClosedMemo,
-    /// Entries the two caches above have forgotten so far ([`ClosedMemo`]).
-    forgotten: u64,
+    /// The newest first packet of a lossy part the one-event cache forgot while the closed
+    /// intervals are checked ([`SentLedger::check_closed`], [`ClosedMemo`]).
+    forgotten_lossy: Option<u64>,
     /// Where [`SentLedger::first_sent_after`] last found its answer (an index).
     window_hint: u64,
 }
@@ -475,7 +476,7 @@ impl Default for SentLedger {
             lossy_checked: Deque::with_capacity(MAX_CACHED + 1),
             closed_checked: Deque::with_capacity(MAX_CACHED + 1),
             closed_memo: ClosedMemo::default(),
-            forgotten: 0,
+            forgotten_lossy: None,
             window_hint: 0,
         }
     }
@@ -751,13 +752,17 @@ impl Spans {
 /// part found to be one event is cached as such. So when a feedback's closed intervals are
 /// these, from the same open start, [`SentLedger::check_closed`] reads each as it claims
 /// without the per-interval cache lookups. Kept only when every lossy part was one event (one
-/// found not to be is not cached, and a later R may judge it again), and dropped whenever either
-/// cache forgets an entry.
+/// found not to be is not cached, and a later R may judge it again), and dropped when the
+/// one-event cache forgets a lossy part that starts among them (a later R could judge it again).
+/// The sums' cache forgetting one of them changes nothing: a data part whose sum was right stays
+/// right (its marks are fixed), or is taken as reported once the ledger forgets it.
 #[derive(Debug, Clone, Copy, Default)]
 struct ClosedMemo {
     /// Whether `open_start` and `intervals` hold a feedback's closed intervals.
     valid: bool,
     open_start: u64,
+    /// The first packet of the oldest of them (not the synthetic interval, which has none).
+    oldest_first: u64,
     count: usize,
     intervals: [crate::wire::LossInterval; crate::loss_history::INTERVALS_AVERAGED],
 }
@@ -768,12 +773,19 @@ impl ClosedMemo {
         self.valid && self.open_start == open_start && self.intervals[..self.count] == *closed
     }
 
-    /// Keeps `closed` from `open_start`, if every one of them was read as claimed; else
-    /// forgets.
-    fn keep(&mut self, open_start: u64, closed: &[crate::wire::LossInterval], as_claimed: bool) {
+    /// Keeps `closed` from `open_start`, the oldest starting at `oldest_first`, if every one of
+    /// them was read as claimed; else forgets.
+    fn keep(
+        &mut self,
+        open_start: u64,
+        oldest_first: u64,
+        closed: &[crate::wire::LossInterval],
+        as_claimed: bool,
+    ) {
         self.valid = as_claimed && closed.len() <= self.intervals.len();
         if self.valid {
             self.open_start = open_start;
+            self.oldest_first = oldest_first;
             self.count = closed.len();
             self.intervals[..closed.len()].copy_from_slice(closed);
         }
@@ -946,10 +958,18 @@ impl SentLedger {
         Ok(())
     }
 
-    /// Drops the [`ClosedMemo`]: a cache forgot an entry it may rest on.
+    /// Drops the [`ClosedMemo`].
     pub(crate) fn forget_closed_memo(&mut self) {
-        self.forgotten += 1;
         self.closed_memo.valid = false;
+    }
+
+    /// The one-event cache forgot the lossy part starting at `first`: the [`ClosedMemo`] goes if
+    /// the part may be one of its intervals'.
+    fn forgot_lossy(&mut self, first: u64) {
+        self.forgotten_lossy = self.forgotten_lossy.max(Some(first));
+        if self.closed_memo.valid && first >= self.closed_memo.oldest_first {
+            self.closed_memo.valid = false;
+        }
     }
 
     /// The closed intervals, newest first, each ending where the newer one starts: their data
@@ -964,7 +984,7 @@ impl SentLedger {
         proven: &mut Spans,
     ) -> Result<(), FalseIntervals> {
         let known = self.closed_memo.holds(context.open_start, closed);
-        let forgotten = self.forgotten;
+        self.forgotten_lossy = None;
         let mut as_claimed = true;
         let mut end = context.open_start;
         for (position, interval) in closed.iter().enumerate() {
@@ -994,10 +1014,11 @@ impl SentLedger {
             checked.closed_count += 1;
             end = first;
         }
-        // A cache that forgot an entry during this check may have forgotten one it read.
-        if !known && self.forgotten == forgotten {
+        // The one-event cache may have forgotten during this check a lossy part it read (one
+        // starting at or after the oldest interval's first packet, `end`).
+        if !known && self.forgotten_lossy.is_none_or(|first| first < end) {
             self.closed_memo
-                .keep(context.open_start, closed, as_claimed);
+                .keep(context.open_start, end, closed, as_claimed);
         }
         Ok(())
     }
@@ -1025,8 +1046,9 @@ impl SentLedger {
             self.check_data(data_first, interval.data, interval.sum)?;
             self.closed_checked.push_back(key);
             if self.closed_checked.len() > MAX_CACHED {
+                // The ClosedMemo stays: an interval whose sum was right reads the same checked
+                // again (see there).
                 self.closed_checked.pop_front();
-                self.forget_closed_memo();
             }
         }
         Ok(
@@ -1087,8 +1109,9 @@ impl SentLedger {
         if one {
             self.lossy_checked.push_back((first, length));
             if self.lossy_checked.len() > MAX_CACHED {
-                self.lossy_checked.pop_front();
-                self.forget_closed_memo();
+                if let Some((forgotten, _)) = self.lossy_checked.pop_front() {
+                    self.forgot_lossy(forgotten);
+                }
             }
         }
         one
