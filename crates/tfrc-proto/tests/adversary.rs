@@ -169,6 +169,35 @@ fn the_ns2_profile_catches_an_under_reporting_receiver() {
 
 use proptest::prelude::*;
 
+/// A pair over a 15 ms path with the properties' random loss, queue, rate and reordering (a share
+/// of the data packets held this many milliseconds), that records refused feedback instead of
+/// failing on it.
+fn random_path(
+    ns2: bool,
+    loss: f64,
+    queue: usize,
+    rate: f64,
+    reorder: Option<(f64, u64)>,
+    seed: u64,
+) -> Pair {
+    let config = if ns2 {
+        Config::ns2()
+    } else {
+        Config::default()
+    };
+    let link = LinkSpec {
+        rate_bps: rate,
+        one_way_delay: Duration::from_millis(15),
+        queue_limit: queue,
+        loss,
+        seed,
+    };
+    let mut pair = Pair::new(config, link);
+    pair.strict = false;
+    pair.reorder = reorder.map(|(share, millis)| (share, Duration::from_millis(millis)));
+    pair
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
 
@@ -184,17 +213,7 @@ proptest! {
         reorder in prop::option::of((0.0f64..0.2, 1u64..40)),
         seed in 0u64..1000,
     ) {
-        let config = if ns2 { Config::ns2() } else { Config::default() };
-        let link = LinkSpec {
-            rate_bps: rate,
-            one_way_delay: Duration::from_millis(15),
-            queue_limit: queue,
-            loss,
-            seed,
-        };
-        let mut pair = Pair::new(config, link);
-        pair.strict = false;
-        pair.reorder = reorder.map(|(share, millis)| (share, Duration::from_millis(millis)));
+        let mut pair = random_path(ns2, loss, queue, rate, reorder, seed);
         pair.run_until(Instant::from_secs(20), 5_000_000);
         let stats = pair.sender.stats();
         // Enough feedback to have checked something: at 20 % loss and 0.3 Mb/s an honest
@@ -233,18 +252,8 @@ proptest! {
         shift in prop::option::of((2u32..6, 1u32..4)),
         seed in 0u64..1000,
     ) {
-        let config = if ns2 { Config::ns2() } else { Config::default() };
-        let link = LinkSpec {
-            rate_bps: rate,
-            one_way_delay: Duration::from_millis(15),
-            queue_limit: queue,
-            loss,
-            seed,
-        };
-        let mut pair = Pair::new(config, link);
-        pair.strict = false;
+        let mut pair = random_path(ns2, loss, queue, rate, reorder, seed);
         pair.shadow_without_memo = true;
-        pair.reorder = reorder.map(|(share, millis)| (share, Duration::from_millis(millis)));
         let lies = if lie.is_empty() { Vec::new() } else { Lie::parse_list(lie).unwrap() };
         let mut feedbacks = 0u32;
         pair.tamper = Some(Box::new(move |packet| {
