@@ -1176,6 +1176,31 @@ mod tests {
     }
 
     proptest! {
+        /// Searching from the last answer finds what a binary search over the whole ledger finds:
+        /// packets sent at times that may repeat, the ledger forgetting its oldest records once
+        /// they are more than 8 R old (R = 1 µs here), and a query after each packet, at a time
+        /// some way back (rising, as X_recv's window start does) or anywhere.
+        #[test]
+        fn first_sent_after_from_the_hint_is_the_binary_search(
+            steps in proptest::collection::vec(
+                (0u64..3_000, 0u64..20_000, any::<bool>()),
+                1..700,
+            ),
+        ) {
+            let mut ledger = SentLedger::default();
+            let mut at = 0;
+            for (gap, back, anywhere) in steps {
+                at += gap;
+                ledger.record(Instant::from_nanos(at), 1, 100, 1, (false, 0));
+                let query = if anywhere { back * 100 } else { at.saturating_sub(back) };
+                let query = Instant::from_nanos(query);
+                let expected = ledger.first
+                    + ledger.records.partition_point(|record| record.at <= query) as u64;
+                prop_assert_eq!(ledger.first_sent_after(query), expected);
+            }
+            prop_assert!(ledger.first > 0 || ledger.records.len() < MIN_SENT_RECORDS + 50);
+        }
+
         /// Arrivals in any order (late packets, copies with other marks, gaps, jumps beyond the
         /// ring, the 2^32 wrap): every run the proof may ask for is the walk's.
         #[test]
