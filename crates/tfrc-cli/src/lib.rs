@@ -26,6 +26,23 @@ pub fn record_tool() {
     tfrc_output::set_tool(format!("tfrc {LONG_VERSION}"));
 }
 
+/// A file or folder of the project (`relative` to its root, e.g. `scenarios` or
+/// `conformance/modern.toml`): the one in the working directory when `is_there` says it is
+/// there, else the source tree's this binary was built from, so the commands' defaults work
+/// from any directory of a clone.
+pub fn project_path(
+    relative: &str,
+    is_there: impl Fn(&std::path::Path) -> bool,
+) -> std::path::PathBuf {
+    let local = std::path::PathBuf::from(relative);
+    if is_there(&local) {
+        return local;
+    }
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .join(relative)
+}
+
 /// Writes `rows` as a CSV file with a header row (their serde field names), creating its
 /// folder; errors name the file.
 pub fn write_csv<'a, T: serde::Serialize + 'a>(

@@ -21,9 +21,10 @@ use report::{CellResult, Classes, MetricSet, RunMetrics};
 /// Arguments of `tfrc conformance`.
 #[derive(Debug, Args)]
 pub struct ConformanceArgs {
-    /// The matrix file (its `reference` says which simulator ours is compared with).
-    #[arg(long, default_value = "conformance/matrix.toml")]
-    matrix: PathBuf,
+    /// The matrix file (its `reference` says which simulator ours is compared with) [default:
+    /// conformance/matrix.toml, else the source tree's]
+    #[arg(long)]
+    matrix: Option<PathBuf>,
     /// Today's TCPs against ns-3.37: the matrix `conformance/modern.toml` (instead of --matrix).
     #[arg(long, conflicts_with = "matrix")]
     modern: bool,
@@ -154,15 +155,18 @@ pub fn run(args: &ConformanceArgs) -> Result<()> {
     Ok(())
 }
 
+/// The matrix of the papers' TCPs and TFRC against ns-2 (the default).
+const MATRIX: &str = "conformance/matrix.toml";
+
 /// The matrix of today's TCPs against ns-3 (`--modern`).
 const MODERN_MATRIX: &str = "conformance/modern.toml";
 
 /// The matrix file the arguments name.
 fn matrix_path(args: &ConformanceArgs) -> PathBuf {
-    if args.modern {
-        PathBuf::from(MODERN_MATRIX)
-    } else {
-        args.matrix.clone()
+    match (&args.matrix, args.modern) {
+        (Some(given), _) => given.clone(),
+        (None, true) => crate::project_path(MODERN_MATRIX, Path::is_file),
+        (None, false) => crate::project_path(MATRIX, Path::is_file),
     }
 }
 

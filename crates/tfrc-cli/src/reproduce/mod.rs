@@ -84,11 +84,7 @@ fn scenarios_dir(given: Option<&PathBuf>) -> PathBuf {
     if let Some(dir) = given {
         return dir.clone();
     }
-    let local = PathBuf::from("scenarios");
-    if local.join("claims.toml").is_file() {
-        return local;
-    }
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios")
+    crate::project_path("scenarios", |local| local.join("claims.toml").is_file())
 }
 
 /// The scenario file of `id`: `<id>.toml` for an experiment of the papers, the today-tcp

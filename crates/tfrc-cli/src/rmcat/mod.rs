@@ -154,11 +154,7 @@ fn cases_dir(args: &RmcatArgs) -> PathBuf {
     if let Some(dir) = &args.scenarios {
         return dir.clone();
     }
-    let local = PathBuf::from("scenarios/rmcat");
-    if local.is_dir() {
-        return local;
-    }
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/rmcat")
+    crate::project_path("scenarios/rmcat", Path::is_dir)
 }
 
 /// The case files of `dir` (`*.toml`, sorted), those starting with one of `only` if given.
