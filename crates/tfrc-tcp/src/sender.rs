@@ -775,6 +775,20 @@ impl TcpSender {
         // RFC 6298 §5.1: start the timer if it is not running.
         if self.retransmission_deadline.is_none() {
             self.retransmission_deadline = Some(now + self.retransmission_timeout());
+        } else if retransmission
+            && sequence == self.unacknowledged
+            && self
+                .rack
+                .as_ref()
+                .is_some_and(|rack| rack.reorder_deadline().is_none())
+        {
+            // Linux `tcp_xmit_retransmit_queue` (RACK-TLP's recovery): "if (skb == rtx_head &&
+            // icsk->icsk_pending != ICSK_TIME_REO_TIMEOUT) rearm_timer = true; ... if
+            // (rearm_timer) tcp_reset_xmit_timer(sk, ICSK_TIME_RETRANS, inet_csk(sk)->icsk_rto,
+            // TCP_RTO_MAX);": resending the first unacknowledged packet gives it a whole RTO
+            // from now, so a retransmission that needs a round trip does not race a timer
+            // started at the last cumulative ACK.
+            self.restart_timer(now);
         }
         Segment {
             sequence,

@@ -247,3 +247,35 @@ fn the_first_retransmission_of_a_recovery_is_not_held_by_pipe() {
     assert_eq!(sender.pipe(), 16);
     assert_eq!(sequences(&drain(&mut sender, at(100))), vec![0]);
 }
+
+/// Linux `tcp_xmit_retransmit_queue`: resending the first unacknowledged packet restarts the
+/// retransmission timer from now ("if (skb == rtx_head && icsk->icsk_pending !=
+/// ICSK_TIME_REO_TIMEOUT) rearm_timer = true"), so the resent packet has a whole RTO for its
+/// round trip instead of what is left of the one started earlier. Here the first retransmission
+/// is lost too and is sent again within the recovery, which alone would not restart the timer.
+#[test]
+fn resending_the_first_unacknowledged_packet_restarts_the_timer() {
+    let mut sender = cubic(20, true);
+    let mut sink = TcpSink::new(SinkConfig::for_variant(Variant::Cubic)).unwrap();
+    let first = drain(&mut sender, at(0));
+    let acks = deliver(&mut sink, at(50), &first, &[0]);
+    let second = handle_all(&mut sender, at(100), &acks);
+    assert!(sender.in_recovery());
+    assert!(sequences(&second).contains(&0), "{:?}", sequences(&second));
+    let started = sender.retransmission_deadline.unwrap();
+    // The retransmission is lost again; the new data sent after it arrives, and RACK sends
+    // packet 0 a third time at 200 ms.
+    let acks = deliver(&mut sink, at(150), &second, &[0]);
+    let third = handle_all(&mut sender, at(200), &acks);
+    assert!(sender.in_recovery());
+    assert!(sequences(&third).contains(&0), "{:?}", sequences(&third));
+    assert_eq!(sender.first_unacknowledged(), 0);
+    assert_eq!(
+        sender.retransmission_deadline,
+        Some(at(200) + sender.retransmission_timeout())
+    );
+    // Its ACK may take longer than what was left of the earlier timer: no timeout then.
+    assert!(started < at(200) + sender.retransmission_timeout());
+    sender.handle_timeout(started);
+    assert_eq!(sender.stats().timeouts, 0);
+}
