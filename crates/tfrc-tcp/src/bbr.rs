@@ -12,13 +12,11 @@
 //! filter, full-pipe detection (3 rounds without 25 % growth), pacing at 99 % of
 //! pacing_gain × BtlBw, the cwnd target with Linux's quantization budget and ACK-aggregation
 //! allowance, packet conservation in the first round of a recovery and the cwnd restored after
-//! it, a timeout treated as the end of a round, and Linux's long-term ("LT") bandwidth
-//! sampling (`bbr_lt_bw_sampling`, not in the draft): two consecutive intervals of 4–16 round
-//! trips with at least 20 % loss and a delivery rate within 1/8 of each other make BBR pace at
-//! their average rate with gain 1 for 48 round trips ("we estimate that we're policed").
+//! it, and a timeout treated as the end of a round.
 //!
-//! What is not: the idle restart (the simulator's bulk senders are never idle), and undo of
-//! spurious recoveries. Rates are in
+//! What is not: Linux's long-term ("LT") bandwidth sampling, which detects token-bucket
+//! policers (not in the draft; docs/network-elements.md says so), the idle restart (the
+//! simulator's bulk senders are never idle), and undo of spurious recoveries. Rates are in
 //! packets per second in floating point where Linux uses fixed point.
 
 use core::time::Duration;
@@ -58,20 +56,6 @@ const PACING_MARGIN: f64 = 0.99;
 const INITIAL_WINDOW: f64 = 10.0;
 /// Linux `bbr_min_tso_rate`: below 1.2 Mb/s the send quantum is one packet.
 const MIN_TSO_RATE_BYTES: f64 = 1_200_000.0 / 8.0;
-/// Linux `bbr_lt_intvl_min_rtts`: "The minimum number of rounds in an LT bw sampling interval".
-const LT_INTERVAL_MIN_ROUNDS: u32 = 4;
-/// Linux `bbr_lt_loss_thresh` (50 / 256): "If lost/delivered ratio > 20%, interval is
-/// 'lossy' and we may be policed".
-const LT_LOSS_THRESHOLD: f64 = 50.0 / 256.0;
-/// Linux `bbr_lt_bw_ratio` (1/8): "If 2 intervals have a bw ratio <= 1/8, their bw is
-/// 'consistent'".
-const LT_BANDWIDTH_RATIO: f64 = 1.0 / 8.0;
-/// Linux `bbr_lt_bw_diff` (4000 / 8 bytes per second): "If 2 intervals have a bw diff <= 4
-/// Kbit/sec their bw is 'consistent'".
-const LT_BANDWIDTH_DIFFERENCE_BYTES: f64 = 4000.0 / 8.0;
-/// Linux `bbr_lt_bw_max_rtts`: "If we estimate we're policed, use lt_bw for this many round
-/// trips".
-const LT_MAX_ROUNDS: u32 = 48;
 /// Linux `bbr_extra_acked_win_rtts`, `bbr_extra_acked_max_us`.
 const EXTRA_ACKED_WINDOW_ROUNDS: u32 = 5;
 const EXTRA_ACKED_MAX: Duration = Duration::from_millis(100);
@@ -118,8 +102,6 @@ pub(crate) struct BbrAck {
     pub(crate) in_flight: u64,
     /// Packets delivered so far (`tp->delivered`) and when the last was (`delivered_mstamp`).
     pub(crate) delivered: u64,
-    /// Packets marked lost so far (`tp->lost`), this ACK's included.
-    pub(crate) lost: u64,
     pub(crate) delivered_time: Instant,
     /// The sender's recovery state after the ACK.
     pub(crate) state: LossState,
@@ -226,37 +208,6 @@ pub(crate) struct Bbr {
     extra_acked_rounds: u32,
     extra_acked_index: usize,
     random: u64,
-    long_term: LongTermSampling,
-}
-
-/// Linux's long-term bandwidth sampling state (`lt_*` fields of `struct bbr`).
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-struct LongTermSampling {
-    /// `lt_is_sampling`: an interval started at a loss.
-    sampling: bool,
-    /// `lt_use_bw`: BBR paces at `bandwidth` instead of its max filter.
-    in_use: bool,
-    /// `lt_bw`: the previous interval's rate, or the policed rate in use (packets per second;
-    /// 0 when none).
-    bandwidth: f64,
-    /// `lt_rtt_cnt`: round trips in this interval, or since the rate is in use.
-    rounds: u32,
-    /// `lt_last_stamp` (whole milliseconds, as Linux keeps it), `lt_last_delivered`,
-    /// `lt_last_lost`: where the interval started.
-    start_millis: u64,
-    start_delivered: u64,
-    start_lost: u64,
-}
-
-/// The sender's counters at one instant, for the long-term sampling interval's bounds.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct DeliveryCounts {
-    /// Packets delivered so far (`tp->delivered`).
-    pub(crate) delivered: u64,
-    /// When the last delivered packet was (`tp->delivered_mstamp`).
-    pub(crate) delivered_time: Instant,
-    /// Packets marked lost so far (`tp->lost`).
-    pub(crate) lost: u64,
 }
 
 impl Bbr {
@@ -292,7 +243,6 @@ impl Bbr {
             extra_acked_rounds: 0,
             extra_acked_index: 0,
             random: seed,
-            long_term: LongTermSampling::default(),
         };
         bbr.init_pacing_rate(initial_window, None);
         bbr
@@ -303,20 +253,9 @@ impl Bbr {
         self.mode
     }
 
-    /// The bottleneck bandwidth estimate, packets per second: the long-term rate while BBR
-    /// estimates it is policed, else the max filter (Linux `bbr_bw`).
+    /// The bottleneck bandwidth estimate, packets per second.
     pub(crate) fn bottleneck_bandwidth(&self) -> f64 {
-        if self.long_term.in_use {
-            self.long_term.bandwidth
-        } else {
-            self.bandwidth.get()
-        }
-    }
-
-    /// Whether BBR paces at its long-term rate ("we estimate that we're policed").
-    #[cfg(test)]
-    pub(crate) fn long_term_rate_in_use(&self) -> bool {
-        self.long_term.in_use
+        self.bandwidth.get()
     }
 
     /// The min-RTT estimate.
@@ -347,16 +286,13 @@ impl Bbr {
         self.save_window(window);
     }
 
-    /// Linux `bbr_ssthresh` then `bbr_set_state(TCP_CA_Loss)`: a retransmission timeout, with
-    /// the sender's counters after the timeout marked its packets lost. "treat RTO like end of
-    /// a round"; the long-term sampling sees it as a loss (`struct rate_sample rs = { .losses =
-    /// 1 }; ... bbr_lt_bw_sampling(sk, &rs);`).
-    pub(crate) fn on_timeout(&mut self, window: f64, counts: DeliveryCounts) {
+    /// Linux `bbr_ssthresh` then `bbr_set_state(TCP_CA_Loss)`: a retransmission timeout. "treat
+    /// RTO like end of a round".
+    pub(crate) fn on_timeout(&mut self, window: f64) {
         self.save_window(window);
         self.previous_state = LossState::Loss;
         self.full_bandwidth = 0.0;
         self.round_start = true;
-        self.long_term_sampling(1, false, counts);
     }
 
     /// Linux `bbr_main`: update the model with an ACK, then the pacing rate and the window.
@@ -367,7 +303,7 @@ impl Bbr {
             slow_start_threshold: None,
         };
         self.update_model(ack, &mut decision);
-        let bandwidth = self.bottleneck_bandwidth();
+        let bandwidth = self.bandwidth.get();
         self.set_pacing_rate(
             bandwidth,
             self.pacing_gain,
@@ -404,15 +340,6 @@ impl Bbr {
             self.round_start = true;
             self.packet_conservation = false;
         }
-        self.long_term_sampling(
-            ack.losses,
-            rate.app_limited,
-            DeliveryCounts {
-                delivered: ack.delivered,
-                delivered_time: ack.delivered_time,
-                lost: ack.lost,
-            },
-        );
         let sample = rate.rate();
         // "we filter out app-limited samples unless they describe the path bw at least as well
         // as our bw model"
@@ -420,107 +347,6 @@ impl Bbr {
             self.bandwidth
                 .update(BANDWIDTH_WINDOW_ROUNDS, self.round_count, sample);
         }
-    }
-
-    /// Linux `bbr_lt_bw_sampling`: "Token-bucket traffic policers are common ... We estimate
-    /// that we're policed if we see 2 consecutive sampling intervals with consistent throughput
-    /// and high packet loss. If we think we're being policed, set lt_bw to the 'long-term'
-    /// average delivery rate from those 2 intervals." `losses` and `app_limited` are the rate
-    /// sample's (`rs->losses`, `rs->is_app_limited`).
-    fn long_term_sampling(&mut self, losses: u64, app_limited: bool, counts: DeliveryCounts) {
-        if self.long_term.in_use {
-            // "already using long-term rate, lt_bw?"
-            if self.mode == BbrMode::ProbeBw && self.round_start {
-                self.long_term.rounds += 1;
-                if self.long_term.rounds >= LT_MAX_ROUNDS {
-                    // "stop using lt_bw"; "restart gain cycling"
-                    self.reset_long_term_sampling(counts);
-                    self.reset_probe_bw_mode(counts.delivered_time);
-                }
-            }
-            return;
-        }
-        // "Wait for the first loss before sampling, to let the policer exhaust its tokens and
-        // estimate the steady-state rate allowed by the policer."
-        if !self.long_term.sampling {
-            if losses == 0 {
-                return;
-            }
-            self.reset_long_term_interval(counts);
-            self.long_term.sampling = true;
-        }
-        // "To avoid underestimates, reset sampling if we run out of data."
-        if app_limited {
-            self.reset_long_term_sampling(counts);
-            return;
-        }
-        if self.round_start {
-            self.long_term.rounds += 1;
-        }
-        if self.long_term.rounds < LT_INTERVAL_MIN_ROUNDS {
-            return; // "sampling interval needs to be longer"
-        }
-        if self.long_term.rounds > 4 * LT_INTERVAL_MIN_ROUNDS {
-            self.reset_long_term_sampling(counts); // "interval is too long"
-            return;
-        }
-        // "End sampling interval when a packet is lost, so we estimate the policer tokens were
-        // exhausted."
-        if losses == 0 {
-            return;
-        }
-        let lost = counts.lost.saturating_sub(self.long_term.start_lost);
-        let delivered = counts
-            .delivered
-            .saturating_sub(self.long_term.start_delivered);
-        // "Is loss rate (lost/delivered) >= lt_loss_thresh? If not, wait."
-        if delivered == 0 || (lost as f64) < LT_LOSS_THRESHOLD * delivered as f64 {
-            return;
-        }
-        // "Find average delivery rate in this sampling interval." (whole milliseconds)
-        let elapsed_millis =
-            whole_millis(counts.delivered_time).saturating_sub(self.long_term.start_millis);
-        if elapsed_millis < 1 {
-            return; // "interval is less than one ms, so wait"
-        }
-        let bandwidth = delivered as f64 / (elapsed_millis as f64 / 1000.0);
-        self.long_term_interval_done(bandwidth, counts);
-    }
-
-    /// Linux `bbr_lt_bw_interval_done`: "Is new bw close to the lt_bw from the previous
-    /// interval?" If so, "All criteria are met; estimate we're policed."
-    fn long_term_interval_done(&mut self, bandwidth: f64, counts: DeliveryCounts) {
-        let previous = self.long_term.bandwidth;
-        if previous > 0.0 {
-            let difference = (bandwidth - previous).abs();
-            if difference <= LT_BANDWIDTH_RATIO * previous
-                || self.rate_bytes(difference, 1.0) <= LT_BANDWIDTH_DIFFERENCE_BYTES
-            {
-                self.long_term.bandwidth = (bandwidth + previous) / 2.0; // "avg 2 intvls"
-                self.long_term.in_use = true;
-                self.pacing_gain = 1.0; // "try to avoid drops"
-                self.long_term.rounds = 0;
-                return;
-            }
-        }
-        self.long_term.bandwidth = bandwidth;
-        self.reset_long_term_interval(counts);
-    }
-
-    /// Linux `bbr_reset_lt_bw_sampling_interval`.
-    fn reset_long_term_interval(&mut self, counts: DeliveryCounts) {
-        self.long_term.start_millis = whole_millis(counts.delivered_time);
-        self.long_term.start_delivered = counts.delivered;
-        self.long_term.start_lost = counts.lost;
-        self.long_term.rounds = 0;
-    }
-
-    /// Linux `bbr_reset_lt_bw_sampling`.
-    fn reset_long_term_sampling(&mut self, counts: DeliveryCounts) {
-        self.long_term.bandwidth = 0.0;
-        self.long_term.in_use = false;
-        self.long_term.sampling = false;
-        self.reset_long_term_interval(counts);
     }
 
     /// Linux `bbr_update_ack_aggregation`: "extra data acked beyond expected".
@@ -539,7 +365,7 @@ impl Bbr {
         let epoch = ack
             .delivered_time
             .saturating_duration_since(self.ack_epoch_stamp);
-        let mut expected = (self.bottleneck_bandwidth() * epoch.as_secs_f64()) as u64;
+        let mut expected = (self.bandwidth.get() * epoch.as_secs_f64()) as u64;
         // "Reset the aggregation epoch if ACK rate is below expected rate or significantly
         // large no. of ack received since epoch"
         if self.ack_epoch_acked <= expected || self.ack_epoch_acked + ack.acked >= 1 << 20 {
@@ -659,8 +485,6 @@ impl Bbr {
         (self.pacing_gain, self.window_gain) = match self.mode {
             BbrMode::Startup => (HIGH_GAIN, HIGH_GAIN),
             BbrMode::Drain => (DRAIN_GAIN, HIGH_GAIN),
-            // "pacing_gain = (bbr->lt_use_bw ? BBR_UNIT : bbr_pacing_gain[bbr->cycle_idx])"
-            BbrMode::ProbeBw if self.long_term.in_use => (1.0, CWND_GAIN),
             BbrMode::ProbeBw => (PACING_GAIN_CYCLE[self.cycle_index], CWND_GAIN),
             BbrMode::ProbeRtt => (1.0, 1.0),
         };
@@ -786,7 +610,7 @@ impl Bbr {
     /// packet leaves.
     fn packets_in_network_at_departure(&self, ack: &BbrAck, in_flight_now: u64) -> f64 {
         let wait = ack.earliest_departure.saturating_duration_since(ack.now);
-        let delivered_meanwhile = (self.bottleneck_bandwidth() * wait.as_secs_f64()).floor();
+        let delivered_meanwhile = (self.bandwidth.get() * wait.as_secs_f64()).floor();
         let mut in_flight = in_flight_now as f64;
         if self.pacing_gain > 1.0 {
             in_flight += self.send_quantum();
@@ -799,7 +623,7 @@ impl Bbr {
         if !self.full_bandwidth_reached {
             return 0.0;
         }
-        let most = (self.bottleneck_bandwidth() * EXTRA_ACKED_MAX.as_secs_f64()).floor();
+        let most = (self.bandwidth.get() * EXTRA_ACKED_MAX.as_secs_f64()).floor();
         (self.extra_acked[0].max(self.extra_acked[1]) as f64).min(most)
     }
 
@@ -863,11 +687,6 @@ impl Bbr {
     }
 }
 
-/// `t` in whole milliseconds (Linux keeps `lt_last_stamp` as `delivered_mstamp / USEC_PER_MSEC`).
-fn whole_millis(t: Instant) -> u64 {
-    t.as_nanos() / 1_000_000
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -912,163 +731,5 @@ mod tests {
         bbr.pacing_rate = 100_000.0;
         assert_eq!(bbr.send_quantum(), 1.0);
         assert_eq!(bbr.quantization_budget(5.0), 8.0);
-    }
-    /// Feeds `bbr` one ACK per 100 ms round trip from `from_round` on: each delivers
-    /// `delivered` packets and marks `lost` lost (a rate sample of `delivered` per 100 ms, each
-    /// ACK the start of a new round).
-    struct Rounds {
-        round: u64,
-        delivered: u64,
-        lost: u64,
-    }
-
-    impl Rounds {
-        fn new() -> Self {
-            Rounds {
-                round: 1,
-                delivered: 100,
-                lost: 0,
-            }
-        }
-
-        fn ack(&mut self, bbr: &mut Bbr, delivered: u64, lost: u64, app_limited: bool) {
-            let now = Instant::from_millis(100 * self.round);
-            let prior_delivered = self.delivered;
-            self.delivered += delivered;
-            self.lost += lost;
-            self.round += 1;
-            let ack = BbrAck {
-                now,
-                rate: Some(RateSample {
-                    delivered,
-                    interval: Duration::from_millis(100),
-                    prior_delivered,
-                    app_limited,
-                }),
-                rtt: Some(Duration::from_millis(100)),
-                acked: delivered,
-                losses: lost,
-                prior_in_flight: 20,
-                in_flight: 20,
-                delivered: self.delivered,
-                lost: self.lost,
-                delivered_time: now,
-                state: LossState::Open,
-                smoothed_rtt: Some(Duration::from_millis(100)),
-                earliest_departure: now,
-                max_window: 1000.0,
-            };
-            let _ = bbr.on_ack(&ack, 20.0);
-        }
-
-        fn many(&mut self, bbr: &mut Bbr, count: usize, delivered: u64, lost: u64) {
-            for _ in 0..count {
-                self.ack(bbr, delivered, lost, false);
-            }
-        }
-    }
-
-    /// A BBR in PROBE_BW whose round counter is in step with [`Rounds`].
-    fn probing() -> (Bbr, Rounds) {
-        let mut bbr = Bbr::new(1000, 10.0, 0);
-        let mut rounds = Rounds::new();
-        bbr.start(Instant::from_millis(100));
-        bbr.mode = BbrMode::ProbeBw;
-        bbr.full_bandwidth_reached = true;
-        rounds.many(&mut bbr, 1, 10, 0);
-        (bbr, rounds)
-    }
-
-    /// Linux `bbr_lt_bw_sampling`/`bbr_lt_bw_interval_done`: two lossy intervals (30 % lost,
-    /// at least `bbr_lt_intvl_min_rtts` = 4 rounds, ending at a loss) with the same delivery
-    /// rate: "All criteria are met; estimate we're policed." BBR then paces at their average
-    /// with gain 1 ("bbr->lt_use_bw ? BBR_UNIT : ...") for `bbr_lt_bw_max_rtts` = 48 rounds in
-    /// PROBE_BW, then "stop using lt_bw" and "restart gain cycling".
-    #[test]
-    fn two_lossy_intervals_at_one_rate_are_a_policer_for_48_rounds() {
-        let (mut bbr, mut rounds) = probing();
-        // The max filter remembers a faster sample: 200 packets per second.
-        rounds.many(&mut bbr, 1, 20, 0);
-        assert_eq!(bbr.bandwidth.get(), 200.0);
-        // From the first loss: 100 packets per second with 3 of 10 lost.
-        rounds.many(&mut bbr, 4, 10, 3);
-        assert!(!bbr.long_term_rate_in_use());
-        assert!(bbr.long_term.bandwidth > 0.0, "first interval done");
-        rounds.many(&mut bbr, 4, 10, 3);
-        assert!(bbr.long_term_rate_in_use());
-        // 10 packets per 100 ms over both intervals (their first ACK opens the interval).
-        assert!(
-            (bbr.bottleneck_bandwidth() - 100.0).abs() < 1e-9,
-            "{}",
-            bbr.bottleneck_bandwidth()
-        );
-        assert_eq!(bbr.pacing_gain(), 1.0);
-        assert!((bbr.pacing_rate() - 100.0 * 1000.0 * PACING_MARGIN).abs() < 1e-6);
-        // 47 more rounds in PROBE_BW: still in use, gain 1 whatever the cycle says.
-        rounds.many(&mut bbr, 47, 10, 0);
-        assert!(bbr.long_term_rate_in_use());
-        assert_eq!(bbr.pacing_gain(), 1.0);
-        // The 48th: back to the max filter and the gain cycle.
-        rounds.many(&mut bbr, 1, 10, 0);
-        assert!(!bbr.long_term_rate_in_use());
-        assert_eq!(
-            bbr.long_term,
-            LongTermSampling {
-                start_millis: bbr.long_term.start_millis,
-                start_delivered: bbr.long_term.start_delivered,
-                start_lost: bbr.long_term.start_lost,
-                ..LongTermSampling::default()
-            }
-        );
-        assert_eq!(bbr.pacing_gain(), PACING_GAIN_CYCLE[bbr.cycle_index]);
-    }
-
-    /// "If 2 intervals have a bw ratio <= 1/8, their bw is 'consistent'": a second interval 40 %
-    /// faster is not, and starts a new comparison; "If lost/delivered ratio > 20%, interval is
-    /// 'lossy'": at 10 % nothing is ever used; "To avoid underestimates, reset sampling if we run
-    /// out of data": an application-limited sample starts over.
-    #[test]
-    fn inconsistent_rates_light_loss_and_idle_senders_are_not_policers() {
-        let (mut bbr, mut rounds) = probing();
-        rounds.many(&mut bbr, 5, 10, 3);
-        let first = bbr.long_term.bandwidth;
-        assert!(first > 0.0);
-        rounds.many(&mut bbr, 4, 14, 4);
-        assert!(!bbr.long_term_rate_in_use());
-        assert!(
-            bbr.long_term.bandwidth > first * (1.0 + LT_BANDWIDTH_RATIO),
-            "{} vs {first}",
-            bbr.long_term.bandwidth
-        );
-        // A third interval at the second's rate completes the estimate.
-        rounds.many(&mut bbr, 4, 14, 4);
-        assert!(bbr.long_term_rate_in_use());
-
-        let (mut bbr, mut rounds) = probing();
-        rounds.many(&mut bbr, 40, 10, 1);
-        assert!(!bbr.long_term_rate_in_use());
-        assert_eq!(bbr.long_term.bandwidth, 0.0);
-
-        let (mut bbr, mut rounds) = probing();
-        rounds.many(&mut bbr, 5, 10, 3);
-        assert!(bbr.long_term.bandwidth > 0.0);
-        rounds.ack(&mut bbr, 10, 3, true);
-        assert!(!bbr.long_term.sampling);
-        assert_eq!(bbr.long_term.bandwidth, 0.0);
-    }
-
-    /// "interval is too long": more than 16 rounds without a lossy end starts over, so two
-    /// intervals far apart are not compared.
-    #[test]
-    fn a_sampling_interval_longer_than_16_rounds_starts_over() {
-        let (mut bbr, mut rounds) = probing();
-        rounds.many(&mut bbr, 1, 10, 3);
-        assert!(bbr.long_term.sampling);
-        // Its first round and 15 more: 16 rounds, still sampling.
-        rounds.many(&mut bbr, 15, 10, 0);
-        assert!(bbr.long_term.sampling);
-        rounds.many(&mut bbr, 1, 10, 0);
-        assert!(!bbr.long_term.sampling);
-        assert_eq!(bbr.long_term.bandwidth, 0.0);
     }
 }

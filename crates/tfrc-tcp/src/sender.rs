@@ -7,7 +7,7 @@ use std::collections::{BTreeSet, VecDeque};
 use tfrc_proto::Instant;
 use thiserror::Error;
 
-use crate::bbr::{Bbr, BbrAck, BbrMode, DeliveryCounts, LossState};
+use crate::bbr::{Bbr, BbrAck, BbrMode, LossState};
 use crate::config::{ConfigError, SenderConfig, Variant};
 use crate::cubic::Cubic;
 use crate::delivery::{AckDelivery, DeliveryTracker};
@@ -174,9 +174,6 @@ pub struct TcpSender {
     probe: TailLossProbe,
     /// Packets RACK marked lost while processing the current ACK (BBR's `rs.losses`).
     rack_losses: u64,
-    /// Packets marked lost so far by RACK, the RFC 6675 rules or a timeout (Linux `tp->lost`),
-    /// counted for BBR's long-term sampling (the ACKs' marks only under BBR).
-    lost_total: u64,
 
     stats: SenderStats,
     stopped_at: Option<Instant>,
@@ -219,7 +216,6 @@ impl TcpSender {
             rack: (modern && config.rack_tlp).then(Rack::new),
             probe: TailLossProbe::default(),
             rack_losses: 0,
-            lost_total: 0,
             rtt,
             next_sequence: 0,
             sent_up_to: 0,
@@ -361,15 +357,13 @@ impl TcpSender {
             Control::Cubic(cubic) => {
                 self.slow_start_threshold = cubic.on_timeout(window) as u32;
             }
-            // After the timeout marked its packets lost, below.
-            Control::Bbr(_) => {}
+            Control::Bbr(bbr) => bbr.on_timeout(window),
         }
         // RFC 5681 §3.1 "cwnd ... MUST be set to no more than the loss window, LW, which
         // equals 1 full-sized segment"; Linux `tcp_enter_loss`: "tcp_packets_in_flight(tp) + 1"
         // with everything marked lost.
         self.congestion_window = 1.0;
         self.loss_point = Some(self.sent_up_to);
-        let counted_before = self.lost_counted_up_to;
         self.lost_counted_up_to = self.sent_up_to;
         self.window_inflation = 0;
         self.duplicate_acks = 0;
@@ -383,26 +377,11 @@ impl TcpSender {
         self.highest_retransmitted = None;
         self.retransmit_queue.clear();
         self.retransmission_deadline = Some(now + self.retransmission_timeout());
-        let lost_before = self.rack.as_ref().map_or(0, Rack::lost_count);
         if self.rack.is_some() {
             self.rack_mark_losses_on_timeout(now);
-            self.lost_total += self.rack.as_ref().map_or(0, Rack::lost_count) - lost_before;
         } else {
-            // Every outstanding packet not SACKed and not yet counted is lost (Linux
-            // `tcp_timeout_mark_lost`).
-            let from = counted_before.max(self.unacknowledged);
-            self.lost_total +=
-                (self.sent_up_to - from) - (self.sacked.len() - self.sacked.count_below(from));
             self.next_sequence = self.unacknowledged;
             self.sacked.clear();
-        }
-        if let (Control::Bbr(bbr), Some(tracker)) = (&mut self.control, &self.delivery) {
-            let counts = DeliveryCounts {
-                delivered: tracker.delivered(),
-                delivered_time: tracker.delivered_time(),
-                lost: self.lost_total,
-            };
-            bbr.on_timeout(window, counts);
         }
     }
 
@@ -1191,7 +1170,6 @@ impl TcpSender {
         } else {
             self.newly_lost()
         };
-        self.lost_total += losses;
         let in_flight = self.pipe();
         let state = self.loss_state();
         let Some(tracker) = &self.delivery else {
@@ -1206,7 +1184,6 @@ impl TcpSender {
             prior_in_flight,
             in_flight,
             delivered: tracker.delivered(),
-            lost: self.lost_total,
             delivered_time: tracker.delivered_time(),
             state,
             smoothed_rtt: self.rtt.smoothed(),
@@ -1337,7 +1314,6 @@ impl TcpSender {
             return;
         };
         let marked = rack.on_reorder_timeout(now, window, tracker, self.unacknowledged);
-        self.lost_total += marked;
         if marked > 0 {
             self.stats.reorder_timeouts += 1;
             self.rack_start_recovery(now);
