@@ -15,7 +15,8 @@
 //! it, and a timeout treated as the end of a round.
 //!
 //! What is not: Linux's long-term ("LT") bandwidth sampling, which detects token-bucket
-//! policers (not in the draft; docs/network-elements.md says so), the idle restart (the
+//! policers (not in the draft; measured, it moved fairness away from the kernel's in every
+//! BBR-only cell recorded: docs/network-elements.md), the idle restart (the
 //! simulator's bulk senders are never idle), and undo of spurious recoveries. Rates are in
 //! packets per second in floating point where Linux uses fixed point.
 
