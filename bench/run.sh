@@ -15,9 +15,11 @@
 #    adds to a simulation, a 200-run sweep from Python, on Dask and with `tfrc sweep`.
 # 6. Simulator against ns-3.37 (bench/ns3-speed/run.sh 64 1024, issue 39): a TCP-only dumbbell,
 #    CPU time and peak memory of each, ratio ns-3 / ours.
+# 7. The main job, `tfrc reproduce` with its defaults (bench/reproduce/run.sh, issue 41: under 90 s
+#    of wall time on 2 cores): wall and CPU time, peak memory, report size.
 #
 # Needs ns-2 (Debian ns2), ns-3.37 (libns3-dev, g++, pkg-config), iperf3, jq, valgrind, /usr/bin/time (Debian time); as root it installs the
-# missing ones. Takes about 20 minutes on 2 cores (10 of them building the Python package). The machine's load average is recorded at
+# missing ones. Takes about 22 minutes on 2 cores (10 of them building the Python package). The machine's load average is recorded at
 # the start of each part: other work slows every figure, the ratios less.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -127,6 +129,16 @@ bench/python/run.sh >>"$work/results.md" 2>"$work/python.err" || { cat "$work/py
     echo
 } >>"$work/results.md"
 bench/ns3-speed/run.sh 64 1024 >>"$work/results.md" 2>"$work/ns3.err" || { cat "$work/ns3.err" >&2; exit 1; }
+
+{
+    echo
+    echo "## 7. \`tfrc reproduce\` with its defaults (goal: under 90 s of wall time on 2 cores)"
+    echo
+    echo "Load average at the start: $(load)."
+    echo
+} >>"$work/results.md"
+bench/reproduce/run.sh >"$work/reproduce.txt" 2>"$work/reproduce.err" || { cat "$work/reproduce.err" >&2; exit 1; }
+tail -n 1 "$work/reproduce.txt" >>"$work/results.md"
 
 cp "$work/results.md" "$OUT"
 cat "$OUT"
