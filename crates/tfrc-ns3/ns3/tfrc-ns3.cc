@@ -267,6 +267,10 @@ struct FlowState
     // be read.
     Ptr<SampleKeepingRtt> rtt;
     bool sending = false;
+    // A flow that stops before the end keeps only a short backlog in its socket (see
+    // FillSender); a top-up scheduled after a transmission and not yet run.
+    bool boundedBacklog = false;
+    bool topUpPending = false;
 };
 
 // Per-direction counters.
@@ -596,6 +600,8 @@ OnCongState(uint32_t i,
 }
 
 // Data segments the sender puts on the wire (retransmissions included), as packet_size bytes.
+void TopUpSender(uint32_t i);
+
 void
 OnTcpTx(uint32_t i, Ptr<const Packet> packet, const TcpHeader& header, Ptr<const TcpSocketBase>)
 {
@@ -617,13 +623,42 @@ OnTcpTx(uint32_t i, Ptr<const Packet> packet, const TcpHeader& header, Ptr<const
         f.highestSent = end;
         f.anySent = true;
     }
+    if (f.boundedBacklog && f.sending && !f.topUpPending)
+    {
+        // Not from inside the socket's send loop: right after it, at the same time.
+        f.topUpPending = true;
+        Simulator::ScheduleNow(&TopUpSender, i);
+    }
 }
 
-// Data segments reaching the receiving socket (duplicates included).
+// Data segments reaching their destination node (duplicates included): IPv4's LocalDeliver
+// trace of every node that terminates a TCP flow, the flow found by its destination port. The
+// receiving socket's own Rx trace would miss duplicates: TcpSocketBase::DoForwardUp discards a
+// data segment that lies wholly below the next expected byte ("Discard fully out of range data
+// packets") before it fires m_rxTrace.
 void
-OnTcpRx(uint32_t i, Ptr<const Packet> packet, const TcpHeader&, Ptr<const TcpSocketBase>)
+OnLocalDeliver(const Ipv4Header& ip, Ptr<const Packet> packet, uint32_t)
 {
-    uint32_t payload = packet->GetSize();
+    if (ip.GetProtocol() != TcpL4Protocol::PROT_NUMBER)
+    {
+        return;
+    }
+    TcpHeader header;
+    if (packet->PeekHeader(header) == 0)
+    {
+        return;
+    }
+    uint32_t port = header.GetDestinationPort();
+    if (port < FIRST_PORT || port - FIRST_PORT >= g_flows.size())
+    {
+        return;
+    }
+    uint32_t i = port - FIRST_PORT;
+    if (g_desc.flows[i].kind != "tcp")
+    {
+        return;
+    }
+    uint32_t payload = packet->GetSize() - header.GetSerializedSize();
     if (payload > 0)
     {
         g_flows[i].recvPackets++;
@@ -631,21 +666,52 @@ OnTcpRx(uint32_t i, Ptr<const Packet> packet, const TcpHeader&, Ptr<const TcpSoc
     }
 }
 
-// Keeps the sender's buffer full (a bulk transfer) while the flow is active.
+// Keeps the sender's buffer full (a bulk transfer) while the flow is active. A flow that stops
+// before the end keeps no more than its open window (the congestion window less the bytes in
+// flight) and BACKLOG_SEGMENTS segments unsent, topped up after every transmission and every
+// ACK: a socket cannot take back data it was given, and Close() sends all of it first, so a
+// full buffer would carry on at full rate long after `stop` (64 MiB at 10 Mb/s: 54 s). Never
+// running dry, the socket is never judged application-limited (Send() adds the data before
+// TcpRateOps::CalculateAppLimited looks at the unsent bytes).
+const uint32_t BACKLOG_SEGMENTS = 8;
+
 void
 FillSender(uint32_t i, Ptr<Socket> socket, uint32_t)
 {
-    if (!g_flows[i].sending)
+    FlowState& f = g_flows[i];
+    if (!f.sending)
     {
         return;
     }
-    while (socket->GetTxAvailable() > 0)
+    uint64_t room = socket->GetTxAvailable();
+    if (f.boundedBacklog)
     {
-        uint32_t size = std::min<uint32_t>(socket->GetTxAvailable(), 1 << 16);
+        Ptr<TcpTxBuffer> buffer = DynamicCast<TcpSocketBase>(socket)->GetTxBuffer();
+        uint64_t inFlight = buffer->BytesInFlight();
+        uint64_t open = f.cwnd > inFlight ? f.cwnd - inFlight : 0;
+        uint64_t wanted = open + uint64_t(BACKLOG_SEGMENTS) * f.segment;
+        uint64_t unsent = f.anySent ? uint64_t(buffer->TailSequence() - f.highestSent)
+                                    : uint64_t(buffer->Size());
+        room = std::min(room, wanted > unsent ? wanted - unsent : 0);
+    }
+    while (room > 0)
+    {
+        uint32_t size = uint32_t(std::min<uint64_t>(room, 1 << 16));
         if (socket->Send(Create<Packet>(size)) < 0)
         {
             break;
         }
+        room -= size;
+    }
+}
+
+void
+TopUpSender(uint32_t i)
+{
+    g_flows[i].topUpPending = false;
+    if (g_flows[i].sender)
+    {
+        FillSender(i, g_flows[i].sender, 0);
     }
 }
 
@@ -662,7 +728,6 @@ void
 SinkAccept(uint32_t i, Ptr<Socket> socket, const Address&)
 {
     socket->SetRecvCallback(MakeBoundCallback(&SinkReceive, i));
-    socket->TraceConnectWithoutContext("Rx", MakeBoundCallback(&OnTcpRx, i));
 }
 
 // The sink of TCP flow i: a listening socket on the destination with the flow's ACK policy
@@ -727,6 +792,7 @@ StartTcpSender(uint32_t i, Ptr<Node> node)
     g_flows[i].segment = segment;
     g_flows[i].sender = socket;
     g_flows[i].sending = true;
+    g_flows[i].boundedBacklog = f.stopNs < g_desc.durationNs;
     socket->TraceConnectWithoutContext("CongestionWindow", MakeBoundCallback(&OnCwnd, i));
     socket->TraceConnectWithoutContext("SlowStartThreshold", MakeBoundCallback(&OnSsthresh, i));
     socket->TraceConnectWithoutContext("RTO", MakeBoundCallback(&OnRto, i));
@@ -814,6 +880,7 @@ InstallUdp(uint32_t i, NodeContainer& nodes)
 void
 InstallFlows(NodeContainer& nodes)
 {
+    std::vector<bool> counting(nodes.GetN(), false);
     for (uint32_t i = 0; i < g_desc.flows.size(); ++i)
     {
         const FlowDesc& f = g_desc.flows[i];
@@ -821,6 +888,13 @@ InstallFlows(NodeContainer& nodes)
         {
             InstallUdp(i, nodes);
             continue;
+        }
+        if (!counting[f.to])
+        {
+            counting[f.to] = true;
+            nodes.Get(f.to)->GetObject<Ipv4L3Protocol>()->TraceConnectWithoutContext(
+                "LocalDeliver",
+                MakeCallback(&OnLocalDeliver));
         }
         Simulator::Schedule(Seconds(0), &StartTcpSink, i, nodes.Get(f.to));
         Simulator::Schedule(NanoSeconds(f.startNs), &StartTcpSender, i, nodes.Get(f.from));

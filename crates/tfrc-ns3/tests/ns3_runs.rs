@@ -418,3 +418,71 @@ to = "b"
     // 5 ms out, 45 ms back, plus a packet's transmission: at least 50.8 ms.
     assert!(shortest > 0.0508, "RTT sample {shortest} s");
 }
+
+/// A column of `rows` as numbers.
+fn column(header: &[String], rows: &[Vec<String>], name: &str) -> Vec<f64> {
+    let index = header.iter().position(|h| h == name).expect(name);
+    rows.iter()
+        .map(|row| row[index].parse().expect(name))
+        .collect()
+}
+
+#[test]
+fn a_tcp_flow_stops_at_its_stop_time_and_duplicates_count_as_received() {
+    if !ns3_available("an ns-3 run") {
+        return;
+    }
+    // One NewReno flow through a RED bottleneck, stopped half-way: ns-3's NewReno resends data
+    // the receiver already has here (its retransmissions outnumber the drops), which is what
+    // tells a count of every arriving segment from the receiving socket's Rx trace.
+    let text = r#"
+name = "stopped"
+duration = "10s"
+seed = 7
+[[link]]
+between = ["a", "r1"]
+rate = "20Mbps"
+delay = "2ms"
+queue = { kind = "droptail", limit = 100 }
+[[link]]
+between = ["r1", "r2"]
+rate = "10Mbps"
+delay = "10ms"
+queue = { kind = "red", limit = 60, min_th = 10, max_th = 30, gentle = true }
+[[flow]]
+name = "reno"
+kind = "tcp"
+variant = "newreno"
+from = "a"
+to = "r2"
+packet_size = 1000
+stop = "5s"
+"#;
+    let scenario = Scenario::from_str_named(text, "stopped.toml").expect("valid scenario");
+    let directory = tempfile::tempdir().expect("temporary directory");
+    run(&scenario, directory.path());
+    let (header, rows) = read_csv(&directory.path().join("flows.csv"));
+    let sent = column(&header, &rows, "sent_packets");
+    assert!(sent[..5].iter().all(|&packets| packets > 100.0), "{sent:?}");
+    // The 5–6 s interval still resends what was lost before 5 s (with at most the open window
+    // and 8 segments of new data); nothing is sent afterwards. A full send buffer (64 MiB) kept
+    // the flow sending at full rate to the end.
+    assert!(sent[6..].iter().all(|&packets| packets == 0.0), "{sent:?}");
+    // Everything sent was delivered, dropped or is still on its way; at the end nothing is.
+    let summary = read_json(&directory.path().join("summary.json"));
+    let flow = &summary["flows"][0];
+    let number = |key: &str| flow[key].as_u64().expect(key);
+    let (link_header, links) = read_csv(&directory.path().join("links.csv"));
+    let drops: f64 = column(&link_header, &links, "drops").iter().sum();
+    assert!(drops > 0.0);
+    assert_eq!(
+        number("sent_packets") - number("recv_packets"),
+        drops as u64,
+        "sent less received is the drops: duplicates count as received"
+    );
+    assert!(
+        number("retransmissions") > drops as u64,
+        "the premise: some retransmissions were duplicates ({} retransmissions, {drops} drops)",
+        number("retransmissions")
+    );
+}
