@@ -134,9 +134,9 @@ impl<E> Scheduler<E> {
     pub fn cancel(&mut self, id: EventId) -> bool {
         match self.slots.get_mut(id.slot as usize) {
             Some(slot) if slot.generation == id.generation && slot.event.is_some() => {
+                // The key stays in the heap as a tombstone until it reaches the front.
                 slot.event = None;
                 self.pending -= 1;
-                self.discard_cancelled_front();
                 true
             }
             _ => false,
@@ -145,28 +145,32 @@ impl<E> Scheduler<E> {
 
     /// Removes and returns the earliest pending event with its time.
     pub fn pop(&mut self) -> Option<(Instant, E)> {
-        while let Some(key) = self.heap.pop() {
-            let event = self.release(key.slot());
-            if let Some(event) = event {
+        self.pop_until(Instant::from_nanos(u64::MAX))
+    }
+
+    /// Removes and returns the earliest pending event if it is due at or before `limit`.
+    ///
+    /// Tombstones are dropped here, when they reach the front, and nowhere else: a tombstone
+    /// at the front due after `limit` means every pending event is too (none is earlier than
+    /// the smallest key). Looking for tombstones after every pop, to keep the front live,
+    /// cost 2.4 % of a run's instructions.
+    pub fn pop_until(&mut self, limit: Instant) -> Option<(Instant, E)> {
+        while let Some(key) = self.heap.peek() {
+            if key.time() > limit {
+                return None;
+            }
+            self.heap.pop();
+            if let Some(event) = self.release(key.slot()) {
                 self.pending -= 1;
-                self.discard_cancelled_front();
                 return Some((key.time(), event));
             }
         }
         None
     }
 
-    /// Removes and returns the earliest pending event if it is due at or before `limit`.
-    pub fn pop_until(&mut self, limit: Instant) -> Option<(Instant, E)> {
-        match self.peek_time() {
-            Some(time) if time <= limit => self.pop(),
-            _ => None,
-        }
-    }
-
-    /// Time of the earliest pending event.
-    pub fn peek_time(&self) -> Option<Instant> {
-        // Invariant: the front of the heap is never a tombstone.
+    /// Time of the earliest pending event (drops the tombstones in front of it).
+    pub fn peek_time(&mut self) -> Option<Instant> {
+        self.discard_cancelled_front();
         self.heap.peek().map(Key::time)
     }
 
@@ -325,6 +329,30 @@ mod tests {
         assert!(scheduler.cancel(c));
         assert_eq!(scheduler.pop(), None);
         assert!(scheduler.is_empty());
+    }
+
+    #[test]
+    fn tombstones_in_front_neither_hide_nor_release_a_later_event() {
+        let mut scheduler = Scheduler::new();
+        let early = scheduler.schedule(Instant::from_millis(1), 'a');
+        let middle = scheduler.schedule(Instant::from_millis(2), 'b');
+        scheduler.schedule(Instant::from_millis(5), 'c');
+        assert!(scheduler.cancel(early));
+        assert!(scheduler.cancel(middle));
+        assert_eq!(scheduler.len(), 1);
+        // Both tombstones are due by 3 ms, the live event is not.
+        assert_eq!(scheduler.pop_until(Instant::from_millis(3)), None);
+        assert_eq!(scheduler.len(), 1);
+        let late = scheduler.schedule(Instant::from_millis(4), 'd');
+        assert!(scheduler.cancel(late));
+        assert_eq!(scheduler.peek_time(), Some(Instant::from_millis(5)));
+        assert_eq!(scheduler.pop_until(Instant::from_millis(4)), None);
+        assert_eq!(
+            scheduler.pop_until(Instant::from_millis(5)),
+            Some((Instant::from_millis(5), 'c'))
+        );
+        assert!(scheduler.is_empty());
+        assert_eq!(scheduler.pop(), None);
     }
 
     #[test]
