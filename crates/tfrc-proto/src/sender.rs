@@ -608,6 +608,24 @@ impl Sender {
         Ok(length)
     }
 
+    /// [`Sender::send_padded`] without the padding: writes the header of a full-size data
+    /// packet into `header` and returns the packet's length on the wire. For a caller that
+    /// carries headers only (the simulator), which would otherwise zero about a kilobyte per
+    /// packet (0.8 % of a simulation's instructions) for bytes nobody reads.
+    pub fn send_padded_header(
+        &mut self,
+        now: Instant,
+        header: &mut [u8; wire::DATA_HEADER_LEN],
+    ) -> Result<usize, SendError> {
+        if !self.can_send(now) {
+            return Err(SendError::TooEarly(self.next_send_time()));
+        }
+        let length = self.wire_size();
+        self.emit_header(now, length, header)?;
+        self.stats.payload_bytes += (length - wire::DATA_HEADER_LEN) as u64;
+        Ok(length)
+    }
+
     fn emit(&mut self, now: Instant, length: usize, buffer: &mut [u8]) -> Result<(), SendError> {
         if !self.can_send(now) {
             return Err(SendError::TooEarly(self.next_send_time()));
@@ -618,6 +636,17 @@ impl Sender {
                 got: buffer.len(),
             });
         }
+        self.emit_header(now, length, buffer)
+    }
+
+    /// Sends a packet of `length` bytes whose header goes in `buffer` (the caller has checked
+    /// that sending is allowed now).
+    fn emit_header(
+        &mut self,
+        now: Instant,
+        length: usize,
+        buffer: &mut [u8],
+    ) -> Result<(), SendError> {
         let repr = DataRepr {
             session_id: self.session_id,
             sequence: self.next_sequence,

@@ -772,3 +772,46 @@ fn segment_size_excludes_the_tfrc_header() {
     assert_eq!(inside.max_payload(), 1000 - wire::DATA_HEADER_LEN);
     assert_eq!(inside.send_padded(Instant::ZERO, &mut buffer), Ok(1000));
 }
+
+// `send_padded_header` is `send_padded` without the padding: the same header, length,
+// schedule and counters, packet for packet (RFC profile and ns-2's, whose flags the header
+// carries), through feedback that changes the rate.
+#[test]
+fn a_header_only_send_is_a_padded_send_without_the_padding() {
+    for config in [Config::default(), Config::ns2()] {
+        let mut padded = sender(config.clone());
+        let mut header_only = sender(config);
+        let mut at = Instant::ZERO;
+        for round in 0..40u32 {
+            let mut buffer = [0u8; 2100];
+            let length = padded.send_padded(at, &mut buffer).unwrap();
+            let mut header = [0xffu8; wire::DATA_HEADER_LEN];
+            assert_eq!(header_only.send_padded_header(at, &mut header), Ok(length));
+            assert_eq!(header, buffer[..wire::DATA_HEADER_LEN], "round {round}");
+            assert_eq!(padded.stats(), header_only.stats());
+            assert_eq!(padded.next_send_time(), header_only.next_send_time());
+            if round % 4 == 3 {
+                let data =
+                    DataRepr::parse(&Packet::new_checked(&buffer[..length]).unwrap()).unwrap();
+                let reply = feedback(&data, 200_000.0 * f64::from(round), 0.001);
+                let when = at + Duration::from_millis(50);
+                assert_eq!(
+                    padded.handle_packet(when, &reply),
+                    header_only.handle_packet(when, &reply)
+                );
+                at = when;
+            }
+            at = at.max(padded.next_send_time());
+        }
+        // Too early is refused the same way.
+        let mut header = [0u8; wire::DATA_HEADER_LEN];
+        let early = Instant::from_nanos(padded.next_send_time().as_nanos().saturating_sub(1));
+        if early < padded.next_send_time() {
+            let mut buffer = [0u8; 2100];
+            assert_eq!(
+                header_only.send_padded_header(early, &mut header),
+                padded.send_padded(early, &mut buffer)
+            );
+        }
+    }
+}

@@ -35,6 +35,7 @@ pub(super) fn poll(
     }
     while sender.can_send(now) {
         let mut chunk = None;
+        let mut header = [0u8; DATA_HEADER_LEN];
         let sent = if let Some(media) = media.as_deref_mut() {
             let Some(piece) = media.source.pop(now) else {
                 // No frame data waiting: data-limited (RFC 5348 §4.3) until
@@ -44,14 +45,17 @@ pub(super) fn poll(
             };
             chunk = Some(piece);
             let payload = &media_payload[..piece.length as usize];
-            sender.send_packet(now, payload, data_buffer)
+            let sent = sender.send_packet(now, payload, data_buffer);
+            header.copy_from_slice(&data_buffer[..DATA_HEADER_LEN]);
+            sent
         } else if application.is_some_and(|app| !app.has_data(now)) {
             // The core could send, the application has no data: data-limited
             // (RFC 5348 §4.3) until the application's next packet.
             sender.note_data_limited(now);
             break;
         } else {
-            sender.send_padded(now, data_buffer)
+            // Packets carry their header only (`Body::TfrcData`): no padding to write.
+            sender.send_padded_header(now, &mut header)
         };
         let Ok(length) = sent else {
             break;
@@ -59,8 +63,6 @@ pub(super) fn poll(
         if let Some(app) = application.as_mut() {
             app.consume(now, core::time::Duration::ZERO);
         }
-        let mut header = [0u8; DATA_HEADER_LEN];
-        header.copy_from_slice(&data_buffer[..DATA_HEADER_LEN]);
         send(length as u32, Body::TfrcData(header, chunk));
     }
     let data_due = application
