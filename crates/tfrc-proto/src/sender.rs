@@ -221,6 +221,8 @@ pub struct Sender {
     /// feedback carries.
     marker: wire::PacketMarker,
     next_sequence: u32,
+    /// s/t_mbi ([`Sender::minimum_rate`]).
+    minimum_rate: f64,
     /// X, bytes/s.
     x: f64,
     x_calc: f64,
@@ -311,6 +313,7 @@ impl Sender {
             (s, INITIAL_NO_FEEDBACK_TIMEOUT) // one packet per second
         };
         Ok(Sender {
+            minimum_rate: s / secs(config.max_backoff_interval),
             x,
             x_calc: f64::INFINITY,
             x_recv: 0.0,
@@ -372,8 +375,11 @@ impl Sender {
         self.config.s()
     }
 
+    /// s/t_mbi, the floor of X (RFC 5348 §4.3): fixed for the session (neither s nor t_mbi
+    /// changes after [`Sender::new`]), so computed once there; its two divisions were a third
+    /// of the per-packet interval's cost.
     fn minimum_rate(&self) -> f64 {
-        self.s() / secs(self.config.max_backoff_interval)
+        self.minimum_rate
     }
 
     /// Initial rate W_init/R with W_init = min(4·s, max(2·s, 4380)) (RFC 5348 §4.2); it is also
