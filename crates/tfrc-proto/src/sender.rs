@@ -223,6 +223,9 @@ pub struct Sender {
     next_sequence: u32,
     /// s/t_mbi ([`Sender::minimum_rate`]).
     minimum_rate: f64,
+    /// The last header value of the Veno backlog and its inputs (sending rate's bits, R, base
+    /// RTT): [`Sender::veno_backlog_millipackets`].
+    veno_backlog_kept: Option<((u64, Option<Duration>, Option<Duration>), u32)>,
     /// X, bytes/s.
     x: f64,
     x_calc: f64,
@@ -314,6 +317,7 @@ impl Sender {
         };
         Ok(Sender {
             minimum_rate: s / secs(config.max_backoff_interval),
+            veno_backlog_kept: None,
             x,
             x_calc: f64::INFINITY,
             x_recv: 0.0,
@@ -480,6 +484,22 @@ impl Sender {
             }
             _ => 0.0,
         }
+    }
+
+    /// [`Sender::veno_backlog`] in thousandths of a packet, as the data header carries it.
+    /// Its inputs change with feedback only, not with every packet: the value is kept for the
+    /// inputs it was computed from (its two divisions were 1 % of a Veno simulation's cycles).
+    fn veno_backlog_millipackets(&mut self) -> u32 {
+        let inputs = (self.sending_rate().to_bits(), self.rtt, self.base_rtt);
+        if let Some((kept, value)) = self.veno_backlog_kept {
+            if kept == inputs {
+                return value;
+            }
+        }
+        let value = crate::numeric::round_to_u64(self.veno_backlog() * 1000.0)
+            .min(u64::from(u32::MAX)) as u32;
+        self.veno_backlog_kept = Some((inputs, value));
+        value
     }
 
     /// Inter-packet interval t_ipi = s / X_inst, where X_inst is the sending rate, damped by
@@ -660,8 +680,7 @@ impl Sender {
             rtt_micros: self.rtt.map_or(0, |rtt| {
                 u32::try_from(rtt.as_micros()).unwrap_or(u32::MAX).max(1)
             }),
-            veno_backlog_millipackets: crate::numeric::round_to_u64(self.veno_backlog() * 1000.0)
-                .min(u64::from(u32::MAX)) as u32,
+            veno_backlog_millipackets: self.veno_backlog_millipackets(),
             nonce: self.marker.nonce(self.next_sequence),
         };
         repr.emit(buffer).map_err(|_| SendError::BufferTooSmall {
