@@ -131,6 +131,9 @@ impl FeedbackError {
     }
 }
 
+/// What the Veno backlog is computed from: the sending rate's bits, R and the base RTT.
+type VenoInputs = (u64, Option<Duration>, Option<Duration>);
+
 /// Counters kept by the sender.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct SenderStats {
@@ -225,7 +228,7 @@ pub struct Sender {
     minimum_rate: f64,
     /// The last header value of the Veno backlog and its inputs (sending rate's bits, R, base
     /// RTT): [`Sender::veno_backlog_millipackets`].
-    veno_backlog_kept: Option<((u64, Option<Duration>, Option<Duration>), u32)>,
+    veno_backlog_kept: Option<(VenoInputs, u32)>,
     /// X, bytes/s.
     x: f64,
     x_calc: f64,
