@@ -133,6 +133,9 @@ impl FeedbackError {
 
 /// What the Veno backlog is computed from: the sending rate's bits, R and the base RTT.
 type VenoInputs = (u64, Option<Duration>, Option<Duration>);
+/// What the packet interval is computed from: the sending rate's bits, the last RTT sample's
+/// root's and the mean root's.
+type IntervalInputs = (u64, Option<u64>, u64);
 
 /// Counters kept by the sender.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -229,6 +232,9 @@ pub struct Sender {
     /// The last header value of the Veno backlog and its inputs (sending rate's bits, R, base
     /// RTT): [`Sender::veno_backlog_millipackets`].
     veno_backlog_kept: Option<(VenoInputs, u32)>,
+    /// The last packet interval outside ns-2's creep and its inputs:
+    /// [`Sender::kept_inter_packet_interval`].
+    interval_kept: Option<(IntervalInputs, Duration)>,
     /// X, bytes/s.
     x: f64,
     x_calc: f64,
@@ -321,6 +327,7 @@ impl Sender {
         Ok(Sender {
             minimum_rate: s / secs(config.max_backoff_interval),
             veno_backlog_kept: None,
+            interval_kept: None,
             x,
             x_calc: f64::INFINITY,
             x_recv: 0.0,
@@ -764,8 +771,28 @@ impl Sender {
                 let creep = state.old_rate;
                 self.creep_interval(creep)
             }
-            None => self.inter_packet_interval(),
+            None => self.kept_inter_packet_interval(),
         }
+    }
+
+    /// [`Sender::inter_packet_interval`] outside ns-2's creep, kept for the inputs it was
+    /// computed from (the sending rate, the last RTT sample's root and the mean of the roots;
+    /// the rest is fixed for the session): they change with feedback, not with every packet,
+    /// and its two divisions were 3 % of a simulation's cycles.
+    fn kept_inter_packet_interval(&mut self) -> Duration {
+        let inputs = (
+            self.sending_rate().to_bits(),
+            self.last_rtt_sample.map(|(_, root)| root.to_bits()),
+            self.sqrt_rtt_mean.to_bits(),
+        );
+        if let Some((kept, interval)) = self.interval_kept {
+            if kept == inputs {
+                return interval;
+            }
+        }
+        let interval = self.inter_packet_interval();
+        self.interval_kept = Some((inputs, interval));
+        interval
     }
 
     /// Handles one datagram from the receiver. Feedback is used only when it passes, in
