@@ -503,6 +503,12 @@ impl Sender {
         let inputs = (self.sending_rate().to_bits(), self.rtt, self.base_rtt);
         if let Some((kept, value)) = self.veno_backlog_kept {
             if kept == inputs {
+                // Every test that sends runs this check: the kept value is the computed one.
+                debug_assert_eq!(
+                    value,
+                    crate::numeric::round_to_u64(self.veno_backlog() * 1000.0)
+                        .min(u64::from(u32::MAX)) as u32
+                );
                 return value;
             }
         }
@@ -787,6 +793,8 @@ impl Sender {
         );
         if let Some((kept, interval)) = self.interval_kept {
             if kept == inputs {
+                // Every test that sends runs this check: the kept interval is the computed one.
+                debug_assert_eq!(interval, self.inter_packet_interval());
                 return interval;
             }
         }
