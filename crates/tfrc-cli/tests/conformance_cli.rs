@@ -225,3 +225,32 @@ fn the_committed_quick_modern_matrix_passes_its_gate_against_ns3() {
     assert!(rows.iter().all(|row| !row.contains_key("ns2_mean")));
     assert!(rows.len() >= 3 * 7, "{} rows", rows.len());
 }
+
+/// Run from a directory outside the clone, `tfrc conformance` still finds its default matrices
+/// (the source tree's, `tfrc_cli::project_path`): an unknown cell is refused with the cells of
+/// the matrix it read, not with "cannot read conformance/matrix.toml".
+#[test]
+fn the_default_matrices_are_found_from_any_directory() {
+    let elsewhere = tempfile::tempdir().unwrap();
+    for (modern, known) in [(false, "tfrc-4"), (true, "cubic-4")] {
+        let mut command = Command::cargo_bin("tfrc").unwrap();
+        command.current_dir(elsewhere.path()).arg("conformance");
+        if modern {
+            command.arg("--modern");
+        }
+        let output = command
+            .args(["--only", "no-such-cell", "--quiet", "--out"])
+            .arg(elsewhere.path().join("out"))
+            .output()
+            .unwrap();
+        assert!(!output.status.success());
+        let message = String::from_utf8_lossy(&output.stderr);
+        let matrix = if modern { "modern.toml" } else { "matrix.toml" };
+        assert!(
+            message.contains("no such cell")
+                && message.contains(&format!("conformance/{matrix}"))
+                && message.contains(known),
+            "{message}"
+        );
+    }
+}
