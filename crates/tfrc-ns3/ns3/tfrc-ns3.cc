@@ -599,9 +599,9 @@ OnCongState(uint32_t i,
     }
 }
 
-// Data segments the sender puts on the wire (retransmissions included), as packet_size bytes.
 void TopUpSender(uint32_t i);
 
+// Data segments the sender puts on the wire (retransmissions included), as packet_size bytes.
 void
 OnTcpTx(uint32_t i, Ptr<const Packet> packet, const TcpHeader& header, Ptr<const TcpSocketBase>)
 {

@@ -504,18 +504,18 @@ impl Sender {
         if let Some((kept, value)) = self.veno_backlog_kept {
             if kept == inputs {
                 // Every test that sends runs this check: the kept value is the computed one.
-                debug_assert_eq!(
-                    value,
-                    crate::numeric::round_to_u64(self.veno_backlog() * 1000.0)
-                        .min(u64::from(u32::MAX)) as u32
-                );
+                debug_assert_eq!(value, self.computed_veno_backlog_millipackets());
                 return value;
             }
         }
-        let value = crate::numeric::round_to_u64(self.veno_backlog() * 1000.0)
-            .min(u64::from(u32::MAX)) as u32;
+        let value = self.computed_veno_backlog_millipackets();
         self.veno_backlog_kept = Some((inputs, value));
         value
+    }
+
+    /// [`Sender::veno_backlog`] in thousandths of a packet, computed.
+    fn computed_veno_backlog_millipackets(&self) -> u32 {
+        crate::numeric::round_to_u64(self.veno_backlog() * 1000.0).min(u64::from(u32::MAX)) as u32
     }
 
     /// Inter-packet interval t_ipi = s / X_inst, where X_inst is the sending rate, damped by

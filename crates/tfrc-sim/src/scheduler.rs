@@ -145,7 +145,7 @@ impl<E> Scheduler<E> {
 
     /// Removes and returns the earliest pending event with its time.
     pub fn pop(&mut self) -> Option<(Instant, E)> {
-        self.pop_until(Instant::from_nanos(u64::MAX))
+        self.pop_until(Instant::MAX)
     }
 
     /// Removes and returns the earliest pending event if it is due at or before `limit`.
