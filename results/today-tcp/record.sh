@@ -5,7 +5,7 @@
 #
 #   results/today-tcp/record.sh [CELL...]     default: the cells below
 #
-# For each cell: `tfrc conformance --modern --only CELL --replications 2 --keep-runs` writes the
+# For each cell: `tfrc conformance --matrix MATRIX --only CELL --replications 2 --keep-runs` writes the
 # cell's replication-0 scenario and runs it in ns-3 and in our simulator (runs/CELL/0/{ns3,ours});
 # `tfrc testbed run` runs the same scenario.toml with the kernel's TCP (root, TUN; real time).
 # Cells with BBR flows also run ns-3.37's BBR as packaged (`tfrc ns3 --bbr-as-packaged`).
@@ -17,8 +17,14 @@
 # also runs replications 0..R-1 of each cell on all three sides (the kernel's one after the other,
 # in real time: R minutes per minute of scenario) into CELL/replications/<r>/{kernel,ours,ns3}/
 # (summary.json); summary.md then has a "Replications" table with 95 % intervals.
+#
+#   MATRIX=results/today-tcp/outside-matrix.toml REPLICATIONS=R results/today-tcp/record.sh CELL...
+#
+# takes the cells from another matrix file of the same grammar (default: conformance/modern.toml),
+# such as the cells outside the matrix that `outside-matrix.toml` lists.
 set -euo pipefail
 REPLICATIONS=${REPLICATIONS:-1}
+MATRIX=${MATRIX:-conformance/modern.toml}
 cd "$(dirname "$0")/../.."
 CELLS=("$@")
 [ ${#CELLS[@]} -eq 0 ] && CELLS=(cubic-4 newreno-4 bbr-1 bbr-4 cubic-bbr cubic-newreno)
@@ -29,7 +35,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 for cell in "${CELLS[@]}"; do
     echo "== $cell" >&2
-    "$TFRC" conformance --modern --only "$cell" --replications $(( REPLICATIONS > 2 ? REPLICATIONS : 2 )) --keep-runs --quiet --out "$work/$cell" >/dev/null || true
+    "$TFRC" conformance --matrix "$MATRIX" --only "$cell" --replications $(( REPLICATIONS > 2 ? REPLICATIONS : 2 )) --keep-runs --quiet --out "$work/$cell" >/dev/null || true
     out=results/today-tcp/$cell
     rm -rf "$out"
     mkdir -p "$out"

@@ -25,7 +25,8 @@ def classes(summary):
 
 def main():
     print("# Today's TCP: the kernel beside our simulator and ns-3.37\n")
-    print("Replication 0 of each cell of `conformance/modern.toml`, one run per side (the kernel's in real time")
+    print("Replication 0 of each cell of `conformance/modern.toml` (or, for the cells it lists, of")
+    print("`outside-matrix.toml`: cells outside the matrix), one run per side (the kernel's in real time")
     print("through the testbed). Mean goodput per flow of each class in Mb/s, and the bottleneck's utilisation.")
     print("Re-record with `results/today-tcp/record.sh` (root, ns-3). \"ns-3.37 + fixes\" is `tfrc ns3`'s")
     print("default (upstream fixes #1026 and #735 applied to BBR, docs/ns3.md \"BBR\"); \"as packaged\" is")
