@@ -1106,6 +1106,12 @@ mod tests {
         let second = Duration::from_secs(1);
         for (size, duration, reason) in [
             (27, second, ControlError::SegmentSize(27)),
+            // One byte too small for the flow options block, and one too large.
+            (
+                FLOW_OPTIONS_LEN as u32 - 1,
+                second,
+                ControlError::SegmentSize(FLOW_OPTIONS_LEN as u32 - 1),
+            ),
             (65_476, second, ControlError::SegmentSize(65_476)),
             (
                 1000,
@@ -1368,7 +1374,8 @@ mod tests {
         #[test]
         fn reverse_requests_parse_back(
             request_id in proptest::num::u32::ANY,
-            packet_size in 28u32..=65_475,
+            // The bounds `parse` accepts: a flow options block fits in the smallest segment.
+            packet_size in (FLOW_OPTIONS_LEN as u32)..=MAX_SEGMENT_SIZE,
             nanos in 1_000_000u64..=3_600_000_000_000,
             max_rate in proptest::option::of(1u64..=MAX_REQUESTED_RATE),
             target_rate in proptest::option::of(1u64..=MAX_REQUESTED_RATE),
