@@ -171,6 +171,7 @@ pub enum ConfigError {
 /// | `seed` | 0 (BBR only) | none |
 /// | `rack_tlp` | on for CUBIC and BBR (RFC 8985, Linux `tcp_recovery = 1`) | none (ns-2.35 has no RACK) |
 /// | `linux_rto` | on for CUBIC and BBR (SRTT + max(4·RTTVAR, `min_rto`)) | none (ns-2 follows RFC 6298) |
+/// | `timestamps` | on for CUBIC and BBR (RTT samples from TSecr, Linux `tcp_timestamps = 1`) | `timestamps_ false` |
 ///
 /// [`SenderConfig::new`] gives the RFC behaviour with ns-2's values; [`SenderConfig::ns2`]
 /// turns on the three ns-2.35 defaults that differ from the RFCs (`syn_handshake`,
@@ -250,6 +251,14 @@ pub struct SenderConfig {
     /// RTT sample from every ACK as Linux does; ignored by Reno, NewReno and SACK (ns-2's
     /// agents time one segment per round trip and follow RFC 6298 as ns-2 does).
     pub linux_rto: bool,
+    /// RTT samples from the timestamp option (RFC 7323 §4) as Linux takes them, its default
+    /// (`net.ipv4.tcp_timestamps = 1`): an ACK that advances the cumulative ACK and gives no
+    /// sample from packets sent once (Karn's algorithm: a retransmission was acknowledged)
+    /// gives one from its echo, in whole milliseconds, and so ends the RTO's backoff (Linux
+    /// `tcp_ack_update_rtt`). Off: no sample across a retransmission, the backoff lasting
+    /// until a packet sent once is acknowledged. On by default for CUBIC and BBR; ignored by
+    /// Reno, NewReno and SACK (ns-2's agents, `timestamps_ false`).
+    pub timestamps: bool,
 }
 
 impl SenderConfig {
@@ -277,6 +286,7 @@ impl SenderConfig {
             seed: 0,
             rack_tlp: variant.is_modern(),
             linux_rto: variant.is_modern(),
+            timestamps: variant.is_modern(),
         }
     }
 

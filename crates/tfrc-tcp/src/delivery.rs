@@ -256,6 +256,18 @@ impl DeliveryTracker {
         })
     }
 
+    /// The current ACK's RTT sample is `rtt` if its packets gave none (all were
+    /// retransmitted): the sample Linux takes from the timestamp option, which then stands for
+    /// `ca_rtt_us` and `rs->rtt_us` too ("seq_rtt_us = ca_rtt_us = tcp_rtt_tsopt_us(tp)") and
+    /// reaches `tcp_update_rtt_min` before `tcp_rate_gen` judges the rate sample.
+    pub(crate) fn offer_timestamp_rtt(&mut self, rtt: Duration) {
+        if let Some(pending) = &mut self.pending {
+            if pending.rtt.is_none() {
+                pending.rtt = Some(rtt);
+            }
+        }
+    }
+
     /// Ends the current ACK: its packets, rate sample and RTT sample (the draft's
     /// `GenerateRateSample`).
     pub(crate) fn finish_ack(&mut self) -> AckDelivery {

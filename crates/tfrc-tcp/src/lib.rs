@@ -88,6 +88,7 @@
 //! | clock granularity | 10 ms | `tcpTick_ 0.01` | samples are not rounded to ticks here |
 //! | RTO backoff cap | ×64 | `t_backoff_` stops at 64 | |
 //! | RTT sampling | one timed segment per RTT | `rtt_active_`, `timestamps_ false` | Karn: cancelled by any retransmission |
+//! | RTT sampling, CUBIC and BBR | every ACK; across a retransmission from the timestamp echo (`SenderConfig::timestamps`) | — | Linux `tcp_ack_update_rtt` with `tcp_timestamps = 1`, its default; the option's 12 bytes are not counted on the wire |
 //! | after a timeout | ssthresh ⌊cwnd⌋ / 2, cwnd 1, go-back-N, SACK scoreboard cleared | `CLOSE_SSTHRESH_HALF`, `CLOSE_CWND_RESTART`, `wnd_restart_ 1` | a repeated timeout brings ssthresh to 2, as in ns-2 (RFC 5681 would halve the flight size) |
 //! | max burst | unlimited | `maxburst_ 0` | |
 //! | sink | immediate ACK per segment | `Agent/TCPSink` | |

@@ -4,6 +4,14 @@
 //! Both are plain structs, not bytes: the simulator only needs their sizes on the wire
 //! ([`Segment::wire_size`], [`Ack::wire_size`]) to put them on links. Sequence numbers count
 //! packets, not bytes, as in ns-2's one-way `Agent/TCP`.
+//!
+//! Both carry RFC 7323's timestamp option as values: a segment its send time (TSval), an ACK the
+//! send time the sink echoes (TSecr). Only a sender with
+//! [`SenderConfig::timestamps`](crate::SenderConfig::timestamps) reads the echo; the option's
+//! 12 bytes are not added to the sizes on the wire (ns-2's agents run without it, and the
+//! sizes stay those of ns-2's and ns-3's packets).
+
+use tfrc_proto::Instant;
 
 /// IPv4 + TCP header bytes without options, added to every segment and ACK.
 ///
@@ -30,6 +38,9 @@ pub struct Segment {
     /// Whether this sequence number was sent before. Real TCP does not carry this flag; it is
     /// here so the simulator can log and count retransmissions without keeping its own state.
     pub retransmission: bool,
+    /// When the sender sent this copy: RFC 7323's TSval ("the current value of the timestamp
+    /// clock of the TCP sending the option"), at the simulator's resolution.
+    pub timestamp: Instant,
 }
 
 impl Segment {
@@ -85,6 +96,7 @@ pub struct Ack {
     next_expected: u64,
     blocks: [SackBlock; MAX_SACK_BLOCKS],
     block_count: u8,
+    echo: Option<Instant>,
 }
 
 impl Ack {
@@ -95,7 +107,21 @@ impl Ack {
             next_expected,
             blocks: [SackBlock::default(); MAX_SACK_BLOCKS],
             block_count: 0,
+            echo: None,
         }
+    }
+
+    /// The same ACK echoing `timestamp` (RFC 7323's TSecr: the sink's TS.Recent), or none.
+    #[must_use]
+    pub fn with_echo(mut self, timestamp: Option<Instant>) -> Self {
+        self.echo = timestamp;
+        self
+    }
+
+    /// The timestamp the ACK echoes (TSecr), if the sink had one to echo.
+    #[must_use]
+    pub fn echo(&self) -> Option<Instant> {
+        self.echo
     }
 
     /// A cumulative ACK carrying SACK blocks; blocks beyond [`MAX_SACK_BLOCKS`] are left out,
@@ -151,6 +177,7 @@ mod tests {
             payload_bytes: 1000,
             retransmission: false,
             syn: false,
+            timestamp: Instant::ZERO,
         };
         assert_eq!(segment.wire_size(), 1040);
         assert_eq!(Ack::new(3).wire_size(), 40);

@@ -410,7 +410,8 @@ impl TcpSender {
         } else {
             0
         };
-        let delivered = self.account_deliveries(now, ack, acknowledged_up_to);
+        let timestamp_rtt = self.timestamp_rtt(now, ack, acknowledged_up_to);
+        let delivered = self.account_deliveries(now, ack, acknowledged_up_to, timestamp_rtt);
         let newly_acknowledged = acknowledged_up_to - self.unacknowledged;
         if newly_acknowledged > 0 {
             self.advance(now, acknowledged_up_to);
@@ -795,6 +796,7 @@ impl TcpSender {
             payload_bytes,
             retransmission,
             syn,
+            timestamp: now,
         }
     }
 
@@ -1083,6 +1085,7 @@ impl TcpSender {
         now: Instant,
         ack: &Ack,
         acknowledged_up_to: u64,
+        timestamp_rtt: Option<Duration>,
     ) -> AckDelivery {
         let Some(delivery) = &mut self.delivery else {
             return AckDelivery::default();
@@ -1113,7 +1116,27 @@ impl TcpSender {
         if let Some(rack) = &mut self.rack {
             rack.finish_ack(now);
         }
+        if let Some(rtt) = timestamp_rtt {
+            delivery.offer_timestamp_rtt(rtt);
+        }
         delivery.finish_ack()
+    }
+
+    /// The RTT sample the ACK's timestamp echo gives under [`SenderConfig::timestamps`], used
+    /// only where the ACK's packets give none. Linux `tcp_ack_update_rtt`: "RTTM Rule: A TSecr
+    /// value received in a segment is used to update the averaged RTT measurement only if the
+    /// segment acknowledges some new data, i.e., only if it advances the left edge of the send
+    /// window" (`flag & FLAG_ACKED`); `tcp_rtt_tsopt_us`: "delta = tcp_time_stamp_ts(tp) -
+    /// tp->rx_opt.rcv_tsecr; ... if (!delta) delta = 1; delta_us = delta * (USEC_PER_SEC /
+    /// TCP_TS_HZ)", a millisecond clock (`TCP_TS_HZ` 1000) read by truncation.
+    fn timestamp_rtt(&self, now: Instant, ack: &Ack, acknowledged_up_to: u64) -> Option<Duration> {
+        if !self.config.timestamps || acknowledged_up_to <= self.unacknowledged {
+            return None;
+        }
+        let echo = ack.echo()?;
+        let millis = |instant: Instant| instant.as_nanos() / 1_000_000;
+        let delta = millis(now).checked_sub(millis(echo))?.max(1);
+        Some(Duration::from_millis(delta))
     }
 
     /// CUBIC and BBR: the ACK's RTT sample feeds the RFC 6298 estimator (Linux samples every

@@ -78,6 +78,11 @@ pub struct TcpSink {
     /// In-order segments not yet acknowledged (delayed ACKs).
     unacknowledged_segments: u32,
     delayed_ack_deadline: Option<Instant>,
+    /// RFC 7323 §4.3 (1): "TS.Recent holds a timestamp to be echoed in TSecr whenever a segment
+    /// is sent"; none before the first segment.
+    ts_recent: Option<Instant>,
+    /// RFC 7323 §4.3 (1): "Last.ACK.sent holds the ACK field from the last segment sent".
+    last_ack_sent: u64,
     stats: SinkStats,
 }
 
@@ -94,6 +99,8 @@ impl TcpSink {
             pending_acks: VecDeque::new(),
             unacknowledged_segments: 0,
             delayed_ack_deadline: None,
+            ts_recent: None,
+            last_ack_sent: 0,
             stats: SinkStats::default(),
         })
     }
@@ -115,6 +122,17 @@ impl TcpSink {
             });
         }
         self.stats.segments_received += 1;
+        // RFC 7323 §4.3 (2): "If: SEG.TSval >= TS.Recent and SEG.SEQ <= Last.ACK.sent then
+        // SEG.TSval is copied to TS.Recent; otherwise, it is ignored." So the echo is the
+        // earliest segment a delayed ACK covers, and, when a retransmission fills a hole, the
+        // retransmission's (Linux `tcp_replace_ts_recent`: `!after(seq, tp->rcv_wup)`).
+        if sequence <= self.last_ack_sent
+            && self
+                .ts_recent
+                .is_none_or(|recent| segment.timestamp >= recent)
+        {
+            self.ts_recent = Some(segment.timestamp);
+        }
         if sequence < self.next_expected || self.out_of_order.contains_key(&sequence) {
             self.stats.duplicate_segments += 1;
             self.acknowledge_now();
@@ -222,7 +240,8 @@ impl TcpSink {
         } else {
             Ack::new(self.next_expected)
         };
-        self.pending_acks.push_back(ack);
+        self.pending_acks.push_back(ack.with_echo(self.ts_recent));
+        self.last_ack_sent = self.next_expected;
         self.stats.acks_sent += 1;
         self.unacknowledged_segments = 0;
         self.delayed_ack_deadline = None;
@@ -258,11 +277,54 @@ mod tests {
             payload_bytes: 1000,
             retransmission: false,
             syn: false,
+            timestamp: Instant::ZERO,
         }
     }
 
     fn drain(sink: &mut TcpSink) -> Vec<Ack> {
         core::iter::from_fn(|| sink.poll_ack()).collect()
+    }
+
+    fn sent_at(sequence: u64, millis: u64) -> Segment {
+        Segment {
+            timestamp: Instant::from_millis(millis),
+            ..segment(sequence)
+        }
+    }
+
+    #[test]
+    fn the_echo_follows_rfc_7323_ts_recent() {
+        let mut config = SinkConfig::for_variant(crate::Variant::Cubic);
+        config.delayed_ack = true;
+        let mut sink = TcpSink::new(config).unwrap();
+        let now = Instant::ZERO;
+        // A delayed ACK covering two segments echoes the first: the second's SEG.SEQ (1) is
+        // beyond Last.ACK.sent (0), so it does not replace TS.Recent.
+        sink.handle_segment(now, &sent_at(0, 10)).unwrap();
+        sink.handle_segment(now, &sent_at(1, 11)).unwrap();
+        let acks = drain(&mut sink);
+        assert_eq!(acks.len(), 1);
+        assert_eq!(acks[0].next_expected(), 2);
+        assert_eq!(acks[0].echo(), Some(Instant::from_millis(10)));
+        // Packet 2 is lost; 3 and 4 arrive out of order and do not replace TS.Recent (SEG.SEQ
+        // beyond Last.ACK.sent), so their duplicate ACKs echo packet 0's timestamp still.
+        sink.handle_segment(now, &sent_at(3, 13)).unwrap();
+        sink.handle_segment(now, &sent_at(4, 14)).unwrap();
+        let acks = drain(&mut sink);
+        assert_eq!(acks.len(), 2);
+        assert!(acks
+            .iter()
+            .all(|ack| ack.echo() == Some(Instant::from_millis(10))));
+        // The retransmission of 2 fills the hole: SEG.SEQ = Last.ACK.sent, so its later
+        // timestamp is echoed by the ACK that moves past 4.
+        sink.handle_segment(now, &sent_at(2, 300)).unwrap();
+        let acks = drain(&mut sink);
+        assert_eq!(acks.len(), 1);
+        assert_eq!(acks[0].next_expected(), 5);
+        assert_eq!(acks[0].echo(), Some(Instant::from_millis(300)));
+        // An old duplicate with an older timestamp does not move TS.Recent back.
+        sink.handle_segment(now, &sent_at(0, 10)).unwrap();
+        assert_eq!(drain(&mut sink)[0].echo(), Some(Instant::from_millis(300)));
     }
 
     #[test]

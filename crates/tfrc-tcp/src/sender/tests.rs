@@ -348,6 +348,93 @@ fn karn_no_rtt_sample_from_a_retransmission() {
 }
 
 #[test]
+fn timestamps_give_an_rtt_sample_across_a_retransmission_and_end_the_backoff() {
+    for timestamps in [true, false] {
+        let mut config = SenderConfig::new(Variant::Cubic);
+        // The RTO alone: no tail loss probe racing it.
+        config.rack_tlp = false;
+        config.timestamps = timestamps;
+        let mut sender = sender_with(config);
+        let mut sink = TcpSink::new(SinkConfig::for_variant(Variant::Cubic)).unwrap();
+        let first = drain(&mut sender, at(0));
+        for ack in deliver(&mut sink, at(50), &first, &[]) {
+            sender.handle_ack(at(100), &ack).unwrap();
+        }
+        assert_eq!(sender.latest_rtt(), Some(Duration::from_millis(100)));
+        // The next flight is lost whole; the timer fires and the first hole is resent.
+        let lost = drain(&mut sender, at(100));
+        let deadline = sender.poll_timeout().unwrap();
+        sender.handle_timeout(deadline);
+        let resent = drain(&mut sender, deadline);
+        assert_eq!(resent[0].sequence, lost[0].sequence);
+        assert!(resent[0].retransmission);
+        assert_eq!(resent[0].timestamp, deadline);
+        assert_eq!(sender.backoff(), 2);
+        // The sink echoes the resent copy's timestamp; its ACK is back 81.4 ms after it left.
+        let acks = deliver(
+            &mut sink,
+            deadline + Duration::from_micros(40_700),
+            &resent[..1],
+            &[],
+        );
+        let ack = acks.last().unwrap();
+        assert_eq!(ack.echo(), Some(deadline));
+        let back = deadline + Duration::from_micros(81_400);
+        sender.handle_ack(back, ack).unwrap();
+        if timestamps {
+            // Linux: a millisecond clock read by truncation on both ends.
+            let whole = back.as_nanos() / 1_000_000 - deadline.as_nanos() / 1_000_000;
+            assert_eq!(sender.latest_rtt(), Some(Duration::from_millis(whole)));
+            assert!((81..=82).contains(&whole));
+            assert_eq!(sender.backoff(), 1);
+        } else {
+            // Karn: no sample, and the backoff lasts.
+            assert_eq!(sender.latest_rtt(), Some(Duration::from_millis(100)));
+            assert_eq!(sender.backoff(), 2);
+        }
+    }
+}
+
+#[test]
+fn timestamps_are_ignored_by_ns2s_agents_and_by_acks_that_move_nothing() {
+    // Reno with `timestamps` on by hand: ns-2's agents time one segment per round trip and
+    // take nothing from the echo.
+    let mut config = SenderConfig::new(Variant::Reno);
+    config.timestamps = true;
+    let mut sender = sender_with(config);
+    let _ = drain(&mut sender, at(0));
+    sender.handle_ack(at(100), &Ack::new(1)).unwrap();
+    let _ = drain(&mut sender, at(100));
+    let deadline = sender.poll_timeout().unwrap();
+    sender.handle_timeout(deadline);
+    let _ = drain(&mut sender, deadline);
+    let echoed = Ack::new(2).with_echo(Some(deadline));
+    sender
+        .handle_ack(deadline + Duration::from_millis(30), &echoed)
+        .unwrap();
+    assert_eq!(sender.latest_rtt(), Some(Duration::from_millis(100)));
+    assert_eq!(sender.backoff(), 2);
+    // CUBIC: a duplicate ACK (RTTM: no new data acknowledged) gives no sample either.
+    let mut config = SenderConfig::new(Variant::Cubic);
+    config.rack_tlp = false;
+    let mut sender = sender_with(config);
+    let first = drain(&mut sender, at(0));
+    sender
+        .handle_ack(at(100), &Ack::new(first.len() as u64))
+        .unwrap();
+    let _ = drain(&mut sender, at(100));
+    let deadline = sender.poll_timeout().unwrap();
+    sender.handle_timeout(deadline);
+    let _ = drain(&mut sender, deadline);
+    let duplicate = Ack::new(first.len() as u64).with_echo(Some(deadline));
+    sender
+        .handle_ack(deadline + Duration::from_millis(30), &duplicate)
+        .unwrap();
+    assert_eq!(sender.latest_rtt(), Some(Duration::from_millis(100)));
+    assert_eq!(sender.backoff(), 2);
+}
+
+#[test]
 fn minimum_rto_is_respected() {
     let mut sender = sender(Variant::Sack);
     let mut now = at(0);
@@ -581,7 +668,8 @@ fn ns2_syn_handshake_opens_the_initial_window_one_round_trip_later() {
     sink_config.delayed_ack = true;
     let mut sink = TcpSink::new(sink_config).unwrap();
     let acks = deliver(&mut sink, at(50), &syn, &[]);
-    assert_eq!(acks, vec![Ack::new(1)]);
+    // It echoes the SYN's timestamp (RFC 7323 TSecr), which a SACK sender does not read.
+    assert_eq!(acks, vec![Ack::new(1).with_echo(Some(at(0)))]);
     // Its ACK opens the initial window of 2 (not 1 + 1 of slow start on top of it) and gives the
     // first RTT sample.
     sender.handle_ack(at(100), &acks[0]).unwrap();
