@@ -35,6 +35,9 @@ pub struct ArrivalWindow {
     dropped_total: u64,
     /// Running byte count over every packet recorded.
     total: u64,
+    /// The last horizon asked for and its resolution (`keep / (MAX_ENTRIES / 2)`): the horizon
+    /// changes with the RTT, not with every packet, and the division is two 64-bit divisions.
+    resolution_kept: Option<(Duration, Duration)>,
 }
 
 impl ArrivalWindow {
@@ -47,7 +50,7 @@ impl ArrivalWindow {
     /// before `now` (keep them all with `None`).
     pub fn record(&mut self, now: Instant, bytes: u64, keep: Option<Duration>) {
         self.total = self.total.saturating_add(bytes);
-        let resolution = keep.map_or(Duration::ZERO, |keep| keep / (MAX_ENTRIES as u32 / 2));
+        let resolution = keep.map_or(Duration::ZERO, |keep| self.resolution(keep));
         match self.entries.back_mut() {
             // Joins the newest entry, which keeps its (earlier) arrival time.
             Some(newest) if now < newest.0 + resolution => newest.1 = self.total,
@@ -65,6 +68,18 @@ impl ArrivalWindow {
         }
         if self.entries.len() > MAX_ENTRIES {
             self.thin();
+        }
+    }
+
+    /// How close to the newest entry a packet joins it for a horizon of `keep`.
+    fn resolution(&mut self, keep: Duration) -> Duration {
+        match self.resolution_kept {
+            Some((kept, resolution)) if kept == keep => resolution,
+            _ => {
+                let resolution = keep / (MAX_ENTRIES as u32 / 2);
+                self.resolution_kept = Some((keep, resolution));
+                resolution
+            }
         }
     }
 
@@ -128,6 +143,27 @@ mod tests {
 
     fn at(ms: u64) -> Instant {
         Instant::from_nanos(ms * 1_000_000)
+    }
+
+    #[test]
+    fn the_joining_resolution_follows_the_horizon_asked_for() {
+        // keep / 4096: 1 ms for a horizon of 4.096 s, 10 ms for 40.96 s.
+        let short = Some(Duration::from_millis(4096));
+        let long = Some(Duration::from_millis(40_960));
+        let mut window = ArrivalWindow::new();
+        window.record(at(100), 1000, short);
+        window.record(at(105), 1000, short);
+        assert_eq!(window.len(), 2);
+        // Within 10 ms of the newest entry (105): joins it under the longer horizon.
+        window.record(at(109), 1000, long);
+        assert_eq!(window.len(), 2);
+        // Back to the short horizon: 111 is more than 1 ms after 105, a new entry.
+        window.record(at(111), 1000, short);
+        assert_eq!(window.len(), 3);
+        assert_eq!(
+            window.bytes_within(at(111), Duration::from_millis(100)),
+            4000
+        );
     }
 
     #[test]
