@@ -297,34 +297,34 @@ mod tests {
         let mut config = SinkConfig::for_variant(crate::Variant::Cubic);
         config.delayed_ack = true;
         let mut sink = TcpSink::new(config).unwrap();
-        let now = Instant::ZERO;
+        // Feeds (sequence, send time in ms) pairs; returns the ACKs as (cumulative ACK, echo in ms).
+        let mut feed = |segments: &[(u64, u64)]| -> Vec<(u64, Option<u64>)> {
+            for &(sequence, millis) in segments {
+                sink.handle_segment(Instant::ZERO, &sent_at(sequence, millis))
+                    .unwrap();
+            }
+            drain(&mut sink)
+                .iter()
+                .map(|ack| {
+                    let echo = ack.echo().map(|echo| echo.as_nanos() / 1_000_000);
+                    (ack.next_expected(), echo)
+                })
+                .collect()
+        };
         // A delayed ACK covering two segments echoes the first: the second's SEG.SEQ (1) is
         // beyond Last.ACK.sent (0), so it does not replace TS.Recent.
-        sink.handle_segment(now, &sent_at(0, 10)).unwrap();
-        sink.handle_segment(now, &sent_at(1, 11)).unwrap();
-        let acks = drain(&mut sink);
-        assert_eq!(acks.len(), 1);
-        assert_eq!(acks[0].next_expected(), 2);
-        assert_eq!(acks[0].echo(), Some(Instant::from_millis(10)));
+        assert_eq!(feed(&[(0, 10), (1, 11)]), vec![(2, Some(10))]);
         // Packet 2 is lost; 3 and 4 arrive out of order and do not replace TS.Recent (SEG.SEQ
         // beyond Last.ACK.sent), so their duplicate ACKs echo packet 0's timestamp still.
-        sink.handle_segment(now, &sent_at(3, 13)).unwrap();
-        sink.handle_segment(now, &sent_at(4, 14)).unwrap();
-        let acks = drain(&mut sink);
-        assert_eq!(acks.len(), 2);
-        assert!(acks
-            .iter()
-            .all(|ack| ack.echo() == Some(Instant::from_millis(10))));
+        assert_eq!(
+            feed(&[(3, 13), (4, 14)]),
+            vec![(2, Some(10)), (2, Some(10))]
+        );
         // The retransmission of 2 fills the hole: SEG.SEQ = Last.ACK.sent, so its later
         // timestamp is echoed by the ACK that moves past 4.
-        sink.handle_segment(now, &sent_at(2, 300)).unwrap();
-        let acks = drain(&mut sink);
-        assert_eq!(acks.len(), 1);
-        assert_eq!(acks[0].next_expected(), 5);
-        assert_eq!(acks[0].echo(), Some(Instant::from_millis(300)));
+        assert_eq!(feed(&[(2, 300)]), vec![(5, Some(300))]);
         // An old duplicate with an older timestamp does not move TS.Recent back.
-        sink.handle_segment(now, &sent_at(0, 10)).unwrap();
-        assert_eq!(drain(&mut sink)[0].echo(), Some(Instant::from_millis(300)));
+        assert_eq!(feed(&[(0, 10)]), vec![(5, Some(300))]);
     }
 
     #[test]
