@@ -559,14 +559,24 @@ impl Sender {
         duration_from_secs(self.s() / rate.max(self.minimum_rate()))
     }
 
-    /// t_delta = min(t_ipi/2, t_gran/2): how early a packet may leave (RFC 5348 §4.6).
-    /// None under TFRC-SP, whose Min Interval holds between any two packets.
+    /// Whether a packet may leave before its nominal time at all: not with an exact timer (the
+    /// simulator; then no t_ipi needs computing), nor under TFRC-SP, whose Min Interval holds
+    /// between any two packets.
+    fn has_send_allowance(&self) -> bool {
+        !self.config.timer_granularity.is_zero() && self.config.small_packets.is_none()
+    }
+
+    /// t_delta = min(t_ipi/2, t_gran/2) (RFC 5348 §4.6).
+    fn send_allowance_for(t_ipi: Duration, t_gran: Duration) -> Duration {
+        (t_ipi / 2).min(t_gran / 2)
+    }
+
+    /// t_delta: how early a packet may leave (RFC 5348 §4.6), zero without an allowance.
     fn send_allowance(&self) -> Duration {
-        if self.config.timer_granularity.is_zero() || self.config.small_packets.is_some() {
-            // An exact timer (the simulator): no allowance, and no t_ipi to compute.
+        if !self.has_send_allowance() {
             return Duration::ZERO;
         }
-        (self.inter_packet_interval() / 2).min(self.config.timer_granularity / 2)
+        Self::send_allowance_for(self.inter_packet_interval(), self.config.timer_granularity)
     }
 
     /// [`Sender::send_allowance`] from the kept inter-packet interval: the same value (a debug
@@ -574,7 +584,7 @@ impl Sender {
     /// packet when the rate has not changed since the last one (`send_padded` and
     /// `send_packet` ask for it with every packet; 11 % of a data packet's instructions).
     fn kept_send_allowance(&mut self) -> Duration {
-        if self.config.timer_granularity.is_zero() || self.config.small_packets.is_some() {
+        if !self.has_send_allowance() {
             return Duration::ZERO;
         }
         let x = self.x;
@@ -587,7 +597,7 @@ impl Sender {
         } else {
             self.kept_inter_packet_interval()
         };
-        let allowance = (interval / 2).min(self.config.timer_granularity / 2);
+        let allowance = Self::send_allowance_for(interval, self.config.timer_granularity);
         debug_assert_eq!(allowance, self.send_allowance());
         allowance
     }
