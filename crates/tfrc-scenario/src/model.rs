@@ -641,8 +641,9 @@ pub enum DownloadPhase {
     Off,
 }
 
-/// Which TCP the sender follows where the RFCs and ns-2.35 differ (`tfrc_tcp::SenderConfig::ns2`
-/// lists the differences: the SYN round trip, unrounded halving, the 3 s initial RTO).
+/// Which TCP the sender follows where the RFCs, ns-2.35 and ns-3.37 differ
+/// (`tfrc_tcp::SenderConfig::ns2` lists ns-2's differences: the SYN round trip, unrounded
+/// halving, the 3 s initial RTO; `tfrc_tcp::SenderConfig::ns3` ns-3's).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum TcpProfile {
@@ -651,6 +652,11 @@ pub enum TcpProfile {
     Rfc,
     /// ns-2.35's one-way `Agent/TCP` defaults (`"ns2"`), for side-by-side runs.
     Ns2,
+    /// ns-3.37's `TcpSocketBase` where it differs from Linux (`"ns3"`: no RACK-TLP, RFC
+    /// 6298's RTO with a 1 ms granularity, the backoff ending with the first new ACK, an
+    /// impatient timer in recovery; `tfrc_tcp::SenderConfig::ns3`), for side-by-side runs with
+    /// `tfrc ns3`.
+    Ns3,
 }
 
 /// TCP variants: the papers' loss recoveries with Reno's window (`reno`, `newreno`, `sack`) and

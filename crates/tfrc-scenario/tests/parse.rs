@@ -657,6 +657,7 @@ fn wrong_values_name_the_key_and_what_was_expected() {
         (minimal("[[flow]]\nname = \"a\"\nkind = \"cbr\"\nfrom = \"s\"\nto = \"r\""), "flow[0].rate", "required key is missing for a cbr flow (expected a rate like \"800kbps\")"),
         (minimal("[[flow]]\nname = \"a\"\nkind = \"pareto\"\nfrom = \"s\"\nto = \"r\"\nrate = \"1Mbps\"\nshape = 1"), "flow[0].shape", "above 1"),
         (minimal("[[flow]]\nname = \"a\"\nkind = \"tcp\"\nfrom = \"s\"\nto = \"r\"\nvariant = \"vegas\""), "flow[0].variant", "\"reno\", \"newreno\", \"sack\", \"cubic\", \"bbr\", got \"vegas\""),
+        (minimal("[[flow]]\nname = \"a\"\nkind = \"tcp\"\nfrom = \"s\"\nto = \"r\"\nprofile = \"linux\""), "flow[0].profile", "expected one of \"rfc\", \"ns2\", \"ns3\", got \"linux\""),
         (minimal("[[flow]]\nkind = \"tcp\"\nfrom = \"s\"\nto = \"r\""), "flow[0].name", "required key is missing (expected a name like \"example\")"),
         (minimal("[[flow]]\nname = \"a\"\nkind = \"tcp\"\nfrom = \"x\"\nto = \"r\""), "flow[0].from", "expected a node that a link joins (\"s\", \"r\"), got \"x\""),
         (minimal("[[flow]]\nname = \"a\"\nkind = \"tcp\"\nfrom = \"s\"\nto = \"s\""), "flow[0].to", "a node other than from"),
@@ -734,6 +735,21 @@ fn none_switches_optional_keys_off() {
 
 /// `profile = "ns2"` defaults history discounting and √RTT spacing to ns-2.35's `discount_ 1`
 /// and `ca_ 1`; explicit values still win.
+#[test]
+fn a_tcp_flow_takes_the_ns3_profile() {
+    let text = minimal(
+        "[[flow]]\nname = \"a\"\nkind = \"tcp\"\nfrom = \"s\"\nto = \"r\"\nvariant = \"bbr\"\nprofile = \"ns3\"",
+    );
+    let scenario = parse(&text).unwrap();
+    let FlowKind::Tcp(tcp) = &scenario.flow("a").unwrap().kind else {
+        panic!("expected tcp")
+    };
+    assert_eq!(
+        (tcp.variant, tcp.profile),
+        (TcpVariant::Bbr, TcpProfile::Ns3)
+    );
+}
+
 #[test]
 fn ns2_profile_defaults_follow_ns2() {
     let scenario = parse(&minimal(

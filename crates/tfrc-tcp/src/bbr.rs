@@ -288,9 +288,12 @@ impl Bbr {
     }
 
     /// Linux `bbr_ssthresh` then `bbr_set_state(TCP_CA_Loss)`: a retransmission timeout. "treat
-    /// RTO like end of a round".
-    pub(crate) fn on_timeout(&mut self, window: f64) {
-        self.save_window(window);
+    /// RTO like end of a round". `save_window`: whether `tcp_enter_loss` calls `bbr_ssthresh`
+    /// (which saves the window) this time; `bbr_set_state` runs at every timeout.
+    pub(crate) fn on_timeout(&mut self, window: f64, save_window: bool) {
+        if save_window {
+            self.save_window(window);
+        }
         self.previous_state = LossState::Loss;
         self.full_bandwidth = 0.0;
         self.round_start = true;

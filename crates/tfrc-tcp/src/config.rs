@@ -172,10 +172,14 @@ pub enum ConfigError {
 /// | `rack_tlp` | on for CUBIC and BBR (RFC 8985, Linux `tcp_recovery = 1`) | none (ns-2.35 has no RACK) |
 /// | `linux_rto` | on for CUBIC and BBR (SRTT + max(4·RTTVAR, `min_rto`)) | none (ns-2 follows RFC 6298) |
 /// | `timestamps` | on for CUBIC and BBR (RTT samples from TSecr, Linux `tcp_timestamps = 1`) | `timestamps_ false` |
+/// | `ssthresh_once_per_loss` | on for CUBIC and BBR (Linux `tcp_enter_loss`) | none (ns-2 halves at every timeout) |
+/// | `backoff_ends_with_new_ack` | off | none (ns-2 keeps `t_backoff_` until an RTT sample) |
+/// | `impatient_timer` | off (NewReno: always) | `newreno_changes1_ 1` (NewReno) |
 ///
-/// [`SenderConfig::new`] gives the RFC behaviour with ns-2's values; [`SenderConfig::ns2`]
-/// turns on the three ns-2.35 defaults that differ from the RFCs (`syn_handshake`,
-/// `precise_halving`, a 3 s initial RTO).
+/// [`SenderConfig::new`] gives the RFC behaviour with ns-2's values (and Linux's for CUBIC and
+/// BBR); [`SenderConfig::ns2`] turns on the three ns-2.35 defaults that differ from the RFCs
+/// (`syn_handshake`, `precise_halving`, a 3 s initial RTO); [`SenderConfig::ns3`] gives
+/// ns-3.37's `TcpSocketBase` where it differs from Linux.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SenderConfig {
     /// Loss recovery algorithm.
@@ -259,6 +263,32 @@ pub struct SenderConfig {
     /// until a packet sent once is acknowledged. On by default for CUBIC and BBR; ignored by
     /// Reno, NewReno and SACK (ns-2's agents, `timestamps_ false`).
     pub timestamps: bool,
+    /// Linux's rule for ssthresh at a retransmission timeout (`tcp_enter_loss`: "Reduce
+    /// ssthresh if it has not yet been made inside this window"): a timeout reduces it only
+    /// outside a recovery, or in an RTO recovery once the cumulative ACK has advanced since the
+    /// last timeout (`icsk_ca_state <= TCP_CA_Disorder || !after(tp->high_seq, tp->snd_una) ||
+    /// (icsk_ca_state == TCP_CA_Loss && !icsk_retransmits)`, `icsk_retransmits` cleared by an
+    /// ACK that advances `snd_una`). CUBIC still restarts its epoch at every timeout (its
+    /// `set_state` to `TCP_CA_Loss` runs each time). Off: every timeout takes ssthresh from
+    /// the window, which is one packet after the first (ns-2's agents; ns-3.37, whose test
+    /// `IsHeadRetransmitted()` follows `SetSentListLost` clearing the flags it reads). On by
+    /// default for CUBIC and BBR; ignored by Reno, NewReno and SACK.
+    pub ssthresh_once_per_loss: bool,
+    /// ns-3.37's retransmission timer after a timeout: every ACK that advances the
+    /// cumulative ACK recomputes the RTO from SRTT and RTTVAR without the doubling
+    /// (`TcpSocketBase::NewAck`: "On receiving a "New" ack we restart retransmission timer ..
+    /// RFC 6298", `m_rto = Max(m_rtt->GetEstimate() + Max(m_clockGranularity,
+    /// m_rtt->GetVariation() * 4), m_minRto)`), so the backoff ends with the first new ACK,
+    /// an RTT sample or not. Off (the default): the backoff lasts until an RTT sample, RFC
+    /// 6298 §5.7 with Karn's algorithm, as Linux (`tcp_ack_update_rtt`: "RFC6298: only reset
+    /// backoff on valid RTT measurement") and ns-2 do.
+    pub backoff_ends_with_new_ack: bool,
+    /// During a SACK recovery (SACK, CUBIC and BBR without RACK), only the first partial ACK
+    /// restarts the retransmission timer, RFC 6582's "Impatient" variant, as ns-3.37 does for
+    /// every recovery (`NewAck(ackNumber, m_isFirstPartialAck)`; "and this is NOT the first
+    /// (RTO will not be reset)"). Off (the default): every ACK of new data restarts it (RFC
+    /// 6298 §5.3, Linux). NewReno is always impatient (ns-2 `newreno_changes1_ 1`).
+    pub impatient_timer: bool,
 }
 
 impl SenderConfig {
@@ -287,6 +317,9 @@ impl SenderConfig {
             rack_tlp: variant.is_modern(),
             linux_rto: variant.is_modern(),
             timestamps: variant.is_modern(),
+            ssthresh_once_per_loss: variant.is_modern(),
+            backoff_ends_with_new_ack: false,
+            impatient_timer: false,
         }
     }
 
@@ -300,6 +333,36 @@ impl SenderConfig {
             initial_rto: Duration::from_secs(3),
             syn_handshake: true,
             precise_halving: true,
+            ..Self::new(variant)
+        }
+    }
+
+    /// ns-3.37's `TcpSocketBase` (the TCP of `tfrc ns3`) where it differs from the Linux of
+    /// [`SenderConfig::new`], for side-by-side runs (`profile = "ns3"` on a TCP flow;
+    /// docs/ns3.md "The `ns3` profile"):
+    ///
+    /// - no RACK-TLP: ns-3.37 detects loss by three duplicate ACKs and its SACK scoreboard
+    ///   (RFC 6675), and a lost retransmission waits for the timer;
+    /// - RFC 6298's RTO, max(`min_rto`, SRTT + max(G, 4·RTTVAR)), with ns-3's G of 1 ms
+    ///   ("ClockGranularity ... MilliSeconds(1)"), not Linux's variation floor;
+    /// - no timestamps (`tfrc ns3` turns them off: "No timestamps: a data segment's header is
+    ///   then 40 bytes");
+    /// - the backoff ends with the first ACK of new data (`backoff_ends_with_new_ack`), only the
+    ///   first partial ACK of a recovery restarts the timer (`impatient_timer`), and every
+    ///   timeout takes ssthresh from the window (`ssthresh_once_per_loss` off).
+    ///
+    /// Not modelled: ns-3's Proportional Rate Reduction during recovery (`TcpPrrRecovery`, its
+    /// default; ours is RFC 6675's), its scoreboard's approximations (docs/ns3.md).
+    #[must_use]
+    pub fn ns3(variant: Variant) -> Self {
+        Self {
+            clock_granularity: Duration::from_millis(1),
+            rack_tlp: false,
+            linux_rto: false,
+            timestamps: false,
+            ssthresh_once_per_loss: false,
+            backoff_ends_with_new_ack: true,
+            impatient_timer: true,
             ..Self::new(variant)
         }
     }

@@ -251,8 +251,14 @@ impl Cubic {
     /// `bictcp_hystart_reset`).
     pub(crate) fn on_timeout(&mut self, window: f64) -> f64 {
         let threshold = self.on_congestion_event(window);
-        *self = Self::new(self.hystart);
+        self.restart_epoch();
         threshold
+    }
+
+    /// Linux `cubictcp_state` on entering `TCP_CA_Loss`, at every timeout: "bictcp_reset(ca);
+    /// bictcp_hystart_reset(sk);", W_max, the epoch and HyStart's state forgotten.
+    pub(crate) fn restart_epoch(&mut self) {
+        *self = Self::new(self.hystart);
     }
 }
 

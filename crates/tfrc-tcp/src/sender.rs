@@ -164,6 +164,9 @@ pub struct TcpSender {
     pacing: Option<Pacing>,
     /// After a timeout, until the cumulative ACK reaches this point (Linux `TCP_CA_Loss`).
     loss_point: Option<u64>,
+    /// Whether an ACK has moved the cumulative ACK since the last timeout (Linux clears
+    /// `icsk_retransmits` then), for [`SenderConfig::ssthresh_once_per_loss`].
+    advanced_since_timeout: bool,
     /// Packets below this were already counted as lost for BBR's `rs.losses`.
     lost_counted_up_to: u64,
     /// The first packet left (BBR starts its min-RTT clock then).
@@ -211,6 +214,7 @@ impl TcpSender {
                 waiting: false,
             }),
             loss_point: None,
+            advanced_since_timeout: false,
             lost_counted_up_to: 0,
             started: false,
             rack: (modern && config.rack_tlp).then(Rack::new),
@@ -352,13 +356,16 @@ impl TcpSender {
         let window = self
             .congestion_window
             .min(f64::from(self.config.max_window));
+        let reduce = self.timeout_reduces_ssthresh();
         match &mut self.control {
             Control::Reno => self.slow_start_threshold = self.half_window(),
-            Control::Cubic(cubic) => {
+            Control::Cubic(cubic) if reduce => {
                 self.slow_start_threshold = cubic.on_timeout(window) as u32;
             }
-            Control::Bbr(bbr) => bbr.on_timeout(window),
+            Control::Cubic(cubic) => cubic.restart_epoch(),
+            Control::Bbr(bbr) => bbr.on_timeout(window, reduce),
         }
+        self.advanced_since_timeout = false;
         // RFC 5681 §3.1 "cwnd ... MUST be set to no more than the loss window, LW, which
         // equals 1 full-sized segment"; Linux `tcp_enter_loss`: "tcp_packets_in_flight(tp) + 1"
         // with everything marked lost.
@@ -818,6 +825,11 @@ impl TcpSender {
         }
         self.retransmitted = self.retransmitted.split_off(&acknowledged_up_to);
         self.duplicate_acks = 0;
+        self.advanced_since_timeout = true;
+        if self.config.backoff_ends_with_new_ack {
+            // ns-3.37 `NewAck`: the RTO is recomputed from the estimator, without the doubling.
+            self.backoff = 1;
+        }
         if let Some((sequence, sent_at)) = self.timed_segment {
             if acknowledged_up_to > sequence {
                 self.rtt.on_sample(now.saturating_duration_since(sent_at));
@@ -894,10 +906,12 @@ impl TcpSender {
             }
             Variant::Sack | Variant::Cubic | Variant::Bbr => {
                 // RFC 6675: partial ACKs only update the scoreboard; the timer restarts as for
-                // any ACK of new data (RFC 6298 §5.3).
+                // any ACK of new data (RFC 6298 §5.3), or, impatient, on the first only.
+                if !self.config.impatient_timer || recovery.partial_acks == 0 {
+                    self.restart_timer(now);
+                }
                 recovery.partial_acks = recovery.partial_acks.saturating_add(1);
                 self.recovery = Some(recovery);
-                self.restart_timer(now);
             }
         }
     }
@@ -1289,6 +1303,23 @@ impl TcpSender {
         (window / 2).max(2)
     }
 
+    /// Whether a timeout now takes ssthresh from the window: always, but with
+    /// [`SenderConfig::ssthresh_once_per_loss`] (CUBIC and BBR) only as Linux's
+    /// `tcp_enter_loss` does, "if it has not yet been made inside this window": outside a
+    /// recovery (`icsk_ca_state <= TCP_CA_Disorder`, or the recovery's point reached:
+    /// `!after(tp->high_seq, tp->snd_una)`), or in an RTO recovery once an ACK has moved the
+    /// cumulative ACK since the last timeout (`TCP_CA_Loss && !icsk_retransmits`).
+    fn timeout_reduces_ssthresh(&self) -> bool {
+        if !(self.config.ssthresh_once_per_loss && self.config.variant.is_modern()) {
+            return true;
+        }
+        match (self.recovery, self.loss_point) {
+            (Some(_), _) => false,
+            (None, Some(_)) => self.advanced_since_timeout,
+            (None, None) => true,
+        }
+    }
+
     /// RFC 6298 §5.2–5.3: restart the timer if data is outstanding, stop it otherwise.
     fn restart_timer(&mut self, now: Instant) {
         self.retransmission_deadline = if self.unacknowledged < self.sent_up_to {
@@ -1559,3 +1590,6 @@ mod tests;
 
 #[cfg(test)]
 mod rack_tests;
+
+#[cfg(test)]
+mod profile_tests;

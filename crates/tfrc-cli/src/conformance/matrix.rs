@@ -378,7 +378,11 @@ fn factors(raw: &RawFactors, reference: Reference) -> Result<Factors> {
         tcp2_variant,
     } = classes;
     let profile = one_of("profile", raw.profile.as_deref(), &["ns2", "rfc5348"])?;
-    let tcp_profile = one_of("tcp_profile", raw.tcp_profile.as_deref(), &["ns2", "rfc"])?;
+    let tcp_profile = one_of(
+        "tcp_profile",
+        raw.tcp_profile.as_deref(),
+        &["ns2", "rfc", "ns3"],
+    )?;
     let rate_text = raw.rate.as_deref().unwrap_or("10Mbps");
     let rate_bps = parse_rate(rate_text)
         .map_err(|error| anyhow::anyhow!("`rate` {rate_text:?}: {error}"))?

@@ -136,10 +136,10 @@ fn write_tcp_agents(out: &mut String, index: usize, size: u32, tcp: &TcpSpec) ->
              $src({index}) set window_ {window}",
         size - NS2_TCP_HEADER_BYTES
     );
-    if tcp.profile == TcpProfile::Rfc {
+    if tcp.profile != TcpProfile::Ns2 {
         // The RFC reading of the three ns-2.35 defaults `SenderConfig::ns2`
-        // follows: no SYN round trip, rounded halving, RFC 6298's 1 s initial
-        // RTO. `reset` re-runs `TcpAgent::reset()` (`rtt_init`,
+        // follows (`SenderConfig::ns3` too): no SYN round trip, rounded halving,
+        // RFC 6298's 1 s initial RTO. `reset` re-runs `TcpAgent::reset()` (`rtt_init`,
         // `set_initial_window`), which read them when the agent was created.
         let _ = writeln!(
             out,

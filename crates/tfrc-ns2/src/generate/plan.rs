@@ -5,7 +5,7 @@ use core::time::Duration;
 use std::collections::BTreeMap;
 
 use tfrc_scenario::{
-    Capacity, FlowKind, FlowSpec, LinkDirectionSpec, Route, TcpVariant, TfrcProfile,
+    Capacity, FlowKind, FlowSpec, LinkDirectionSpec, Route, TcpProfile, TcpVariant, TfrcProfile,
 };
 
 use super::trace::{TraceFile, TRACE_BIN};
@@ -314,6 +314,12 @@ impl Generator<'_> {
                     self.unsupported.push(format!(
                         "flow.{name}.downloads: the translator runs one bulk FTP transfer per \
                          TCP flow; the flow sends bulk data instead of groups of short transfers"
+                    ));
+                }
+                if tcp.profile == TcpProfile::Ns3 {
+                    self.notes.push(format!(
+                        "flow.{name}.profile: \"ns3\" asked; ns-2 runs its own agents, set up as \
+                         for \"rfc\" (no SYN round trip, rounded halving, 1 s initial RTO)"
                     ));
                 }
                 if tcp.variant == TcpVariant::Bbr {

@@ -426,6 +426,7 @@ fn tcp_endpoints(
     let mut config = match spec.profile {
         tfrc_scenario::TcpProfile::Rfc => tfrc_tcp::SenderConfig::new(variant),
         tfrc_scenario::TcpProfile::Ns2 => tfrc_tcp::SenderConfig::ns2(variant),
+        tfrc_scenario::TcpProfile::Ns3 => tfrc_tcp::SenderConfig::ns3(variant),
     };
     config.segment_size = packet_size
         .checked_sub(tfrc_tcp::HEADER_BYTES)
