@@ -174,7 +174,9 @@ pub enum ConfigError {
 /// | `timestamps` | on for CUBIC and BBR (RTT samples from TSecr, Linux `tcp_timestamps = 1`) | `timestamps_ false` |
 /// | `ssthresh_once_per_loss` | on for CUBIC and BBR (Linux `tcp_enter_loss`) | none (ns-2 halves at every timeout) |
 /// | `backoff_ends_with_new_ack` | off | none (ns-2 keeps `t_backoff_` until an RTT sample) |
-/// | `impatient_timer` | off (NewReno: always) | `newreno_changes1_ 1` (NewReno) |
+/// | `impatient_timer` | off (NewReno: on partial ACKs) | `newreno_changes1_ 1` (NewReno) |
+/// | `timeout_keeps_sacks` | off | none (Sack1 clears its scoreboard at a timeout) |
+/// | `sack_dupacks` | off | none (Sack1 counts every duplicate ACK) |
 ///
 /// [`SenderConfig::new`] gives the RFC behaviour with ns-2's values (and Linux's for CUBIC and
 /// BBR); [`SenderConfig::ns2`] turns on the three ns-2.35 defaults that differ from the RFCs
@@ -283,12 +285,31 @@ pub struct SenderConfig {
     /// 6298 §5.7 with Karn's algorithm, as Linux (`tcp_ack_update_rtt`: "RFC6298: only reset
     /// backoff on valid RTT measurement") and ns-2 do.
     pub backoff_ends_with_new_ack: bool,
-    /// During a SACK recovery (SACK, CUBIC and BBR without RACK), only the first partial ACK
-    /// restarts the retransmission timer, RFC 6582's "Impatient" variant, as ns-3.37 does for
-    /// every recovery (`NewAck(ackNumber, m_isFirstPartialAck)`; "and this is NOT the first
-    /// (RTO will not be reset)"). Off (the default): every ACK of new data restarts it (RFC
-    /// 6298 §5.3, Linux). NewReno is always impatient (ns-2 `newreno_changes1_ 1`).
+    /// ns-3.37's retransmission timer in a fast recovery (without RACK): the fast retransmit
+    /// does not restart it (`SendDataPacket` starts it only "if (m_retxEvent.IsExpired())"),
+    /// and of the partial ACKs only the first does, RFC 6582's "Impatient" variant, for SACK,
+    /// CUBIC and BBR too (`NewAck(ackNumber, m_isFirstPartialAck)`; "and this is NOT the first
+    /// (RTO will not be reset)"). Off (the default): the fast retransmit restarts it (ns-2
+    /// `reset_rtx_timer(1, 0)`) and so does every ACK of new data (RFC 6298 §5.3); NewReno is
+    /// impatient on partial ACKs either way (ns-2 `newreno_changes1_ 1`).
     pub impatient_timer: bool,
+    /// ns-3.37's scoreboard at a retransmission timeout (without RACK): the SACKed packets
+    /// stay SACKed and every other outstanding one is deemed lost (`ReTxTimeout`:
+    /// `m_txBuffer->SetSentListLost(!m_sackEnabled)`, which keeps SACKed items when SACK is
+    /// on), so the resending after the timeout skips what the receiver reported holding, and a
+    /// packet may leave while the packets in flight, those sent since the timeout and neither
+    /// acknowledged nor SACKed (`BytesInFlight`: "m_sentSize - leftOut + retrans"), are fewer
+    /// than the window. Off (the default, ns-2's Sack1): the timeout clears the scoreboard, as
+    /// RFC 2018 advises ("expunge the SACK information gathered from a receiver upon a
+    /// retransmission timeout"), and the window counts from the cumulative ACK.
+    pub timeout_keeps_sacks: bool,
+    /// RFC 6675's duplicate ACK for a SACK sender (SACK, CUBIC and BBR): an ACK that moves
+    /// nothing counts only if "the ACK carries a SACK block that identifies previously
+    /// unacknowledged and un-SACKed octets between HighACK and HighData" (§2, DupAck (e)), as
+    /// ns-3.37 counts them (`isDupack = m_sackEnabled ? scoreboardUpdated : ...`); the ACK of
+    /// a duplicate segment is then no duplicate ACK. Off (the default): every such ACK counts,
+    /// as ns-2's Sack1 does (Linux with RACK starts no recovery from duplicate ACKs).
+    pub sack_dupacks: bool,
 }
 
 impl SenderConfig {
@@ -320,6 +341,8 @@ impl SenderConfig {
             ssthresh_once_per_loss: variant.is_modern(),
             backoff_ends_with_new_ack: false,
             impatient_timer: false,
+            timeout_keeps_sacks: false,
+            sack_dupacks: false,
         }
     }
 
@@ -347,9 +370,13 @@ impl SenderConfig {
     ///   ("ClockGranularity ... MilliSeconds(1)"), not Linux's variation floor;
     /// - no timestamps (`tfrc ns3` turns them off: "No timestamps: a data segment's header is
     ///   then 40 bytes");
-    /// - the backoff ends with the first ACK of new data (`backoff_ends_with_new_ack`), only the
-    ///   first partial ACK of a recovery restarts the timer (`impatient_timer`), and every
-    ///   timeout takes ssthresh from the window (`ssthresh_once_per_loss` off).
+    /// - the backoff ends with the first ACK of new data (`backoff_ends_with_new_ack`), neither
+    ///   the fast retransmit nor any partial ACK but the first restarts the timer
+    ///   (`impatient_timer`), and every timeout takes ssthresh from the window
+    ///   (`ssthresh_once_per_loss` off);
+    /// - a timeout keeps the SACKed packets and resends only the others, counting in flight
+    ///   what was sent since (`timeout_keeps_sacks`);
+    /// - with SACK, a duplicate ACK counts only if it SACKs new data (`sack_dupacks`).
     ///
     /// Not modelled: ns-3's Proportional Rate Reduction during recovery (`TcpPrrRecovery`, its
     /// default; ours is RFC 6675's), its scoreboard's approximations (docs/ns3.md).
@@ -363,6 +390,8 @@ impl SenderConfig {
             ssthresh_once_per_loss: false,
             backoff_ends_with_new_ack: true,
             impatient_timer: true,
+            timeout_keeps_sacks: true,
+            sack_dupacks: true,
             ..Self::new(variant)
         }
     }

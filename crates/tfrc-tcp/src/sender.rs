@@ -388,7 +388,9 @@ impl TcpSender {
             self.rack_mark_losses_on_timeout(now);
         } else {
             self.next_sequence = self.unacknowledged;
-            self.sacked.clear();
+            if !self.config.timeout_keeps_sacks {
+                self.sacked.clear();
+            }
         }
     }
 
@@ -423,9 +425,7 @@ impl TcpSender {
         if newly_acknowledged > 0 {
             self.advance(now, acknowledged_up_to);
         }
-        if self.config.variant.uses_sack() {
-            self.update_scoreboard(ack);
-        }
+        let sacked_new = self.config.variant.uses_sack() && self.update_scoreboard(ack);
         self.take_rtt_sample(now, &delivered);
         if self.rack.is_some() {
             self.process_probe_ack(ack, newly_acknowledged);
@@ -433,7 +433,9 @@ impl TcpSender {
         }
         if newly_acknowledged > 0 {
             self.on_new_ack(now, newly_acknowledged, delivered.packets);
-        } else if self.unacknowledged < self.sent_up_to {
+        } else if self.unacknowledged < self.sent_up_to
+            && (sacked_new || !self.config.sack_dupacks || !self.config.variant.uses_sack())
+        {
             self.on_duplicate_ack(now);
         }
         if self
@@ -675,10 +677,18 @@ impl TcpSender {
         if self.config.variant.uses_sack() && self.recovery.is_some() {
             return self.sack_recovery_next();
         }
-        let window_end = self.unacknowledged.saturating_add(self.usable_window());
+        let window = self.usable_window();
+        // After a timeout that kept the SACKed packets, those below the resending point are not
+        // in flight (ns-3.37 `BytesInFlight`); otherwise the window counts from the cumulative
+        // ACK.
+        let skip_sacked = self.config.timeout_keeps_sacks && self.loss_point.is_some();
         loop {
             let sequence = self.next_sequence;
-            if sequence >= self.data_limit || sequence >= window_end {
+            let mut in_flight = sequence - self.unacknowledged;
+            if skip_sacked {
+                in_flight -= self.sacked.count_below(sequence);
+            }
+            if sequence >= self.data_limit || in_flight >= window {
                 return None;
             }
             self.next_sequence += 1;
@@ -841,8 +851,9 @@ impl TcpSender {
         }
     }
 
-    /// Records the ACK's SACK blocks, clipped to the outstanding packets (RFC 6675 `Update()`).
-    fn update_scoreboard(&mut self, ack: &Ack) {
+    /// Records the ACK's SACK blocks, clipped to the outstanding packets (RFC 6675 `Update()`);
+    /// whether they SACKed a packet not SACKed before.
+    fn update_scoreboard(&mut self, ack: &Ack) -> bool {
         let mut changed = false;
         for block in ack.sack_blocks() {
             let start = block.start.max(self.unacknowledged);
@@ -856,6 +867,7 @@ impl TcpSender {
             self.retransmitted
                 .retain(|&sequence| !sacked.contains(sequence));
         }
+        changed
     }
 
     /// An ACK that acknowledges new data (`newly_acknowledged` packets; `delivered` counts
@@ -1026,8 +1038,12 @@ impl TcpSender {
             };
         }
         self.timed_segment = None;
-        // ns-2 restarts the timer on fast retransmit (`reset_rtx_timer(1, 0)`).
-        self.restart_timer(now);
+        // ns-2 restarts the timer on fast retransmit (`reset_rtx_timer(1, 0)`); ns-3.37 does not
+        // (`SendDataPacket` starts it only "if (m_retxEvent.IsExpired())"), so the
+        // retransmission races the timer started at the last new ACK.
+        if !self.config.impatient_timer {
+            self.restart_timer(now);
+        }
     }
 
     fn exit_recovery(&mut self) {

@@ -181,3 +181,105 @@ fn linux_keeps_ssthresh_at_a_timeout_during_fast_recovery() {
         assert_eq!(sender.slow_start_threshold(), expected);
     }
 }
+
+#[test]
+fn ns3_does_not_restart_the_timer_on_the_fast_retransmit() {
+    // ns-3.37 `SendDataPacket`: "if (m_retxEvent.IsExpired())" only, so the retransmission
+    // races the timer started by the last new ACK; ns-2 restarts it (`reset_rtx_timer(1, 0)`).
+    for (config, restarted) in [
+        (SenderConfig::ns3(Variant::Sack), false),
+        (SenderConfig::new(Variant::Sack), true),
+    ] {
+        let mut config = config;
+        config.initial_window = 10;
+        config.initial_slow_start_threshold = Some(10);
+        let mut sender = TcpSender::new(config).unwrap();
+        let _ = drain(&mut sender, at(0));
+        // Packet 0 acknowledged at 100 ms, packet 1 lost, 2..=4 SACKed at 150 ms.
+        sender.handle_ack(at(100), &Ack::new(1)).unwrap();
+        let armed = sender.poll_timeout().unwrap();
+        let _ = drain(&mut sender, at(100));
+        for high in 3..=5 {
+            sender
+                .handle_ack(
+                    at(150),
+                    &Ack::with_sack_blocks(1, &[SackBlock::new(2, high)]),
+                )
+                .unwrap();
+        }
+        assert!(sender.in_recovery());
+        assert_eq!(sequences(&drain(&mut sender, at(150)))[0], 1);
+        let expected = if restarted {
+            at(150) + sender.retransmission_timeout()
+        } else {
+            armed
+        };
+        assert_eq!(sender.poll_timeout(), Some(expected));
+    }
+}
+
+#[test]
+fn ns3_keeps_the_sacked_packets_at_a_timeout_and_counts_only_the_resent_in_flight() {
+    // ns-3.37 `ReTxTimeout`: `SetSentListLost(!m_sackEnabled)` keeps the SACKed items and marks
+    // the others lost; `BytesInFlight` ("m_sentSize - leftOut + retrans") then counts only what
+    // was sent since. ns-2's Sack1 clears the scoreboard (RFC 2018) and its window counts from
+    // the cumulative ACK, SACKed packets included.
+    for (config, resent) in [
+        (SenderConfig::ns3(Variant::Sack), vec![1, 3, 5]),
+        (SenderConfig::new(Variant::Sack), vec![1, 3]),
+    ] {
+        let mut config = config;
+        config.initial_window = 10;
+        config.initial_slow_start_threshold = Some(10);
+        let mut sender = TcpSender::new(config).unwrap();
+        let _ = drain(&mut sender, at(0));
+        // 0 acknowledged; 1 and 3 lost; 2 and 4 SACKed (two SACKed above 1: no recovery).
+        sender.handle_ack(at(100), &Ack::new(1)).unwrap();
+        let _ = drain(&mut sender, at(100));
+        let blocks = [SackBlock::new(2, 3), SackBlock::new(4, 5)];
+        sender
+            .handle_ack(at(110), &Ack::with_sack_blocks(1, &blocks))
+            .unwrap();
+        assert!(!sender.in_recovery());
+        let deadline = sender.poll_timeout().unwrap();
+        sender.handle_timeout(deadline);
+        let mut sent = sequences(&drain(&mut sender, deadline));
+        assert_eq!(sent, vec![1], "a window of one packet");
+        // The resent 1 fills the first hole: the cumulative ACK moves to 3, 4 still SACKed,
+        // and slow start opens the window to two packets.
+        let now = deadline + Duration::from_millis(100);
+        sender
+            .handle_ack(now, &Ack::with_sack_blocks(3, &blocks[1..]))
+            .unwrap();
+        assert_eq!(sender.congestion_window(), 2.0);
+        sent.extend(sequences(&drain(&mut sender, now)));
+        // ns-3: 3 and 5 in flight, the SACKed 4 skipped and not counted; Sack1: the window of
+        // two from the cumulative ACK holds 3 and the SACKed 4, which is skipped.
+        assert_eq!(sent, resent);
+    }
+}
+
+#[test]
+fn ns3_counts_a_duplicate_ack_only_if_it_sacks_new_data() {
+    // RFC 6675 §2, DupAck (e): "the ACK carries a SACK block that identifies previously
+    // unacknowledged and un-SACKed octets"; ns-3.37: `isDupack = m_sackEnabled ?
+    // scoreboardUpdated : ...`. ns-2's Sack1 counts every ACK that moves nothing.
+    for (config, recovers) in [
+        (SenderConfig::ns3(Variant::Sack), false),
+        (SenderConfig::new(Variant::Sack), true),
+    ] {
+        let mut config = config;
+        config.initial_window = 10;
+        config.initial_slow_start_threshold = Some(10);
+        let mut sender = TcpSender::new(config).unwrap();
+        let _ = drain(&mut sender, at(0));
+        sender.handle_ack(at(100), &Ack::new(1)).unwrap();
+        // Packet 2 is SACKed once, then the same block comes back three times (the ACKs of
+        // duplicate segments the receiver already held).
+        let ack = Ack::with_sack_blocks(1, &[SackBlock::new(2, 3)]);
+        for _ in 0..4 {
+            sender.handle_ack(at(110), &ack).unwrap();
+        }
+        assert_eq!(sender.in_recovery(), recovers);
+    }
+}
