@@ -678,16 +678,13 @@ impl TcpSender {
             return self.sack_recovery_next();
         }
         let window = self.usable_window();
-        // After a timeout that kept the SACKed packets, those below the resending point are not
-        // in flight (ns-3.37 `BytesInFlight`); otherwise the window counts from the cumulative
-        // ACK.
-        let skip_sacked = self.config.timeout_keeps_sacks && self.loss_point.is_some();
         loop {
             let sequence = self.next_sequence;
-            let mut in_flight = sequence - self.unacknowledged;
-            if skip_sacked {
-                in_flight -= self.sacked.count_below(sequence);
-            }
+            // After a timeout that kept the SACKed packets, what was sent since; otherwise the
+            // window counts from the cumulative ACK.
+            let in_flight = self
+                .in_flight_after_timeout(sequence)
+                .unwrap_or(sequence - self.unacknowledged);
             if sequence >= self.data_limit || in_flight >= window {
                 return None;
             }
@@ -1583,10 +1580,23 @@ impl TcpSender {
         if let Some(rack) = &self.rack {
             return outstanding.saturating_sub(sacked + rack.lost_count());
         }
+        if let Some(in_flight) = self.in_flight_after_timeout(self.next_sequence) {
+            return in_flight;
+        }
         let lost = self.lost_below().map_or(0, |bound| {
             (bound - self.unacknowledged) - self.sacked.count_below(bound)
         });
         (outstanding - sacked - lost) + self.retransmitted.len() as u64
+    }
+
+    /// Under [`SenderConfig::timeout_keeps_sacks`], between a timeout and the cumulative ACK
+    /// passing its point: the packets in flight if the resending has reached `resend_point`,
+    /// those below it neither acknowledged nor SACKed (ns-3.37 `BytesInFlight`, "m_sentSize -
+    /// leftOut + retrans", after `SetSentListLost` deemed every unSACKed packet lost: the ones
+    /// not yet sent again are not in flight). `None` otherwise.
+    fn in_flight_after_timeout(&self, resend_point: u64) -> Option<u64> {
+        (self.config.timeout_keeps_sacks && self.loss_point.is_some())
+            .then(|| (resend_point - self.unacknowledged) - self.sacked.count_below(resend_point))
     }
 
     /// RFC 6675 `NextSeg()` rule 1: the lowest lost, unSACKed packet above HighRxt.

@@ -224,9 +224,9 @@ fn ns3_keeps_the_sacked_packets_at_a_timeout_and_counts_only_the_resent_in_fligh
     // the others lost; `BytesInFlight` ("m_sentSize - leftOut + retrans") then counts only what
     // was sent since. ns-2's Sack1 clears the scoreboard (RFC 2018) and its window counts from
     // the cumulative ACK, SACKed packets included.
-    for (config, resent) in [
-        (SenderConfig::ns3(Variant::Sack), vec![1, 3, 5]),
-        (SenderConfig::new(Variant::Sack), vec![1, 3]),
+    for (config, resent, pipe) in [
+        (SenderConfig::ns3(Variant::Sack), vec![1, 3, 5], 2),
+        (SenderConfig::new(Variant::Sack), vec![1, 3], 7),
     ] {
         let mut config = config;
         config.initial_window = 10;
@@ -256,6 +256,9 @@ fn ns3_keeps_the_sacked_packets_at_a_timeout_and_counts_only_the_resent_in_fligh
         // ns-3: 3 and 5 in flight, the SACKed 4 skipped and not counted; Sack1: the window of
         // two from the cumulative ACK holds 3 and the SACKed 4, which is skipped.
         assert_eq!(sent, resent);
+        // The pipe BBR reads agrees: ns-3 counts 3 and 5, not the unsent 6..=10 it deems lost;
+        // RFC 6675's pipe counts every unSACKed packet above the cumulative ACK (7 of 3..=10).
+        assert_eq!(sender.pipe(), pipe);
     }
 }
 
