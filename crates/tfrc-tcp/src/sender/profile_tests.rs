@@ -2,7 +2,7 @@
 //! (`SenderConfig::ns3`): the timer after a timeout and in recovery, and ssthresh at repeated
 //! timeouts.
 
-use super::tests::{at, deliver, drain, sequences};
+use super::tests::{at, deliver, drain, sack_the_three_after_the_first, sequences};
 use super::*;
 use crate::{SackBlock, SinkConfig, TcpSink};
 
@@ -17,6 +17,15 @@ fn cubic_after_one_round(config: SenderConfig) -> (TcpSender, TcpSink, Vec<Segme
     }
     let second = drain(&mut sender, at(100));
     (sender, sink, second)
+}
+
+/// A sender of `config` with a first window of `window` packets (ssthresh too), sent at 0.
+fn first_flight_sent(mut config: SenderConfig, window: u32) -> TcpSender {
+    config.initial_window = window;
+    config.initial_slow_start_threshold = Some(window);
+    let mut sender = TcpSender::new(config).unwrap();
+    let _ = drain(&mut sender, at(0));
+    sender
 }
 
 /// The Linux profile without its own ways to end a backoff (RACK-TLP's probe, timestamps).
@@ -160,19 +169,9 @@ fn linux_keeps_ssthresh_at_a_timeout_during_fast_recovery() {
         (linux_without_probe_or_timestamps(), false),
         (SenderConfig::ns3(Variant::Cubic), true),
     ] {
-        config.initial_window = 20;
-        config.initial_slow_start_threshold = Some(20);
         config.hystart = false;
-        let mut sender = TcpSender::new(config).unwrap();
-        let _ = drain(&mut sender, at(0));
-        for high in 2..=4 {
-            sender
-                .handle_ack(
-                    at(100),
-                    &Ack::with_sack_blocks(0, &[SackBlock::new(1, high)]),
-                )
-                .unwrap();
-        }
+        let mut sender = first_flight_sent(config, 20);
+        sack_the_three_after_the_first(&mut sender, at(100));
         assert!(sender.in_recovery());
         assert_eq!(sender.slow_start_threshold(), 14);
         let deadline = sender.poll_timeout().unwrap();
@@ -190,11 +189,7 @@ fn ns3_does_not_restart_the_timer_on_the_fast_retransmit() {
         (SenderConfig::ns3(Variant::Sack), false),
         (SenderConfig::new(Variant::Sack), true),
     ] {
-        let mut config = config;
-        config.initial_window = 10;
-        config.initial_slow_start_threshold = Some(10);
-        let mut sender = TcpSender::new(config).unwrap();
-        let _ = drain(&mut sender, at(0));
+        let mut sender = first_flight_sent(config, 10);
         // Packet 0 acknowledged at 100 ms, packet 1 lost, 2..=4 SACKed at 150 ms.
         sender.handle_ack(at(100), &Ack::new(1)).unwrap();
         let armed = sender.poll_timeout().unwrap();
@@ -228,11 +223,7 @@ fn ns3_keeps_the_sacked_packets_at_a_timeout_and_counts_only_the_resent_in_fligh
         (SenderConfig::ns3(Variant::Sack), vec![1, 3, 5], 2),
         (SenderConfig::new(Variant::Sack), vec![1, 3], 7),
     ] {
-        let mut config = config;
-        config.initial_window = 10;
-        config.initial_slow_start_threshold = Some(10);
-        let mut sender = TcpSender::new(config).unwrap();
-        let _ = drain(&mut sender, at(0));
+        let mut sender = first_flight_sent(config, 10);
         // 0 acknowledged; 1 and 3 lost; 2 and 4 SACKed (two SACKed above 1: no recovery).
         sender.handle_ack(at(100), &Ack::new(1)).unwrap();
         let _ = drain(&mut sender, at(100));
@@ -271,11 +262,7 @@ fn ns3_counts_a_duplicate_ack_only_if_it_sacks_new_data() {
         (SenderConfig::ns3(Variant::Sack), false),
         (SenderConfig::new(Variant::Sack), true),
     ] {
-        let mut config = config;
-        config.initial_window = 10;
-        config.initial_slow_start_threshold = Some(10);
-        let mut sender = TcpSender::new(config).unwrap();
-        let _ = drain(&mut sender, at(0));
+        let mut sender = first_flight_sent(config, 10);
         sender.handle_ack(at(100), &Ack::new(1)).unwrap();
         // Packet 2 is SACKed once, then the same block comes back three times (the ACKs of
         // duplicate segments the receiver already held).

@@ -1,7 +1,7 @@
 //! RACK-TLP (RFC 8985) in CUBIC's and BBR's sender, one rule each, fed by hand; each test also
 //! runs the same exchange with RFC 6675 (`rack_tlp = false`) to show what the rule changes.
 
-use super::tests::{at, deliver, drain, sequences};
+use super::tests::{at, deliver, drain, sack_the_three_after_the_first, sequences};
 use super::*;
 use crate::{SackBlock, SinkConfig, TcpSink};
 
@@ -233,14 +233,7 @@ fn the_probe_timer_is_two_srtt_and_stops_once_packets_are_sacked() {
 fn the_first_retransmission_of_a_recovery_is_not_held_by_pipe() {
     let mut sender = cubic(20, true);
     let _ = drain(&mut sender, at(0));
-    for high in 2..=4 {
-        sender
-            .handle_ack(
-                at(100),
-                &Ack::with_sack_blocks(0, &[SackBlock::new(1, high)]),
-            )
-            .unwrap();
-    }
+    sack_the_three_after_the_first(&mut sender, at(100));
     assert!(sender.in_recovery());
     // CUBIC's window is 14; pipe = 20 − 3 SACKed − 1 lost = 16.
     assert_eq!(sender.congestion_window(), 14.0);

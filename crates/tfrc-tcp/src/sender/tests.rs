@@ -53,6 +53,15 @@ pub(super) fn deliver(
     acks
 }
 
+/// Packet 0 lost and 1, 2, 3 SACKed by one ACK each at `now`: RFC 6675's `IsLost(0)` holds.
+pub(super) fn sack_the_three_after_the_first(sender: &mut TcpSender, now: Instant) {
+    for high in 2..=4 {
+        sender
+            .handle_ack(now, &Ack::with_sack_blocks(0, &[SackBlock::new(1, high)]))
+            .unwrap();
+    }
+}
+
 #[test]
 fn initial_window_then_slow_start_adds_one_packet_per_ack() {
     let mut sender = sender(Variant::Reno);
@@ -248,14 +257,7 @@ fn sack_pipe_limits_sending_in_recovery() {
     let mut sender = sender_in_avoidance(Variant::Sack, 10);
     let _ = drain(&mut sender, at(0));
     // Packet 0 lost; 1..=3 SACKed: IsLost(0) holds.
-    for high in 2..=4 {
-        sender
-            .handle_ack(
-                at(100),
-                &Ack::with_sack_blocks(0, &[SackBlock::new(1, high)]),
-            )
-            .unwrap();
-    }
+    sack_the_three_after_the_first(&mut sender, at(100));
     assert!(sender.in_recovery());
     assert_eq!(sender.congestion_window(), 5.0);
     // RFC 6675 SetPipe: 10 outstanding − 3 SACKed − 1 lost + 1 retransmitted = 7 ≥ cwnd 5.
@@ -618,9 +620,17 @@ fn bogus_sack_blocks_are_clipped_or_ignored() {
 /// Random, mostly nonsensical ACKs and timer calls never panic and keep the invariants.
 #[test]
 fn random_input_never_panics() {
-    for variant in Variant::ALL {
+    // Every variant in each profile (ns-2's agents, the RFCs and Linux, ns-3.37).
+    let configs = Variant::ALL.into_iter().flat_map(|variant| {
+        [
+            SenderConfig::new(variant),
+            SenderConfig::ns2(variant),
+            SenderConfig::ns3(variant),
+        ]
+    });
+    for config in configs {
         let mut rng = ChaCha8Rng::seed_from_u64(7);
-        let mut sender = sender(variant);
+        let mut sender = sender_with(config);
         let mut now = Instant::ZERO;
         for _ in 0..20_000 {
             now += Duration::from_micros(rng.next_u64() % 50_000);
