@@ -177,6 +177,10 @@ pub enum ConfigError {
 /// | `impatient_timer` | off (NewReno: on partial ACKs) | `newreno_changes1_ 1` (NewReno) |
 /// | `timeout_keeps_sacks` | off | none (Sack1 clears its scoreboard at a timeout) |
 /// | `sack_dupacks` | off | none (Sack1 counts every duplicate ACK) |
+/// | `segment_counted_growth` | off | none (ns-2 opens the window once per ACK) |
+/// | `proportional_rate_reduction` | off | none (Sack1 sends while `pipe` < cwnd) |
+/// | `ns3_cubic_growth` | off (Linux's CUBIC) | none |
+/// | `partial_ack_retransmits` | off | none (Sack1 follows `pipe`) |
 ///
 /// [`SenderConfig::new`] gives the RFC behaviour with ns-2's values (and Linux's for CUBIC and
 /// BBR); [`SenderConfig::ns2`] turns on the three ns-2.35 defaults that differ from the RFCs
@@ -310,6 +314,64 @@ pub struct SenderConfig {
     /// a duplicate segment is then no duplicate ACK. Off (the default): every such ACK counts,
     /// as ns-2's Sack1 does (Linux with RACK starts no recovery from duplicate ACKs).
     pub sack_dupacks: bool,
+    /// ns-3.37's window growth for CUBIC: every ACK that moves the cumulative ACK grows the
+    /// window by the packets it covers, those SACKed before included (`ProcessAck`:
+    /// `bytesAcked = ackNumber - oldHeadSequence; uint32_t segsAcked = bytesAcked /
+    /// m_tcb->m_segmentSize`), in an RTO recovery too ("else if (ackNumber < m_recover &&
+    /// m_tcb->m_congState == TcpSocketState::CA_LOSS) { ... IncreaseWindow(m_tcb,
+    /// segsAcked)"), the ACK that ends it counting only the packets above its point
+    /// ("segsAcked = (ackNumber - m_recover) / m_tcb->m_segmentSize"); and slow start is not
+    /// capped at ssthresh (`TcpCubic::IncreaseWindow`: "tcb->m_cWnd += segmentsAcked *
+    /// tcb->m_segmentSize; segmentsAcked = 0;"). So after a timeout the retransmission that
+    /// fills the first hole brings the window back over every packet SACKed beyond it at
+    /// once. Off (the default, Linux): the packets newly delivered, cumulatively or by SACK
+    /// (`tcp_ack`'s `delivered`), grow the window, and slow start stops at ssthresh with the
+    /// rest going to congestion avoidance (`tcp_slow_start`: "cwnd = min(cwnd + acked,
+    /// tp->snd_ssthresh)"). Ignored by Reno, NewReno, SACK and BBR (ns-3's NewReno opens
+    /// once per ACK in slow start, as ours; BBR sets its window itself).
+    pub segment_counted_growth: bool,
+    /// RFC 6937's Proportional Rate Reduction in CUBIC's fast recovery (without RACK), as
+    /// ns-3.37 runs it by default (`TcpL4Protocol` "RecoveryType": `TcpPrrRecovery`,
+    /// "ReductionBound" SSRB): on each ACK the window becomes the packets in flight plus a
+    /// share of those delivered, ssthresh / RecoverFS of them while more than ssthresh are in
+    /// flight, so the window comes down to ssthresh over the round trip instead of at once.
+    /// Off (the default): RFC 6675's recovery, the window ssthresh from the fast retransmit
+    /// on and a packet sent whenever `pipe` is below it. (Linux runs PRR too; with RACK ours
+    /// does not yet, and this flag leaves that path alone.)
+    pub proportional_rate_reduction: bool,
+    /// ns-3.37's `TcpCubic` congestion avoidance: the cubic function in whole packets, no
+    /// Reno-friendly region (RFC 9438 §4.3's W_est; ns-3.37's `TcpCubic::Update` has none), and
+    /// at most one packet of growth per ACK, the acknowledged packets counted towards the next
+    /// ("m_cWndCnt += segmentsAcked; ... if (m_cWndCnt >= cnt) { tcb->m_cWnd +=
+    /// tcb->m_segmentSize; m_cWndCnt -= cnt; }"). Off (the default): Linux's `bictcp_update`
+    /// with `tcp_friendliness` and `tcp_cong_avoid_ai`, `acked / cnt` per ACK. CUBIC only.
+    pub ns3_cubic_growth: bool,
+    /// ns-3.37's partial ACK in a SACK recovery (without RACK): the first unacknowledged
+    /// packet leaves at once, whatever the window, unless it was retransmitted in this
+    /// recovery already (`ProcessAck`: "If the packet is already retransmitted do not
+    /// retransmit it: if (!m_txBuffer->IsRetransmittedDataAcked(ackNumber +
+    /// m_tcb->m_segmentSize)) { DoRetransmit(); ...", with `DoRetransmit` sending the first
+    /// segment marked lost and not retransmitted, the head here), as RFC 6582's NewReno does
+    /// for its partial ACKs. Off (the default): RFC 6675 sends only what `NextSeg()` picks
+    /// while `pipe` is below the window.
+    pub partial_ack_retransmits: bool,
+    /// ns-3.37's test for a loss shown by SACK before three duplicate ACKs (RFC 6675 §5 step
+    /// (2), "IsLost (HighACK + 1)"): ns-3 asks about the second unacknowledged packet,
+    /// `m_highRxAckMark` being the first unacknowledged byte ("else if
+    /// (m_txBuffer->IsLost(m_highRxAckMark + m_tcb->m_segmentSize))"), so a recovery starts
+    /// from SACK alone only once three packets above the second are SACKed and the second is
+    /// not. Off (the default): the first unacknowledged packet, as the RFC means.
+    pub loss_test_on_second_packet: bool,
+    /// ns-3.37's count of the packets in flight (`BytesInFlight`: "m_sentSize - leftOut +
+    /// retrans"): a retransmitted packet stays in flight until the cumulative ACK covers it,
+    /// even once SACKed, since `TcpTxBuffer::Update` clears a SACKed packet's lost mark but
+    /// neither its `m_retrans` flag nor the `m_retrans` byte count ("(*item_it)->m_lost =
+    /// false; m_lostOut -= ...; (*item_it)->m_sacked = true; m_sackedOut += ..."), and only
+    /// `DiscardUpTo` takes it off ("m_retrans -= item->m_packet->GetSize()"); so in a fast
+    /// recovery and after a timeout (`timeout_keeps_sacks`) a SACK for a packet sent twice
+    /// lets nothing new leave. Off (the default): RFC 6675's `SetPipe()`, which counts only
+    /// packets not SACKed.
+    pub sacked_retransmissions_in_flight: bool,
 }
 
 impl SenderConfig {
@@ -343,6 +405,12 @@ impl SenderConfig {
             impatient_timer: false,
             timeout_keeps_sacks: false,
             sack_dupacks: false,
+            segment_counted_growth: false,
+            proportional_rate_reduction: false,
+            ns3_cubic_growth: false,
+            partial_ack_retransmits: false,
+            loss_test_on_second_packet: false,
+            sacked_retransmissions_in_flight: false,
         }
     }
 
@@ -376,10 +444,17 @@ impl SenderConfig {
     ///   (`ssthresh_once_per_loss` off);
     /// - a timeout keeps the SACKed packets and resends only the others, counting in flight
     ///   what was sent since (`timeout_keeps_sacks`);
-    /// - with SACK, a duplicate ACK counts only if it SACKs new data (`sack_dupacks`).
+    /// - with SACK, a duplicate ACK counts only if it SACKs new data (`sack_dupacks`);
+    /// - CUBIC's window grows by the packets each cumulative ACK covers, in an RTO recovery too,
+    ///   and its slow start is not capped at ssthresh (`segment_counted_growth`);
+    /// - CUBIC's fast recovery reduces the window by RFC 6937's PRR
+    ///   (`proportional_rate_reduction`), and its congestion avoidance is ns-3's, with no
+    ///   Reno-friendly region and one packet per ACK at most (`ns3_cubic_growth`);
+    /// - a partial ACK in a SACK recovery resends the first unacknowledged packet at once if
+    ///   it was not resent yet (`partial_ack_retransmits`).
     ///
-    /// Not modelled: ns-3's Proportional Rate Reduction during recovery (`TcpPrrRecovery`, its
-    /// default; ours is RFC 6675's), its scoreboard's approximations (docs/ns3.md).
+    /// Not modelled: PRR for the other variants (ns-3 runs it for every TCP but BBR), ns-3's
+    /// scoreboard's approximations (docs/ns3.md).
     #[must_use]
     pub fn ns3(variant: Variant) -> Self {
         Self {
@@ -392,6 +467,12 @@ impl SenderConfig {
             impatient_timer: true,
             timeout_keeps_sacks: true,
             sack_dupacks: true,
+            segment_counted_growth: true,
+            ns3_cubic_growth: true,
+            partial_ack_retransmits: true,
+            loss_test_on_second_packet: true,
+            sacked_retransmissions_in_flight: true,
+            proportional_rate_reduction: true,
             ..Self::new(variant)
         }
     }

@@ -53,6 +53,12 @@ const HYSTART_DELAY_MAX: Duration = Duration::from_millis(16);
 #[derive(Clone, Debug)]
 pub(crate) struct Cubic {
     hystart: bool,
+    /// ns-3.37's `TcpCubic` congestion avoidance instead of Linux's
+    /// ([`crate::SenderConfig::ns3_cubic_growth`]).
+    ns3_growth: bool,
+    /// Under `ns3_growth`, the packets acknowledged towards the next one-packet step
+    /// (ns-3 `m_cWndCnt`, never reset, as ns-3 keeps it across epochs).
+    step_credit: f64,
     /// Packets acknowledged per packet of window growth (Linux `cnt`).
     count: f64,
     /// W_max (Linux `last_max_cwnd`); 0 before the first reduction.
@@ -87,6 +93,8 @@ impl Cubic {
     pub(crate) fn new(hystart: bool) -> Self {
         Self {
             hystart,
+            ns3_growth: false,
+            step_credit: 0.0,
             count: 0.0,
             max_window: 0.0,
             origin: 0.0,
@@ -101,6 +109,14 @@ impl Cubic {
             last_ack: Instant::ZERO,
             round_min_rtt: None,
             samples: 0,
+        }
+    }
+
+    /// The same with ns-3.37's congestion avoidance when `ns3_growth` is set.
+    pub(crate) fn with_ns3_growth(hystart: bool, ns3_growth: bool) -> Self {
+        Self {
+            ns3_growth,
+            ..Self::new(hystart)
         }
     }
 
@@ -211,6 +227,9 @@ impl Cubic {
         };
         // RFC 9438 §4.2: the target is W_cubic(t + RTT) (Linux: t + delay_min).
         let t = now.saturating_duration_since(epoch_start) + self.delay_min.unwrap_or_default();
+        if self.ns3_growth {
+            return self.ns3_congestion_avoidance(t, window, acked);
+        }
         let offset = t.as_secs_f64() - self.k;
         let target = self.origin + C * offset * offset * offset;
         self.count = if target > window {
@@ -230,6 +249,39 @@ impl Cubic {
         }
         self.count = self.count.max(2.0);
         window + acked / self.count
+    }
+
+    /// ns-3.37's `TcpCubic::IncreaseWindow` above ssthresh with its `Update`: the same cubic
+    /// function in whole packets ("uint32_t segCwnd = tcb->GetCwndInSegments()", `delta =
+    /// m_c * std::pow(offs, 3)` into an integer, "cnt = segCwnd / (bicTarget - segCwnd)"),
+    /// with no Reno-friendly region (ns-3.37's `TcpCubic` has none), and at most one packet
+    /// per ACK: "m_cWndCnt += segmentsAcked; ... if (m_cWndCnt >= cnt) { tcb->m_cWnd +=
+    /// tcb->m_segmentSize; m_cWndCnt -= cnt; }".
+    fn ns3_congestion_avoidance(&mut self, t: Duration, window: f64, acked: f64) -> f64 {
+        let segments = window.floor();
+        let offset = t.as_secs_f64() - self.k;
+        let delta = (C * offset.abs().powi(3)).floor();
+        let target = if offset < 0.0 {
+            (self.origin.floor() - delta).max(0.0)
+        } else {
+            self.origin.floor() + delta
+        };
+        let mut count = if target > segments {
+            (segments / (target - segments)).floor()
+        } else {
+            100.0 * segments
+        };
+        if self.max_window == 0.0 && count > 20.0 {
+            count = 20.0;
+        }
+        self.count = count.max(2.0);
+        self.step_credit += acked;
+        if self.step_credit >= self.count {
+            self.step_credit -= self.count;
+            window + 1.0
+        } else {
+            window
+        }
     }
 
     /// A loss detected by duplicate ACKs or SACK while the window is `window`: the new
@@ -258,7 +310,10 @@ impl Cubic {
     /// Linux `cubictcp_state` on entering `TCP_CA_Loss`, at every timeout: "bictcp_reset(ca);
     /// bictcp_hystart_reset(sk);", W_max, the epoch and HyStart's state forgotten.
     pub(crate) fn restart_epoch(&mut self) {
-        *self = Self::new(self.hystart);
+        *self = Self {
+            step_credit: self.step_credit,
+            ..Self::with_ns3_growth(self.hystart, self.ns3_growth)
+        };
     }
 }
 
@@ -380,6 +435,42 @@ mod tests {
             }
         }
         assert_eq!(found_at, Some((21, 20.0)));
+    }
+
+    #[test]
+    fn ns3_growth_is_one_packet_per_ack_with_the_rest_carried() {
+        // ns-3.37 `TcpCubic::IncreaseWindow`: "m_cWndCnt += segmentsAcked; ... if (m_cWndCnt
+        // >= cnt) { tcb->m_cWnd += tcb->m_segmentSize; m_cWndCnt -= cnt; }"; Linux's
+        // `tcp_cong_avoid_ai` adds acked / cnt at once.
+        let mut ns3 = Cubic::with_ns3_growth(false, true);
+        let mut linux = Cubic::new(false);
+        // Before any loss cnt is clamped at 20: an ACK of 50 packets.
+        let ns3_window = ns3.congestion_avoidance(at(0), 100.0, 50.0);
+        let linux_window = linux.congestion_avoidance(at(0), 100.0, 50.0);
+        assert_eq!(ns3_window, 101.0);
+        assert!(linux_window > 102.0, "{linux_window}");
+        // The 30 left over give one more packet on the next ACK, and 11 then stay.
+        assert_eq!(ns3.congestion_avoidance(at(1), 101.0, 1.0), 102.0);
+        assert_eq!(ns3.congestion_avoidance(at(2), 102.0, 1.0), 102.0);
+    }
+
+    #[test]
+    fn ns3_growth_has_no_reno_friendly_region() {
+        // ns-3.37's `TcpCubic::Update` has no W_est (RFC 9438 §4.3). Above W_max the cubic
+        // function stays within a packet of its origin for the first second (0.4 · 1³ < 1,
+        // whole packets in ns-3), while Linux's `tcp_friendliness` lets the window grow as
+        // Reno's would (α_cubic ≈ 0.53 packets per window of ACKs).
+        let mut ns3 = Cubic::with_ns3_growth(false, true);
+        let mut linux = Cubic::new(false);
+        ns3.on_congestion_event(100.0);
+        linux.on_congestion_event(100.0);
+        let (mut ns3_window, mut linux_window) = (150.0, 150.0);
+        for ack in 0..1000 {
+            ns3_window = ns3.congestion_avoidance(at(ack), ns3_window, 1.0);
+            linux_window = linux.congestion_avoidance(at(ack), linux_window, 1.0);
+        }
+        assert_eq!(ns3_window, 150.0);
+        assert!(linux_window > 152.0, "{linux_window}");
     }
 
     #[test]

@@ -67,6 +67,20 @@ struct Recovery {
     point: u64,
     /// Partial ACKs seen so far (NewReno resets the timer only on the first, RFC 6582 §3.2).
     partial_acks: u32,
+    /// Proportional Rate Reduction's counts, under
+    /// [`SenderConfig::proportional_rate_reduction`].
+    prr: RateReduction,
+}
+
+/// RFC 6937's state for one recovery, in packets: `RecoverFS`, `prr_delivered`, `prr_out`.
+#[derive(Clone, Copy, Debug, Default)]
+struct RateReduction {
+    /// The packets outstanding when the recovery started (ns-3.37 `UnAckDataCount()`).
+    flight_size: u64,
+    /// Packets delivered to the receiver since, cumulatively or by SACK.
+    delivered: u64,
+    /// Packets sent since, retransmissions included.
+    sent: u64,
 }
 
 /// Who sets the congestion window: Reno's AIMD (the papers' three variants), CUBIC or BBR.
@@ -197,7 +211,10 @@ impl TcpSender {
             rtt = rtt.with_linux_rto();
         }
         let control = match config.variant {
-            Variant::Cubic => Control::Cubic(Cubic::new(config.hystart)),
+            Variant::Cubic => Control::Cubic(Cubic::with_ns3_growth(
+                config.hystart,
+                config.ns3_cubic_growth,
+            )),
             Variant::Bbr => Control::Bbr(Box::new(Bbr::new(
                 config.segment_size,
                 f64::from(config.initial_window),
@@ -419,6 +436,11 @@ impl TcpSender {
         } else {
             0
         };
+        // ns-3.37 `m_isRetransDataAcked`, for PRR's slow-start reduction bound.
+        let retransmission_acked = self
+            .retransmitted
+            .first()
+            .is_some_and(|&sequence| sequence < acknowledged_up_to);
         let timestamp_rtt = self.timestamp_rtt(now, ack, acknowledged_up_to);
         let delivered = self.account_deliveries(now, ack, acknowledged_up_to, timestamp_rtt);
         let newly_acknowledged = acknowledged_up_to - self.unacknowledged;
@@ -444,6 +466,7 @@ impl TcpSender {
         {
             self.loss_point = None;
         }
+        self.reduce_proportionally(delivered.packets, retransmission_acked);
         if self.rack.is_some() {
             self.rack_start_recovery(now);
             if newly_acknowledged > 0 {
@@ -764,13 +787,23 @@ impl TcpSender {
         let payload_bytes = if syn { 0 } else { self.config.segment_size };
         self.stats.segments_sent += 1;
         self.stats.bytes_sent += u64::from(payload_bytes);
+        if let Some(recovery) = &mut self.recovery {
+            // ns-3.37 `SendDataPacket`: "Update bytes sent during recovery phase".
+            recovery.prr.sent += 1;
+        }
         if retransmission {
             self.stats.segments_retransmitted += 1;
             self.stats.bytes_retransmitted += u64::from(payload_bytes);
             // Karn's algorithm: no RTT sample across a retransmission (ns-2 clears
             // `rtt_active_` whenever it retransmits).
             self.timed_segment = None;
-            if self.recovery.is_some() && self.config.variant.uses_sack() && self.rack.is_none() {
+            // RFC 6675's HighRxt and pipe in a SACK recovery; with
+            // `sacked_retransmissions_in_flight`, also what is resent after a timeout (with or
+            // without SACK), which counts in flight until acknowledged.
+            let in_sack_recovery = self.recovery.is_some() && self.config.variant.uses_sack();
+            let resent_after_timeout =
+                self.config.sacked_retransmissions_in_flight && self.loss_point.is_some();
+            if (in_sack_recovery || resent_after_timeout) && self.rack.is_none() {
                 self.retransmitted.insert(sequence);
                 self.highest_retransmitted = Some(
                     self.highest_retransmitted
@@ -859,7 +892,10 @@ impl TcpSender {
                 changed |= self.sacked.insert(start, end) > 0;
             }
         }
-        if changed && !self.retransmitted.is_empty() {
+        if changed
+            && !self.retransmitted.is_empty()
+            && !self.config.sacked_retransmissions_in_flight
+        {
             let sacked = &self.sacked;
             self.retransmitted
                 .retain(|&sequence| !sacked.contains(sequence));
@@ -870,8 +906,9 @@ impl TcpSender {
     /// An ACK that acknowledges new data (`newly_acknowledged` packets; `delivered` counts
     /// the SACKed ones too, for CUBIC).
     fn on_new_ack(&mut self, now: Instant, newly_acknowledged: u64, delivered: u64) {
+        let growth = self.packets_for_growth(newly_acknowledged, delivered);
         let Some(mut recovery) = self.recovery else {
-            self.open_window(now, delivered);
+            self.open_window(now, growth);
             if self.config.syn_handshake && self.unacknowledged == 1 {
                 // The SYN is acknowledged: the initial window opens (ns-2 `recv`: "if
                 // (last_ack_ == 0 && delay_growth_) cwnd_ = initial_window();").
@@ -888,7 +925,7 @@ impl TcpSender {
             // Full ACK: fast recovery is over; the window is ssthresh (RFC 5681 §3.2 step 6,
             // RFC 6582 §3.2 step 3 option 2, RFC 6675 §5 step (A)).
             self.exit_recovery();
-            self.open_window(now, delivered);
+            self.open_window(now, growth);
             self.restart_timer(now);
             return;
         }
@@ -897,7 +934,7 @@ impl TcpSender {
                 // Reno leaves fast recovery on the first ACK for new data, partial or not
                 // (ns-2 RenoTcpAgent).
                 self.exit_recovery();
-                self.open_window(now, delivered);
+                self.open_window(now, growth);
                 self.restart_timer(now);
             }
             Variant::NewReno => {
@@ -919,9 +956,29 @@ impl TcpSender {
                 if !self.config.impatient_timer || recovery.partial_acks == 0 {
                     self.restart_timer(now);
                 }
+                if self.config.partial_ack_retransmits
+                    && self.rack.is_none()
+                    && !self.retransmitted.contains(&self.unacknowledged)
+                {
+                    self.retransmit_queue.push_back(self.unacknowledged);
+                }
                 recovery.partial_acks = recovery.partial_acks.saturating_add(1);
                 self.recovery = Some(recovery);
             }
+        }
+    }
+
+    /// The packets an ACK of new data grows CUBIC's window by: those it delivers (`delivered`,
+    /// Linux), or with [`SenderConfig::segment_counted_growth`] those its cumulative ACK
+    /// covers (ns-3.37's `segsAcked`), only the ones above the recovery point on the ACK that
+    /// ends an RTO recovery ("segsAcked = (ackNumber - m_recover) / m_tcb->m_segmentSize").
+    fn packets_for_growth(&self, newly_acknowledged: u64, delivered: u64) -> u64 {
+        if !self.config.segment_counted_growth {
+            return delivered;
+        }
+        match self.loss_point {
+            Some(point) if self.unacknowledged >= point => self.unacknowledged - point,
+            _ => newly_acknowledged,
         }
     }
 
@@ -944,8 +1001,10 @@ impl TcpSender {
         }
         let threshold_reached = self.duplicate_acks == self.config.duplicate_ack_threshold;
         // RFC 6675 §5 step (2): three SACKed packets above the cumulative ACK also mean loss.
-        let sack_detects_loss =
-            self.config.variant.uses_sack() && self.is_lost(self.unacknowledged);
+        // ns-3.37 tests the second unacknowledged packet (`DupAck`: "else if
+        // (m_txBuffer->IsLost(m_highRxAckMark + m_tcb->m_segmentSize))").
+        let tested = self.unacknowledged + u64::from(self.config.loss_test_on_second_packet);
+        let sack_detects_loss = self.config.variant.uses_sack() && self.is_lost(tested);
         if (threshold_reached || sack_detects_loss) && self.fast_retransmit_allowed() {
             self.enter_recovery(now);
         }
@@ -969,6 +1028,10 @@ impl TcpSender {
         self.recovery = Some(Recovery {
             point,
             partial_acks: 0,
+            prr: RateReduction {
+                flight_size: point - self.unacknowledged,
+                ..RateReduction::default()
+            },
         });
         let window = self
             .congestion_window
@@ -1058,6 +1121,57 @@ impl TcpSender {
         self.retransmit_queue.clear();
     }
 
+    /// RFC 6937's Proportional Rate Reduction with the slow-start reduction bound, as ns-3.37's
+    /// `TcpPrrRecovery::DoRecovery` (its default recovery, `ReductionBound` SSRB) runs it on
+    /// every ACK of a fast recovery that delivers data, and on the one that starts it: the
+    /// window becomes the packets in flight plus those the ACK lets leave, "if
+    /// (tcb->m_bytesInFlight > tcb->m_ssThresh) { sendCount = std::ceil(m_prrDelivered *
+    /// tcb->m_ssThresh * 1.0 / m_recoveryFlightSize) - m_prrOut; }" and otherwise, below
+    /// ssthresh, "limit = std::max(m_prrDelivered - m_prrOut, deliveredBytes) +
+    /// tcb->m_segmentSize" if the ACK acknowledges a retransmission, else "limit =
+    /// deliveredBytes", at most up to ssthresh; at least the fast retransmit ("sendCount =
+    /// std::max(sendCount, static_cast<int>(m_prrOut > 0 ? 0 : tcb->m_segmentSize))"). CUBIC
+    /// without RACK only; the recovery's end sets the window to ssthresh as before.
+    fn reduce_proportionally(&mut self, delivered: u64, retransmission_acked: bool) {
+        if !self.config.proportional_rate_reduction
+            || self.rack.is_some()
+            || !matches!(self.control, Control::Cubic(_))
+        {
+            return;
+        }
+        let in_flight = self.pipe();
+        let threshold = u64::from(self.slow_start_threshold);
+        let segment = u64::from(self.config.segment_size.max(1));
+        let Some(recovery) = &mut self.recovery else {
+            return;
+        };
+        let prr = &mut recovery.prr;
+        if delivered == 0 && prr.sent > 0 {
+            return;
+        }
+        prr.delivered += delivered;
+        // In bytes, as ns-3 rounds: a fraction of a segment does not leave.
+        let send_bytes: i128 = if in_flight > threshold {
+            let dividend = i128::from(prr.delivered * segment) * i128::from(threshold * segment);
+            let divisor = i128::from(prr.flight_size.max(1) * segment);
+            (dividend + divisor - 1) / divisor - i128::from(prr.sent * segment)
+        } else {
+            let limit = if retransmission_acked {
+                prr.delivered.saturating_sub(prr.sent).max(delivered) + 1
+            } else {
+                delivered
+            };
+            i128::from(limit.min(threshold - in_flight) * segment)
+        };
+        let send_bytes = if prr.sent == 0 {
+            send_bytes.max(i128::from(segment))
+        } else {
+            send_bytes
+        };
+        let window = in_flight as f64 + send_bytes as f64 / segment as f64;
+        self.congestion_window = window.max(1.0);
+    }
+
     /// Removes `packets` from the usable window, inflation first, keeping at least one packet.
     fn deflate_window(&mut self, packets: u64) {
         let from_inflation = packets.min(u64::from(self.window_inflation));
@@ -1072,7 +1186,10 @@ impl TcpSender {
     /// above (RFC 5681 §3.1; ns-2 `opencwnd` with `windowOption_ 1`: one increase per ACK,
     /// however many packets it acknowledges). CUBIC: Linux `tcp_slow_start` ("cwnd =
     /// min(cwnd + acked, tp->snd_ssthresh)", the rest of `acked` to congestion avoidance), then
-    /// RFC 9438 for the `delivered` packets. BBR sets its window on every ACK instead.
+    /// RFC 9438 for the `delivered` packets; with [`SenderConfig::segment_counted_growth`],
+    /// ns-3.37's `TcpCubic::IncreaseWindow`, whose slow start takes them all ("tcb->m_cWnd +=
+    /// segmentsAcked * tcb->m_segmentSize; segmentsAcked = 0;"). BBR sets its window on every
+    /// ACK instead.
     fn open_window(&mut self, now: Instant, delivered: u64) {
         match &mut self.control {
             Control::Reno => {
@@ -1085,7 +1202,10 @@ impl TcpSender {
             Control::Cubic(cubic) => {
                 let mut acked = delivered as f64;
                 let threshold = f64::from(self.slow_start_threshold);
-                if self.congestion_window < threshold {
+                if self.congestion_window < threshold && self.config.segment_counted_growth {
+                    self.congestion_window += acked;
+                    acked = 0.0;
+                } else if self.congestion_window < threshold {
                     let grown = (self.congestion_window + acked).min(threshold);
                     acked -= grown - self.congestion_window;
                     self.congestion_window = grown;
@@ -1594,9 +1714,20 @@ impl TcpSender {
     /// those below it neither acknowledged nor SACKed (ns-3.37 `BytesInFlight`, "m_sentSize -
     /// leftOut + retrans", after `SetSentListLost` deemed every unSACKed packet lost: the ones
     /// not yet sent again are not in flight). `None` otherwise.
+    ///
+    /// With [`SenderConfig::sacked_retransmissions_in_flight`], what was sent again since the
+    /// timeout counts until the cumulative ACK covers it, SACKed or not, and new packets
+    /// until acknowledged or SACKed.
     fn in_flight_after_timeout(&self, resend_point: u64) -> Option<u64> {
-        (self.config.timeout_keeps_sacks && self.loss_point.is_some())
-            .then(|| (resend_point - self.unacknowledged) - self.sacked.count_below(resend_point))
+        let loss_point = self
+            .loss_point
+            .filter(|_| self.config.timeout_keeps_sacks)?;
+        if self.config.sacked_retransmissions_in_flight {
+            let new_end = resend_point.max(loss_point);
+            let new_sacked = self.sacked.count_below(new_end) - self.sacked.count_below(loss_point);
+            return Some(self.retransmitted.len() as u64 + (new_end - loss_point) - new_sacked);
+        }
+        Some((resend_point - self.unacknowledged) - self.sacked.count_below(resend_point))
     }
 
     /// RFC 6675 `NextSeg()` rule 1: the lowest lost, unSACKed packet above HighRxt.

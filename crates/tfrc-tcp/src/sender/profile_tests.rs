@@ -174,10 +174,16 @@ fn linux_keeps_ssthresh_at_a_timeout_during_fast_recovery() {
         sack_the_three_after_the_first(&mut sender, at(100));
         assert!(sender.in_recovery());
         assert_eq!(sender.slow_start_threshold(), 14);
+        // ns-3's PRR has the window at 17 here (16 in flight, one more for the packet SACKed).
+        let window = sender.congestion_window();
         let deadline = sender.poll_timeout().unwrap();
         sender.handle_timeout(deadline);
-        let expected = if reduced_again { 9 } else { 14 };
-        assert_eq!(sender.slow_start_threshold(), expected);
+        let expected = if reduced_again {
+            (window * 0.7) as u32
+        } else {
+            14
+        };
+        assert_eq!(sender.slow_start_threshold(), expected, "window {window}");
     }
 }
 
@@ -271,5 +277,243 @@ fn ns3_counts_a_duplicate_ack_only_if_it_sacks_new_data() {
             sender.handle_ack(at(110), &ack).unwrap();
         }
         assert_eq!(sender.in_recovery(), recovers);
+    }
+}
+
+/// ns-3.37's profile with one rule turned off by `without`, to show what that rule does.
+fn ns3_without(variant: Variant, without: impl FnOnce(&mut SenderConfig)) -> SenderConfig {
+    let mut config = SenderConfig::ns3(variant);
+    without(&mut config);
+    config
+}
+
+#[test]
+fn ns3_slow_start_takes_every_packet_the_cumulative_ack_covers() {
+    // ns-3.37 `TcpCubic::IncreaseWindow`: "tcb->m_cWnd += segmentsAcked *
+    // tcb->m_segmentSize; segmentsAcked = 0;", not capped at ssthresh; Linux's
+    // `tcp_slow_start` stops at ssthresh and gives the rest to congestion avoidance.
+    for (config, capped) in [
+        (SenderConfig::ns3(Variant::Cubic), false),
+        (
+            ns3_without(Variant::Cubic, |c| c.segment_counted_growth = false),
+            true,
+        ),
+    ] {
+        let mut config = config;
+        config.hystart = false;
+        config.initial_window = 4;
+        config.initial_slow_start_threshold = Some(5);
+        let mut sender = TcpSender::new(config).unwrap();
+        assert_eq!(drain(&mut sender, at(0)).len(), 4);
+        sender.handle_ack(at(100), &Ack::new(4)).unwrap();
+        let window = sender.congestion_window();
+        if capped {
+            assert!((5.0..6.0).contains(&window), "window {window}");
+        } else {
+            assert_eq!(window, 8.0);
+        }
+    }
+}
+
+#[test]
+fn ns3_counts_the_sacked_packets_a_cumulative_ack_covers_after_a_timeout() {
+    // ns-3.37 `ProcessAck` in CA_LOSS: `segsAcked = bytesAcked / m_segmentSize` with
+    // `bytesAcked = ackNumber - oldHeadSequence`, the packets SACKed before included; Linux
+    // grows by the packets newly delivered.
+    for (config, window_after) in [
+        (SenderConfig::ns3(Variant::Cubic), 4.0),
+        (
+            ns3_without(Variant::Cubic, |c| c.segment_counted_growth = false),
+            2.0,
+        ),
+    ] {
+        let mut config = config;
+        config.hystart = false;
+        let mut sender = first_flight_sent(config, 10);
+        // 0 acknowledged, 1 lost, 2 and 3 SACKed: no recovery yet.
+        sender.handle_ack(at(100), &Ack::new(1)).unwrap();
+        let _ = drain(&mut sender, at(100));
+        let sacked = [SackBlock::new(2, 4)];
+        sender
+            .handle_ack(at(110), &Ack::with_sack_blocks(1, &sacked))
+            .unwrap();
+        let deadline = sender.poll_timeout().unwrap();
+        sender.handle_timeout(deadline);
+        assert_eq!(sequences(&drain(&mut sender, deadline)), vec![1]);
+        // The resent 1 arrives: the cumulative ACK covers 1, 2 and 3; only 1 is new.
+        sender
+            .handle_ack(deadline + Duration::from_millis(100), &Ack::new(4))
+            .unwrap();
+        assert_eq!(sender.congestion_window(), window_after);
+    }
+}
+
+#[test]
+fn ns3_reduces_the_window_in_proportion_to_the_packets_delivered() {
+    // RFC 6937 as ns-3.37's `TcpPrrRecovery::DoRecovery` runs it: while more than ssthresh
+    // are in flight, "sendCount = std::ceil(m_prrDelivered * tcb->m_ssThresh * 1.0 /
+    // m_recoveryFlightSize) - m_prrOut"; RFC 6675 sends nothing until pipe is below ssthresh.
+    for (config, prr) in [
+        (SenderConfig::ns3(Variant::Cubic), true),
+        (
+            ns3_without(Variant::Cubic, |c| c.proportional_rate_reduction = false),
+            false,
+        ),
+    ] {
+        let mut config = config;
+        config.hystart = false;
+        let mut sender = first_flight_sent(config, 20);
+        sack_the_three_after_the_first(&mut sender, at(100));
+        assert!(sender.in_recovery());
+        assert_eq!(sender.slow_start_threshold(), 14);
+        let mut sent = drain(&mut sender, at(100));
+        assert_eq!(sequences(&sent), vec![0], "the fast retransmit");
+        // Three more packets SACKed, one per ACK: 4 delivered of the 20 outstanding.
+        for high in 5..=7 {
+            sender
+                .handle_ack(
+                    at(110),
+                    &Ack::with_sack_blocks(0, &[SackBlock::new(1, high)]),
+                )
+                .unwrap();
+            sent.extend(drain(&mut sender, at(110)));
+        }
+        let expected = if prr {
+            // ceil(4 · 14 000 / 20) = 2 800 bytes may have left (ns-3 counts bytes and a
+            // fraction of a segment does not leave): the retransmission and one new packet.
+            vec![0, 20]
+        } else {
+            // pipe 17 − 3 = 14 is not below the window of 14.
+            vec![0]
+        };
+        assert_eq!(sequences(&sent), expected);
+    }
+}
+
+#[test]
+fn ns3_resends_the_first_unacknowledged_packet_on_a_partial_ack() {
+    // ns-3.37 `ProcessAck`, partial ACK in CA_RECOVERY: "if
+    // (!m_txBuffer->IsRetransmittedDataAcked(ackNumber + m_tcb->m_segmentSize)) {
+    // DoRetransmit(); ...}"; RFC 6675's NextSeg() does not resend a packet it does not deem
+    // lost.
+    for (config, resends) in [
+        (SenderConfig::ns3(Variant::Sack), true),
+        (
+            ns3_without(Variant::Sack, |c| c.partial_ack_retransmits = false),
+            false,
+        ),
+    ] {
+        let mut sender = first_flight_sent(config, 10);
+        // 0 and 8 lost; 1..=7 SACKed one per ACK: the third starts the recovery.
+        for high in 2..=8 {
+            sender
+                .handle_ack(
+                    at(100),
+                    &Ack::with_sack_blocks(0, &[SackBlock::new(1, high)]),
+                )
+                .unwrap();
+        }
+        assert!(sender.in_recovery());
+        let first = drain(&mut sender, at(100));
+        assert_eq!(first.iter().filter(|s| s.retransmission).count(), 1);
+        // 9 SACKed, then the resent 0 arrives: a partial ACK up to the lost 8, which only 9
+        // is SACKed above (not lost for RFC 6675).
+        let above = [SackBlock::new(9, 10)];
+        sender
+            .handle_ack(
+                at(150),
+                &Ack::with_sack_blocks(0, &[SackBlock::new(1, 8), above[0]]),
+            )
+            .unwrap();
+        let _ = drain(&mut sender, at(150));
+        sender
+            .handle_ack(at(200), &Ack::with_sack_blocks(8, &above))
+            .unwrap();
+        assert!(sender.in_recovery());
+        let resent: Vec<u64> = drain(&mut sender, at(200))
+            .iter()
+            .filter(|s| s.retransmission)
+            .map(|s| s.sequence)
+            .collect();
+        assert_eq!(resent.contains(&8), resends, "resent {resent:?}");
+    }
+}
+
+#[test]
+fn ns3_tests_the_second_unacknowledged_packet_for_a_loss_shown_by_sack() {
+    // ns-3.37 `DupAck`: "else if (m_txBuffer->IsLost(m_highRxAckMark +
+    // m_tcb->m_segmentSize))", the second packet; RFC 6675 §5 (2): IsLost (HighACK + 1).
+    for (config, recovers) in [
+        (SenderConfig::ns3(Variant::Sack), false),
+        (
+            ns3_without(Variant::Sack, |c| c.loss_test_on_second_packet = false),
+            true,
+        ),
+    ] {
+        let mut sender = first_flight_sent(config, 10);
+        // One ACK SACKs 1, 2 and 3: packet 0 has three SACKed above it, packet 1 is SACKed.
+        sender
+            .handle_ack(at(100), &Ack::with_sack_blocks(0, &[SackBlock::new(1, 4)]))
+            .unwrap();
+        assert_eq!(sender.in_recovery(), recovers);
+    }
+}
+
+#[test]
+fn ns3_counts_a_sacked_retransmission_in_flight_until_the_cumulative_ack_covers_it() {
+    // ns-3.37 `TcpTxBuffer::Update` clears a SACKed packet's lost mark but not its
+    // `m_retrans`, and `BytesInFlight` is "m_sentSize - leftOut + retrans"; RFC 6675's
+    // SetPipe() counts no SACKed packet.
+    let mut pipes = Vec::new();
+    for config in [
+        SenderConfig::ns3(Variant::Sack),
+        ns3_without(Variant::Sack, |c| {
+            c.sacked_retransmissions_in_flight = false
+        }),
+    ] {
+        let mut sender = first_flight_sent(config, 10);
+        // 0 and 5 lost; 1..=4 SACKed (recovery, 0 resent), then 6..=9 (5 lost, resent).
+        for high in 2..=5 {
+            let blocks = [SackBlock::new(1, high)];
+            sender
+                .handle_ack(at(100), &Ack::with_sack_blocks(0, &blocks))
+                .unwrap();
+        }
+        let _ = drain(&mut sender, at(100));
+        for high in 7..=10 {
+            let blocks = [SackBlock::new(6, high), SackBlock::new(1, 5)];
+            sender
+                .handle_ack(at(110), &Ack::with_sack_blocks(0, &blocks))
+                .unwrap();
+        }
+        let resent = drain(&mut sender, at(110));
+        assert!(resent.iter().any(|s| s.retransmission && s.sequence == 5));
+        // The resent 5 arrives before the resent 0.
+        sender
+            .handle_ack(at(200), &Ack::with_sack_blocks(0, &[SackBlock::new(1, 10)]))
+            .unwrap();
+        assert!(sender.in_recovery());
+        pipes.push(sender.pipe());
+    }
+    assert_eq!(pipes[0], pipes[1] + 1, "pipes {pipes:?}");
+}
+
+#[test]
+fn without_sack_the_resent_packets_count_in_flight_after_a_timeout() {
+    // ns-3.37 without SACK: `SetSentListLost(true)` deems every packet lost and each one
+    // resent counts in flight (`m_retrans`) until acknowledged, so the window after a
+    // timeout counts from the cumulative ACK, as RFC 5681 and ns-2 do.
+    for config in [
+        SenderConfig::ns3(Variant::NewReno),
+        SenderConfig::new(Variant::NewReno),
+    ] {
+        let mut sender = first_flight_sent(config, 10);
+        let deadline = sender.poll_timeout().unwrap();
+        sender.handle_timeout(deadline);
+        assert_eq!(sequences(&drain(&mut sender, deadline)), vec![0]);
+        let now = deadline + Duration::from_millis(100);
+        sender.handle_ack(now, &Ack::new(1)).unwrap();
+        assert_eq!(sender.congestion_window(), 2.0);
+        assert_eq!(sequences(&drain(&mut sender, now)), vec![1, 2]);
     }
 }
