@@ -364,6 +364,9 @@ fn tcp_classes(raw: &RawFactors, reference: Reference) -> Result<TcpClasses> {
     })
 }
 
+/// The TCP profiles a matrix may run (`tcp_profile`): those of `tfrc_scenario::TcpProfile`.
+const TCP_PROFILES: [&str; 3] = ["ns2", "rfc", "ns3"];
+
 fn factors(raw: &RawFactors, reference: Reference) -> Result<Factors> {
     let tfrc = raw.tfrc.unwrap_or(0);
     let classes = tcp_classes(raw, reference)?;
@@ -378,11 +381,7 @@ fn factors(raw: &RawFactors, reference: Reference) -> Result<Factors> {
         tcp2_variant,
     } = classes;
     let profile = one_of("profile", raw.profile.as_deref(), &["ns2", "rfc5348"])?;
-    let tcp_profile = one_of(
-        "tcp_profile",
-        raw.tcp_profile.as_deref(),
-        &["ns2", "rfc", "ns3"],
-    )?;
+    let tcp_profile = one_of("tcp_profile", raw.tcp_profile.as_deref(), &TCP_PROFILES)?;
     let rate_text = raw.rate.as_deref().unwrap_or("10Mbps");
     let rate_bps = parse_rate(rate_text)
         .map_err(|error| anyhow::anyhow!("`rate` {rate_text:?}: {error}"))?
