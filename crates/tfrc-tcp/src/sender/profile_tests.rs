@@ -2,7 +2,7 @@
 //! (`SenderConfig::ns3`): the timer after a timeout and in recovery, and ssthresh at repeated
 //! timeouts.
 
-use super::tests::{at, deliver, drain, sack_the_three_after_the_first, sequences};
+use super::tests::{ack_above_hole, at, deliver, drain, sack_the_three_after_the_first, sequences};
 use super::*;
 use crate::{SackBlock, SinkConfig, TcpSink};
 
@@ -202,10 +202,7 @@ fn ns3_does_not_restart_the_timer_on_the_fast_retransmit() {
         let _ = drain(&mut sender, at(100));
         for high in 3..=5 {
             sender
-                .handle_ack(
-                    at(150),
-                    &Ack::with_sack_blocks(1, &[SackBlock::new(2, high)]),
-                )
+                .handle_ack(at(150), &ack_above_hole(1, high))
                 .unwrap();
         }
         assert!(sender.in_recovery());
@@ -280,11 +277,18 @@ fn ns3_counts_a_duplicate_ack_only_if_it_sacks_new_data() {
     }
 }
 
-/// ns-3.37's profile with one rule turned off by `without`, to show what that rule does.
-fn ns3_without(variant: Variant, without: impl FnOnce(&mut SenderConfig)) -> SenderConfig {
-    let mut config = SenderConfig::ns3(variant);
-    without(&mut config);
-    config
+/// ns-3.37's profile of `variant` with the rule `rule` names on, then off, HyStart off (so that
+/// slow start ends at ssthresh): the two senders each test of a rule compares.
+fn rule_on_and_off(
+    variant: Variant,
+    rule: fn(&mut SenderConfig) -> &mut bool,
+) -> [(SenderConfig, bool); 2] {
+    [true, false].map(|on| {
+        let mut config = SenderConfig::ns3(variant);
+        config.hystart = false;
+        *rule(&mut config) = on;
+        (config, on)
+    })
 }
 
 #[test]
@@ -292,25 +296,17 @@ fn ns3_slow_start_takes_every_packet_the_cumulative_ack_covers() {
     // ns-3.37 `TcpCubic::IncreaseWindow`: "tcb->m_cWnd += segmentsAcked *
     // tcb->m_segmentSize; segmentsAcked = 0;", not capped at ssthresh; Linux's
     // `tcp_slow_start` stops at ssthresh and gives the rest to congestion avoidance.
-    for (config, capped) in [
-        (SenderConfig::ns3(Variant::Cubic), false),
-        (
-            ns3_without(Variant::Cubic, |c| c.segment_counted_growth = false),
-            true,
-        ),
-    ] {
-        let mut config = config;
-        config.hystart = false;
+    for (mut config, on) in rule_on_and_off(Variant::Cubic, |c| &mut c.segment_counted_growth) {
         config.initial_window = 4;
         config.initial_slow_start_threshold = Some(5);
         let mut sender = TcpSender::new(config).unwrap();
         assert_eq!(drain(&mut sender, at(0)).len(), 4);
         sender.handle_ack(at(100), &Ack::new(4)).unwrap();
         let window = sender.congestion_window();
-        if capped {
-            assert!((5.0..6.0).contains(&window), "window {window}");
-        } else {
+        if on {
             assert_eq!(window, 8.0);
+        } else {
+            assert!((5.0..6.0).contains(&window), "window {window}");
         }
     }
 }
@@ -320,15 +316,7 @@ fn ns3_counts_the_sacked_packets_a_cumulative_ack_covers_after_a_timeout() {
     // ns-3.37 `ProcessAck` in CA_LOSS: `segsAcked = bytesAcked / m_segmentSize` with
     // `bytesAcked = ackNumber - oldHeadSequence`, the packets SACKed before included; Linux
     // grows by the packets newly delivered.
-    for (config, window_after) in [
-        (SenderConfig::ns3(Variant::Cubic), 4.0),
-        (
-            ns3_without(Variant::Cubic, |c| c.segment_counted_growth = false),
-            2.0,
-        ),
-    ] {
-        let mut config = config;
-        config.hystart = false;
+    for (config, on) in rule_on_and_off(Variant::Cubic, |c| &mut c.segment_counted_growth) {
         let mut sender = first_flight_sent(config, 10);
         // 0 acknowledged, 1 lost, 2 and 3 SACKed: no recovery yet.
         sender.handle_ack(at(100), &Ack::new(1)).unwrap();
@@ -344,7 +332,7 @@ fn ns3_counts_the_sacked_packets_a_cumulative_ack_covers_after_a_timeout() {
         sender
             .handle_ack(deadline + Duration::from_millis(100), &Ack::new(4))
             .unwrap();
-        assert_eq!(sender.congestion_window(), window_after);
+        assert_eq!(sender.congestion_window(), if on { 4.0 } else { 2.0 });
     }
 }
 
@@ -353,15 +341,7 @@ fn ns3_reduces_the_window_in_proportion_to_the_packets_delivered() {
     // RFC 6937 as ns-3.37's `TcpPrrRecovery::DoRecovery` runs it: while more than ssthresh
     // are in flight, "sendCount = std::ceil(m_prrDelivered * tcb->m_ssThresh * 1.0 /
     // m_recoveryFlightSize) - m_prrOut"; RFC 6675 sends nothing until pipe is below ssthresh.
-    for (config, prr) in [
-        (SenderConfig::ns3(Variant::Cubic), true),
-        (
-            ns3_without(Variant::Cubic, |c| c.proportional_rate_reduction = false),
-            false,
-        ),
-    ] {
-        let mut config = config;
-        config.hystart = false;
+    for (config, prr) in rule_on_and_off(Variant::Cubic, |c| &mut c.proportional_rate_reduction) {
         let mut sender = first_flight_sent(config, 20);
         sack_the_three_after_the_first(&mut sender, at(100));
         assert!(sender.in_recovery());
@@ -371,10 +351,7 @@ fn ns3_reduces_the_window_in_proportion_to_the_packets_delivered() {
         // Three more packets SACKed, one per ACK: 4 delivered of the 20 outstanding.
         for high in 5..=7 {
             sender
-                .handle_ack(
-                    at(110),
-                    &Ack::with_sack_blocks(0, &[SackBlock::new(1, high)]),
-                )
+                .handle_ack(at(110), &ack_above_hole(0, high))
                 .unwrap();
             sent.extend(drain(&mut sender, at(110)));
         }
@@ -396,21 +373,12 @@ fn ns3_resends_the_first_unacknowledged_packet_on_a_partial_ack() {
     // (!m_txBuffer->IsRetransmittedDataAcked(ackNumber + m_tcb->m_segmentSize)) {
     // DoRetransmit(); ...}"; RFC 6675's NextSeg() does not resend a packet it does not deem
     // lost.
-    for (config, resends) in [
-        (SenderConfig::ns3(Variant::Sack), true),
-        (
-            ns3_without(Variant::Sack, |c| c.partial_ack_retransmits = false),
-            false,
-        ),
-    ] {
+    for (config, resends) in rule_on_and_off(Variant::Sack, |c| &mut c.partial_ack_retransmits) {
         let mut sender = first_flight_sent(config, 10);
         // 0 and 8 lost; 1..=7 SACKed one per ACK: the third starts the recovery.
         for high in 2..=8 {
             sender
-                .handle_ack(
-                    at(100),
-                    &Ack::with_sack_blocks(0, &[SackBlock::new(1, high)]),
-                )
+                .handle_ack(at(100), &ack_above_hole(0, high))
                 .unwrap();
         }
         assert!(sender.in_recovery());
@@ -443,19 +411,13 @@ fn ns3_resends_the_first_unacknowledged_packet_on_a_partial_ack() {
 fn ns3_tests_the_second_unacknowledged_packet_for_a_loss_shown_by_sack() {
     // ns-3.37 `DupAck`: "else if (m_txBuffer->IsLost(m_highRxAckMark +
     // m_tcb->m_segmentSize))", the second packet; RFC 6675 §5 (2): IsLost (HighACK + 1).
-    for (config, recovers) in [
-        (SenderConfig::ns3(Variant::Sack), false),
-        (
-            ns3_without(Variant::Sack, |c| c.loss_test_on_second_packet = false),
-            true,
-        ),
-    ] {
+    for (config, on) in rule_on_and_off(Variant::Sack, |c| &mut c.loss_test_on_second_packet) {
         let mut sender = first_flight_sent(config, 10);
         // One ACK SACKs 1, 2 and 3: packet 0 has three SACKed above it, packet 1 is SACKed.
         sender
             .handle_ack(at(100), &Ack::with_sack_blocks(0, &[SackBlock::new(1, 4)]))
             .unwrap();
-        assert_eq!(sender.in_recovery(), recovers);
+        assert_eq!(sender.in_recovery(), !on);
     }
 }
 
@@ -465,12 +427,7 @@ fn ns3_counts_a_sacked_retransmission_in_flight_until_the_cumulative_ack_covers_
     // `m_retrans`, and `BytesInFlight` is "m_sentSize - leftOut + retrans"; RFC 6675's
     // SetPipe() counts no SACKed packet.
     let mut pipes = Vec::new();
-    for config in [
-        SenderConfig::ns3(Variant::Sack),
-        ns3_without(Variant::Sack, |c| {
-            c.sacked_retransmissions_in_flight = false
-        }),
-    ] {
+    for (config, _) in rule_on_and_off(Variant::Sack, |c| &mut c.sacked_retransmissions_in_flight) {
         let mut sender = first_flight_sent(config, 10);
         // 0 and 5 lost; 1..=4 SACKed (recovery, 0 resent), then 6..=9 (5 lost, resent).
         for high in 2..=5 {

@@ -1,7 +1,7 @@
 //! RACK-TLP (RFC 8985) in CUBIC's and BBR's sender, one rule each, fed by hand; each test also
 //! runs the same exchange with RFC 6675 (`rack_tlp = false`) to show what the rule changes.
 
-use super::tests::{at, deliver, drain, sack_the_three_after_the_first, sequences};
+use super::tests::{ack_above_hole, at, deliver, drain, sack_the_three_after_the_first, sequences};
 use super::*;
 use crate::{SackBlock, SinkConfig, TcpSink};
 
@@ -152,10 +152,7 @@ fn the_reordering_window_is_a_quarter_of_min_rtt_until_three_packets_are_sacked(
     let _ = drain(&mut sender, at(0));
     for high in 2..=4 {
         sender
-            .handle_ack(
-                at(100),
-                &Ack::with_sack_blocks(0, &[SackBlock::new(1, high)]),
-            )
+            .handle_ack(at(100), &ack_above_hole(0, high))
             .unwrap();
         assert_eq!(sender.in_recovery(), high == 4, "{high}");
     }
@@ -171,10 +168,7 @@ fn the_reordering_window_is_a_quarter_of_min_rtt_until_three_packets_are_sacked(
     assert!(sender.rack.as_ref().unwrap().reordering_seen());
     for high in 4..=6 {
         sender
-            .handle_ack(
-                at(102),
-                &Ack::with_sack_blocks(2, &[SackBlock::new(3, high)]),
-            )
+            .handle_ack(at(102), &ack_above_hole(2, high))
             .unwrap();
     }
     assert!(!sender.in_recovery());

@@ -53,12 +53,16 @@ pub(super) fn deliver(
     acks
 }
 
+/// The ACK of a receiver missing packet `hole` and holding those after it up to `high`
+/// (exclusive): cumulative at `hole`, one SACK block `hole + 1 .. high`.
+pub(super) fn ack_above_hole(hole: u64, high: u64) -> Ack {
+    Ack::with_sack_blocks(hole, &[SackBlock::new(hole + 1, high)])
+}
+
 /// Packet 0 lost and 1, 2, 3 SACKed by one ACK each at `now`: RFC 6675's `IsLost(0)` holds.
 pub(super) fn sack_the_three_after_the_first(sender: &mut TcpSender, now: Instant) {
     for high in 2..=4 {
-        sender
-            .handle_ack(now, &Ack::with_sack_blocks(0, &[SackBlock::new(1, high)]))
-            .unwrap();
+        sender.handle_ack(now, &ack_above_hole(0, high)).unwrap();
     }
 }
 
