@@ -181,6 +181,8 @@ pub enum ConfigError {
 /// | `proportional_rate_reduction` | off | none (Sack1 sends while `pipe` < cwnd) |
 /// | `ns3_cubic_growth` | off (Linux's CUBIC) | none |
 /// | `partial_ack_retransmits` | off | none (Sack1 follows `pipe`) |
+/// | `loss_test_on_second_packet` | off | none (Sack1 tests the first unacknowledged packet) |
+/// | `sacked_retransmissions_in_flight` | off | none (Sack1's pipe counts nothing SACKed) |
 ///
 /// [`SenderConfig::new`] gives the RFC behaviour with ns-2's values (and Linux's for CUBIC and
 /// BBR); [`SenderConfig::ns2`] turns on the three ns-2.35 defaults that differ from the RFCs
@@ -451,7 +453,11 @@ impl SenderConfig {
     ///   (`proportional_rate_reduction`), and its congestion avoidance is ns-3's, with no
     ///   Reno-friendly region and one packet per ACK at most (`ns3_cubic_growth`);
     /// - a partial ACK in a SACK recovery resends the first unacknowledged packet at once if
-    ///   it was not resent yet (`partial_ack_retransmits`).
+    ///   it was not resent yet (`partial_ack_retransmits`);
+    /// - a loss shown by SACK alone is tested on the second unacknowledged packet
+    ///   (`loss_test_on_second_packet`);
+    /// - a retransmission counts in flight until the cumulative ACK covers it, SACKed or not
+    ///   (`sacked_retransmissions_in_flight`).
     ///
     /// Not modelled: PRR for the other variants (ns-3 runs it for every TCP but BBR), ns-3's
     /// scoreboard's approximations (docs/ns3.md).

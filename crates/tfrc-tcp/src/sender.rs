@@ -152,7 +152,8 @@ pub struct TcpSender {
 
     /// SACK scoreboard: packets above `unacknowledged` the receiver reported holding.
     sacked: SequenceRanges,
-    /// Packets retransmitted during the current SACK recovery, for `pipe` (RFC 6675 §4).
+    /// Packets retransmitted during the current SACK recovery, for `pipe` (RFC 6675 §4), and,
+    /// under [`SenderConfig::sacked_retransmissions_in_flight`], since the last timeout.
     retransmitted: BTreeSet<u64>,
     /// RFC 6675 HighRxt: highest packet retransmitted in this recovery.
     highest_retransmitted: Option<u64>,
@@ -437,10 +438,11 @@ impl TcpSender {
             0
         };
         // ns-3.37 `m_isRetransDataAcked`, for PRR's slow-start reduction bound.
-        let retransmission_acked = self
-            .retransmitted
-            .first()
-            .is_some_and(|&sequence| sequence < acknowledged_up_to);
+        let retransmission_acked = self.config.proportional_rate_reduction
+            && self
+                .retransmitted
+                .first()
+                .is_some_and(|&sequence| sequence < acknowledged_up_to);
         let timestamp_rtt = self.timestamp_rtt(now, ack, acknowledged_up_to);
         let delivered = self.account_deliveries(now, ack, acknowledged_up_to, timestamp_rtt);
         let newly_acknowledged = acknowledged_up_to - self.unacknowledged;
