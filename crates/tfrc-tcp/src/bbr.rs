@@ -187,6 +187,9 @@ pub(crate) struct Bbr {
     round_start: bool,
     min_rtt: Option<Duration>,
     min_rtt_stamp: Instant,
+    /// ns-3.37's filter (`UpdateRTprop`: "tcb->m_lastRtt <= m_rtProp"): an RTT equal to the
+    /// minimum restarts its window, where Linux's takes only a smaller one.
+    min_rtt_at_equal: bool,
     probe_rtt_done: Option<Instant>,
     probe_rtt_round_done: bool,
     prior_window: f64,
@@ -223,6 +226,7 @@ impl Bbr {
             round_start: false,
             min_rtt: None,
             min_rtt_stamp: Instant::ZERO,
+            min_rtt_at_equal: false,
             probe_rtt_done: None,
             probe_rtt_round_done: false,
             prior_window: 0.0,
@@ -247,6 +251,13 @@ impl Bbr {
         };
         bbr.init_pacing_rate(initial_window, None);
         bbr
+    }
+
+    /// The same BBR with ns-3.37's minimum-RTT filter, which an RTT equal to the minimum
+    /// renews ([`crate::SenderConfig::smoothed_rtt_to_congestion_control`]).
+    pub(crate) fn with_ns3_min_rtt_filter(mut self, ns3: bool) -> Self {
+        self.min_rtt_at_equal = ns3;
+        self
     }
 
     /// The current mode.
@@ -447,7 +458,10 @@ impl Bbr {
     fn update_min_rtt(&mut self, ack: &BbrAck, decision: &mut BbrDecision) {
         let expired = ack.now > self.min_rtt_stamp + MIN_RTT_WINDOW;
         if let Some(rtt) = ack.rtt {
-            if self.min_rtt.is_none_or(|min| rtt < min) || expired {
+            let new_min = self
+                .min_rtt
+                .is_none_or(|min| rtt < min || (self.min_rtt_at_equal && rtt == min));
+            if new_min || expired {
                 self.min_rtt = Some(rtt);
                 self.min_rtt_stamp = ack.now;
             }

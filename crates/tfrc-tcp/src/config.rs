@@ -183,6 +183,9 @@ pub enum ConfigError {
 /// | `partial_ack_retransmits` | off | none (Sack1 follows `pipe`) |
 /// | `loss_test_on_second_packet` | off | none (Sack1 tests the first unacknowledged packet) |
 /// | `sacked_retransmissions_in_flight` | off | none (Sack1's pipe counts nothing SACKed) |
+/// | `ns3_hystart` | off (Linux's HyStart) | none |
+/// | `cumulative_rtt_samples` | off (CUBIC and BBR sample every ACK, SACKs too) | none (ns-2 times one packet per RTT) |
+/// | `smoothed_rtt_to_congestion_control` | off (CUBIC and BBR read each sample) | none |
 ///
 /// [`SenderConfig::new`] gives the RFC behaviour with ns-2's values (and Linux's for CUBIC and
 /// BBR); [`SenderConfig::ns2`] turns on the three ns-2.35 defaults that differ from the RFCs
@@ -374,6 +377,32 @@ pub struct SenderConfig {
     /// lets nothing new leave. Off (the default): RFC 6675's `SetPipe()`, which counts only
     /// packets not SACKed.
     pub sacked_retransmissions_in_flight: bool,
+    /// ns-3.37's RTT samples for CUBIC and BBR (`TcpSocketBase::EstimateRtt`): one per ACK
+    /// that advances the cumulative ACK past the oldest packet of its send history, timed on
+    /// that packet, none if it was retransmitted ("RttHistory& h = m_history.front(); if
+    /// (!h.retx && ackSeq >= (h.seq + SequenceNumber32(h.count))) { ... m =
+    /// Simulator::Now() - h.time;"), the history holding the packets sent as new data since
+    /// the last timeout (`ReTxTimeout`: "m_history.clear();"); SACKs give none. Off (the
+    /// default): Linux's `ca_rtt_us`, the most recently sent packet the ACK newly delivers,
+    /// cumulatively or by SACK, if sent once.
+    pub cumulative_rtt_samples: bool,
+    /// ns-3.37's HyStart in CUBIC (`TcpCubic::HystartUpdate`, `PktsAcked`): an ACK train ends
+    /// slow start once it spans the minimum delay ("if ((now - m_roundStart) > m_delayMin)"),
+    /// where Linux waits half of it; a delay increase ends it once the round's smallest RTT
+    /// exceeds the minimum by the minimum itself, clamped to [4 ms, 1 s] ("m_currRtt >
+    /// m_delayMin + HystartDelayThresh(m_delayMin)"), where Linux's margin is an eighth of
+    /// it clamped to [4 ms, 16 ms]; and delay samples are ignored for 10 ms after an epoch
+    /// starts ("CubicDelta", "(Simulator::Now() - m_epochStart) < m_cubicDelta"), Linux's
+    /// for a second. Off (the default): Linux's `hystart_update`.
+    pub ns3_hystart: bool,
+    /// ns-3.37 hands congestion control the smoothed RTT, not the sample (`EstimateRtt`:
+    /// "m_tcb->m_lastRtt = m_rtt->GetEstimate();", the RTT `PktsAcked` passes to CUBIC's
+    /// HyStart and `TcpBbr::UpdateRTprop` reads), and BBR reads it on every ACK, taking it as
+    /// the minimum RTT when not above the current one ("if (tcb->m_lastRtt >= Seconds(0) &&
+    /// (tcb->m_lastRtt <= m_rtProp || m_rtPropExpired))"). Off (the default): Linux's, each
+    /// ACK's own sample, a new minimum only when below the current one (`bbr_update_min_rtt`:
+    /// "rs->rtt_us < bbr->min_rtt_us").
+    pub smoothed_rtt_to_congestion_control: bool,
 }
 
 impl SenderConfig {
@@ -413,6 +442,9 @@ impl SenderConfig {
             partial_ack_retransmits: false,
             loss_test_on_second_packet: false,
             sacked_retransmissions_in_flight: false,
+            cumulative_rtt_samples: false,
+            ns3_hystart: false,
+            smoothed_rtt_to_congestion_control: false,
         }
     }
 
@@ -457,7 +489,11 @@ impl SenderConfig {
     /// - a loss shown by SACK alone is tested on the second unacknowledged packet
     ///   (`loss_test_on_second_packet`);
     /// - a retransmission counts in flight until the cumulative ACK covers it, SACKed or not
-    ///   (`sacked_retransmissions_in_flight`).
+    ///   (`sacked_retransmissions_in_flight`);
+    /// - CUBIC and BBR take an RTT sample only from a cumulative ACK, on the oldest packet it
+    ///   covers (`cumulative_rtt_samples`), and read the smoothed RTT, BBR on every ACK
+    ///   (`smoothed_rtt_to_congestion_control`);
+    /// - CUBIC's HyStart has ns-3's thresholds (`ns3_hystart`).
     ///
     /// Not modelled: PRR for the other variants (ns-3 runs it for every TCP but BBR), ns-3's
     /// scoreboard's approximations (docs/ns3.md).
@@ -479,6 +515,9 @@ impl SenderConfig {
             loss_test_on_second_packet: true,
             sacked_retransmissions_in_flight: true,
             proportional_rate_reduction: true,
+            cumulative_rtt_samples: true,
+            ns3_hystart: true,
+            smoothed_rtt_to_congestion_control: true,
             ..Self::new(variant)
         }
     }
@@ -523,7 +562,7 @@ impl SenderConfig {
 /// | `sack` | off (on for [`SinkConfig::for_variant`]`(Sack)`) | `Agent/TCPSink` vs `Agent/TCPSink/Sack1` |
 /// | `delayed_ack` | off | `Agent/TCPSink` vs `Agent/TCPSink/DelAck` |
 /// | `delayed_ack_timeout` | 100 ms | `Agent/TCPSink/DelAck set interval_ 100ms` |
-/// | `max_sack_blocks` | 3 | `maxSackBlocks_ 3` |
+/// | `max_sack_blocks` | 3 (4 in [`SinkConfig::ns3`]) | `maxSackBlocks_ 3` |
 /// | `out_of_order_limit` | 2²⁰ packets | none (ns-2 buffers without limit) |
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SinkConfig {
@@ -536,7 +575,8 @@ pub struct SinkConfig {
     pub delayed_ack: bool,
     /// Longest an in-order segment waits for its ACK when `delayed_ack` is on.
     pub delayed_ack_timeout: Duration,
-    /// SACK blocks per ACK, at most [`MAX_SACK_BLOCKS`](crate::MAX_SACK_BLOCKS).
+    /// SACK blocks per ACK: [`DEFAULT_SACK_BLOCKS`](crate::DEFAULT_SACK_BLOCKS) unless set,
+    /// at most [`MAX_SACK_BLOCKS`](crate::MAX_SACK_BLOCKS).
     pub max_sack_blocks: u8,
     /// How far beyond the next expected packet the sink accepts segments (its buffer, in
     /// packets); segments further out are rejected so hostile input cannot exhaust memory.
@@ -551,7 +591,7 @@ impl SinkConfig {
             sack: false,
             delayed_ack: false,
             delayed_ack_timeout: Duration::from_millis(100),
-            max_sack_blocks: crate::MAX_SACK_BLOCKS as u8,
+            max_sack_blocks: crate::DEFAULT_SACK_BLOCKS,
             out_of_order_limit: 1 << 20,
         }
     }
@@ -563,6 +603,21 @@ impl SinkConfig {
         Self {
             sack: variant.uses_sack(),
             ..Self::new()
+        }
+    }
+
+    /// The sink of ns-3.37's `TcpSocketBase` for a sender of `variant`, beside
+    /// [`SenderConfig::ns3`]: without timestamps (as `tfrc ns3` runs it) an ACK carries as many
+    /// SACK blocks as the 40 option bytes hold, four.
+    ///
+    /// ns-3.37 `TcpSocketBase::AddOptionSack`: "uint8_t optionLenAvail =
+    /// header.GetMaxOptionLength() - header.GetOptionLength(); uint8_t allowedSackBlocks =
+    /// (optionLenAvail - 2) / 8;".
+    #[must_use]
+    pub fn ns3(variant: Variant) -> Self {
+        Self {
+            max_sack_blocks: crate::MAX_SACK_BLOCKS as u8,
+            ..Self::for_variant(variant)
         }
     }
 
@@ -624,7 +679,9 @@ mod tests {
         assert_eq!(config.validate(), Err(ConfigError::ZeroMinRto));
 
         let mut sink = SinkConfig::new();
-        sink.max_sack_blocks = 4;
+        assert_eq!(sink.max_sack_blocks, 3);
+        assert_eq!(SinkConfig::ns3(Variant::Cubic).validate(), Ok(()));
+        sink.max_sack_blocks = 5;
         assert!(matches!(
             sink.validate(),
             Err(ConfigError::TooManySackBlocks { .. })

@@ -48,6 +48,15 @@ const HYSTART_MIN_SAMPLES: u32 = 8;
 /// slow start.
 const HYSTART_DELAY_MIN: Duration = Duration::from_millis(4);
 const HYSTART_DELAY_MAX: Duration = Duration::from_millis(16);
+/// ns-3.37 `TcpCubic`'s "HyStartDelayMax" ("TimeValue(MilliSeconds(1000))"); its minimum is
+/// Linux's 4 ms.
+const NS3_HYSTART_DELAY_MAX: Duration = Duration::from_millis(1000);
+/// Linux `cubictcp_acked`: delay samples are discarded for a second after an epoch starts
+/// ("if (ca->epoch_start && (s32)(tcp_jiffies32 - ca->epoch_start) < HZ) return;").
+const SAMPLE_PAUSE: Duration = Duration::from_secs(1);
+/// ns-3.37 `TcpCubic`'s "CubicDelta": "Delta Time to wait after fast recovery before
+/// adjusting param", "TimeValue(MilliSeconds(10))".
+const NS3_SAMPLE_PAUSE: Duration = Duration::from_millis(10);
 
 /// CUBIC's state (Linux `struct bictcp`).
 #[derive(Clone, Debug)]
@@ -59,6 +68,9 @@ pub(crate) struct Cubic {
     /// Under `ns3_growth`, the packets acknowledged towards the next one-packet step
     /// (ns-3 `m_cWndCnt`, never reset, as ns-3 keeps it across epochs).
     step_credit: f64,
+    /// ns-3.37's HyStart thresholds and sample pause instead of Linux's
+    /// ([`crate::SenderConfig::ns3_hystart`]).
+    ns3_hystart: bool,
     /// Packets acknowledged per packet of window growth (Linux `cnt`).
     count: f64,
     /// W_max (Linux `last_max_cwnd`); 0 before the first reduction.
@@ -95,6 +107,7 @@ impl Cubic {
             hystart,
             ns3_growth: false,
             step_credit: 0.0,
+            ns3_hystart: false,
             count: 0.0,
             max_window: 0.0,
             origin: 0.0,
@@ -120,6 +133,12 @@ impl Cubic {
         }
     }
 
+    /// The same with ns-3.37's HyStart when `ns3_hystart` is set.
+    pub(crate) fn with_ns3_hystart(mut self, ns3_hystart: bool) -> Self {
+        self.ns3_hystart = ns3_hystart;
+        self
+    }
+
     /// W_max, the window at the last reduction (0 before any).
     pub(crate) fn max_window(&self) -> f64 {
         self.max_window
@@ -136,9 +155,14 @@ impl Cubic {
         (unacknowledged, next_new): (u64, u64),
     ) -> Option<f64> {
         // "Discard delay samples right after fast recovery"
+        let pause = if self.ns3_hystart {
+            NS3_SAMPLE_PAUSE
+        } else {
+            SAMPLE_PAUSE
+        };
         if self
             .epoch_start
-            .is_some_and(|start| now.saturating_duration_since(start) < Duration::from_secs(1))
+            .is_some_and(|start| now.saturating_duration_since(start) < pause)
         {
             return None;
         }
@@ -169,10 +193,16 @@ impl Cubic {
         }
         let delay_min = self.delay_min.unwrap_or(delay);
         // ACK-train detection: "Hystart ack train triggers if we get ack past ca->delay_min/2"
-        // (the sender is not paced, so the threshold is halved).
+        // (the sender is not paced, so the threshold is halved); ns-3.37 `HystartUpdate`: "if
+        // ((now - m_roundStart) > m_delayMin)".
+        let train = if self.ns3_hystart {
+            delay_min
+        } else {
+            delay_min / 2
+        };
         if now.saturating_duration_since(self.last_ack) <= HYSTART_ACK_DELTA {
             self.last_ack = now;
-            if now.saturating_duration_since(self.round_start) > delay_min / 2 {
+            if now.saturating_duration_since(self.round_start) > train {
                 self.found = true;
                 return Some(window);
             }
@@ -182,7 +212,13 @@ impl Cubic {
         if self.samples < HYSTART_MIN_SAMPLES {
             self.samples += 1;
         } else {
-            let threshold = (delay_min / 8).clamp(HYSTART_DELAY_MIN, HYSTART_DELAY_MAX);
+            // Linux: "HYSTART_DELAY_THRESH(ca->delay_min >> 3)"; ns-3.37: "if (m_currRtt >
+            // m_delayMin + HystartDelayThresh(m_delayMin))", the minimum delay itself clamped.
+            let threshold = if self.ns3_hystart {
+                delay_min.clamp(HYSTART_DELAY_MIN, NS3_HYSTART_DELAY_MAX)
+            } else {
+                (delay_min / 8).clamp(HYSTART_DELAY_MIN, HYSTART_DELAY_MAX)
+            };
             if self
                 .round_min_rtt
                 .is_some_and(|current| current > delay_min + threshold)
@@ -435,6 +471,62 @@ mod tests {
             }
         }
         assert_eq!(found_at, Some((21, 20.0)));
+    }
+
+    #[test]
+    fn ns3_hystart_waits_for_a_train_of_the_whole_minimum_delay() {
+        // ns-3.37 `HystartUpdate`: "if ((now - m_roundStart) > m_delayMin)"; Linux's unpaced
+        // train ends at half of it (21 ACKs 1 ms apart for a 40 ms delay, as above).
+        let mut cubic = Cubic::new(true).with_ns3_hystart(true);
+        let rtt = Duration::from_millis(40);
+        let found_at = (0..80u64).find_map(|index| {
+            cubic
+                .on_rtt_sample(at(index), rtt, (20.0, true), (index + 1, 1000))
+                .map(|window| (index, window))
+        });
+        assert_eq!(found_at, Some((41, 20.0)));
+    }
+
+    #[test]
+    fn ns3_hystart_takes_the_minimum_delay_as_its_margin() {
+        // ns-3.37: "if (m_currRtt > m_delayMin + HystartDelayThresh(m_delayMin))", the margin
+        // the minimum delay clamped to [4 ms, 1 s]; Linux's is clamp(delay_min / 8, 4, 16 ms).
+        // Samples 20 ms above a 100 ms minimum end Linux's slow start, not ns-3's; 120 ms above
+        // end both.
+        for (ns3, rise, ends) in [(false, 20, true), (true, 20, false), (true, 120, true)] {
+            let mut cubic = Cubic::new(true).with_ns3_hystart(ns3);
+            let base = Duration::from_millis(100);
+            // ACKs 10 ms apart: no train; round 1 sets delay_min, round 2 is `rise` ms higher.
+            for index in 0..10 {
+                let now = at(index * 10);
+                assert_eq!(
+                    cubic.on_rtt_sample(now, base, (20.0, true), (index + 1, 100)),
+                    None
+                );
+            }
+            let found = (0..10).find_map(|index| {
+                let delay = base + Duration::from_millis(rise);
+                cubic.on_rtt_sample(
+                    at(200 + index * 10),
+                    delay,
+                    (32.0, true),
+                    (101 + index, 200),
+                )
+            });
+            assert_eq!(found.is_some(), ends, "ns3 {ns3}, {rise} ms above");
+        }
+    }
+
+    #[test]
+    fn ns3_hystart_ignores_samples_for_10_ms_after_an_epoch_starts() {
+        // ns-3.37 `PktsAcked`: "if (m_epochStart != Time::Min() && (Simulator::Now() -
+        // m_epochStart) < m_cubicDelta) return;" with "CubicDelta" 10 ms; Linux waits 1 s.
+        for (ns3, taken) in [(true, true), (false, false)] {
+            let mut cubic = Cubic::new(true).with_ns3_hystart(ns3);
+            cubic.epoch_start = Some(at(1000));
+            cubic.on_rtt_sample(at(1020), Duration::from_millis(50), (20.0, false), (1, 2));
+            assert_eq!(cubic.delay_min.is_some(), taken, "ns3 {ns3}");
+        }
     }
 
     #[test]

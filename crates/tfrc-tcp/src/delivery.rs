@@ -112,6 +112,8 @@ struct Pending {
     packets: u64,
     rtt: Option<Duration>,
     rtt_sent: Option<Instant>,
+    /// The RTT the minimum-RTT filter takes from this ACK: the sample, unless replaced.
+    filter_rtt: Option<Duration>,
 }
 
 impl DeliveryTracker {
@@ -232,6 +234,7 @@ impl DeliveryTracker {
             packets: 0,
             rtt: None,
             rtt_sent: None,
+            filter_rtt: None,
         });
         pending.packets += 1;
         // The draft's UpdateRateSample: the most recently sent packet defines the interval.
@@ -248,6 +251,7 @@ impl DeliveryTracker {
         if !record.retransmitted && pending.rtt_sent.is_none_or(|sent| record.sent_at >= sent) {
             pending.rtt = Some(now.saturating_duration_since(record.sent_at));
             pending.rtt_sent = Some(record.sent_at);
+            pending.filter_rtt = pending.rtt;
         }
         Some(Transmission {
             sent_at: record.sent_at,
@@ -264,7 +268,24 @@ impl DeliveryTracker {
         if let Some(pending) = &mut self.pending {
             if pending.rtt.is_none() {
                 pending.rtt = Some(rtt);
+                pending.filter_rtt = Some(rtt);
             }
+        }
+    }
+
+    /// The current ACK's RTT sample so far (its packets', or the timestamp's).
+    pub(crate) fn pending_rtt(&self) -> Option<Duration> {
+        self.pending.and_then(|pending| pending.rtt)
+    }
+
+    /// Replaces the current ACK's RTT sample with `sample` and the RTT its minimum-RTT filter
+    /// takes with `filter_rtt` (ns-3's sampling, [`crate::SenderConfig::cumulative_rtt_samples`];
+    /// its rate samples judged against the smallest smoothed RTT, "m_tcb->m_minRtt",
+    /// [`crate::SenderConfig::smoothed_rtt_to_congestion_control`]).
+    pub(crate) fn replace_rtt(&mut self, sample: Option<Duration>, filter_rtt: Option<Duration>) {
+        if let Some(pending) = &mut self.pending {
+            pending.rtt = sample;
+            pending.filter_rtt = filter_rtt;
         }
     }
 
@@ -278,7 +299,7 @@ impl DeliveryTracker {
         let Some(pending) = self.pending.take() else {
             return AckDelivery::default();
         };
-        if let Some(rtt) = pending.rtt {
+        if let Some(rtt) = pending.filter_rtt {
             self.min_rtt = Some(self.min_rtt.map_or(rtt, |min| min.min(rtt)));
         }
         let ack_elapsed = self

@@ -125,6 +125,6 @@ mod sink;
 
 pub use bbr::BbrMode;
 pub use config::{ConfigError, SenderConfig, SinkConfig, UnknownVariant, Variant};
-pub use segment::{Ack, SackBlock, Segment, HEADER_BYTES, MAX_SACK_BLOCKS};
+pub use segment::{Ack, SackBlock, Segment, DEFAULT_SACK_BLOCKS, HEADER_BYTES, MAX_SACK_BLOCKS};
 pub use sender::{AckError, SenderStats, TcpSender};
 pub use sink::{SegmentError, SinkStats, TcpSink};

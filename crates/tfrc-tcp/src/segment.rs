@@ -19,10 +19,20 @@ use tfrc_proto::Instant;
 /// (`Agent/TCPSink set packetSize_ 40`).
 pub const HEADER_BYTES: u32 = 40;
 
-/// Most SACK blocks one ACK carries (RFC 2018 §3: three fit beside the timestamp option).
+/// Most SACK blocks one ACK can carry: what fits in the 40 bytes of TCP options.
 ///
-/// ns-2: `Agent/TCPSink set maxSackBlocks_ 3`.
-pub const MAX_SACK_BLOCKS: usize = 3;
+/// RFC 2018 §3: "A SACK option that specifies n blocks will have a length of 8*n+2 bytes, so
+/// the 40 bytes available for TCP options can specify a maximum of 4 blocks." A sink sends
+/// [`DEFAULT_SACK_BLOCKS`] unless configured otherwise ([`crate::SinkConfig::max_sack_blocks`]).
+pub const MAX_SACK_BLOCKS: usize = 4;
+
+/// SACK blocks a sink sends by default: the three that fit beside the timestamp option.
+///
+/// RFC 2018 §3: "It is expected that SACK will often be used in conjunction with the Timestamp
+/// option used for RTTM [...], which takes an additional 10 bytes (plus two bytes of padding);
+/// thus a maximum of 3 SACK blocks will be allowed in this case." ns-2: `Agent/TCPSink set
+/// maxSackBlocks_ 3`; Linux, whose timestamps are on by default.
+pub const DEFAULT_SACK_BLOCKS: u8 = 3;
 
 /// A data segment: one packet of payload with its packet sequence number.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -148,7 +158,7 @@ impl Ack {
     }
 
     /// Bytes of the SACK option: kind and length (2) plus 8 per block, padded to 32 bits with
-    /// NOPs as real stacks do (12, 20 or 28 bytes); zero without blocks.
+    /// NOPs as real stacks do (12, 20, 28 or 36 bytes); zero without blocks.
     #[must_use]
     pub fn sack_option_bytes(&self) -> u32 {
         let blocks = self.sack_blocks().len() as u32;
@@ -194,10 +204,12 @@ mod tests {
             SackBlock::new(8, 9),
             SackBlock::new(6, 7),
             SackBlock::new(4, 5),
+            SackBlock::new(2, 3),
         ];
-        let ack = Ack::with_sack_blocks(2, &blocks);
-        assert_eq!(ack.sack_blocks(), &blocks[..3]);
-        assert_eq!(ack.next_expected(), 2);
+        let ack = Ack::with_sack_blocks(1, &blocks);
+        assert_eq!(ack.sack_blocks(), &blocks[..MAX_SACK_BLOCKS]);
+        assert_eq!(ack.wire_size(), 76);
+        assert_eq!(ack.next_expected(), 1);
     }
 
     #[test]

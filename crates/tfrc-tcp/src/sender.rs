@@ -164,6 +164,9 @@ pub struct TcpSender {
     retransmission_deadline: Option<Instant>,
     /// Factor applied to the RTO after timeouts; back to 1 with the next RTT sample (Karn).
     backoff: u32,
+    /// The first packet sent as new data since the last timeout: ns-3's RTT history starts
+    /// there ([`SenderConfig::cumulative_rtt_samples`]).
+    rtt_history_start: u64,
     /// The one segment being timed for an RTT sample, as in ns-2 without timestamps
     /// (`rtt_seq_`, `rtt_ts_`); cleared by any retransmission (Karn's algorithm).
     timed_segment: Option<(u64, Instant)>,
@@ -212,15 +215,18 @@ impl TcpSender {
             rtt = rtt.with_linux_rto();
         }
         let control = match config.variant {
-            Variant::Cubic => Control::Cubic(Cubic::with_ns3_growth(
-                config.hystart,
-                config.ns3_cubic_growth,
+            Variant::Cubic => Control::Cubic(
+                Cubic::with_ns3_growth(config.hystart, config.ns3_cubic_growth)
+                    .with_ns3_hystart(config.ns3_hystart),
+            ),
+            Variant::Bbr => Control::Bbr(Box::new(
+                Bbr::new(
+                    config.segment_size,
+                    f64::from(config.initial_window),
+                    config.seed,
+                )
+                .with_ns3_min_rtt_filter(config.smoothed_rtt_to_congestion_control),
             )),
-            Variant::Bbr => Control::Bbr(Box::new(Bbr::new(
-                config.segment_size,
-                f64::from(config.initial_window),
-                config.seed,
-            ))),
             Variant::Reno | Variant::NewReno | Variant::Sack => Control::Reno,
         };
         let modern = config.variant.is_modern();
@@ -269,6 +275,7 @@ impl TcpSender {
             retransmit_queue: VecDeque::new(),
             retransmission_deadline: None,
             backoff: 1,
+            rtt_history_start: 0,
             timed_segment: None,
             syn_lost: false,
             stats: SenderStats::default(),
@@ -398,6 +405,8 @@ impl TcpSender {
         self.last_recovery_point = Some(self.sent_up_to);
         self.backoff = self.backoff.saturating_mul(2).min(self.config.max_backoff);
         self.timed_segment = None;
+        // ns-3.37 `ReTxTimeout`: "// Empty RTT history m_history.clear();".
+        self.rtt_history_start = self.sent_up_to;
         self.retransmitted.clear();
         self.highest_retransmitted = None;
         self.retransmit_queue.clear();
@@ -1268,6 +1277,31 @@ impl TcpSender {
         if let Some(rtt) = timestamp_rtt {
             delivery.offer_timestamp_rtt(rtt);
         }
+        if self.config.cumulative_rtt_samples || self.config.smoothed_rtt_to_congestion_control {
+            let sample = if self.config.cumulative_rtt_samples {
+                // ns-3.37 `EstimateRtt`: the history's oldest packet, if the ACK covers it and
+                // it was sent once.
+                let oldest = self.unacknowledged.max(self.rtt_history_start);
+                (acknowledged_up_to > oldest)
+                    .then(|| delivery.transmission(oldest))
+                    .flatten()
+                    .filter(|transmission| !transmission.retransmitted)
+                    .map(|transmission| now.saturating_duration_since(transmission.sent_at))
+            } else {
+                delivery.pending_rtt()
+            };
+            // ns-3.37 judges rate samples against "m_tcb->m_minRtt", the smallest smoothed RTT.
+            let filter_rtt = if self.config.smoothed_rtt_to_congestion_control {
+                sample.and_then(|sample| {
+                    let mut estimator = self.rtt.clone();
+                    estimator.on_sample(sample);
+                    estimator.smoothed()
+                })
+            } else {
+                sample
+            };
+            delivery.replace_rtt(sample, filter_rtt);
+        }
         delivery.finish_ack()
     }
 
@@ -1303,6 +1337,12 @@ impl TcpSender {
                 self.congestion_window < f64::from(self.slow_start_threshold),
             );
             let progress = (self.unacknowledged, self.sent_up_to);
+            // ns-3.37 `PktsAcked(m_tcb, segsAcked, m_tcb->m_lastRtt)`: the smoothed RTT.
+            let rtt = if self.config.smoothed_rtt_to_congestion_control {
+                self.rtt.smoothed().unwrap_or(rtt)
+            } else {
+                rtt
+            };
             if let Some(threshold) = cubic.on_rtt_sample(now, rtt, window, progress) {
                 // Linux `hystart_update`: "tp->snd_ssthresh = tcp_snd_cwnd(tp)".
                 self.slow_start_threshold = threshold as u32;
@@ -1350,7 +1390,12 @@ impl TcpSender {
         let ack = BbrAck {
             now,
             rate: delivered.rate,
-            rtt: delivered.rtt,
+            // ns-3.37 `UpdateRTprop` reads `m_lastRtt`, the smoothed RTT, on every ACK.
+            rtt: if self.config.smoothed_rtt_to_congestion_control {
+                self.rtt.smoothed()
+            } else {
+                delivered.rtt
+            },
             acked: delivered.packets,
             losses,
             prior_in_flight,

@@ -10,7 +10,8 @@ use crate::config::{ConfigError, SinkConfig};
 use crate::ranges::SequenceRanges;
 use crate::segment::{Ack, SackBlock, Segment, MAX_SACK_BLOCKS};
 
-/// Out-of-order arrivals remembered to order SACK blocks; more than enough for three blocks.
+/// Out-of-order arrivals remembered to order SACK blocks (one per block); more than enough for
+/// the four blocks an ACK can carry.
 const RECENT_ARRIVALS: usize = 16;
 
 /// A segment the sink refused; its state is unchanged.
@@ -394,6 +395,34 @@ mod tests {
             acks[1].sack_blocks(),
             &[SackBlock::new(4, 7), SackBlock::new(8, 9)]
         );
+    }
+
+    #[test]
+    fn the_ns3_sink_sends_four_blocks_where_the_default_sends_three() {
+        // ns-3.37 `AddOptionSack`: "allowedSackBlocks = (optionLenAvail - 2) / 8", 4 without
+        // timestamps; RFC 2018 §3's 3 beside them (ns-2, Linux).
+        let last_ack = |config: SinkConfig| {
+            let mut sink = TcpSink::new(config).unwrap();
+            for sequence in [2, 4, 6, 8, 10] {
+                sink.handle_segment(Instant::ZERO, &segment(sequence))
+                    .unwrap();
+            }
+            *drain(&mut sink).last().unwrap()
+        };
+        let four = last_ack(SinkConfig::ns3(crate::Variant::Cubic));
+        assert_eq!(
+            four.sack_blocks(),
+            &[
+                SackBlock::new(10, 11),
+                SackBlock::new(8, 9),
+                SackBlock::new(6, 7),
+                SackBlock::new(4, 5)
+            ]
+        );
+        assert_eq!(four.wire_size(), 40 + 36);
+        let three = last_ack(SinkConfig::for_variant(crate::Variant::Cubic));
+        assert_eq!(three.sack_blocks(), &four.sack_blocks()[..3]);
+        assert_eq!(three.wire_size(), 40 + 28);
     }
 
     #[test]

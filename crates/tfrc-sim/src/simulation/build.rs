@@ -423,10 +423,19 @@ fn tcp_endpoints(
         tfrc_scenario::TcpVariant::Cubic => tfrc_tcp::Variant::Cubic,
         tfrc_scenario::TcpVariant::Bbr => tfrc_tcp::Variant::Bbr,
     };
-    let mut config = match spec.profile {
-        tfrc_scenario::TcpProfile::Rfc => tfrc_tcp::SenderConfig::new(variant),
-        tfrc_scenario::TcpProfile::Ns2 => tfrc_tcp::SenderConfig::ns2(variant),
-        tfrc_scenario::TcpProfile::Ns3 => tfrc_tcp::SenderConfig::ns3(variant),
+    let (mut config, mut sink_config) = match spec.profile {
+        tfrc_scenario::TcpProfile::Rfc => (
+            tfrc_tcp::SenderConfig::new(variant),
+            tfrc_tcp::SinkConfig::for_variant(variant),
+        ),
+        tfrc_scenario::TcpProfile::Ns2 => (
+            tfrc_tcp::SenderConfig::ns2(variant),
+            tfrc_tcp::SinkConfig::for_variant(variant),
+        ),
+        tfrc_scenario::TcpProfile::Ns3 => (
+            tfrc_tcp::SenderConfig::ns3(variant),
+            tfrc_tcp::SinkConfig::ns3(variant),
+        ),
     };
     config.segment_size = packet_size
         .checked_sub(tfrc_tcp::HEADER_BYTES)
@@ -446,7 +455,6 @@ fn tcp_endpoints(
     // The flow's own seed: BBR draws the phase its gain cycle starts in from it.
     config.seed = seed;
     config.validate().map_err(scenario_error(key))?;
-    let mut sink_config = tfrc_tcp::SinkConfig::for_variant(variant);
     sink_config.delayed_ack = spec.delayed_ack;
     let sink = TcpSink::new(sink_config.clone()).map_err(scenario_error(key))?;
     if let Some(downloads) = &spec.downloads {

@@ -474,3 +474,101 @@ fn without_sack_the_resent_packets_count_in_flight_after_a_timeout() {
         assert_eq!(sequences(&drain(&mut sender, now)), vec![1, 2]);
     }
 }
+
+#[test]
+fn ns3_samples_the_rtt_on_cumulative_acks_from_the_oldest_packet_they_cover() {
+    // ns-3.37 `EstimateRtt`: "RttHistory& h = m_history.front(); if (!h.retx && ackSeq >=
+    // (h.seq + SequenceNumber32(h.count))) { ... m = Simulator::Now() - h.time;": a SACK
+    // gives no sample, a cumulative ACK times the oldest packet it covers. Linux's
+    // `ca_rtt_us` times the most recently sent packet an ACK delivers, SACKed ones too.
+    for (mut config, on) in rule_on_and_off(Variant::Cubic, |c| &mut c.cumulative_rtt_samples) {
+        config.initial_window = 2;
+        let mut sender = TcpSender::new(config).unwrap();
+        assert_eq!(sequences(&drain(&mut sender, at(0))), vec![0, 1]);
+        sender.handle_ack(at(100), &Ack::new(1)).unwrap();
+        assert_eq!(sender.latest_rtt(), Some(Duration::from_millis(100)));
+        let second = sequences(&drain(&mut sender, at(100)));
+        assert_eq!(&second[..2], &[2, 3]);
+        // Packet 3 (sent at 100 ms) SACKed at 150 ms.
+        sender
+            .handle_ack(at(150), &Ack::with_sack_blocks(1, &[SackBlock::new(3, 4)]))
+            .unwrap();
+        let after_sack = if on { 100 } else { 50 };
+        assert_eq!(sender.latest_rtt(), Some(Duration::from_millis(after_sack)));
+        // Packets 1 (sent at 0) and 2 (sent at 100 ms) acknowledged at 250 ms.
+        sender.handle_ack(at(250), &Ack::new(4)).unwrap();
+        let after_ack = if on { 250 } else { 150 };
+        assert_eq!(sender.latest_rtt(), Some(Duration::from_millis(after_ack)));
+    }
+}
+
+#[test]
+fn ns3_takes_no_rtt_sample_from_packets_sent_before_a_timeout() {
+    // ns-3.37 `ReTxTimeout`: "m_history.clear();", and a resent packet does not enter the
+    // history: the late ACK of packets sent before the timeout times nothing, where Linux
+    // times those it delivers that were sent once.
+    for (config, on) in rule_on_and_off(Variant::Cubic, |c| &mut c.cumulative_rtt_samples) {
+        let mut sender = first_flight_sent(config, 4);
+        let deadline = sender.poll_timeout().unwrap();
+        sender.handle_timeout(deadline);
+        assert_eq!(sequences(&drain(&mut sender, deadline)), vec![0]);
+        // The first copies of 0..4 arrive after all: one ACK covers them.
+        let now = deadline + Duration::from_millis(50);
+        sender.handle_ack(now, &Ack::new(4)).unwrap();
+        let expected = (!on).then(|| now.saturating_duration_since(at(0)));
+        assert_eq!(sender.latest_rtt(), expected);
+    }
+}
+
+/// BBR's minimum RTT (its `min_rtt_us`, ns-3's `m_rtProp`).
+fn bbr_min_rtt(sender: &TcpSender) -> Option<Duration> {
+    match &sender.control {
+        Control::Bbr(bbr) => bbr.min_rtt(),
+        _ => None,
+    }
+}
+
+#[test]
+fn ns3_gives_bbr_the_smoothed_rtt_as_its_minimum() {
+    // ns-3.37 `EstimateRtt`: "m_tcb->m_lastRtt = m_rtt->GetEstimate();", which
+    // `TcpBbr::UpdateRTprop` reads; Linux's `bbr_update_min_rtt` reads the sample.
+    for (mut config, on) in
+        rule_on_and_off(Variant::Bbr, |c| &mut c.smoothed_rtt_to_congestion_control)
+    {
+        // The sample of the most recent packet, as Linux takes it, in both.
+        config.cumulative_rtt_samples = false;
+        config.initial_window = 2;
+        let mut sender = TcpSender::new(config).unwrap();
+        let _ = drain(&mut sender, at(0));
+        sender.handle_ack(at(100), &Ack::new(1)).unwrap();
+        assert_eq!(bbr_min_rtt(&sender), Some(Duration::from_millis(100)));
+        let sent = drain(&mut sender, at(100));
+        assert!(!sent.is_empty());
+        // A packet sent at 100 ms acknowledged at 140 ms: a 40 ms sample, SRTT 92.5 ms.
+        sender
+            .handle_ack(at(140), &Ack::new(sent[0].sequence + 1))
+            .unwrap();
+        let expected = if on { 92_500 } else { 40_000 };
+        assert_eq!(bbr_min_rtt(&sender), Some(Duration::from_micros(expected)));
+    }
+}
+
+#[test]
+fn ns3_bbr_renews_its_minimum_rtt_with_an_equal_one() {
+    // ns-3.37 `UpdateRTprop`: "if (tcb->m_lastRtt >= Seconds(0) && (tcb->m_lastRtt <= m_rtProp
+    // || m_rtPropExpired))", on every ACK: while the smoothed RTT stays at the minimum, each
+    // ACK restarts its 10 s window. Linux takes only a smaller sample, so its window expires
+    // and BBR enters PROBE_RTT.
+    for (config, on) in rule_on_and_off(Variant::Bbr, |c| &mut c.smoothed_rtt_to_congestion_control)
+    {
+        let mut sender = first_flight_sent(config, 2);
+        sender.handle_ack(at(100), &Ack::new(1)).unwrap();
+        // ACKs that move nothing, at 9 s and 10.5 s.
+        sender.handle_ack(at(9_000), &Ack::new(1)).unwrap();
+        sender.handle_ack(at(10_500), &Ack::new(1)).unwrap();
+        let Control::Bbr(bbr) = &sender.control else {
+            unreachable!("a BBR sender")
+        };
+        assert_eq!(bbr.mode() == crate::bbr::BbrMode::ProbeRtt, !on);
+    }
+}
