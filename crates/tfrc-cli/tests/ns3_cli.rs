@@ -117,3 +117,58 @@ fn a_run_writes_the_four_output_files() {
         .unwrap()
         .starts_with("ns-3.37 via tfrc"));
 }
+
+/// One CUBIC flow through a link losing 30 % of its packets: a packet resent after a timeout is
+/// often lost again, so timeouts follow each other. Both simulators count every retransmission
+/// timeout (summary.json's `timeouts`, ns-2's `nrexmit_`); until 2026-11-29 the ns-3 program
+/// counted only the entries into ns-3's CA_LOSS state, a quarter of ours here (67 against 240
+/// over these seeds, measured), where every timeout counted gives 200 against 265.
+#[test]
+fn ns3_counts_every_retransmission_timeout_as_ours_does() {
+    let missing = tfrc_ns3::missing_toolchain(&tfrc_ns3::BuildOptions::default());
+    if !tfrc_test_support::can_run(
+        "ns3_counts_every_retransmission_timeout_as_ours_does",
+        missing,
+    ) {
+        return;
+    }
+    let directory = Scratch::new();
+    let text = "name = \"lossy\"\nduration = \"20s\"\n\
+        [[link]]\nbetween = [\"r1\", \"r2\"]\nrate = \"10Mbps\"\ndelay = \"20ms\"\n\
+        queue = { kind = \"droptail\", limit = 100 }\nloss = { kind = \"bernoulli\", rate = 0.3 }\n\
+        [[link]]\nbetween = [\"s0\", \"r1\"]\nrate = \"100Mbps\"\ndelay = \"1ms\"\n\
+        [[link]]\nbetween = [\"d0\", \"r2\"]\nrate = \"100Mbps\"\ndelay = \"1ms\"\n\
+        [[flow]]\nname = \"cubic1\"\nkind = \"tcp\"\nfrom = \"s0\"\nto = \"d0\"\n\
+        variant = \"cubic\"\nprofile = \"ns3\"\n";
+    let file = directory.write("lossy.toml", text);
+    let timeouts = |command: &str, seed: u64| {
+        let out = directory.join(&format!("{command}-{seed}"));
+        succeeded(
+            Command::cargo_bin("tfrc")
+                .unwrap()
+                .args([
+                    command,
+                    file.to_str().unwrap(),
+                    "--out",
+                    out.to_str().unwrap(),
+                ])
+                .args(["--seed", &seed.to_string()])
+                .output()
+                .unwrap(),
+        );
+        let summary: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap())
+                .unwrap();
+        summary["flows"][0]["timeouts"].as_u64().unwrap()
+    };
+    let (mut ns3, mut ours) = (0, 0);
+    for seed in 1..=6 {
+        ns3 += timeouts("ns3", seed);
+        ours += timeouts("sim", seed);
+    }
+    let ratio = ns3 as f64 / ours as f64;
+    assert!(
+        (0.5..=2.0).contains(&ratio),
+        "timeouts: ns-3 {ns3}, ours {ours}"
+    );
+}

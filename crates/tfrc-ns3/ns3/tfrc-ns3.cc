@@ -262,6 +262,9 @@ struct FlowState
     SequenceNumber32 highestSent{0};
     bool anySent = false;
     uint64_t timeouts = 0, retransmissions = 0;
+    // In ns-3's CA_LOSS state (after a retransmission timeout, until the recovery point is
+    // acknowledged): a further timeout there does not change the state.
+    bool inLoss = false;
     Ptr<Socket> sender;
     // The sender's RTT estimator, installed by StartTcpSender so that its samples and SRTT can
     // be read.
@@ -582,10 +585,23 @@ OnSsthresh(uint32_t i, uint32_t, uint32_t value)
     g_flows[i].ssthresh = value;
 }
 
+// Every retransmission timeout counts, as ns-2's `nrexmit_`, Linux's `tcpi_total_rto` and our
+// simulator count them (summary.json's `timeouts`). ns-3.37's `ReTxTimeout` doubles the RTO
+// ("Time doubledRto = m_rto + m_rto; m_rto = Min(doubledRto, Time::FromDouble(60, Time::S));")
+// and then enters CA_LOSS ("m_congestionControl->CongestionStateSet(m_tcb,
+// TcpSocketState::CA_LOSS); m_tcb->m_congState = TcpSocketState::CA_LOSS;"). The first timeout
+// of an episode shows as the entry into CA_LOSS; a further one, already in CA_LOSS (a resent
+// packet lost again), changes no state but doubles the RTO: it shows as an RTO change to exactly
+// Min(2 * old, 60 s) while in CA_LOSS. (A timeout with the RTO already at 60 s changes nothing
+// and is not seen; the RTO reaches 60 s only after about 100 s of consecutive timeouts.)
 void
-OnRto(uint32_t i, Time, Time value)
+OnRto(uint32_t i, Time old, Time value)
 {
     g_flows[i].rto = value.GetSeconds();
+    if (g_flows[i].inLoss && value == Min(old + old, Seconds(60)))
+    {
+        g_flows[i].timeouts++;
+    }
 }
 
 void
@@ -593,6 +609,7 @@ OnCongState(uint32_t i,
             TcpSocketState::TcpCongState_t,
             TcpSocketState::TcpCongState_t value)
 {
+    g_flows[i].inLoss = value == TcpSocketState::CA_LOSS;
     if (value == TcpSocketState::CA_LOSS)
     {
         g_flows[i].timeouts++;
