@@ -16,6 +16,13 @@ fn tfrc_ns3(arguments: &[&str]) -> Output {
         .unwrap()
 }
 
+/// Whether `test` can run ns-3 here (g++, pkg-config and ns-3.37 installed): skips with a
+/// printed reason otherwise, fails under CI.
+fn ns3_can_run(test: &str) -> bool {
+    let missing = tfrc_ns3::missing_toolchain(&tfrc_ns3::BuildOptions::default());
+    tfrc_test_support::can_run(test, missing)
+}
+
 /// A dumbbell with a CUBIC flow and a TFRC flow ns-3 cannot run.
 fn scenario_file(directory: &Scratch) -> std::path::PathBuf {
     let text = format!(
@@ -87,8 +94,7 @@ fn bad_input_is_an_error_naming_it() {
 
 #[test]
 fn a_run_writes_the_four_output_files() {
-    let missing = tfrc_ns3::missing_toolchain(&tfrc_ns3::BuildOptions::default());
-    if !tfrc_test_support::can_run("a_run_writes_the_four_output_files", missing) {
+    if !ns3_can_run("a_run_writes_the_four_output_files") {
         return;
     }
     let directory = Scratch::new();
@@ -125,11 +131,7 @@ fn a_run_writes_the_four_output_files() {
 /// over these seeds, measured), where every timeout counted gives 200 against 265.
 #[test]
 fn ns3_counts_every_retransmission_timeout_as_ours_does() {
-    let missing = tfrc_ns3::missing_toolchain(&tfrc_ns3::BuildOptions::default());
-    if !tfrc_test_support::can_run(
-        "ns3_counts_every_retransmission_timeout_as_ours_does",
-        missing,
-    ) {
+    if !ns3_can_run("ns3_counts_every_retransmission_timeout_as_ours_does") {
         return;
     }
     let directory = Scratch::new();
