@@ -106,6 +106,8 @@ pub(crate) struct BbrAck {
     pub(crate) delivered_time: Instant,
     /// The sender's recovery state after the ACK.
     pub(crate) state: LossState,
+    /// The slow-start threshold (`snd_ssthresh`), in packets.
+    pub(crate) slow_start_threshold: f64,
     /// The smoothed RTT, for the first pacing rate.
     pub(crate) smoothed_rtt: Option<Duration>,
     /// When the next packet may leave under pacing (Linux `tcp_wstamp_ns`).
@@ -190,6 +192,14 @@ pub(crate) struct Bbr {
     /// ns-3.37's filter (`UpdateRTprop`: "tcb->m_lastRtt <= m_rtProp"): an RTT equal to the
     /// minimum restarts its window, where Linux's takes only a smaller one.
     min_rtt_at_equal: bool,
+    /// ns-3.37's window reduction by the losses, in fast recovery only
+    /// ([`crate::SenderConfig::ns3_bbr_losses`]); Linux's in every state.
+    losses_cut_window_in_recovery_only: bool,
+    /// ns-3.37's window when a recovery ends ([`crate::SenderConfig::ns3_bbr_recovery_exit`]).
+    ns3_recovery_exit: bool,
+    /// The pacing rate's factor: Linux's [`PACING_MARGIN`], or 1 as in ns-3.37
+    /// ([`crate::SenderConfig::ns3_bbr_pacing_without_margin`]).
+    pacing_margin: f64,
     probe_rtt_done: Option<Instant>,
     probe_rtt_round_done: bool,
     prior_window: f64,
@@ -227,6 +237,9 @@ impl Bbr {
             min_rtt: None,
             min_rtt_stamp: Instant::ZERO,
             min_rtt_at_equal: false,
+            losses_cut_window_in_recovery_only: false,
+            ns3_recovery_exit: false,
+            pacing_margin: PACING_MARGIN,
             probe_rtt_done: None,
             probe_rtt_round_done: false,
             prior_window: 0.0,
@@ -257,6 +270,27 @@ impl Bbr {
     /// renews ([`crate::SenderConfig::smoothed_rtt_to_congestion_control`]).
     pub(crate) fn with_ns3_min_rtt_filter(mut self, ns3: bool) -> Self {
         self.min_rtt_at_equal = ns3;
+        self
+    }
+
+    /// The same BBR taking losses off its window in fast recovery only, as ns-3.37's does
+    /// ([`crate::SenderConfig::ns3_bbr_losses`]).
+    pub(crate) fn with_ns3_loss_response(mut self, ns3: bool) -> Self {
+        self.losses_cut_window_in_recovery_only = ns3;
+        self
+    }
+
+    /// The same BBR ending its recoveries as ns-3.37's does
+    /// ([`crate::SenderConfig::ns3_bbr_recovery_exit`]).
+    pub(crate) fn with_ns3_recovery_exit(mut self, ns3: bool) -> Self {
+        self.ns3_recovery_exit = ns3;
+        self
+    }
+
+    /// The same BBR pacing at its gain times its bandwidth estimate, without Linux's margin, as
+    /// ns-3.37's does ([`crate::SenderConfig::ns3_bbr_pacing_without_margin`]).
+    pub(crate) fn with_ns3_pacing_rate(mut self, ns3: bool) -> Self {
+        self.pacing_margin = if ns3 { 1.0 } else { PACING_MARGIN };
         self
     }
 
@@ -560,9 +594,9 @@ impl Bbr {
     }
 
     /// Linux `bbr_rate_bytes_per_sec`: packets per second to payload bytes per second, with the
-    /// gain and the 1 % margin.
+    /// gain and the 1 % margin (none in ns-3.37).
     fn rate_bytes(&self, bandwidth: f64, gain: f64) -> f64 {
-        bandwidth * self.segment_size * gain * PACING_MARGIN
+        bandwidth * self.segment_size * gain * self.pacing_margin
     }
 
     /// Linux `bbr_set_pacing_rate`: the rate only falls once the pipe was found full.
@@ -683,7 +717,9 @@ impl Bbr {
         let mut window = window;
         // "An ACK for P pkts should release at most 2*P packets. We do this in two steps.
         // First, here we deduct the number of lost packets."
-        if ack.losses > 0 {
+        if ack.losses > 0
+            && (!self.losses_cut_window_in_recovery_only || ack.state == LossState::Recovery)
+        {
             window = (window - ack.losses as f64).max(1.0);
         }
         let acked = ack.acked as f64;
@@ -694,7 +730,13 @@ impl Bbr {
             window = ack.in_flight as f64 + acked;
         } else if self.previous_state >= LossState::Recovery && ack.state < LossState::Recovery {
             // "Exiting loss recovery; restore cwnd saved before recovery."
-            window = window.max(self.prior_window);
+            window = match (self.ns3_recovery_exit, self.previous_state) {
+                (false, _) => window.max(self.prior_window),
+                // ns-3.37: "m_tcb->m_cWnd = m_tcb->m_ssThresh.Get();" after the restore.
+                (true, LossState::Recovery) => ack.slow_start_threshold,
+                // ns-3.37 leaves `CA_LOSS` without a restore.
+                (true, _) => window,
+            };
             self.packet_conservation = false;
         }
         self.previous_state = ack.state;

@@ -186,6 +186,9 @@ pub enum ConfigError {
 /// | `ns3_hystart` | off (Linux's HyStart) | none |
 /// | `cumulative_rtt_samples` | off (CUBIC and BBR sample every ACK, SACKs too) | none (ns-2 times one packet per RTT) |
 /// | `smoothed_rtt_to_congestion_control` | off (CUBIC and BBR read each sample) | none |
+/// | `ns3_bbr_losses` | off (BBR reads Linux's `rs->losses`) | none |
+/// | `ns3_bbr_recovery_exit` | off (BBR restores its window, Linux) | none |
+/// | `ns3_bbr_pacing_without_margin` | off (BBR paces 1 % below its estimate, Linux) | none |
 ///
 /// [`SenderConfig::new`] gives the RFC behaviour with ns-2's values (and Linux's for CUBIC and
 /// BBR); [`SenderConfig::ns2`] turns on the three ns-2.35 defaults that differ from the RFCs
@@ -403,6 +406,34 @@ pub struct SenderConfig {
     /// ACK's own sample, a new minimum only when below the current one (`bbr_update_min_rtt`:
     /// "rs->rtt_us < bbr->min_rtt_us").
     pub smoothed_rtt_to_congestion_control: bool,
+    /// ns-3.37's losses for BBR (`TcpSocketBase::ReceivedAck`): "uint32_t lost =
+    /// (currentLost > previousLost) ? currentLost - previousLost : previousLost -
+    /// currentLost;", the change either way of the bytes marked lost (`TcpTxBuffer::
+    /// m_lostOut`, where a packet stays marked, resent or not, until a SACK or the cumulative
+    /// ACK covers it), so a lost packet counts when marked and again when its retransmission is
+    /// acknowledged; and BBR takes them off its window only in fast recovery (`TcpBbr::SetCwnd`:
+    /// "if (tcb->m_congState == TcpSocketState::CA_RECOVERY) { if
+    /// (ModulateCwndForRecovery(tcb, rs))", which does "m_cWnd - rs.m_bytesLoss"). Off (the
+    /// default): Linux's `rs->losses`, "tp->lost - prior_lost", the packets newly marked, taken
+    /// off in every state (`bbr_set_cwnd_to_recover_or_restore`).
+    pub ns3_bbr_losses: bool,
+    /// ns-3.37's BBR window when a recovery ends. Leaving a fast recovery, `TcpSocketBase`
+    /// overwrites the window BBR has just restored with the slow-start threshold
+    /// (`ProcessAck`: "m_congestionControl->CwndEvent(m_tcb,
+    /// TcpSocketState::CA_EVENT_COMPLETE_CWR); ... if (exitedFastRecovery) { NewAck(ackNumber,
+    /// true); m_tcb->m_cWnd = m_tcb->m_ssThresh.Get();"), which BBR sets once, to one
+    /// bandwidth-delay product, when STARTUP ends (`TcpBbr::CheckDrain`: "tcb->m_ssThresh =
+    /// InFlight(tcb, 1);"), and `TcpBbr::GetSsThresh` returns unchanged; leaving a timeout's
+    /// recovery restores nothing (`TcpBbr::CongestionStateSet` acts on `CA_OPEN` only "if
+    /// (newState == TcpSocketState::CA_OPEN && !m_isInitialized)"). Off (the default): Linux's
+    /// `bbr_set_cwnd_to_recover_or_restore`, "Exiting loss recovery; restore cwnd saved before
+    /// recovery", after either.
+    pub ns3_bbr_recovery_exit: bool,
+    /// ns-3.37's BBR paces at its gain times its bandwidth estimate (`TcpBbr::SetPacingRate`:
+    /// "DataRate rate(gain * m_maxBwFilter.GetBest().GetBitRate());"). Off (the default):
+    /// Linux's `bbr_rate_bytes_per_sec`, "Pace at ~1% below estimated bw"
+    /// (`bbr_pacing_margin_percent` 1).
+    pub ns3_bbr_pacing_without_margin: bool,
 }
 
 impl SenderConfig {
@@ -445,6 +476,9 @@ impl SenderConfig {
             cumulative_rtt_samples: false,
             ns3_hystart: false,
             smoothed_rtt_to_congestion_control: false,
+            ns3_bbr_losses: false,
+            ns3_bbr_recovery_exit: false,
+            ns3_bbr_pacing_without_margin: false,
         }
     }
 
@@ -493,7 +527,11 @@ impl SenderConfig {
     /// - CUBIC and BBR take an RTT sample only from a cumulative ACK, on the oldest packet it
     ///   covers (`cumulative_rtt_samples`), and read the smoothed RTT, BBR on every ACK
     ///   (`smoothed_rtt_to_congestion_control`);
-    /// - CUBIC's HyStart has ns-3's thresholds (`ns3_hystart`).
+    /// - CUBIC's HyStart has ns-3's thresholds (`ns3_hystart`);
+    /// - BBR reads ns-3's loss count and takes it off its window in fast recovery only
+    ///   (`ns3_bbr_losses`), its window is the slow-start threshold when a fast recovery ends
+    ///   and is not restored when a timeout's recovery ends (`ns3_bbr_recovery_exit`), and it
+    ///   paces without Linux's 1 % margin (`ns3_bbr_pacing_without_margin`).
     ///
     /// Not modelled: PRR for the other variants (ns-3 runs it for every TCP but BBR), ns-3's
     /// scoreboard's approximations (docs/ns3.md).
@@ -518,6 +556,9 @@ impl SenderConfig {
             cumulative_rtt_samples: true,
             ns3_hystart: true,
             smoothed_rtt_to_congestion_control: true,
+            ns3_bbr_losses: true,
+            ns3_bbr_recovery_exit: true,
+            ns3_bbr_pacing_without_margin: true,
             ..Self::new(variant)
         }
     }

@@ -225,7 +225,10 @@ impl TcpSender {
                     f64::from(config.initial_window),
                     config.seed,
                 )
-                .with_ns3_min_rtt_filter(config.smoothed_rtt_to_congestion_control),
+                .with_ns3_min_rtt_filter(config.smoothed_rtt_to_congestion_control)
+                .with_ns3_loss_response(config.ns3_bbr_losses)
+                .with_ns3_recovery_exit(config.ns3_bbr_recovery_exit)
+                .with_ns3_pacing_rate(config.ns3_bbr_pacing_without_margin),
             )),
             Variant::Reno | Variant::NewReno | Variant::Sack => Control::Reno,
         };
@@ -446,6 +449,12 @@ impl TcpSender {
         } else {
             0
         };
+        // ns-3.37's "uint32_t previousLost = m_txBuffer->GetLost();", for `ns3_bbr_losses`.
+        let marked_lost_before = if self.config.ns3_bbr_losses {
+            self.marked_lost()
+        } else {
+            0
+        };
         // ns-3.37 `m_isRetransDataAcked`, for PRR's slow-start reduction bound.
         let retransmission_acked = self.config.proportional_rate_reduction
             && self
@@ -500,7 +509,7 @@ impl TcpSender {
             }
         }
         if matches!(self.control, Control::Bbr(_)) {
-            self.bbr_on_ack(now, &delivered, prior_in_flight);
+            self.bbr_on_ack(now, &delivered, prior_in_flight, marked_lost_before);
         }
         Ok(())
     }
@@ -1371,14 +1380,41 @@ impl TcpSender {
             return 0;
         }
         self.lost_counted_up_to = bound;
-        (bound - from) - (self.sacked.count_below(bound) - self.sacked.count_below(from))
+        self.unsacked_between(from, bound)
+    }
+
+    /// Packets in `from..to` not SACKed.
+    fn unsacked_between(&self, from: u64, to: u64) -> u64 {
+        if to <= from {
+            return 0;
+        }
+        (to - from) - (self.sacked.count_below(to) - self.sacked.count_below(from))
+    }
+
+    /// ns-3.37's `TcpTxBuffer::m_lostOut` in packets: the outstanding packets marked lost (below
+    /// the highest bound [`Self::newly_lost`] has counted, or all of them after a timeout) and
+    /// not SACKed since, resent or not.
+    fn marked_lost(&self) -> u64 {
+        self.unsacked_between(
+            self.unacknowledged,
+            self.lost_counted_up_to.min(self.sent_up_to),
+        )
     }
 
     /// Linux `bbr_main` for one ACK: BBR's model, window and pacing rate.
-    fn bbr_on_ack(&mut self, now: Instant, delivered: &AckDelivery, prior_in_flight: u64) {
+    fn bbr_on_ack(
+        &mut self,
+        now: Instant,
+        delivered: &AckDelivery,
+        prior_in_flight: u64,
+        marked_lost_before: u64,
+    ) {
         let losses = if self.rack.is_some() {
             // Linux `rs.losses`: "tp->lost - prior_lost", the packets marked lost by this ACK.
             self.rack_losses
+        } else if self.config.ns3_bbr_losses {
+            self.newly_lost();
+            self.marked_lost().abs_diff(marked_lost_before)
         } else {
             self.newly_lost()
         };
@@ -1403,6 +1439,7 @@ impl TcpSender {
             delivered: tracker.delivered(),
             delivered_time: tracker.delivered_time(),
             state,
+            slow_start_threshold: f64::from(self.slow_start_threshold),
             smoothed_rtt: self.rtt.smoothed(),
             earliest_departure: self.pacing.map_or(now, |pacing| pacing.next_departure),
             max_window: f64::from(self.config.max_window),

@@ -46,7 +46,7 @@ fn ns3_ends_the_backoff_with_the_first_ack_of_new_data() {
         (linux_without_probe_or_timestamps(), 2),
     ] {
         let (mut sender, mut sink, lost) = cubic_after_one_round(config);
-        let deadline = sender.poll_timeout().unwrap();
+        let deadline = at(5_000);
         sender.handle_timeout(deadline);
         assert_eq!(sender.backoff(), 2);
         let resent = drain(&mut sender, deadline);
@@ -176,7 +176,7 @@ fn linux_keeps_ssthresh_at_a_timeout_during_fast_recovery() {
         assert_eq!(sender.slow_start_threshold(), 14);
         // ns-3's PRR has the window at 17 here (16 in flight, one more for the packet SACKed).
         let window = sender.congestion_window();
-        let deadline = sender.poll_timeout().unwrap();
+        let deadline = at(5_000);
         sender.handle_timeout(deadline);
         let expected = if reduced_again {
             (window * 0.7) as u32
@@ -235,7 +235,7 @@ fn ns3_keeps_the_sacked_packets_at_a_timeout_and_counts_only_the_resent_in_fligh
             .handle_ack(at(110), &Ack::with_sack_blocks(1, &blocks))
             .unwrap();
         assert!(!sender.in_recovery());
-        let deadline = sender.poll_timeout().unwrap();
+        let deadline = at(5_000);
         sender.handle_timeout(deadline);
         let mut sent = sequences(&drain(&mut sender, deadline));
         assert_eq!(sent, vec![1], "a window of one packet");
@@ -325,7 +325,7 @@ fn ns3_counts_the_sacked_packets_a_cumulative_ack_covers_after_a_timeout() {
         sender
             .handle_ack(at(110), &Ack::with_sack_blocks(1, &sacked))
             .unwrap();
-        let deadline = sender.poll_timeout().unwrap();
+        let deadline = at(5_000);
         sender.handle_timeout(deadline);
         assert_eq!(sequences(&drain(&mut sender, deadline)), vec![1]);
         // The resent 1 arrives: the cumulative ACK covers 1, 2 and 3; only 1 is new.
@@ -465,7 +465,7 @@ fn without_sack_the_resent_packets_count_in_flight_after_a_timeout() {
         SenderConfig::new(Variant::NewReno),
     ] {
         let mut sender = first_flight_sent(config, 10);
-        let deadline = sender.poll_timeout().unwrap();
+        let deadline = at(5_000);
         sender.handle_timeout(deadline);
         assert_eq!(sequences(&drain(&mut sender, deadline)), vec![0]);
         let now = deadline + Duration::from_millis(100);
@@ -509,7 +509,7 @@ fn ns3_takes_no_rtt_sample_from_packets_sent_before_a_timeout() {
     // times those it delivers that were sent once.
     for (config, on) in rule_on_and_off(Variant::Cubic, |c| &mut c.cumulative_rtt_samples) {
         let mut sender = first_flight_sent(config, 4);
-        let deadline = sender.poll_timeout().unwrap();
+        let deadline = at(5_000);
         sender.handle_timeout(deadline);
         assert_eq!(sequences(&drain(&mut sender, deadline)), vec![0]);
         // The first copies of 0..4 arrive after all: one ACK covers them.
@@ -571,4 +571,81 @@ fn ns3_bbr_renews_its_minimum_rtt_with_an_equal_one() {
         };
         assert_eq!(bbr.mode() == crate::bbr::BbrMode::ProbeRtt, !on);
     }
+}
+
+#[test]
+fn ns3_bbr_counts_a_loss_again_when_its_retransmission_is_acknowledged() {
+    // ns-3.37 `ReceivedAck`: "uint32_t lost = (currentLost > previousLost) ? currentLost -
+    // previousLost : previousLost - currentLost;" over `m_lostOut`, which keeps a resent packet
+    // marked until it is acknowledged; `TcpBbr::ModulateCwndForRecovery` takes it off the
+    // window in fast recovery. Linux's `rs->losses` counts the marking only.
+    let mut windows = Vec::new();
+    for (config, on) in rule_on_and_off(Variant::Bbr, |c| &mut c.ns3_bbr_losses) {
+        let mut sender = first_flight_sent(config, 10);
+        // 0 lost, 1..=3 SACKed: 0 is marked lost and resent, a fast recovery starts.
+        sack_the_three_after_the_first(&mut sender, at(100));
+        assert!(sender.in_recovery());
+        assert_eq!(sender.marked_lost(), 1);
+        let resent = drain(&mut sender, at(100));
+        assert_eq!(sequences(&resent), vec![0]);
+        // The resent 0 arrives: a partial ACK (the recovery point is 10); 0 leaves the count.
+        sender.handle_ack(at(200), &Ack::new(4)).unwrap();
+        assert!(sender.in_recovery());
+        assert_eq!(sender.marked_lost(), 0);
+        windows.push((on, sender.congestion_window()));
+    }
+    // The same ACK, one packet less with ns-3's count (the change of 1 counted as a loss).
+    assert_eq!(windows, vec![(true, 7.0), (false, 8.0)]);
+}
+
+#[test]
+fn ns3_bbr_ends_a_fast_recovery_at_ssthresh_and_a_timeout_without_restoring() {
+    // ns-3.37 `ProcessAck` leaving CA_RECOVERY: "CwndEvent(m_tcb,
+    // TcpSocketState::CA_EVENT_COMPLETE_CWR)" (BBR restores its window), then "m_tcb->m_cWnd =
+    // m_tcb->m_ssThresh.Get();"; leaving CA_LOSS, `TcpBbr::CongestionStateSet(CA_OPEN)` does
+    // nothing once initialised. Linux restores the saved window after both.
+    let mut after_recovery = Vec::new();
+    let mut after_timeout = Vec::new();
+    for (config, on) in rule_on_and_off(Variant::Bbr, |c| &mut c.ns3_bbr_recovery_exit) {
+        let mut sender = first_flight_sent(config.clone(), 10);
+        sack_the_three_after_the_first(&mut sender, at(100));
+        assert_eq!(sequences(&drain(&mut sender, at(100))), vec![0]);
+        // As if STARTUP had ended with a BDP of 6 packets (`CheckDrain`).
+        sender.slow_start_threshold = 6;
+        sender.handle_ack(at(200), &Ack::new(10)).unwrap();
+        assert!(!sender.in_recovery());
+        // STARTUP's growth then adds the 7 packets the ACK delivered (0 and 4..=9).
+        after_recovery.push((on, sender.congestion_window()));
+
+        let mut sender = first_flight_sent(config, 10);
+        sender.handle_timeout(at(5_000));
+        assert_eq!(sender.congestion_window(), 1.0);
+        assert_eq!(sequences(&drain(&mut sender, at(5_000))), vec![0]);
+        sender.handle_ack(at(5_100), &Ack::new(1)).unwrap();
+        let _ = drain(&mut sender, at(5_100));
+        sender.handle_ack(at(5_200), &Ack::new(10)).unwrap();
+        assert!(!sender.in_recovery() && sender.loss_point.is_none());
+        after_timeout.push((on, sender.congestion_window()));
+    }
+    // ns-3: 6 + 7; Linux: the window saved when the recovery started, plus the 7.
+    assert_eq!(after_recovery, vec![(true, 13.0), (false, 19.0)]);
+    // ns-3: BBR's minimum window of 4 after the first ACK, plus 9; Linux: the 10 saved at the
+    // timeout, plus 9.
+    assert_eq!(after_timeout, vec![(true, 13.0), (false, 19.0)]);
+}
+
+#[test]
+fn ns3_bbr_paces_at_its_gain_times_its_estimate() {
+    // ns-3.37 `TcpBbr::SetPacingRate`: "DataRate rate(gain *
+    // m_maxBwFilter.GetBest().GetBitRate());"; Linux paces "~1% below estimated bw".
+    let mut rates = Vec::new();
+    for (config, _) in rule_on_and_off(Variant::Bbr, |c| &mut c.ns3_bbr_pacing_without_margin) {
+        let mut sender = first_flight_sent(config, 10);
+        sender.handle_ack(at(100), &Ack::new(5)).unwrap();
+        rates.push(sender.pacing().unwrap().0);
+    }
+    assert!(
+        (rates[1] / rates[0] - 0.99).abs() < 1e-12,
+        "rates {rates:?}"
+    );
 }
