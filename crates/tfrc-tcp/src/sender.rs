@@ -200,21 +200,10 @@ pub struct TcpSender {
     stopped_at: Option<Instant>,
 }
 
-impl TcpSender {
-    /// A sender with nothing sent yet; its first [`poll_transmit`](Self::poll_transmit) releases
-    /// the initial window.
-    pub fn new(config: SenderConfig) -> Result<Self, ConfigError> {
-        config.validate()?;
-        let mut rtt = RttEstimator::new(
-            config.initial_rto,
-            config.min_rto,
-            config.max_rto,
-            config.clock_granularity,
-        );
-        if config.linux_rto && config.variant.is_modern() {
-            rtt = rtt.with_linux_rto();
-        }
-        let control = match config.variant {
+impl Control {
+    /// The congestion control `config` asks for, with the rules of its profile.
+    fn for_config(config: &SenderConfig) -> Self {
+        match config.variant {
             Variant::Cubic => Control::Cubic(
                 Cubic::with_ns3_growth(config.hystart, config.ns3_cubic_growth)
                     .with_ns3_hystart(config.ns3_hystart),
@@ -231,7 +220,25 @@ impl TcpSender {
                 .with_ns3_pacing_rate(config.ns3_bbr_pacing_without_margin),
             )),
             Variant::Reno | Variant::NewReno | Variant::Sack => Control::Reno,
-        };
+        }
+    }
+}
+
+impl TcpSender {
+    /// A sender with nothing sent yet; its first [`poll_transmit`](Self::poll_transmit) releases
+    /// the initial window.
+    pub fn new(config: SenderConfig) -> Result<Self, ConfigError> {
+        config.validate()?;
+        let mut rtt = RttEstimator::new(
+            config.initial_rto,
+            config.min_rto,
+            config.max_rto,
+            config.clock_granularity,
+        );
+        if config.linux_rto && config.variant.is_modern() {
+            rtt = rtt.with_linux_rto();
+        }
+        let control = Control::for_config(&config);
         let modern = config.variant.is_modern();
         Ok(Self {
             control,
@@ -450,11 +457,7 @@ impl TcpSender {
             0
         };
         // ns-3.37's "uint32_t previousLost = m_txBuffer->GetLost();", for `ns3_bbr_losses`.
-        let marked_lost_before = if self.config.ns3_bbr_losses {
-            self.marked_lost()
-        } else {
-            0
-        };
+        let marked_lost_before = self.marked_lost_for_bbr();
         // ns-3.37 `m_isRetransDataAcked`, for PRR's slow-start reduction bound.
         let retransmission_acked = self.config.proportional_rate_reduction
             && self
@@ -1399,6 +1402,15 @@ impl TcpSender {
             self.unacknowledged,
             self.lost_counted_up_to.min(self.sent_up_to),
         )
+    }
+
+    /// [`Self::marked_lost`] when BBR reads ns-3's loss count (`ns3_bbr_losses`), else 0.
+    fn marked_lost_for_bbr(&self) -> u64 {
+        if self.config.ns3_bbr_losses {
+            self.marked_lost()
+        } else {
+            0
+        }
     }
 
     /// Linux `bbr_main` for one ACK: BBR's model, window and pacing rate.
