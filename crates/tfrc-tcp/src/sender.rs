@@ -1425,6 +1425,7 @@ impl TcpSender {
             // Linux `rs.losses`: "tp->lost - prior_lost", the packets marked lost by this ACK.
             self.rack_losses
         } else if self.config.ns3_bbr_losses {
+            // Marks this ACK's losses (the count it returns is Linux's, not read here).
             self.newly_lost();
             self.marked_lost().abs_diff(marked_lost_before)
         } else {

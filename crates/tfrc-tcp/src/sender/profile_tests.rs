@@ -46,7 +46,7 @@ fn ns3_ends_the_backoff_with_the_first_ack_of_new_data() {
         (linux_without_probe_or_timestamps(), 2),
     ] {
         let (mut sender, mut sink, lost) = cubic_after_one_round(config);
-        let deadline = at(5_000);
+        let deadline = sender.poll_timeout().unwrap();
         sender.handle_timeout(deadline);
         assert_eq!(sender.backoff(), 2);
         let resent = drain(&mut sender, deadline);
@@ -176,7 +176,7 @@ fn linux_keeps_ssthresh_at_a_timeout_during_fast_recovery() {
         assert_eq!(sender.slow_start_threshold(), 14);
         // ns-3's PRR has the window at 17 here (16 in flight, one more for the packet SACKed).
         let window = sender.congestion_window();
-        let deadline = at(5_000);
+        let deadline = sender.poll_timeout().unwrap();
         sender.handle_timeout(deadline);
         let expected = if reduced_again {
             (window * 0.7) as u32
@@ -235,7 +235,7 @@ fn ns3_keeps_the_sacked_packets_at_a_timeout_and_counts_only_the_resent_in_fligh
             .handle_ack(at(110), &Ack::with_sack_blocks(1, &blocks))
             .unwrap();
         assert!(!sender.in_recovery());
-        let deadline = at(5_000);
+        let deadline = sender.poll_timeout().unwrap();
         sender.handle_timeout(deadline);
         let mut sent = sequences(&drain(&mut sender, deadline));
         assert_eq!(sent, vec![1], "a window of one packet");
@@ -325,7 +325,7 @@ fn ns3_counts_the_sacked_packets_a_cumulative_ack_covers_after_a_timeout() {
         sender
             .handle_ack(at(110), &Ack::with_sack_blocks(1, &sacked))
             .unwrap();
-        let deadline = at(5_000);
+        let deadline = sender.poll_timeout().unwrap();
         sender.handle_timeout(deadline);
         assert_eq!(sequences(&drain(&mut sender, deadline)), vec![1]);
         // The resent 1 arrives: the cumulative ACK covers 1, 2 and 3; only 1 is new.
@@ -465,7 +465,7 @@ fn without_sack_the_resent_packets_count_in_flight_after_a_timeout() {
         SenderConfig::new(Variant::NewReno),
     ] {
         let mut sender = first_flight_sent(config, 10);
-        let deadline = at(5_000);
+        let deadline = sender.poll_timeout().unwrap();
         sender.handle_timeout(deadline);
         assert_eq!(sequences(&drain(&mut sender, deadline)), vec![0]);
         let now = deadline + Duration::from_millis(100);
@@ -509,7 +509,7 @@ fn ns3_takes_no_rtt_sample_from_packets_sent_before_a_timeout() {
     // times those it delivers that were sent once.
     for (config, on) in rule_on_and_off(Variant::Cubic, |c| &mut c.cumulative_rtt_samples) {
         let mut sender = first_flight_sent(config, 4);
-        let deadline = at(5_000);
+        let deadline = sender.poll_timeout().unwrap();
         sender.handle_timeout(deadline);
         assert_eq!(sequences(&drain(&mut sender, deadline)), vec![0]);
         // The first copies of 0..4 arrive after all: one ACK covers them.
